@@ -1,0 +1,257 @@
+//! Comments, discussions, authors and the validated text a client may post.
+
+use super::{DiscussionId, DomainError, FullSlug, Layout, Micros, Slug, SlugPart};
+
+/// Who wrote a comment, from the poster's token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Author {
+    /// The token's `sub`.
+    pub id: String,
+    /// The token's `name`.
+    pub name: String,
+}
+
+/// A comment as stored, whatever the layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Comment {
+    /// The discussion it belongs to.
+    pub discussion_id: DiscussionId,
+    /// Its path of slug parts.
+    pub slug: Slug,
+    /// Its sortable path of `time:part` segments.
+    pub full_slug: FullSlug,
+    /// The parent's slug; `None` at the top level.
+    pub parent: Option<Slug>,
+    /// When it was posted.
+    pub posted: Micros,
+    /// Who posted it.
+    pub author: Author,
+    /// The text; `None` once deleted.
+    pub text: Option<String>,
+    /// When it was last edited.
+    pub edited: Option<Micros>,
+    /// Whether it was deleted (a tombstone keeps its place and its replies).
+    pub deleted: bool,
+    /// How many direct replies it has.
+    pub reply_count: u64,
+}
+
+impl Comment {
+    /// 0 for a top-level comment.
+    pub fn depth(&self) -> usize {
+        self.slug.depth()
+    }
+}
+
+/// A discussion: the container of one comment thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Discussion {
+    /// Its id.
+    pub id: DiscussionId,
+    /// Its title.
+    pub title: String,
+    /// How its comments are stored.
+    pub layout: Layout,
+    /// When it was created.
+    pub created: Micros,
+    /// How many comments it holds (deleted ones included: they keep their place).
+    pub comment_count: u64,
+    /// How many of them are top-level.
+    pub thread_count: u64,
+}
+
+/// A validated discussion title: 1 to 300 characters, not blank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscussionTitle(String);
+
+impl DiscussionTitle {
+    /// Longest title accepted.
+    pub const MAX_CHARS: usize = 300;
+
+    /// Validates a client-supplied title (surrounding white space is trimmed).
+    pub fn parse(raw: &str) -> Result<Self, DomainError> {
+        let title = raw.trim();
+        if title.is_empty() {
+            return Err(DomainError::bad_input("title must not be empty"));
+        }
+        if title.chars().count() > Self::MAX_CHARS {
+            return Err(DomainError::bad_input(format!(
+                "title is longer than {} characters",
+                Self::MAX_CHARS
+            )));
+        }
+        Ok(Self(title.to_owned()))
+    }
+
+    /// The title.
+    pub fn into_inner(self) -> String {
+        self.0
+    }
+}
+
+/// Validated comment text: not blank, at most the configured number of characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommentText(String);
+
+impl CommentText {
+    /// Validates client-supplied text. The text is kept as written (only trailing white space is
+    /// dropped); blank text and text over `max_chars` characters are refused.
+    pub fn parse(raw: &str, max_chars: usize) -> Result<Self, DomainError> {
+        let text = raw.trim_end();
+        if text.trim().is_empty() {
+            return Err(DomainError::bad_input("comment text must not be empty"));
+        }
+        let chars = text.chars().count();
+        if chars > max_chars {
+            return Err(DomainError::bad_input(format!(
+                "comment text has {chars} characters; the limit is {max_chars}"
+            )));
+        }
+        if text.contains('\0') {
+            return Err(DomainError::bad_input(
+                "comment text must not contain NUL characters",
+            ));
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A comment to be posted.
+#[derive(Debug, Clone)]
+pub struct NewComment {
+    /// The parent's slug, for a reply.
+    pub parent: Option<Slug>,
+    /// The poster.
+    pub author: Author,
+    /// The text.
+    pub text: CommentText,
+}
+
+/// Where a new comment goes: its paths and depth, after the depth cap is applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// The new comment's slug.
+    pub slug: Slug,
+    /// The new comment's full slug.
+    pub full_slug: FullSlug,
+    /// The parent it is actually attached to.
+    pub parent: Option<Slug>,
+    /// True when the requested parent was deeper than the cap allows and the comment was attached
+    /// to the deepest allowed ancestor instead.
+    pub reattached: bool,
+}
+
+impl Placement {
+    /// Places a comment under `parent` (its slug and full slug), at most `max_depth` levels deep
+    /// (depth 0 is top-level, so the deepest allowed depth is `max_depth - 1`).
+    pub fn new(
+        parent: Option<(&Slug, &FullSlug)>,
+        max_depth: usize,
+        posted: Micros,
+        part: &SlugPart,
+    ) -> Self {
+        let deepest_parent = max_depth.saturating_sub(2);
+        match parent {
+            None => Self {
+                slug: Slug::top_level(part),
+                full_slug: FullSlug::top_level(posted, part),
+                parent: None,
+                reattached: false,
+            },
+            Some(_) if max_depth <= 1 => Self {
+                slug: Slug::top_level(part),
+                full_slug: FullSlug::top_level(posted, part),
+                parent: None,
+                reattached: true,
+            },
+            Some((slug, full_slug)) => {
+                let reattached = slug.depth() > deepest_parent;
+                let (slug, full_slug) = if reattached {
+                    (
+                        slug.ancestor_at(deepest_parent),
+                        full_slug.ancestor_at(deepest_parent),
+                    )
+                } else {
+                    (slug.clone(), full_slug.clone())
+                };
+                Self {
+                    slug: slug.child(part),
+                    full_slug: full_slug.child(posted, part),
+                    parent: Some(slug),
+                    reattached,
+                }
+            }
+        }
+    }
+
+    /// Builds the stored comment for this placement.
+    pub fn into_comment(
+        self,
+        discussion_id: DiscussionId,
+        posted: Micros,
+        new: &NewComment,
+    ) -> Comment {
+        Comment {
+            discussion_id,
+            slug: self.slug,
+            full_slug: self.full_slug,
+            parent: self.parent,
+            posted,
+            author: new.author.clone(),
+            text: Some(new.text.as_str().to_owned()),
+            edited: None,
+            deleted: false,
+            reply_count: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_validated() {
+        assert!(CommentText::parse("", 10).is_err());
+        assert!(CommentText::parse(" \n\t ", 10).is_err());
+        assert!(CommentText::parse("12345678901", 10).is_err());
+        assert!(CommentText::parse("ünïcödé!!!", 10).is_ok());
+        assert!(CommentText::parse("a\0b", 10).is_err());
+        assert_eq!(
+            CommentText::parse("  hi  ", 10).map(|t| t.0),
+            Ok("  hi".into())
+        );
+    }
+
+    #[test]
+    fn deep_replies_attach_to_the_deepest_allowed_ancestor() {
+        let max_depth = 3;
+        let mut slug = Slug::top_level(&SlugPart::generate());
+        let mut full = FullSlug::top_level(Micros(1), &SlugPart::generate());
+        for i in 0..5 {
+            let p = Placement::new(
+                Some((&slug, &full)),
+                max_depth,
+                Micros(i + 2),
+                &SlugPart::generate(),
+            );
+            assert!(p.slug.depth() < max_depth);
+            slug = p.slug;
+            full = p.full_slug;
+        }
+        assert_eq!(slug.depth(), 2);
+        let p = Placement::new(
+            Some((&slug, &full)),
+            max_depth,
+            Micros(99),
+            &SlugPart::generate(),
+        );
+        assert!(p.reattached);
+        assert_eq!(p.parent, Some(slug.ancestor_at(1)));
+    }
+}

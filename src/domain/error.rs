@@ -1,0 +1,50 @@
+//! The domain's error enum: what went wrong, in terms a client can be told.
+
+use thiserror::Error;
+
+/// Every failure a request can meet, before it becomes a GraphQL error with `extensions.code`.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum DomainError {
+    /// The request itself is malformed (bad id, bad slug, empty text, bad paging arguments…).
+    #[error("{0}")]
+    BadInput(String),
+    /// The thing asked for does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// A mutation was sent without a valid token.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// The caller is known but may not do this.
+    #[error("{0}")]
+    Forbidden(String),
+    /// The discussion's storage is at its size cap.
+    #[error("{0}")]
+    DiscussionTooLarge(String),
+    /// Something failed inside the server; the cause is logged, never sent.
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl DomainError {
+    /// Shorthand for a [`DomainError::BadInput`].
+    pub fn bad_input(message: impl Into<String>) -> Self {
+        Self::BadInput(message.into())
+    }
+
+    /// Shorthand for a [`DomainError::NotFound`].
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::NotFound(message.into())
+    }
+
+    /// The stable machine-readable code a client sees in `extensions.code`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::BadInput(_) => "BAD_USER_INPUT",
+            Self::NotFound(_) => "NOT_FOUND",
+            Self::Unauthenticated(_) => "UNAUTHENTICATED",
+            Self::Forbidden(_) => "FORBIDDEN",
+            Self::DiscussionTooLarge(_) => "DISCUSSION_TOO_LARGE",
+            Self::Internal(_) => "INTERNAL",
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! Domain types of threadql: ids, slugs, comments, discussions, paging and errors (no I/O).
+
+pub mod comment;
+pub mod error;
+pub mod ids;
+pub mod paging;
+pub mod slug;
+pub mod tree;
+
+pub use comment::{
+    Author, Comment, CommentText, Discussion, DiscussionTitle, NewComment, Placement,
+};
+pub use error::DomainError;
+pub use ids::{DiscussionId, Layout};
+pub use paging::{Cursor, CursorKind, Page, PageArgs, Window};
+pub use slug::{FullSlug, Micros, Slug, SlugPart};

@@ -1,0 +1,236 @@
+//! Dataloaders: batch the reads of one request so that one tree level costs one query.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use async_graphql::dataloader::{DataLoader, HashMapCache, Loader};
+
+use crate::domain::{Comment, Discussion, DiscussionId, DomainError, FullSlug, Page, Slug, Window};
+use crate::store::{ReadScope, Store};
+
+/// A loaded discussion, compared and hashed by id.
+#[derive(Debug, Clone)]
+pub struct DiscussionRef(pub Arc<Discussion>);
+
+impl PartialEq for DiscussionRef {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.id == other.0.id
+    }
+}
+impl Eq for DiscussionRef {}
+impl Hash for DiscussionRef {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.id.hash(state);
+    }
+}
+
+/// A comment by slug (direct links, parents).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CommentKey {
+    /// Its discussion.
+    pub discussion: DiscussionRef,
+    /// Its slug.
+    pub slug: Slug,
+}
+
+/// A page of a comment's direct replies.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RepliesKey {
+    /// Its discussion.
+    pub discussion: DiscussionRef,
+    /// The parent.
+    pub parent: Slug,
+    /// The page.
+    pub window: Window,
+}
+
+/// A page of a comment's sub-discussion.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SubDiscussionKey {
+    /// Its discussion.
+    pub discussion: DiscussionRef,
+    /// The root comment.
+    pub root: FullSlug,
+    /// The page.
+    pub window: Window,
+}
+
+/// The size of a comment's sub-discussion.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SubDiscussionCountKey {
+    /// Its discussion.
+    pub discussion: DiscussionRef,
+    /// The root comment.
+    pub root: FullSlug,
+}
+
+/// Loads everything a request reads, batched by key type, discussion and window.
+pub struct StoreLoader {
+    store: Arc<Store>,
+    scope: Arc<ReadScope>,
+}
+
+/// The request's dataloader.
+pub type Loaders = DataLoader<StoreLoader, HashMapCache>;
+
+/// A fresh dataloader (and read scope) for one request.
+pub fn request_loaders(store: Arc<Store>, scope: Arc<ReadScope>) -> Loaders {
+    DataLoader::with_cache(
+        StoreLoader { store, scope },
+        tokio::spawn,
+        HashMapCache::default(),
+    )
+}
+
+/// Groups keys by something they share, keeping each group's keys in order.
+fn group_by<K, G: Eq + Hash + Clone>(keys: &[K], group: impl Fn(&K) -> G) -> Vec<(G, Vec<&K>)> {
+    let mut order: Vec<G> = Vec::new();
+    let mut groups: HashMap<G, Vec<&K>> = HashMap::new();
+    for key in keys {
+        let g = group(key);
+        groups
+            .entry(g.clone())
+            .or_insert_with(|| {
+                order.push(g.clone());
+                Vec::new()
+            })
+            .push(key);
+    }
+    order
+        .into_iter()
+        .filter_map(|g| groups.remove(&g).map(|ks| (g, ks)))
+        .collect()
+}
+
+impl Loader<DiscussionId> for StoreLoader {
+    type Value = Arc<Discussion>;
+    type Error = DomainError;
+
+    async fn load(
+        &self,
+        keys: &[DiscussionId],
+    ) -> Result<HashMap<DiscussionId, Self::Value>, Self::Error> {
+        let found = self.store.discussions.by_ids(keys).await?;
+        Ok(found
+            .into_iter()
+            .map(|d| (d.id.clone(), Arc::new(d)))
+            .collect())
+    }
+}
+
+impl Loader<CommentKey> for StoreLoader {
+    type Value = Comment;
+    type Error = DomainError;
+
+    async fn load(&self, keys: &[CommentKey]) -> Result<HashMap<CommentKey, Comment>, DomainError> {
+        let mut out = HashMap::new();
+        for (discussion, group) in group_by(keys, |k| k.discussion.clone()) {
+            let slugs: Vec<Slug> = group.iter().map(|k| k.slug.clone()).collect();
+            let layout = self.store.layout(discussion.0.layout)?;
+            for comment in layout.by_slugs(&self.scope, &discussion.0, &slugs).await? {
+                out.insert(
+                    CommentKey {
+                        discussion: discussion.clone(),
+                        slug: comment.slug.clone(),
+                    },
+                    comment,
+                );
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Loader<RepliesKey> for StoreLoader {
+    type Value = Page<Comment>;
+    type Error = DomainError;
+
+    async fn load(
+        &self,
+        keys: &[RepliesKey],
+    ) -> Result<HashMap<RepliesKey, Page<Comment>>, DomainError> {
+        let mut out = HashMap::new();
+        for ((discussion, window), group) in
+            group_by(keys, |k| (k.discussion.clone(), k.window.clone()))
+        {
+            let parents: Vec<Slug> = group.iter().map(|k| k.parent.clone()).collect();
+            let layout = self.store.layout(discussion.0.layout)?;
+            let pages = layout
+                .replies(&self.scope, &discussion.0, &parents, &window)
+                .await?;
+            for (parent, page) in pages {
+                out.insert(
+                    RepliesKey {
+                        discussion: discussion.clone(),
+                        parent,
+                        window: window.clone(),
+                    },
+                    page,
+                );
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Loader<SubDiscussionKey> for StoreLoader {
+    type Value = Page<Comment>;
+    type Error = DomainError;
+
+    async fn load(
+        &self,
+        keys: &[SubDiscussionKey],
+    ) -> Result<HashMap<SubDiscussionKey, Page<Comment>>, DomainError> {
+        let mut out = HashMap::new();
+        for ((discussion, window), group) in
+            group_by(keys, |k| (k.discussion.clone(), k.window.clone()))
+        {
+            let roots: Vec<FullSlug> = group.iter().map(|k| k.root.clone()).collect();
+            let layout = self.store.layout(discussion.0.layout)?;
+            let pages = layout
+                .sub_discussions(&self.scope, &discussion.0, &roots, &window)
+                .await?;
+            for (root, page) in pages {
+                out.insert(
+                    SubDiscussionKey {
+                        discussion: discussion.clone(),
+                        root,
+                        window: window.clone(),
+                    },
+                    page,
+                );
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Loader<SubDiscussionCountKey> for StoreLoader {
+    type Value = u64;
+    type Error = DomainError;
+
+    async fn load(
+        &self,
+        keys: &[SubDiscussionCountKey],
+    ) -> Result<HashMap<SubDiscussionCountKey, u64>, DomainError> {
+        let mut out = HashMap::new();
+        for (discussion, group) in group_by(keys, |k| k.discussion.clone()) {
+            let roots: Vec<FullSlug> = group.iter().map(|k| k.root.clone()).collect();
+            let layout = self.store.layout(discussion.0.layout)?;
+            let counts = layout
+                .sub_discussion_counts(&self.scope, &discussion.0, &roots)
+                .await?;
+            for (root, n) in counts {
+                out.insert(
+                    SubDiscussionCountKey {
+                        discussion: discussion.clone(),
+                        root,
+                    },
+                    n,
+                );
+            }
+        }
+        Ok(out)
+    }
+}

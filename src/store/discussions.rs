@@ -1,0 +1,176 @@
+//! The `discussions` collection: discussion metadata and counters, shared by every layout.
+
+use std::sync::Arc;
+
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Document};
+use mongodb::options::IndexOptions;
+use mongodb::{Collection, Database, IndexModel};
+use serde::{Deserialize, Serialize};
+
+use super::StoreResult;
+use crate::domain::paging::Cursor;
+use crate::domain::slug::MonotonicClock;
+use crate::domain::{Discussion, DiscussionId, DiscussionTitle, Layout, Page, Window};
+
+/// A discussion's metadata as stored. Layouts may add fields (the embedded layout keeps its
+/// comments here); metadata reads project those away.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct DiscussionDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    title: String,
+    layout: String,
+    created: i64,
+    #[serde(default)]
+    comment_count: i64,
+    #[serde(default)]
+    thread_count: i64,
+}
+
+impl DiscussionDoc {
+    fn into_discussion(self) -> StoreResult<Discussion> {
+        let corrupt =
+            |what: String| super::StoreError::Corrupt(format!("discussion {}: {what}", self.id));
+        Ok(Discussion {
+            id: DiscussionId::parse(&self.id).map_err(|e| corrupt(e.to_string()))?,
+            layout: self
+                .layout
+                .parse::<Layout>()
+                .map_err(|e| corrupt(e.to_string()))?,
+            title: self.title,
+            created: crate::domain::Micros(self.created),
+            comment_count: u64::try_from(self.comment_count).unwrap_or(0),
+            thread_count: u64::try_from(self.thread_count).unwrap_or(0),
+        })
+    }
+}
+
+/// Fields a metadata read returns.
+fn metadata_projection() -> Document {
+    doc! { "title": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1 }
+}
+
+/// The discussions collection.
+#[derive(Clone)]
+pub struct Discussions {
+    coll: Collection<DiscussionDoc>,
+    clock: Arc<MonotonicClock>,
+}
+
+impl Discussions {
+    /// Name of the collection.
+    pub const COLLECTION: &'static str = "discussions";
+
+    pub(super) fn new(db: &Database, clock: Arc<MonotonicClock>) -> Self {
+        Self {
+            coll: db.collection(Self::COLLECTION),
+            clock,
+        }
+    }
+
+    pub(super) async fn ensure_indexes(&self) -> StoreResult<()> {
+        let index = IndexModel::builder()
+            .keys(doc! { "created": 1, "_id": 1 })
+            .options(
+                IndexOptions::builder()
+                    .name("created_id".to_owned())
+                    .build(),
+            )
+            .build();
+        self.coll.create_index(index).await?;
+        Ok(())
+    }
+
+    /// Creates a discussion with the given layout.
+    pub async fn create(&self, title: DiscussionTitle, layout: Layout) -> StoreResult<Discussion> {
+        let doc = DiscussionDoc {
+            id: DiscussionId::generate().to_string(),
+            title: title.into_inner(),
+            layout: layout.as_str().to_owned(),
+            created: self.clock.now().0,
+            comment_count: 0,
+            thread_count: 0,
+        };
+        self.coll.insert_one(&doc).await?;
+        doc.into_discussion()
+    }
+
+    /// The discussions with these ids (missing ones are left out).
+    pub async fn by_ids(&self, ids: &[DiscussionId]) -> StoreResult<Vec<Discussion>> {
+        let ids: Vec<&str> = ids.iter().map(DiscussionId::as_str).collect();
+        let docs: Vec<DiscussionDoc> = self
+            .coll
+            .find(doc! { "_id": { "$in": ids } })
+            .projection(metadata_projection())
+            .await?
+            .try_collect()
+            .await?;
+        docs.into_iter()
+            .map(DiscussionDoc::into_discussion)
+            .collect()
+    }
+
+    /// One page of discussions, oldest first.
+    pub async fn list(&self, window: &Window) -> StoreResult<Page<Discussion>> {
+        let (filter, skip) = match window {
+            Window::Offset { skip, .. } => (doc! {}, *skip),
+            Window::After { cursor: None, .. } => (doc! {}, 0),
+            Window::After {
+                cursor: Some(Cursor::Discussion { created, id }),
+                ..
+            } => (
+                doc! { "$or": [
+                    { "created": { "$gt": created.0 } },
+                    { "created": created.0, "_id": { "$gt": id.as_str() } },
+                ] },
+                0,
+            ),
+            Window::After {
+                cursor: Some(_), ..
+            } => {
+                return Err(super::StoreError::Unsupported(
+                    "cursor of another list".into(),
+                ))
+            }
+        };
+        let docs: Vec<DiscussionDoc> = self
+            .coll
+            .find(filter)
+            .sort(doc! { "created": 1, "_id": 1 })
+            .skip(skip)
+            .limit(limit_plus_one(window.limit()))
+            .projection(metadata_projection())
+            .await?
+            .try_collect()
+            .await?;
+        let items = docs
+            .into_iter()
+            .map(DiscussionDoc::into_discussion)
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok(Page::from_overfetch(items, window.limit()))
+    }
+
+    /// How many discussions exist.
+    pub async fn count(&self) -> StoreResult<u64> {
+        Ok(self.coll.count_documents(doc! {}).await?)
+    }
+
+    /// Records a new comment in the discussion's counters.
+    pub async fn record_post(&self, id: &DiscussionId, top_level: bool) -> StoreResult<()> {
+        let inc = if top_level {
+            doc! { "comment_count": 1_i64, "thread_count": 1_i64 }
+        } else {
+            doc! { "comment_count": 1_i64 }
+        };
+        self.coll
+            .update_one(doc! { "_id": id.as_str() }, doc! { "$inc": inc })
+            .await?;
+        Ok(())
+    }
+}
+
+/// The driver's limit for fetching `limit` items plus one that tells whether more follow.
+pub(super) fn limit_plus_one(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX - 1) + 1
+}

@@ -1,0 +1,66 @@
+//! The storage layer's error enum and its conversion into the domain error.
+
+use thiserror::Error;
+
+use crate::domain::DomainError;
+
+/// What can go wrong in the storage layer.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    /// The database failed or could not be reached.
+    #[error("database error: {0}")]
+    Db(#[from] mongodb::error::Error),
+    /// A document the request names does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// A stored document does not have the expected shape.
+    #[error("corrupt document: {0}")]
+    Corrupt(String),
+    /// The discussion's storage reached its size cap.
+    #[error("{0}")]
+    TooLarge(String),
+    /// The request cannot be served by this deployment (e.g. a layout that is not enabled).
+    #[error("{0}")]
+    Unsupported(String),
+    /// Retries were exhausted (e.g. slug collisions that kept happening).
+    #[error("gave up after retries: {0}")]
+    Exhausted(String),
+}
+
+/// Results of the storage layer.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+impl From<StoreError> for DomainError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::NotFound(message) => DomainError::NotFound(message),
+            StoreError::TooLarge(message) => DomainError::DiscussionTooLarge(message),
+            StoreError::Unsupported(message) => DomainError::BadInput(message),
+            other => DomainError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl StoreError {
+    /// Whether this is a unique-index violation (E11000).
+    pub fn is_duplicate_key(&self) -> bool {
+        match self {
+            StoreError::Db(err) => is_duplicate_key(err),
+            _ => false,
+        }
+    }
+}
+
+/// Whether a driver error is a unique-index violation (E11000).
+pub fn is_duplicate_key(err: &mongodb::error::Error) -> bool {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    match err.kind.as_ref() {
+        ErrorKind::Write(WriteFailure::WriteError(e)) => e.code == 11000,
+        ErrorKind::Command(e) => e.code == 11000,
+        ErrorKind::InsertMany(e) => e
+            .write_errors
+            .as_ref()
+            .is_some_and(|errs| errs.iter().any(|w| w.code == 11000)),
+        _ => false,
+    }
+}

@@ -1,0 +1,451 @@
+//! The per-comment layout: one document per comment in `comments` ("One Document per Comment").
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::TryStreamExt;
+use mongodb::bson::{doc, from_document, Bson, Document};
+use mongodb::options::IndexOptions;
+use mongodb::{Collection, Database, IndexModel};
+
+use super::discussions::limit_plus_one;
+use super::docs::CommentDoc;
+use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
+use crate::domain::paging::Cursor;
+use crate::domain::slug::MonotonicClock;
+use crate::domain::{
+    Comment, Discussion, FullSlug, NewComment, Page, Placement, Slug, SlugPart, Window,
+};
+
+/// How often a slug collision is retried before giving up (each try has a fresh random part).
+const SLUG_ATTEMPTS: usize = 8;
+
+/// The per-comment layout.
+pub struct PerComment {
+    coll: Collection<CommentDoc>,
+    raw: Collection<Document>,
+    discussions: Discussions,
+    clock: Arc<MonotonicClock>,
+    max_depth: usize,
+}
+
+impl PerComment {
+    /// Name of the collection.
+    pub const COLLECTION: &'static str = "comments";
+
+    pub(super) fn new(
+        db: &Database,
+        discussions: Discussions,
+        clock: Arc<MonotonicClock>,
+        max_depth: usize,
+    ) -> Self {
+        Self {
+            coll: db.collection(Self::COLLECTION),
+            raw: db.collection(Self::COLLECTION),
+            discussions,
+            clock,
+            max_depth,
+        }
+    }
+
+    pub(super) async fn ensure_indexes(&self) -> StoreResult<()> {
+        let index = |name: &str, keys: Document, unique: bool| {
+            IndexModel::builder()
+                .keys(keys)
+                .options(
+                    IndexOptions::builder()
+                        .name(name.to_owned())
+                        .unique(unique.then_some(true))
+                        .build(),
+                )
+                .build()
+        };
+        self.coll
+            .create_indexes([
+                index("slug_unique", doc! { "discussion_id": 1, "slug": 1 }, true),
+                index(
+                    "chronological",
+                    doc! { "discussion_id": 1, "posted": 1, "slug": 1 },
+                    false,
+                ),
+                index(
+                    "threaded",
+                    doc! { "discussion_id": 1, "full_slug": 1 },
+                    false,
+                ),
+                index(
+                    "replies",
+                    doc! { "discussion_id": 1, "parent": 1, "posted": 1, "slug": 1 },
+                    false,
+                ),
+            ])
+            .await?;
+        Ok(())
+    }
+
+    async fn find_page(
+        &self,
+        discussion: &Discussion,
+        mut filter: Document,
+        sort: Document,
+        window: &Window,
+    ) -> StoreResult<Page<Comment>> {
+        let skip = match window {
+            Window::Offset { skip, .. } => *skip,
+            Window::After { cursor, .. } => {
+                if let Some(cursor) = cursor {
+                    filter.extend(after_filter(cursor));
+                }
+                0
+            }
+        };
+        let docs: Vec<CommentDoc> = self
+            .coll
+            .find(filter)
+            .sort(sort)
+            .skip(skip)
+            .limit(limit_plus_one(window.limit()))
+            .await?
+            .try_collect()
+            .await?;
+        let items = docs
+            .into_iter()
+            .map(|d| d.into_comment(&discussion.id))
+            .collect();
+        Ok(Page::from_overfetch(items, window.limit()))
+    }
+
+    /// Runs a `$group` pipeline whose groups hold an `items` array of comment documents.
+    async fn grouped_pages(
+        &self,
+        discussion: &Discussion,
+        pipeline: Vec<Document>,
+        window: &Window,
+    ) -> StoreResult<Vec<(String, Page<Comment>)>> {
+        let skip = match window {
+            Window::Offset { skip, .. } => usize::try_from(*skip).unwrap_or(usize::MAX),
+            Window::After { .. } => 0,
+        };
+        let groups: Vec<Document> = self.raw.aggregate(pipeline).await?.try_collect().await?;
+        groups
+            .into_iter()
+            .map(|group| {
+                let key = group.get_str("_id").map_err(corrupt)?.to_owned();
+                let items = group
+                    .get_array("items")
+                    .map_err(corrupt)?
+                    .iter()
+                    .skip(skip)
+                    .map(|item| match item {
+                        Bson::Document(d) => from_document::<CommentDoc>(d.clone())
+                            .map(|c| c.into_comment(&discussion.id))
+                            .map_err(corrupt),
+                        _ => Err(StoreError::Corrupt("group item is not a document".into())),
+                    })
+                    .collect::<StoreResult<Vec<_>>>()?;
+                Ok((key, Page::from_overfetch(items, window.limit())))
+            })
+            .collect()
+    }
+}
+
+fn corrupt(err: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(err.to_string())
+}
+
+/// The filter that keeps what sorts strictly after a cursor.
+fn after_filter(cursor: &Cursor) -> Document {
+    match cursor {
+        Cursor::Chronological { posted, slug } => doc! { "$or": [
+            { "posted": { "$gt": posted.0 } },
+            { "posted": posted.0, "slug": { "$gt": slug.as_str() } },
+        ] },
+        Cursor::Threaded(full) => doc! { "full_slug": { "$gt": full.as_str() } },
+        Cursor::Discussion { .. } => doc! {},
+    }
+}
+
+/// How many items each group must keep so that the window can be cut from it.
+fn group_take(window: &Window) -> i64 {
+    let skip = match window {
+        Window::Offset { skip, .. } => i64::try_from(*skip).unwrap_or(i64::MAX / 2),
+        Window::After { .. } => 0,
+    };
+    skip.saturating_add(limit_plus_one(window.limit()))
+}
+
+/// Roots grouped by depth: roots of one depth have full slugs of one length and cannot nest, so
+/// a prefix of that length names the root a descendant belongs to.
+fn roots_by_len(roots: &[FullSlug]) -> BTreeMap<usize, Vec<&FullSlug>> {
+    let mut groups: BTreeMap<usize, Vec<&FullSlug>> = BTreeMap::new();
+    for root in roots {
+        groups.entry(root.as_str().len()).or_default().push(root);
+    }
+    groups
+}
+
+fn ranges(roots: &[&FullSlug]) -> Vec<Document> {
+    roots
+        .iter()
+        .map(|root| {
+            let (lo, hi) = root.descendant_range();
+            doc! { "full_slug": { "$gte": lo, "$lt": hi } }
+        })
+        .collect()
+}
+
+#[async_trait]
+impl CommentStore for PerComment {
+    async fn post_comment(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
+        let parent = match &new.parent {
+            None => None,
+            Some(slug) => Some(
+                self.coll
+                    .find_one(
+                        doc! { "discussion_id": discussion.id.as_str(), "slug": slug.as_str() },
+                    )
+                    .await?
+                    .ok_or_else(|| {
+                        StoreError::NotFound(format!(
+                            "no comment {slug} in discussion {}",
+                            discussion.id
+                        ))
+                    })?,
+            ),
+        };
+        let parent_paths = parent.as_ref().map(|p| {
+            (
+                Slug::from_stored(p.slug.clone()),
+                FullSlug::from_stored(p.full_slug.clone()),
+            )
+        });
+        for _ in 0..SLUG_ATTEMPTS {
+            let posted = self.clock.now();
+            let placement = Placement::new(
+                parent_paths.as_ref().map(|(s, f)| (s, f)),
+                self.max_depth,
+                posted,
+                &SlugPart::generate(),
+            );
+            let reattached = placement.reattached;
+            let comment = placement.into_comment(discussion.id.clone(), posted, &new);
+            match self
+                .coll
+                .insert_one(CommentDoc::from_comment(&comment, true))
+                .await
+            {
+                Ok(_) => {}
+                Err(err) if super::error::is_duplicate_key(&err) => continue,
+                Err(err) => return Err(err.into()),
+            }
+            let bump_parent = async {
+                if let Some(parent) = &comment.parent {
+                    self.coll
+                        .update_one(
+                            doc! { "discussion_id": discussion.id.as_str(), "slug": parent.as_str() },
+                            doc! { "$inc": { "reply_count": 1_i64 } },
+                        )
+                        .await?;
+                }
+                Ok::<_, StoreError>(())
+            };
+            tokio::try_join!(
+                bump_parent,
+                self.discussions
+                    .record_post(&discussion.id, comment.parent.is_none())
+            )?;
+            return Ok(Posted {
+                comment,
+                reattached,
+            });
+        }
+        Err(StoreError::Exhausted(format!(
+            "no free slug after {SLUG_ATTEMPTS} attempts"
+        )))
+    }
+
+    async fn list(
+        &self,
+        _scope: &ReadScope,
+        discussion: &Discussion,
+        listing: Listing,
+        window: &Window,
+    ) -> StoreResult<Page<Comment>> {
+        let mut filter = doc! { "discussion_id": discussion.id.as_str() };
+        let sort = match listing {
+            Listing::Chronological => doc! { "posted": 1, "slug": 1 },
+            Listing::Threaded => doc! { "full_slug": 1 },
+            Listing::Threads => {
+                filter.insert("parent", Bson::Null);
+                doc! { "posted": 1, "slug": 1 }
+            }
+        };
+        self.find_page(discussion, filter, sort, window).await
+    }
+
+    async fn by_slugs(
+        &self,
+        _scope: &ReadScope,
+        discussion: &Discussion,
+        slugs: &[Slug],
+    ) -> StoreResult<Vec<Comment>> {
+        let slugs: Vec<&str> = slugs.iter().map(Slug::as_str).collect();
+        let docs: Vec<CommentDoc> = self
+            .coll
+            .find(doc! { "discussion_id": discussion.id.as_str(), "slug": { "$in": slugs } })
+            .await?
+            .try_collect()
+            .await?;
+        Ok(docs
+            .into_iter()
+            .map(|d| d.into_comment(&discussion.id))
+            .collect())
+    }
+
+    async fn replies(
+        &self,
+        _scope: &ReadScope,
+        discussion: &Discussion,
+        parents: &[Slug],
+        window: &Window,
+    ) -> StoreResult<HashMap<Slug, Page<Comment>>> {
+        let mut result: HashMap<Slug, Page<Comment>> = parents
+            .iter()
+            .map(|p| (p.clone(), Page::from_overfetch(Vec::new(), 0)))
+            .collect();
+        if parents.is_empty() {
+            return Ok(result);
+        }
+        let names: Vec<&str> = parents.iter().map(Slug::as_str).collect();
+        let mut filter =
+            doc! { "discussion_id": discussion.id.as_str(), "parent": { "$in": names } };
+        if let Window::After {
+            cursor: Some(cursor),
+            ..
+        } = window
+        {
+            filter.extend(after_filter(cursor));
+        }
+        let pipeline = vec![
+            doc! { "$match": filter },
+            doc! { "$sort": { "parent": 1, "posted": 1, "slug": 1 } },
+            doc! { "$group": {
+                "_id": "$parent",
+                "items": { "$firstN": { "input": "$$ROOT", "n": group_take(window) } },
+            } },
+        ];
+        for (parent, page) in self.grouped_pages(discussion, pipeline, window).await? {
+            result.insert(Slug::from_stored(parent), page);
+        }
+        Ok(result)
+    }
+
+    async fn sub_discussions(
+        &self,
+        _scope: &ReadScope,
+        discussion: &Discussion,
+        roots: &[FullSlug],
+        window: &Window,
+    ) -> StoreResult<HashMap<FullSlug, Page<Comment>>> {
+        let mut result: HashMap<FullSlug, Page<Comment>> = HashMap::new();
+        for (len, group) in roots_by_len(roots) {
+            if let [root] = group.as_slice() {
+                let (lo, hi) = root.descendant_range();
+                let filter = doc! {
+                    "discussion_id": discussion.id.as_str(),
+                    "full_slug": { "$gte": lo, "$lt": hi },
+                };
+                let mut filter = filter;
+                if let Window::After {
+                    cursor: Some(cursor),
+                    ..
+                } = window
+                {
+                    filter = doc! { "$and": [filter, after_filter(cursor)] };
+                }
+                let page = self
+                    .find_page(
+                        discussion,
+                        filter,
+                        doc! { "full_slug": 1 },
+                        &strip_cursor(window),
+                    )
+                    .await?;
+                result.insert((*root).clone(), page);
+                continue;
+            }
+            let mut filter = doc! {
+                "discussion_id": discussion.id.as_str(),
+                "$or": ranges(&group),
+            };
+            if let Window::After {
+                cursor: Some(cursor),
+                ..
+            } = window
+            {
+                filter = doc! { "$and": [filter, after_filter(cursor)] };
+            }
+            let pipeline = vec![
+                doc! { "$match": filter },
+                doc! { "$sort": { "full_slug": 1 } },
+                doc! { "$group": {
+                    "_id": { "$substrBytes": ["$full_slug", 0, i64::try_from(len).unwrap_or(0)] },
+                    "items": { "$firstN": { "input": "$$ROOT", "n": group_take(window) } },
+                } },
+            ];
+            for (root, page) in self.grouped_pages(discussion, pipeline, window).await? {
+                result.insert(FullSlug::from_stored(root), page);
+            }
+        }
+        for root in roots {
+            result
+                .entry(root.clone())
+                .or_insert_with(|| Page::from_overfetch(Vec::new(), 0));
+        }
+        Ok(result)
+    }
+
+    async fn sub_discussion_counts(
+        &self,
+        _scope: &ReadScope,
+        discussion: &Discussion,
+        roots: &[FullSlug],
+    ) -> StoreResult<HashMap<FullSlug, u64>> {
+        let mut result: HashMap<FullSlug, u64> = roots.iter().map(|r| (r.clone(), 0)).collect();
+        for (len, group) in roots_by_len(roots) {
+            let pipeline = vec![
+                doc! { "$match": {
+                    "discussion_id": discussion.id.as_str(),
+                    "$or": ranges(&group),
+                } },
+                doc! { "$group": {
+                    "_id": { "$substrBytes": ["$full_slug", 0, i64::try_from(len).unwrap_or(0)] },
+                    "n": { "$sum": 1 },
+                } },
+            ];
+            let groups: Vec<Document> = self.raw.aggregate(pipeline).await?.try_collect().await?;
+            for group in groups {
+                let root = group.get_str("_id").map_err(corrupt)?.to_owned();
+                let n = match group.get("n") {
+                    Some(Bson::Int32(n)) => u64::try_from(*n).unwrap_or(0),
+                    Some(Bson::Int64(n)) => u64::try_from(*n).unwrap_or(0),
+                    _ => return Err(corrupt("count is not an integer")),
+                };
+                result.insert(FullSlug::from_stored(root), n);
+            }
+        }
+        Ok(result)
+    }
+}
+
+/// The window with its cursor already applied as a filter.
+fn strip_cursor(window: &Window) -> Window {
+    match window {
+        Window::After { limit, .. } => Window::After {
+            cursor: None,
+            limit: *limit,
+        },
+        other => other.clone(),
+    }
+}
