@@ -21,18 +21,8 @@ pub use metrics::CommandCounter;
 pub use mongo::{Store, StoreConfig};
 pub use scope::ReadScope;
 
+pub use crate::domain::tree::Listing;
 use crate::domain::{Comment, Discussion, FullSlug, NewComment, Page, Slug, Window};
-
-/// Which comments a list covers, and in which order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Listing {
-    /// Every comment, by posting time.
-    Chronological,
-    /// Every comment, each thread right after its parent.
-    Threaded,
-    /// Top-level comments only, oldest first.
-    Threads,
-}
 
 /// The result of posting a comment.
 #[derive(Debug, Clone)]
