@@ -52,12 +52,10 @@ pub fn limits(config: &Config) -> Limits {
 
 /// The store settings from config, for a given connection string.
 pub fn store_config(config: &Config, uri: String) -> StoreConfig {
-    StoreConfig {
-        uri,
-        database: config.database.clone(),
-        max_depth: config.max_depth as usize,
-        bucket_size: config.bucket_size,
-    }
+    let mut store = StoreConfig::new(uri, config.database.clone());
+    store.max_depth = config.max_depth as usize;
+    store.bucket_size = config.bucket_size;
+    store
 }
 
 impl App {

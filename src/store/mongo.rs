@@ -26,6 +26,18 @@ pub struct StoreConfig {
     pub bucket_size: u32,
 }
 
+impl StoreConfig {
+    /// Settings for a connection string and database, with every other value at its default.
+    pub fn new(uri: String, database: String) -> Self {
+        Self {
+            uri,
+            database,
+            max_depth: 32,
+            bucket_size: 100,
+        }
+    }
+}
+
 /// The storage layer as the rest of the program holds it.
 pub struct Store {
     db: Database,

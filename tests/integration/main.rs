@@ -1,1 +1,5 @@
+//! The integration test binary: every test runs against the real dev database over the wire.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod contract;
+mod support;

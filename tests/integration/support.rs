@@ -1,0 +1,243 @@
+//! Test support: one dev database server per test run, a fresh database per test, and helpers to
+//! run GraphQL against the real schema.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{json, Value};
+use threadql::auth::JwtKeys;
+use threadql::domain::Layout;
+use threadql::graphql::{Api, Limits};
+use threadql::store::embedded_db::EmbeddedDb;
+use threadql::store::{Store, StoreConfig};
+
+/// The JWT secret tests sign with.
+pub const SECRET: &str = "integration-test-secret";
+
+/// The connection string of the test run's database server: `THREADQL_MONGODB_URI` if set,
+/// otherwise one `secantusd-rs` started for the whole run. A watchdog stops it when the test
+/// process exits, and removes its files.
+pub fn server_uri() -> &'static str {
+    static URI: OnceLock<String> = OnceLock::new();
+    URI.get_or_init(|| {
+        if let Ok(uri) = std::env::var("THREADQL_MONGODB_URI") {
+            return uri;
+        }
+        let binary = EmbeddedDb::locate(None).expect("secantusd-rs is needed: run ./scripts/test.sh");
+        let dir = std::env::temp_dir().join(format!("threadql-test-db-{}", std::process::id()));
+        let script = format!(
+            "{bin} --host 127.0.0.1 --port 0 --log-level WARNING --log-file-max 32MB --cache-size 1G --storage-path '{dir}' & child=$!; \
+             while kill -0 {parent} 2>/dev/null; do sleep 0.5; done; kill -TERM $child; wait $child; rm -rf '{dir}'",
+            bin = binary.display(),
+            dir = dir.display(),
+            parent = std::process::id(),
+        );
+        let mut child = Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the test database");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let port = loop {
+            let line = lines
+                .next()
+                .expect("the test database exited before it listened")
+                .expect("read the test database output");
+            if let Some(port) = line
+                .split("listening on ")
+                .nth(1)
+                .and_then(|rest| rest.trim().rsplit(':').next())
+                .and_then(|p| p.parse::<u16>().ok())
+            {
+                break port;
+            }
+        };
+        std::thread::spawn(move || for _ in lines.by_ref() {});
+        format!("mongodb://127.0.0.1:{port}/?directConnection=true")
+    })
+}
+
+/// A unique database name for one test.
+pub fn unique_db(label: &str) -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let label: String = label
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .take(30)
+        .collect();
+    format!("t{}_{}_{}", std::process::id(), n, label)
+}
+
+/// Settings a test may change.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Layout of new discussions.
+    pub layout: Layout,
+    /// Depth cap.
+    pub max_depth: usize,
+    /// Bucket size.
+    pub bucket_size: u32,
+    /// Text limit.
+    pub max_text_chars: usize,
+}
+
+impl Settings {
+    /// Defaults for a layout.
+    pub fn new(layout: Layout) -> Self {
+        Self {
+            layout,
+            max_depth: 32,
+            bucket_size: 100,
+            max_text_chars: 10_000,
+        }
+    }
+}
+
+/// One test's application: its own database, the real store and schema.
+pub struct TestApp {
+    /// The API (schema + store).
+    pub api: Api,
+    /// The database name.
+    pub database: String,
+    /// The settings it was built with.
+    pub settings: Settings,
+    keys: JwtKeys,
+}
+
+/// The store settings used for a test database.
+pub fn store_config(database: &str, settings: &Settings) -> StoreConfig {
+    let mut config = StoreConfig::new(server_uri().to_owned(), database.to_owned());
+    config.max_depth = settings.max_depth;
+    config.bucket_size = settings.bucket_size;
+    config
+}
+
+impl TestApp {
+    /// A fresh app on a fresh database with the default settings for `layout`.
+    pub async fn new(label: &str, layout: Layout) -> TestApp {
+        Self::with(label, Settings::new(layout)).await
+    }
+
+    /// A fresh app on a fresh database.
+    pub async fn with(label: &str, settings: Settings) -> TestApp {
+        let database = unique_db(label);
+        let store = Store::connect(&store_config(&database, &settings))
+            .await
+            .expect("connect to the test database");
+        let keys = JwtKeys::new(SECRET);
+        let limits = Limits {
+            default_page_size: 20,
+            max_page_size: 100,
+            max_text_chars: settings.max_text_chars,
+            default_layout: settings.layout,
+        };
+        TestApp {
+            api: Api::new(Arc::new(store), keys.clone(), limits),
+            database,
+            settings,
+            keys,
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<Store> {
+        self.api.store()
+    }
+
+    /// A valid token for a user.
+    pub fn token(&self, sub: &str, name: &str) -> String {
+        self.keys.mint(sub, name, &[], 3600)
+    }
+
+    /// Runs a query with an optional bearer token; returns the whole response as JSON.
+    pub async fn exec_as(&self, token: Option<&str>, query: &str, variables: Value) -> Value {
+        let request = async_graphql::Request::new(query)
+            .variables(async_graphql::Variables::from_json(variables));
+        let header = token.map(|t| format!("Bearer {t}"));
+        let response = self.api.execute(request, header.as_deref()).await;
+        serde_json::to_value(&response).expect("serialize response")
+    }
+
+    /// Runs a query as the default user; returns the whole response.
+    pub async fn exec(&self, query: &str, variables: Value) -> Value {
+        let token = self.token("u1", "Ada");
+        self.exec_as(Some(&token), query, variables).await
+    }
+
+    /// Runs a query and returns `data`, failing the test on any error.
+    pub async fn ok(&self, query: &str, variables: Value) -> Value {
+        let response = self.exec(query, variables).await;
+        assert!(
+            response.get("errors").is_none_or(|e| e.as_array().is_some_and(|a| a.is_empty())),
+            "unexpected errors: {response:#}"
+        );
+        response["data"].clone()
+    }
+
+    /// Runs a query that must fail; returns the first error's `extensions.code`.
+    pub async fn err_code(&self, query: &str, variables: Value) -> String {
+        let response = self.exec(query, variables).await;
+        error_code(&response)
+    }
+
+    /// Creates a discussion in the app's layout and returns its id.
+    pub async fn discussion(&self, title: &str) -> String {
+        let data = self
+            .ok(
+                "mutation($t: String!, $l: StorageLayout) { createDiscussion(input: {title: $t, layout: $l}) { id layout } }",
+                json!({ "t": title, "l": layout_name(self.settings.layout) }),
+            )
+            .await;
+        assert_eq!(data["createDiscussion"]["layout"], layout_name(self.settings.layout));
+        data["createDiscussion"]["id"]
+            .as_str()
+            .expect("id")
+            .to_owned()
+    }
+
+    /// Posts a comment (a reply when `parent` is given) and returns its slug.
+    pub async fn post(&self, discussion: &str, parent: Option<&str>, text: &str) -> String {
+        let data = self
+            .ok(
+                "mutation($d: ID!, $p: String, $t: String!) { postComment(input: {discussionId: $d, parentSlug: $p, text: $t}) { slug } }",
+                json!({ "d": discussion, "p": parent, "t": text }),
+            )
+            .await;
+        data["postComment"]["slug"]
+            .as_str()
+            .expect("slug")
+            .to_owned()
+    }
+
+    /// Database commands sent so far by this app.
+    pub fn commands(&self) -> u64 {
+        self.store().commands().total()
+    }
+}
+
+/// The first error's `extensions.code` of a response (fails if there is none).
+pub fn error_code(response: &Value) -> String {
+    let errors = response["errors"]
+        .as_array()
+        .unwrap_or_else(|| panic!("expected an error: {response:#}"));
+    let first = errors.first().expect("at least one error");
+    first["extensions"]["code"]
+        .as_str()
+        .unwrap_or_else(|| panic!("error without a code: {first:#}"))
+        .to_owned()
+}
+
+/// The GraphQL enum name of a layout.
+pub fn layout_name(layout: Layout) -> &'static str {
+    match layout {
+        Layout::PerComment => "PER_COMMENT",
+        Layout::Embedded => "EMBEDDED",
+        Layout::Bucketed => "BUCKETED",
+    }
+}
