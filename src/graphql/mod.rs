@@ -59,7 +59,9 @@ pub fn schema_builder() -> async_graphql::SchemaBuilder<Query, Mutation, EmptySu
 
 /// The SDL of the schema, as committed in `schema.graphql`.
 pub fn sdl() -> String {
-    schema_builder().finish().sdl()
+    schema_builder()
+        .finish()
+        .sdl_with_options(async_graphql::SDLExportOptions::new().federation())
 }
 
 /// The schema and what each request needs: the GraphQL entry point of the program.

@@ -101,9 +101,6 @@ impl Mutation {
                 "reply was deeper than the depth cap: attached to the deepest allowed ancestor"
             );
         }
-        Ok(CommentNode {
-            discussion,
-            comment: posted.comment,
-        })
+        Ok(CommentNode::new(discussion, posted.comment))
     }
 }

@@ -175,10 +175,7 @@ pub async fn comment_by_slug(
         slug: slug.clone(),
     };
     match ctx.data_unchecked::<Loaders>().load_one(key).await.gql()? {
-        Some(comment) => Ok(CommentNode {
-            discussion,
-            comment,
-        }),
+        Some(comment) => Ok(CommentNode::new(discussion, comment)),
         None => Err(DomainError::not_found(format!(
             "no comment {slug} in discussion {}",
             discussion.id
@@ -202,6 +199,19 @@ pub struct CommentNode {
     pub discussion: Arc<Discussion>,
     /// The comment.
     pub comment: Comment,
+    /// Its parent, when the node was reached through the parent's `replies` (saves a lookup).
+    pub known_parent: Option<Arc<Comment>>,
+}
+
+impl CommentNode {
+    /// A node whose parent is not known yet.
+    pub fn new(discussion: Arc<Discussion>, comment: Comment) -> Self {
+        Self {
+            discussion,
+            comment,
+            known_parent: None,
+        }
+    }
 }
 
 #[Object(name = "Comment")]
@@ -270,15 +280,18 @@ impl CommentNode {
         let Some(parent) = &self.comment.parent else {
             return Ok(None);
         };
+        if let Some(known) = &self.known_parent {
+            return Ok(Some(CommentNode::new(
+                self.discussion.clone(),
+                Comment::clone(known),
+            )));
+        }
         let key = CommentKey {
             discussion: DiscussionRef(self.discussion.clone()),
             slug: parent.clone(),
         };
         let comment = ctx.data_unchecked::<Loaders>().load_one(key).await.gql()?;
-        Ok(comment.map(|comment| CommentNode {
-            discussion: self.discussion.clone(),
-            comment,
-        }))
+        Ok(comment.map(|comment| CommentNode::new(self.discussion.clone(), comment)))
     }
 
     /// Its direct replies, oldest first.
@@ -318,13 +331,10 @@ impl CommentNode {
             .await
             .gql()?
             .unwrap_or_else(|| Page::from_overfetch(Vec::new(), 0));
-        Ok(CommentConnection::new(
-            self.discussion.clone(),
-            page,
-            kind,
-            &window,
-            total,
-        ))
+        Ok(
+            CommentConnection::new(self.discussion.clone(), page, kind, &window, total)
+                .with_parent(&self.comment),
+        )
     }
 
     /// How many direct replies it has.
@@ -395,6 +405,7 @@ pub struct CommentConnection {
     kind: CursorKind,
     has_previous: bool,
     total: Total,
+    parent: Option<Arc<Comment>>,
 }
 
 impl CommentConnection {
@@ -415,6 +426,7 @@ impl CommentConnection {
             kind,
             has_previous,
             total,
+            parent: None,
         }
     }
 
@@ -422,7 +434,14 @@ impl CommentConnection {
         CommentNode {
             discussion: self.discussion.clone(),
             comment: comment.clone(),
+            known_parent: self.parent.clone(),
         }
+    }
+
+    /// Marks the page as the replies of `parent`, so its nodes know their parent.
+    fn with_parent(mut self, parent: &Comment) -> Self {
+        self.parent = Some(Arc::new(parent.clone()));
+        self
     }
 }
 

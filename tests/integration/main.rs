@@ -1,5 +1,8 @@
 //! The integration test binary: every test runs against the real dev database over the wire.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod api;
 mod contract;
+mod http;
+mod model;
 mod support;

@@ -57,7 +57,10 @@ pub fn server_uri() -> &'static str {
                 break port;
             }
         };
-        std::thread::spawn(move || for _ in lines.by_ref() {});
+        std::thread::spawn(move || {
+            for _ in lines.by_ref() {}
+            let _ = child.wait();
+        });
         format!("mongodb://127.0.0.1:{port}/?directConnection=true")
     })
 }
@@ -174,7 +177,9 @@ impl TestApp {
     pub async fn ok(&self, query: &str, variables: Value) -> Value {
         let response = self.exec(query, variables).await;
         assert!(
-            response.get("errors").is_none_or(|e| e.as_array().is_some_and(|a| a.is_empty())),
+            response
+                .get("errors")
+                .is_none_or(|e| e.as_array().is_some_and(|a| a.is_empty())),
             "unexpected errors: {response:#}"
         );
         response["data"].clone()
@@ -194,7 +199,10 @@ impl TestApp {
                 json!({ "t": title, "l": layout_name(self.settings.layout) }),
             )
             .await;
-        assert_eq!(data["createDiscussion"]["layout"], layout_name(self.settings.layout));
+        assert_eq!(
+            data["createDiscussion"]["layout"],
+            layout_name(self.settings.layout)
+        );
         data["createDiscussion"]["id"]
             .as_str()
             .expect("id")

@@ -1,0 +1,114 @@
+//! Layout-independent API behaviour: the discussion list, federation, the schema file.
+
+use std::collections::HashSet;
+
+use serde_json::json;
+use threadql::domain::Layout;
+
+use crate::support::TestApp;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discussions_page_by_cursor_exactly_once() {
+    let app = TestApp::new("discussions_list", Layout::PerComment).await;
+    let mut created = Vec::new();
+    for i in 0..7 {
+        created.push(app.discussion(&format!("discussion {i}")).await);
+    }
+    let q = "query($after: String) { discussions(first: 3, after: $after) { totalCount nodes { id title } pageInfo { hasNextPage endCursor } } }";
+    let mut seen = Vec::new();
+    let mut after = serde_json::Value::Null;
+    loop {
+        let data = app.ok(q, json!({ "after": after })).await;
+        let conn = &data["discussions"];
+        assert_eq!(conn["totalCount"], json!(7));
+        seen.extend(
+            conn["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n["id"].as_str().unwrap().to_owned()),
+        );
+        if conn["pageInfo"]["hasNextPage"] == json!(false) {
+            break;
+        }
+        after = conn["pageInfo"]["endCursor"].clone();
+    }
+    assert_eq!(seen, created, "oldest first, each once");
+    assert_eq!(seen.iter().collect::<HashSet<_>>().len(), 7);
+    let code = app
+        .err_code(
+            "{ discussions(after: \"bm9wZQ\") { totalCount } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(code, "BAD_USER_INPUT");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn titles_are_validated() {
+    let app = TestApp::new("titles", Layout::PerComment).await;
+    let q = "mutation($t: String!) { createDiscussion(input: {title: $t}) { id } }";
+    for bad in ["", "   ", &"x".repeat(301)] {
+        assert_eq!(
+            app.err_code(q, json!({ "t": bad })).await,
+            "BAD_USER_INPUT",
+            "{bad:?}"
+        );
+    }
+    let data = app
+        .ok(
+            "mutation { createDiscussion(input: {title: \"  padded  \"}) { title layout } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        data["createDiscussion"],
+        json!({ "title": "padded", "layout": "PER_COMMENT" })
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn federation_resolves_entities() {
+    let app = TestApp::new("federation", Layout::PerComment).await;
+    let d = app.discussion("federated").await;
+    let slug = app.post(&d, None, "hello").await;
+    let data = app
+        .ok(
+            "query($reps: [_Any!]!) { _entities(representations: $reps) { ... on Discussion { title } ... on Comment { text } } }",
+            json!({ "reps": [
+                { "__typename": "Discussion", "id": d },
+                { "__typename": "Comment", "discussionId": d, "slug": slug },
+                { "__typename": "Discussion", "id": "0123456789abcdef01234567" },
+            ] }),
+        )
+        .await;
+    assert_eq!(
+        data["_entities"],
+        json!([{ "title": "federated" }, { "text": "hello" }, null])
+    );
+    let sdl = app.ok("{ _service { sdl } }", json!({})).await;
+    let sdl = sdl["_service"]["sdl"].as_str().unwrap();
+    assert!(sdl.contains("@key(fields: \"id\")"), "{sdl}");
+    assert!(sdl.contains("@key(fields: \"discussionId slug\")"), "{sdl}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_test_owns_its_database() {
+    let a = TestApp::new("own_db_a", Layout::PerComment).await;
+    let b = TestApp::new("own_db_b", Layout::PerComment).await;
+    assert_ne!(a.database, b.database);
+    a.discussion("only in a").await;
+    let data = b.ok("{ discussions { totalCount } }", json!({})).await;
+    assert_eq!(data["discussions"]["totalCount"], json!(0));
+}
+
+#[test]
+fn schema_file_is_up_to_date() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema.graphql");
+    let sdl = threadql::graphql::sdl();
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    if committed != sdl {
+        std::fs::write(&path, &sdl).unwrap();
+        panic!("schema.graphql was stale and has been regenerated: review and commit it");
+    }
+}

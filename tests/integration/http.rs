@@ -1,0 +1,226 @@
+//! The HTTP contract, over a real socket: routes, status codes, auth header, metrics, restarts.
+
+use std::net::SocketAddr;
+
+use serde_json::{json, Value};
+use threadql::app::App;
+use threadql::auth::JwtKeys;
+use threadql::config::Config;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::support::{server_uri, unique_db, SECRET};
+
+/// A server running on a loopback port until `stop` is called.
+struct Running {
+    addr: SocketAddr,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<anyhow::Result<()>>,
+}
+
+impl Running {
+    async fn start(config: Config) -> Running {
+        let app = App::build(&config).await.expect("build the app");
+        let addr = app.addr;
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(app.serve(async move {
+            let _ = stopped.await;
+        }));
+        Running { addr, stop, task }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    async fn shutdown(self) {
+        let _ = self.stop.send(());
+        self.task
+            .await
+            .expect("server task")
+            .expect("server ran cleanly");
+    }
+}
+
+fn config(label: &str) -> Config {
+    let mut config = Config::defaults();
+    config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    config.mongodb_uri = Some(server_uri().to_owned());
+    config.database = unique_db(label);
+    config.jwt_secret = Some(SECRET.to_owned());
+    config
+}
+
+async fn graphql(
+    client: &reqwest::Client,
+    server: &Running,
+    token: Option<&str>,
+    query: &str,
+    variables: Value,
+) -> (u16, Value) {
+    let mut request = client
+        .post(server.url("/graphql"))
+        .json(&json!({ "query": query, "variables": variables }));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.expect("send");
+    let status = response.status().as_u16();
+    (status, response.json().await.expect("json body"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_contract_over_a_real_socket() {
+    let server = Running::start(config("http_contract")).await;
+    let client = reqwest::Client::new();
+    let token = JwtKeys::new(SECRET).mint("u7", "Lin", &[], 600);
+
+    let health = client.get(server.url("/healthz")).send().await.unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    let ready = client.get(server.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status().as_u16(), 200);
+
+    let page = client.get(server.url("/")).send().await.unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    let html = page.text().await.unwrap();
+    assert!(
+        html.to_lowercase().contains("graphiql") && html.contains("/graphql"),
+        "{html}"
+    );
+
+    let create = "mutation { createDiscussion(input: {title: \"over http\"}) { id } }";
+    let (status, body) = graphql(&client, &server, None, create, json!({})).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["errors"][0]["extensions"]["code"], "UNAUTHENTICATED");
+
+    let (status, body) = graphql(&client, &server, Some(&token), create, json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    let d = body["data"]["createDiscussion"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let post = "mutation($d: ID!, $p: String) { postComment(input: {discussionId: $d, parentSlug: $p, text: \"hi\"}) { slug author { name } } }";
+    let (_, body) = graphql(&client, &server, Some(&token), post, json!({ "d": d })).await;
+    assert_eq!(body["data"]["postComment"]["author"]["name"], "Lin");
+    let top = body["data"]["postComment"]["slug"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, body) = graphql(
+        &client,
+        &server,
+        Some(&token),
+        post,
+        json!({ "d": d, "p": top }),
+    )
+    .await;
+    assert!(body["data"]["postComment"]["slug"]
+        .as_str()
+        .unwrap()
+        .starts_with(&top));
+
+    // Reads over GET need no token.
+    let query = format!("{{ discussion(id: \"{d}\") {{ title commentCount }} }}");
+    let response = client
+        .get(server.url("/graphql"))
+        .query(&[("query", query.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["data"]["discussion"],
+        json!({ "title": "over http", "commentCount": 2 })
+    );
+
+    // A body that is not a GraphQL request is a 400 with a GraphQL-shaped error.
+    let response = client
+        .post(server.url("/graphql"))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["errors"][0]["extensions"]["code"], "BAD_USER_INPUT");
+
+    // A malformed Authorization header is refused on mutations, ignored by nothing.
+    let response = client
+        .post(server.url("/graphql"))
+        .header("authorization", "Token abc")
+        .json(&json!({ "query": create }))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["errors"][0]["extensions"]["code"], "UNAUTHENTICATED");
+
+    let metrics = client
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("# TYPE threadql_db_commands_total counter"),
+        "{metrics}"
+    );
+    let finds: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("threadql_db_commands_total{command=\"find\"} "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(finds >= 1, "{metrics}");
+
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_database_keeps_data_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config("restart");
+    config.mongodb_uri = None;
+    config.data_dir = dir.path().join("data");
+    let client = reqwest::Client::new();
+    let token = JwtKeys::new(SECRET).mint("u1", "Ada", &[], 600);
+
+    let server = Running::start(config.clone()).await;
+    let (_, body) = graphql(
+        &client,
+        &server,
+        Some(&token),
+        "mutation { createDiscussion(input: {title: \"durable\"}) { id } }",
+        json!({}),
+    )
+    .await;
+    let d = body["data"]["createDiscussion"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, body) = graphql(&client, &server, Some(&token), "mutation($d: ID!) { postComment(input: {discussionId: $d, text: \"still here\"}) { slug } }", json!({ "d": d })).await;
+    let slug = body["data"]["postComment"]["slug"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    server.shutdown().await;
+
+    let server = Running::start(config).await;
+    let (_, body) = graphql(
+        &client,
+        &server,
+        None,
+        "query($d: ID!, $s: String!) { comment(discussionId: $d, slug: $s) { text } discussion(id: $d) { title commentCount } }",
+        json!({ "d": d, "s": slug }),
+    )
+    .await;
+    assert_eq!(body["data"]["comment"]["text"], "still here", "{body}");
+    assert_eq!(
+        body["data"]["discussion"],
+        json!({ "title": "durable", "commentCount": 1 })
+    );
+    server.shutdown().await;
+}
