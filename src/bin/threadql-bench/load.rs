@@ -1,0 +1,204 @@
+//! Bulk loading: posts a plan through the layout's real write path, concurrently, with progress.
+
+use std::io::IsTerminal as _;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use futures::StreamExt as _;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use threadql::domain::{Author, CommentText, Discussion, NewComment, Slug};
+use threadql::store::{Store, StoreError};
+use tokio::sync::Notify;
+
+use crate::plan::{author_name, Plan};
+
+/// The server's default text limit (generated texts are far shorter).
+const MAX_TEXT_CHARS: usize = 10_000;
+
+/// What a load did.
+pub struct Loaded {
+    /// The slug of each planned comment that was posted (`None` past a size cap).
+    pub slugs: Vec<Option<Slug>>,
+    /// How many were posted.
+    pub posted: usize,
+    /// How long it took.
+    pub elapsed: Duration,
+    /// Why loading stopped early (the layout's size cap), if it did.
+    pub stopped: Option<String>,
+    /// The discussion as it stands after the load (a layout may have moved it).
+    pub discussion: Discussion,
+}
+
+/// Posts every comment of `plan` into `discussion` with `concurrency` posts in flight, in plan
+/// order; a reply waits until its parent is posted. Loading stops at the layout's size cap
+/// (`DISCUSSION_TOO_LARGE`). When the layout moves the discussion to another layout, the load
+/// goes on in the new one.
+pub async fn load(
+    store: &Store,
+    discussion: Discussion,
+    plan: &Plan,
+    concurrency: usize,
+    label: &str,
+) -> anyhow::Result<Loaded> {
+    let total = plan.comments.len();
+    let bar = progress_bar(total as u64, label);
+    let slots: Vec<OnceLock<Slug>> = (0..total).map(|_| OnceLock::new()).collect();
+    let posted_notify = Notify::new();
+    let stop = AtomicBool::new(false);
+    let stopped: Mutex<Option<String>> = Mutex::new(None);
+    let posted = AtomicUsize::new(0);
+    let current = tokio::sync::RwLock::new(discussion);
+    let started = Instant::now();
+
+    let post_one = |index: usize| {
+        let slots = &slots;
+        let posted_notify = &posted_notify;
+        let stop = &stop;
+        let stopped = &stopped;
+        let posted = &posted;
+        let current = &current;
+        let bar = &bar;
+        async move {
+            let planned = &plan.comments[index];
+            let parent = match planned.parent {
+                None => None,
+                Some(p) => match wait_for(&slots[p], posted_notify, stop).await {
+                    Some(slug) => Some(slug),
+                    None => return Ok::<(), anyhow::Error>(()),
+                },
+            };
+            let (id, name) = author_name(planned.author);
+            let new = NewComment {
+                parent,
+                author: Author { id, name },
+                text: CommentText::parse(&planned.text, MAX_TEXT_CHARS)?,
+            };
+            let mut moved_once = false;
+            loop {
+                let discussion = current.read().await.clone();
+                let result = store
+                    .layout(discussion.layout)?
+                    .post_comment(&discussion, new.clone())
+                    .await;
+                match result {
+                    Ok(done) => {
+                        let _ = slots[index].set(done.comment.slug);
+                        posted.fetch_add(1, Ordering::Relaxed);
+                        posted_notify.notify_waiters();
+                        bar.inc(1);
+                        return Ok(());
+                    }
+                    Err(StoreError::TooLarge(why)) => {
+                        let mut first = stopped.lock().unwrap_or_else(|p| p.into_inner());
+                        first.get_or_insert(why);
+                        stop.store(true, Ordering::SeqCst);
+                        posted_notify.notify_waiters();
+                        return Ok(());
+                    }
+                    Err(err) => {
+                        // A layout that moved the discussion elsewhere: go on in the new layout.
+                        let fresh = reload(store, &discussion).await?;
+                        if moved_once || fresh.layout == discussion.layout {
+                            return Err(err).with_context(|| {
+                                format!("posting comment {index} of the plan failed")
+                            });
+                        }
+                        moved_once = true;
+                        *current.write().await = fresh;
+                    }
+                }
+            }
+        }
+    };
+
+    let mut results = futures::stream::iter(0..total)
+        .map(post_one)
+        .buffer_unordered(concurrency.max(1));
+    while let Some(result) = results.next().await {
+        if let Err(err) = result {
+            stop.store(true, Ordering::SeqCst);
+            posted_notify.notify_waiters();
+            bar.abandon();
+            return Err(err);
+        }
+    }
+    drop(results);
+    let elapsed = started.elapsed();
+    bar.finish();
+    let posted = posted.load(Ordering::Relaxed);
+    let discussion = current.into_inner();
+    let discussion = reload(store, &discussion).await?;
+    if bar.is_hidden() {
+        eprintln!(
+            "{label}: posted {posted}/{total} in {:.1}s",
+            elapsed.as_secs_f64()
+        );
+    }
+    Ok(Loaded {
+        slugs: slots.into_iter().map(OnceLock::into_inner).collect(),
+        posted,
+        elapsed,
+        stopped: stopped.into_inner().unwrap_or_else(|p| p.into_inner()),
+        discussion,
+    })
+}
+
+/// The discussion as stored now.
+pub async fn reload(store: &Store, discussion: &Discussion) -> anyhow::Result<Discussion> {
+    let found = store
+        .discussions
+        .by_ids(std::slice::from_ref(&discussion.id))
+        .await?;
+    match found.into_iter().next() {
+        Some(d) => Ok(d),
+        None => bail!("discussion {} disappeared", discussion.id),
+    }
+}
+
+/// Waits until the slot is filled; `None` when loading stopped first.
+async fn wait_for(slot: &OnceLock<Slug>, notify: &Notify, stop: &AtomicBool) -> Option<Slug> {
+    loop {
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if let Some(slug) = slot.get() {
+            return Some(slug.clone());
+        }
+        if stop.load(Ordering::SeqCst) {
+            return None;
+        }
+        notified.await;
+    }
+}
+
+/// A progress bar on standard error; when standard error is not a terminal, a line every 10%.
+fn progress_bar(len: u64, label: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::hidden());
+        let label = label.to_owned();
+        let step = (len / 10).max(1);
+        let watcher = bar.clone();
+        tokio::spawn(async move {
+            let mut next = step;
+            while !watcher.is_finished() {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let pos = watcher.position();
+                if pos >= next && pos < len {
+                    eprintln!("{label}: {pos}/{len} loaded ({:.0}/s)", watcher.per_sec());
+                    next = (pos / step + 1) * step;
+                }
+            }
+        });
+        return bar;
+    }
+    let bar = ProgressBar::new(len);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{prefix:>28} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} ({per_sec}, eta {eta})",
+    ) {
+        bar.set_style(style);
+    }
+    bar.set_prefix(label.to_owned());
+    bar
+}

@@ -1,0 +1,362 @@
+//! threadql-bench: compares the storage layouts and the GraphQL overhead on generated discussions.
+
+mod client;
+mod load;
+mod measure;
+mod plan;
+mod reads;
+mod report;
+mod server;
+mod stats;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use clap::Parser;
+use rand::Rng as _;
+use threadql::auth::JwtKeys;
+use threadql::config::LayoutArg;
+use threadql::domain::{DiscussionTitle, Layout};
+use threadql::store::embedded_db::EmbeddedDb;
+use threadql::store::{Store, StoreConfig};
+
+use crate::client::GraphqlClient;
+use crate::measure::{Effort, WriteTarget};
+use crate::plan::{Plan, MAX_REPLY_DEPTH};
+use crate::reads::Fixtures;
+use crate::report::{group, Case, Machine, Report, Skipped};
+use crate::server::Server;
+
+/// Benchmarks the storage layouts and the GraphQL overhead: loads generated discussions, then
+/// measures reads (over GraphQL/HTTP and as direct store calls), writes and server memory.
+#[derive(Debug, Parser)]
+#[command(name = "threadql-bench", version)]
+struct Args {
+    /// Small sizes and few requests (what CI runs; timings mean little).
+    #[arg(long)]
+    quick: bool,
+    /// Discussion sizes, comma-separated [default: 1000,10000,100000; quick: 200,1000].
+    #[arg(long, value_delimiter = ',')]
+    sizes: Option<Vec<usize>>,
+    /// Layouts to measure, comma-separated [default: every layout this build has].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    layouts: Option<Vec<LayoutArg>>,
+    /// MongoDB connection string [default: start the embedded development database in a
+    /// temporary directory].
+    #[arg(long)]
+    mongodb_uri: Option<String>,
+    /// Where to write the JSON results.
+    #[arg(long, default_value = "bench-results.json")]
+    out: PathBuf,
+    /// Measured runs per read and write measurement [default: 3; quick: 2].
+    #[arg(long)]
+    runs: Option<usize>,
+    /// Timed requests per run [default: 200; quick: 20].
+    #[arg(long)]
+    requests: Option<usize>,
+    /// Untimed warm-up requests before each run [default: 20; quick: 5].
+    #[arg(long)]
+    warmup: Option<usize>,
+    /// Posts per run with one writer [default: 300; quick: 30].
+    #[arg(long)]
+    posts: Option<usize>,
+    /// Posts per run with concurrent writers [default: 1600; quick: 128].
+    #[arg(long)]
+    concurrent_posts: Option<usize>,
+    /// Concurrent writers.
+    #[arg(long, default_value_t = 32)]
+    writers: usize,
+    /// Posts in flight while bulk loading.
+    #[arg(long, default_value_t = 16)]
+    load_concurrency: usize,
+    /// Seed of the generated discussions and writers.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// The `threadql` binary to run as the server under test [default: next to this binary].
+    #[arg(long)]
+    server_bin: Option<PathBuf>,
+    /// The `secantusd-rs` binary for the embedded database [default: on PATH or in ~/.cargo/bin].
+    #[arg(long)]
+    secantusd: Option<PathBuf>,
+}
+
+impl Args {
+    fn sizes(&self) -> Vec<usize> {
+        match &self.sizes {
+            Some(sizes) => sizes.clone(),
+            None if self.quick => vec![200, 1_000],
+            None => vec![1_000, 10_000, 100_000],
+        }
+    }
+
+    fn effort(&self) -> Effort {
+        let pick = |given: Option<usize>, quick: usize, full: usize| {
+            given.unwrap_or(if self.quick { quick } else { full })
+        };
+        Effort {
+            runs: pick(self.runs, 2, 3).max(1),
+            requests: pick(self.requests, 20, 200).max(1),
+            warmup: pick(self.warmup, 5, 20),
+            posts_single: pick(self.posts, 30, 300).max(1),
+            posts_concurrent: pick(self.concurrent_posts, 128, 1_600).max(1),
+            writers: self.writers.max(1),
+        }
+    }
+
+    fn layouts(&self) -> Vec<Layout> {
+        match &self.layouts {
+            Some(chosen) => Layout::ALL
+                .into_iter()
+                .filter(|l| chosen.iter().any(|c| Layout::from(*c) == *l))
+                .collect(),
+            None => Layout::ALL.to_vec(),
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    match run(args).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("threadql-bench: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// The database the run uses: one it started, or the one it was given.
+struct Database {
+    uri: String,
+    embedded: Option<(EmbeddedDb, PathBuf)>,
+}
+
+impl Database {
+    async fn open(args: &Args) -> anyhow::Result<Database> {
+        if let Some(uri) = &args.mongodb_uri {
+            return Ok(Database {
+                uri: uri.clone(),
+                embedded: None,
+            });
+        }
+        let binary = EmbeddedDb::locate(args.secantusd.as_deref())?;
+        let dir = std::env::temp_dir().join(format!("threadql-bench-{}", std::process::id()));
+        let db = EmbeddedDb::start(&binary, &dir).await?;
+        eprintln!(
+            "started the embedded development database (secantusd-rs) on port {} in {}",
+            db.port(),
+            dir.display()
+        );
+        Ok(Database {
+            uri: db.uri(),
+            embedded: Some((db, dir)),
+        })
+    }
+
+    fn describe(&self) -> String {
+        match &self.embedded {
+            Some(_) => {
+                "embedded development database (secantusd-rs), started by the harness".into()
+            }
+            None => "the MongoDB server given with --mongodb-uri".into(),
+        }
+    }
+
+    async fn close(self) {
+        if let Some((db, dir)) = self.embedded {
+            db.stop().await;
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let started_at = chrono::Utc::now().to_rfc3339();
+    let machine = Machine::detect();
+    let sizes = args.sizes();
+    let effort = args.effort();
+    let server_bin = server::locate(args.server_bin.as_deref())?;
+    let database = Database::open(&args).await?;
+    let result = bench(&args, &database, &sizes, effort, &server_bin).await;
+    let description = database.describe();
+    database.close().await;
+    let (cases, skipped) = result?;
+    let report = Report {
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        started: started_at,
+        total_secs: started.elapsed().as_secs_f64(),
+        machine,
+        database: description,
+        quick: args.quick,
+        sizes,
+        effort,
+        seed: args.seed,
+        cases,
+        skipped,
+    };
+    println!("{}", report.markdown());
+    let json = serde_json::to_string_pretty(&report)?;
+    std::fs::write(&args.out, json + "\n")
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    eprintln!("results written to {}", args.out.display());
+    Ok(())
+}
+
+async fn bench(
+    args: &Args,
+    database: &Database,
+    sizes: &[usize],
+    effort: Effort,
+    server_bin: &std::path::Path,
+) -> anyhow::Result<(Vec<Case>, Vec<Skipped>)> {
+    let db_name = format!("threadql_bench_{}", std::process::id());
+    let store = Store::connect(&StoreConfig::new(database.uri.clone(), db_name.clone()))
+        .await
+        .context("cannot connect to the benchmark database")?;
+    let http = client::http_client()?;
+    let secret: String = rand::thread_rng()
+        .sample_iter(rand::distributions::Alphanumeric)
+        .take(32)
+        .map(char::from)
+        .collect();
+    let keys = JwtKeys::new(&secret);
+    let mut cases = Vec::new();
+    let mut skipped = Vec::new();
+    for layout in args.layouts() {
+        if !store.supports(layout) {
+            eprintln!("skipping the {layout} layout: this build does not have it");
+            skipped.push(Skipped {
+                layout: layout.to_string(),
+                reason: "not available in this build".into(),
+            });
+            continue;
+        }
+        let mut capped_at: Option<usize> = None;
+        for &size in sizes {
+            if let Some(cap) = capped_at.filter(|cap| size > *cap) {
+                eprintln!(
+                    "skipping {layout} at {}: it stopped at {} comments already",
+                    group(size),
+                    group(cap)
+                );
+                continue;
+            }
+            let case = bench_case(
+                args,
+                &store,
+                &database.uri,
+                &db_name,
+                &http,
+                &secret,
+                &keys,
+                layout,
+                size,
+                effort,
+                server_bin,
+            )
+            .await
+            .with_context(|| format!("{layout} at {} comments", group(size)))?;
+            if case.stopped.is_some() {
+                capped_at = Some(case.loaded);
+            }
+            cases.push(case);
+        }
+    }
+    if database.embedded.is_none() {
+        eprintln!("the benchmark data is left in database {db_name}");
+    }
+    Ok((cases, skipped))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn bench_case(
+    args: &Args,
+    store: &Store,
+    uri: &str,
+    db_name: &str,
+    http: &reqwest::Client,
+    secret: &str,
+    keys: &JwtKeys,
+    layout: Layout,
+    size: usize,
+    effort: Effort,
+    server_bin: &std::path::Path,
+) -> anyhow::Result<Case> {
+    let label = format!("{layout} {}", group(size));
+    let plan = Plan::generate(size, args.seed);
+    let title = DiscussionTitle::parse(&format!("benchmark: {layout}, {size} comments"))?;
+    let discussion = store.discussions.create(title, layout).await?;
+    let loaded = load::load(store, discussion, &plan, args.load_concurrency, &label).await?;
+    // Fixtures come from the comments that were loaded (all of them unless a cap stopped it).
+    let loaded_prefix = loaded
+        .slugs
+        .iter()
+        .position(Option::is_none)
+        .unwrap_or(loaded.slugs.len());
+    let plan = plan.prefix(loaded_prefix);
+    let stored = |index: Option<usize>| {
+        index
+            .and_then(|i| loaded.slugs.get(i).cloned().flatten())
+            .context("the planned comment was not loaded")
+    };
+    let link = stored(plan.link_target(3))?;
+    let sub_root = stored(plan.largest_thread_root())?;
+    let fixtures = Fixtures::new(store, &loaded.discussion, link, sub_root).await?;
+    let parents: Vec<_> = loaded
+        .slugs
+        .iter()
+        .zip(&plan.comments)
+        .filter(|(_, c)| c.depth < MAX_REPLY_DEPTH)
+        .filter_map(|(s, _)| s.clone())
+        .collect();
+
+    let server = Server::start(server_bin, uri, db_name, secret, http.clone()).await?;
+    eprintln!("{label}: measuring reads (server pid {})", server.pid());
+    let client = GraphqlClient::new(http.clone(), server.graphql_url());
+    let measured = async {
+        let reads = measure::reads(store, &server, &client, &fixtures, effort).await?;
+        eprintln!("{label}: measuring writes");
+        let target = WriteTarget {
+            discussion: &loaded.discussion.id,
+            parents: Arc::new(parents),
+            keys,
+            seed: args.seed,
+        };
+        let single =
+            measure::writes(&server, &client, &target, 1, effort.posts_single, effort).await?;
+        let many = measure::writes(
+            &server,
+            &client,
+            &target,
+            effort.writers,
+            effort.posts_concurrent,
+            effort,
+        )
+        .await?;
+        let peak = server.peak_rss_bytes()?;
+        anyhow::Ok((reads, vec![single, many], peak))
+    }
+    .await;
+    server.stop().await;
+    let (reads, writes, peak) = measured?;
+    let after = load::reload(store, &loaded.discussion).await?;
+    Ok(Case {
+        layout: layout.to_string(),
+        size,
+        loaded: loaded.posted,
+        final_layout: after.layout.to_string(),
+        stopped: loaded.stopped.clone(),
+        load_secs: loaded.elapsed.as_secs_f64(),
+        load_posts_per_sec: loaded.posted as f64 / loaded.elapsed.as_secs_f64().max(1e-9),
+        shape: plan.shape(),
+        deep_offset: fixtures.deep_offset,
+        reads,
+        writes,
+        comments_after_writes: after.comment_count,
+        server_peak_rss_mib: peak as f64 / (1024.0 * 1024.0),
+    })
+}

@@ -1,0 +1,271 @@
+//! The load generator: timed reads (GraphQL over HTTP and direct store calls) and timed writes.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use serde_json::json;
+use threadql::auth::JwtKeys;
+use threadql::domain::{DiscussionId, Slug};
+use threadql::store::Store;
+
+use crate::client::GraphqlClient;
+use crate::plan;
+use crate::reads::{Fixtures, Read};
+use crate::server::Server;
+use crate::stats::{median, RunStats, Summary};
+
+/// How many requests each measurement makes.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Effort {
+    /// Measured runs; the report gives medians across them.
+    pub runs: usize,
+    /// Timed requests per run and read.
+    pub requests: usize,
+    /// Untimed requests before each run.
+    pub warmup: usize,
+    /// Posts per run with one writer.
+    pub posts_single: usize,
+    /// Posts per run with many writers.
+    pub posts_concurrent: usize,
+    /// How many writers post at once in the concurrent run.
+    pub writers: usize,
+}
+
+/// One read, measured both ways.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReadResult {
+    /// Which read.
+    pub read: Read,
+    /// Its label in tables.
+    pub label: &'static str,
+    /// Comments the read returns.
+    pub items: usize,
+    /// GraphQL over HTTP, as seen by the client.
+    pub graphql: Summary,
+    /// The same store calls made in-process.
+    pub direct: Summary,
+    /// GraphQL p50 / direct p50.
+    pub ratio_p50: f64,
+    /// Database commands per GraphQL request (median over runs).
+    pub graphql_round_trips: f64,
+    /// Database commands per direct read (median over runs).
+    pub direct_round_trips: f64,
+}
+
+/// Posting, measured with a number of concurrent writers.
+#[derive(Debug, Clone, Serialize)]
+pub struct WriteResult {
+    /// Writers posting at once.
+    pub writers: usize,
+    /// Posts per second (median over runs).
+    pub posts_per_sec: f64,
+    /// Posts per second of each run.
+    pub runs_posts_per_sec: Vec<f64>,
+    /// Latency of one post.
+    pub latency: Summary,
+    /// Database commands per post (median over runs).
+    pub round_trips: f64,
+}
+
+/// Measures every read: first checks that GraphQL and the direct calls return the same comments,
+/// then alternates timed runs of both.
+pub async fn reads(
+    store: &Store,
+    server: &Server,
+    client: &GraphqlClient,
+    fixtures: &Fixtures,
+    effort: Effort,
+) -> anyhow::Result<Vec<ReadResult>> {
+    let mut results = Vec::new();
+    for read in Read::ALL {
+        let (query, variables) = fixtures.graphql(read);
+        let answer = client.send(&query, &variables, None).await?;
+        let via_graphql = Fixtures::graphql_slugs(read, &answer.data()?)
+            .with_context(|| format!("{}: unexpected GraphQL answer", read.label()))?;
+        let via_store = fixtures.direct(store, read).await?;
+        if via_graphql != via_store {
+            bail!(
+                "{}: GraphQL returned {} comments and the store {} (or in another order)",
+                read.label(),
+                via_graphql.len(),
+                via_store.len()
+            );
+        }
+        if via_graphql.is_empty() {
+            bail!("{}: the read returned nothing", read.label());
+        }
+        let mut graphql_runs = Vec::new();
+        let mut direct_runs = Vec::new();
+        let mut graphql_trips = Vec::new();
+        let mut direct_trips = Vec::new();
+        for _ in 0..effort.runs {
+            for _ in 0..effort.warmup {
+                client.send(&query, &variables, None).await?.check()?;
+            }
+            let before = server.db_commands().await?;
+            let mut samples = Vec::with_capacity(effort.requests);
+            for _ in 0..effort.requests {
+                let answer = client.send(&query, &variables, None).await?;
+                answer.check()?;
+                samples.push(answer.elapsed);
+            }
+            let after = server.db_commands().await?;
+            graphql_trips.push(per(after - before, effort.requests));
+            graphql_runs.push(RunStats::of(&samples));
+
+            for _ in 0..effort.warmup {
+                fixtures.direct(store, read).await?;
+            }
+            let before = store.commands().total();
+            let mut samples = Vec::with_capacity(effort.requests);
+            for _ in 0..effort.requests {
+                let started = Instant::now();
+                fixtures.direct(store, read).await?;
+                samples.push(started.elapsed());
+            }
+            let after = store.commands().total();
+            direct_trips.push(per(after - before, effort.requests));
+            direct_runs.push(RunStats::of(&samples));
+        }
+        let graphql = Summary::of(graphql_runs);
+        let direct = Summary::of(direct_runs);
+        results.push(ReadResult {
+            read,
+            label: read.label(),
+            items: via_graphql.len(),
+            ratio_p50: ratio(graphql.p50_ms, direct.p50_ms),
+            graphql,
+            direct,
+            graphql_round_trips: median(graphql_trips),
+            direct_round_trips: median(direct_trips),
+        });
+    }
+    Ok(results)
+}
+
+/// Where writers post and who they are.
+pub struct WriteTarget<'a> {
+    /// The discussion.
+    pub discussion: &'a DiscussionId,
+    /// Comments a reply may go to (not at the deepest generated level).
+    pub parents: Arc<Vec<Slug>>,
+    /// Keys to mint the writers' tokens.
+    pub keys: &'a JwtKeys,
+    /// Seed of the writers' choices.
+    pub seed: u64,
+}
+
+const POST: &str = "mutation($d: ID!, $p: String, $t: String!) { postComment(input: {discussionId: $d, parentSlug: $p, text: $t}) { slug } }";
+
+/// Measures posting through GraphQL with `writers` concurrent writers, `posts` per run in all:
+/// 30% top-level comments, 70% replies to loaded comments.
+pub async fn writes(
+    server: &Server,
+    client: &GraphqlClient,
+    target: &WriteTarget<'_>,
+    writers: usize,
+    posts: usize,
+    effort: Effort,
+) -> anyhow::Result<WriteResult> {
+    let writers = writers.max(1);
+    let per_writer = posts.div_ceil(writers).max(1);
+    let tokens: Vec<String> = (0..writers)
+        .map(|w| {
+            let (id, name) = plan::author_name(10_000 + w);
+            target.keys.mint(&id, &name, &[], 24 * 3600)
+        })
+        .collect();
+    // Warm-up: a few posts by one writer.
+    post_many(
+        client.clone(),
+        target.discussion.clone(),
+        target.parents.clone(),
+        tokens[0].clone(),
+        effort.warmup.min(per_writer),
+        target.seed ^ 0xdead_beef,
+    )
+    .await?;
+    let mut runs_posts_per_sec = Vec::new();
+    let mut latency_runs = Vec::new();
+    let mut trips = Vec::new();
+    for run in 0..effort.runs {
+        let before = server.db_commands().await?;
+        let started = Instant::now();
+        let tasks: Vec<_> = tokens
+            .iter()
+            .enumerate()
+            .map(|(w, token)| {
+                let seed = target.seed ^ ((run as u64) << 32) ^ ((writers as u64) << 48) ^ w as u64;
+                tokio::spawn(post_many(
+                    client.clone(),
+                    target.discussion.clone(),
+                    target.parents.clone(),
+                    token.clone(),
+                    per_writer,
+                    seed,
+                ))
+            })
+            .collect();
+        let mut samples = Vec::with_capacity(per_writer * writers);
+        for task in tasks {
+            samples.extend(task.await.context("a writer panicked")??);
+        }
+        let elapsed = started.elapsed();
+        let after = server.db_commands().await?;
+        runs_posts_per_sec.push(samples.len() as f64 / elapsed.as_secs_f64());
+        trips.push(per(after - before, samples.len()));
+        latency_runs.push(RunStats::of(&samples));
+    }
+    Ok(WriteResult {
+        writers,
+        posts_per_sec: median(runs_posts_per_sec.clone()),
+        runs_posts_per_sec,
+        latency: Summary::of(latency_runs),
+        round_trips: median(trips),
+    })
+}
+
+/// One writer posting `count` comments one after the other; returns each post's latency.
+async fn post_many(
+    client: GraphqlClient,
+    discussion: DiscussionId,
+    parents: Arc<Vec<Slug>>,
+    token: String,
+    count: usize,
+    seed: u64,
+) -> anyhow::Result<Vec<Duration>> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut samples = Vec::with_capacity(count);
+    for _ in 0..count {
+        let parent = if parents.is_empty() || rng.gen_bool(0.3) {
+            None
+        } else {
+            Some(parents[rng.gen_range(0..parents.len())].as_str())
+        };
+        let variables = json!({
+            "d": discussion.as_str(),
+            "p": parent,
+            "t": plan::text(&mut rng),
+        });
+        let answer = client.send(POST, &variables, Some(&token)).await?;
+        answer.check()?;
+        samples.push(answer.elapsed);
+    }
+    Ok(samples)
+}
+
+fn per(commands: u64, requests: usize) -> f64 {
+    commands as f64 / requests.max(1) as f64
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        f64::NAN
+    }
+}

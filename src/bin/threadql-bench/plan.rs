@@ -1,0 +1,249 @@
+//! The shape of a generated discussion: a deterministic forest of threads with skewed fan-out.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+/// Deepest reply generated (top-level comments have depth 0).
+pub const MAX_REPLY_DEPTH: usize = 6;
+/// Chance that a new comment starts a thread instead of replying.
+const NEW_THREAD: f64 = 0.15;
+/// How many distinct authors post.
+const AUTHORS: usize = 1_000;
+
+const WORDS: &[&str] = &[
+    "the",
+    "a",
+    "comment",
+    "thread",
+    "reply",
+    "think",
+    "agree",
+    "not",
+    "really",
+    "because",
+    "database",
+    "index",
+    "page",
+    "why",
+    "would",
+    "you",
+    "store",
+    "every",
+    "document",
+    "that",
+    "is",
+    "exactly",
+    "what",
+    "I",
+    "said",
+    "earlier",
+    "link",
+    "source",
+    "benchmark",
+    "numbers",
+    "look",
+    "fine",
+    "to",
+    "me",
+    "but",
+    "latency",
+    "matters",
+    "more",
+    "than",
+    "throughput",
+    "here",
+    "and",
+    "there",
+    "anyway",
+    "thanks",
+    "for",
+    "sharing",
+    "this",
+    "great",
+    "point",
+];
+
+/// One comment of the plan, in posting order.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// Index of the parent in the plan (always earlier).
+    pub parent: Option<usize>,
+    /// 0 for a top-level comment.
+    pub depth: usize,
+    /// Index of the top-level comment of its thread.
+    pub root: usize,
+    /// Who posts it (index into the generated authors).
+    pub author: usize,
+    /// Its text.
+    pub text: String,
+}
+
+/// Summary numbers of a plan, for the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Shape {
+    /// Comments in all.
+    pub comments: usize,
+    /// Top-level comments.
+    pub threads: usize,
+    /// Comments per depth, from 0.
+    pub by_depth: Vec<usize>,
+    /// Most direct replies of one comment.
+    pub max_fan_out: usize,
+    /// Comments in the largest thread (its root included).
+    pub largest_thread: usize,
+    /// Mean text length in bytes.
+    pub mean_text_bytes: usize,
+}
+
+/// A whole generated discussion, in posting order.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The comments, parents before children.
+    pub comments: Vec<Planned>,
+}
+
+impl Plan {
+    /// Generates `size` comments. Each new comment starts a thread with a fixed chance; otherwise
+    /// it replies to a comment picked with probability proportional to (its replies + 1), so a
+    /// few comments and threads draw most replies (skewed fan-out). Replies that would be deeper
+    /// than [`MAX_REPLY_DEPTH`] go to the parent of the picked comment. The same size and seed
+    /// always give the same plan.
+    pub fn generate(size: usize, seed: u64) -> Plan {
+        let mut rng =
+            StdRng::seed_from_u64(seed ^ (size as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut comments: Vec<Planned> = Vec::with_capacity(size);
+        // Each comment appears once, plus once per reply it received.
+        let mut targets: Vec<usize> = Vec::with_capacity(size * 2);
+        for index in 0..size {
+            let parent = if targets.is_empty() || rng.gen_bool(NEW_THREAD) {
+                None
+            } else {
+                let mut pick = targets[rng.gen_range(0..targets.len())];
+                while comments[pick].depth >= MAX_REPLY_DEPTH {
+                    match comments[pick].parent {
+                        Some(up) => pick = up,
+                        None => break,
+                    }
+                }
+                Some(pick)
+            };
+            let (depth, root) = match parent {
+                Some(p) => (comments[p].depth + 1, comments[p].root),
+                None => (0, index),
+            };
+            if let Some(p) = parent {
+                targets.push(p);
+            }
+            targets.push(index);
+            // Few authors write most comments.
+            let author = (rng.gen::<f64>().powi(3) * AUTHORS as f64) as usize;
+            comments.push(Planned {
+                parent,
+                depth,
+                root,
+                author: author.min(AUTHORS - 1),
+                text: text(&mut rng),
+            });
+        }
+        Plan { comments }
+    }
+
+    /// The first `len` comments (a plan that was loaded only in part).
+    pub fn prefix(&self, len: usize) -> Plan {
+        Plan {
+            comments: self.comments[..len.min(self.comments.len())].to_vec(),
+        }
+    }
+
+    /// Summary numbers.
+    pub fn shape(&self) -> Shape {
+        let n = self.comments.len();
+        let mut by_depth = vec![0; MAX_REPLY_DEPTH + 1];
+        let mut fan_out = vec![0usize; n];
+        let mut thread_size = vec![0usize; n];
+        let mut text_bytes = 0;
+        for c in &self.comments {
+            by_depth[c.depth] += 1;
+            if let Some(p) = c.parent {
+                fan_out[p] += 1;
+            }
+            thread_size[c.root] += 1;
+            text_bytes += c.text.len();
+        }
+        Shape {
+            comments: n,
+            threads: by_depth[0],
+            by_depth,
+            max_fan_out: fan_out.iter().copied().max().unwrap_or(0),
+            largest_thread: thread_size.iter().copied().max().unwrap_or(0),
+            mean_text_bytes: text_bytes.checked_div(n).unwrap_or(0),
+        }
+    }
+
+    /// The top-level comment of the largest thread.
+    pub fn largest_thread_root(&self) -> Option<usize> {
+        let mut size = vec![0usize; self.comments.len()];
+        for c in &self.comments {
+            size[c.root] += 1;
+        }
+        (0..size.len()).max_by_key(|&i| (size[i], std::cmp::Reverse(i)))
+    }
+
+    /// A comment at `depth` (or the deepest there is below it) near the middle of the plan: the
+    /// target of the direct-link read.
+    pub fn link_target(&self, depth: usize) -> Option<usize> {
+        let middle = self.comments.len() / 2;
+        (0..=depth).rev().find_map(|d| {
+            (middle..self.comments.len())
+                .chain(0..middle)
+                .find(|&i| self.comments[i].depth == d)
+        })
+    }
+}
+
+/// Comment text: mostly short, sometimes a few paragraphs' worth (40 to 600 bytes).
+pub fn text(rng: &mut impl Rng) -> String {
+    let len = 40 + (rng.gen::<f64>().powi(2) * 560.0) as usize;
+    let mut out = String::with_capacity(len + 16);
+    while out.len() < len {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(WORDS[rng.gen_range(0..WORDS.len())]);
+    }
+    out.push('.');
+    out
+}
+
+/// The display name of an author index.
+pub fn author_name(author: usize) -> (String, String) {
+    (
+        format!("bench-user-{author}"),
+        format!("Bench User {author}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_are_deterministic_and_well_formed() {
+        let a = Plan::generate(5_000, 7);
+        let b = Plan::generate(5_000, 7);
+        assert_eq!(a.comments.len(), 5_000);
+        for (i, (x, y)) in a.comments.iter().zip(&b.comments).enumerate() {
+            assert_eq!((x.parent, &x.text), (y.parent, &y.text));
+            if let Some(p) = x.parent {
+                assert!(p < i);
+                assert_eq!(x.depth, a.comments[p].depth + 1);
+            }
+            assert!(x.depth <= MAX_REPLY_DEPTH);
+        }
+        let shape = a.shape();
+        assert!(shape.threads > 500, "{shape:?}");
+        assert!(shape.by_depth[MAX_REPLY_DEPTH] > 0, "{shape:?}");
+        assert!(shape.max_fan_out > 20, "{shape:?}");
+    }
+}

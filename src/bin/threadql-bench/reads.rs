@@ -1,0 +1,312 @@
+//! The reads measured: each as one GraphQL request and as the same store calls made in-process.
+
+use std::collections::HashMap;
+
+use anyhow::{bail, Context as _};
+use serde::Serialize;
+use serde_json::{json, Value};
+use threadql::domain::{Comment, Cursor, Discussion, DiscussionId, Slug, Window};
+use threadql::store::{Listing, ReadScope, Store};
+
+/// Comments per page in the paged reads.
+pub const PAGE: usize = 50;
+/// Top-level threads in the tree read.
+pub const TREE_THREADS: usize = 20;
+/// Replies per comment in the tree read.
+pub const TREE_REPLIES: usize = 10;
+/// Levels of replies under each thread in the tree read.
+pub const TREE_LEVELS: usize = 4;
+/// Offset of the deep page (smaller for discussions that are not that long).
+pub const DEEP_OFFSET: u64 = 10_000;
+
+/// The fields read for every comment.
+const FIELDS: &str = "fragment F on Comment { id slug fullSlug parentSlug depth posted editedAt deleted author { id name } text replyCount }";
+
+/// One kind of read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Read {
+    /// The first 50 comments, chronological.
+    FirstPage,
+    /// 50 comments at the deep offset, by `offset`.
+    OffsetPage,
+    /// The same 50 comments, by cursor (`after`).
+    CursorPage,
+    /// 20 threads with 4 levels of replies (10 per comment).
+    Tree,
+    /// One comment by slug.
+    DirectLink,
+    /// The first 50 comments of the largest thread's sub-discussion.
+    SubDiscussion,
+}
+
+impl Read {
+    /// Every read, in report order.
+    pub const ALL: [Read; 6] = [
+        Read::FirstPage,
+        Read::OffsetPage,
+        Read::CursorPage,
+        Read::Tree,
+        Read::DirectLink,
+        Read::SubDiscussion,
+    ];
+
+    /// A short name for tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            Read::FirstPage => "first page (50)",
+            Read::OffsetPage => "deep page by offset",
+            Read::CursorPage => "deep page by cursor",
+            Read::Tree => "tree 20×4 levels",
+            Read::DirectLink => "direct link",
+            Read::SubDiscussion => "sub-discussion (50)",
+        }
+    }
+}
+
+/// What the reads point at, fixed once per discussion.
+#[derive(Debug, Clone)]
+pub struct Fixtures {
+    /// The discussion.
+    pub discussion: DiscussionId,
+    /// The deep page's offset.
+    pub deep_offset: u64,
+    /// The cursor of the comment right before the deep offset (chronological).
+    pub deep_cursor: Cursor,
+    /// The direct link's target.
+    pub link: Slug,
+    /// The sub-discussion's root.
+    pub sub_root: Slug,
+}
+
+impl Fixtures {
+    /// Picks the deep offset for a discussion of `comments` and reads the matching cursor.
+    pub async fn new(
+        store: &Store,
+        discussion: &Discussion,
+        link: Slug,
+        sub_root: Slug,
+    ) -> anyhow::Result<Fixtures> {
+        let comments = discussion.comment_count;
+        let deep_offset = DEEP_OFFSET.min(comments.saturating_sub(PAGE as u64)).max(1);
+        let before = store
+            .layout(discussion.layout)?
+            .list(
+                &ReadScope::new(),
+                discussion,
+                Listing::Chronological,
+                &Window::Offset {
+                    skip: deep_offset - 1,
+                    limit: 1,
+                },
+            )
+            .await?;
+        let last = before
+            .items
+            .first()
+            .context("the discussion is shorter than the deep offset")?;
+        Ok(Fixtures {
+            discussion: discussion.id.clone(),
+            deep_offset,
+            deep_cursor: Cursor::of_comment(last, threadql::domain::CursorKind::Chronological),
+            link,
+            sub_root,
+        })
+    }
+
+    /// The read as a GraphQL query and its variables.
+    pub fn graphql(&self, read: Read) -> (String, Value) {
+        let d = self.discussion.as_str();
+        let page = "nodes { ...F } pageInfo { hasNextPage endCursor }";
+        let (body, variables) = match read {
+            Read::FirstPage => (
+                format!("query($d: ID!) {{ discussion(id: $d) {{ comments(first: {PAGE}) {{ {page} }} }} }}"),
+                json!({ "d": d }),
+            ),
+            Read::OffsetPage => (
+                format!("query($d: ID!, $o: Int!) {{ discussion(id: $d) {{ comments(first: {PAGE}, offset: $o) {{ {page} }} }} }}"),
+                json!({ "d": d, "o": self.deep_offset }),
+            ),
+            Read::CursorPage => (
+                format!("query($d: ID!, $c: String!) {{ discussion(id: $d) {{ comments(first: {PAGE}, after: $c) {{ {page} }} }} }}"),
+                json!({ "d": d, "c": self.deep_cursor.encode() }),
+            ),
+            Read::Tree => {
+                let mut level = String::from("...F");
+                for _ in 0..TREE_LEVELS {
+                    level = format!(
+                        "...F replies(first: {TREE_REPLIES}) {{ nodes {{ {level} }} }}"
+                    );
+                }
+                (
+                    format!("query($d: ID!) {{ discussion(id: $d) {{ threads(first: {TREE_THREADS}) {{ nodes {{ {level} }} }} }} }}"),
+                    json!({ "d": d }),
+                )
+            }
+            Read::DirectLink => (
+                "query($d: ID!, $s: String!) { comment(discussionId: $d, slug: $s) { ...F } }"
+                    .to_owned(),
+                json!({ "d": d, "s": self.link.as_str() }),
+            ),
+            Read::SubDiscussion => (
+                format!("query($d: ID!, $s: String!) {{ comment(discussionId: $d, slug: $s) {{ slug subDiscussion(first: {PAGE}) {{ {page} }} }} }}"),
+                json!({ "d": d, "s": self.sub_root.as_str() }),
+            ),
+        };
+        (format!("{body} {FIELDS}"), variables)
+    }
+
+    /// The slugs a GraphQL answer holds, in answer order (the tree depth-first).
+    pub fn graphql_slugs(read: Read, data: &Value) -> anyhow::Result<Vec<String>> {
+        let nodes = match read {
+            Read::FirstPage | Read::OffsetPage | Read::CursorPage => {
+                &data["discussion"]["comments"]["nodes"]
+            }
+            Read::Tree => &data["discussion"]["threads"]["nodes"],
+            Read::DirectLink => {
+                let slug = data["comment"]["slug"]
+                    .as_str()
+                    .context("no comment in the answer")?;
+                return Ok(vec![slug.to_owned()]);
+            }
+            Read::SubDiscussion => &data["comment"]["subDiscussion"]["nodes"],
+        };
+        let mut out = Vec::new();
+        collect_slugs(nodes, &mut out)?;
+        Ok(out)
+    }
+
+    /// Makes the read with direct store calls (what the GraphQL request makes, minus GraphQL
+    /// and HTTP): the discussion by id, then the layout's calls. Returns the slugs read, in the
+    /// GraphQL answer's order.
+    pub async fn direct(&self, store: &Store, read: Read) -> anyhow::Result<Vec<String>> {
+        let scope = ReadScope::new();
+        let found = store
+            .discussions
+            .by_ids(std::slice::from_ref(&self.discussion))
+            .await?;
+        let Some(discussion) = found.into_iter().next() else {
+            bail!("discussion {} not found", self.discussion);
+        };
+        let layout = store.layout(discussion.layout)?;
+        let first = |limit| Window::After {
+            cursor: None,
+            limit,
+        };
+        let slugs = |items: &[Comment]| items.iter().map(|c| c.slug.to_string()).collect();
+        Ok(match read {
+            Read::FirstPage | Read::OffsetPage | Read::CursorPage => {
+                let window = match read {
+                    Read::OffsetPage => Window::Offset {
+                        skip: self.deep_offset,
+                        limit: PAGE,
+                    },
+                    Read::CursorPage => Window::After {
+                        cursor: Some(self.deep_cursor.clone()),
+                        limit: PAGE,
+                    },
+                    _ => first(PAGE),
+                };
+                let page = layout
+                    .list(&scope, &discussion, Listing::Chronological, &window)
+                    .await?;
+                slugs(&page.items)
+            }
+            Read::Tree => {
+                let threads = layout
+                    .list(&scope, &discussion, Listing::Threads, &first(TREE_THREADS))
+                    .await?;
+                // Level by level, one batched call each, as the dataloader does.
+                let mut levels: Vec<Vec<Comment>> = vec![threads.items];
+                let mut children: Vec<HashMap<Slug, Vec<Comment>>> = Vec::new();
+                for _ in 0..TREE_LEVELS {
+                    let parents: Vec<Slug> = levels
+                        .last()
+                        .into_iter()
+                        .flatten()
+                        .filter(|c| c.reply_count > 0)
+                        .map(|c| c.slug.clone())
+                        .collect();
+                    if parents.is_empty() {
+                        break;
+                    }
+                    let pages = layout
+                        .replies(&scope, &discussion, &parents, &first(TREE_REPLIES))
+                        .await?;
+                    let next: Vec<Comment> = parents
+                        .iter()
+                        .filter_map(|p| pages.get(p))
+                        .flat_map(|page| page.items.iter().cloned())
+                        .collect();
+                    children.push(
+                        pages
+                            .into_iter()
+                            .map(|(parent, page)| (parent, page.items))
+                            .collect(),
+                    );
+                    levels.push(next);
+                }
+                let mut out = Vec::new();
+                let roots = levels.first().cloned().unwrap_or_default();
+                walk(&roots, &children, 0, &mut out);
+                out
+            }
+            Read::DirectLink => {
+                let found = layout
+                    .by_slugs(&scope, &discussion, std::slice::from_ref(&self.link))
+                    .await?;
+                slugs(&found)
+            }
+            Read::SubDiscussion => {
+                let found = layout
+                    .by_slugs(&scope, &discussion, std::slice::from_ref(&self.sub_root))
+                    .await?;
+                let root = found.first().context("sub-discussion root not found")?;
+                let mut pages = layout
+                    .sub_discussions(
+                        &scope,
+                        &discussion,
+                        std::slice::from_ref(&root.full_slug),
+                        &first(PAGE),
+                    )
+                    .await?;
+                let page = pages
+                    .remove(&root.full_slug)
+                    .unwrap_or_else(|| threadql::domain::Page::from_overfetch(Vec::new(), 0));
+                slugs(&page.items)
+            }
+        })
+    }
+}
+
+/// Depth-first slugs of a tree read from its levels.
+fn walk(
+    nodes: &[Comment],
+    children: &[HashMap<Slug, Vec<Comment>>],
+    level: usize,
+    out: &mut Vec<String>,
+) {
+    for node in nodes {
+        out.push(node.slug.to_string());
+        if let Some(kids) = children.get(level).and_then(|c| c.get(&node.slug)) {
+            walk(kids, children, level + 1, out);
+        }
+    }
+}
+
+/// Depth-first slugs of GraphQL `nodes` (following nested `replies`).
+fn collect_slugs(nodes: &Value, out: &mut Vec<String>) -> anyhow::Result<()> {
+    let nodes = nodes.as_array().context("no `nodes` list in the answer")?;
+    for node in nodes {
+        out.push(
+            node["slug"]
+                .as_str()
+                .context("node without slug")?
+                .to_owned(),
+        );
+        if let Some(replies) = node.get("replies") {
+            collect_slugs(&replies["nodes"], out)?;
+        }
+    }
+    Ok(())
+}

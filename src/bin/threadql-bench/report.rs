@@ -1,0 +1,327 @@
+//! The report: what was measured (JSON) and the markdown tables printed at the end.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::measure::{Effort, ReadResult, WriteResult};
+use crate::plan::Shape;
+use crate::reads::Read;
+
+/// The machine the run was made on.
+#[derive(Debug, Clone, Serialize)]
+pub struct Machine {
+    /// Logical CPUs.
+    pub cpus: usize,
+    /// CPU model.
+    pub cpu_model: String,
+    /// Memory, GiB.
+    pub memory_gib: f64,
+    /// Kernel release.
+    pub kernel: String,
+    /// Load average (1 min) when the run started.
+    pub load_average_at_start: f64,
+}
+
+impl Machine {
+    /// Reads what Linux tells about the machine (fields it cannot read stay empty).
+    pub fn detect() -> Machine {
+        let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+        let cpu_model = read("/proc/cpuinfo")
+            .lines()
+            .find_map(|l| l.strip_prefix("model name"))
+            .and_then(|rest| rest.split(':').nth(1))
+            .map(|m| m.trim().to_owned())
+            .unwrap_or_default();
+        let memory_kib: f64 = read("/proc/meminfo")
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0.0);
+        Machine {
+            cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            cpu_model,
+            memory_gib: (memory_kib / (1024.0 * 1024.0) * 10.0).round() / 10.0,
+            kernel: read("/proc/sys/kernel/osrelease").trim().to_owned(),
+            load_average_at_start: read("/proc/loadavg")
+                .split_whitespace()
+                .next()
+                .and_then(|l| l.parse().ok())
+                .unwrap_or(0.0),
+        }
+    }
+}
+
+/// One layout at one discussion size.
+#[derive(Debug, Clone, Serialize)]
+pub struct Case {
+    /// The layout asked for.
+    pub layout: String,
+    /// The discussion size asked for.
+    pub size: usize,
+    /// Comments actually loaded (fewer when the layout hit its size cap).
+    pub loaded: usize,
+    /// The discussion's layout after loading (a layout may move a discussion at its cap).
+    pub final_layout: String,
+    /// Why loading stopped early, if it did.
+    pub stopped: Option<String>,
+    /// Seconds the bulk load took.
+    pub load_secs: f64,
+    /// Bulk-load rate (in-process, concurrent posts through the layout's write path).
+    pub load_posts_per_sec: f64,
+    /// The generated shape.
+    pub shape: Shape,
+    /// Offset of the deep page.
+    pub deep_offset: u64,
+    /// The reads.
+    pub reads: Vec<ReadResult>,
+    /// Posting through GraphQL.
+    pub writes: Vec<WriteResult>,
+    /// The discussion's size after the write measurements.
+    pub comments_after_writes: u64,
+    /// Peak resident memory of the server process (VmHWM), MiB.
+    pub server_peak_rss_mib: f64,
+}
+
+/// A layout that was not measured, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    /// The layout.
+    pub layout: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// Everything a run produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The harness's command line.
+    pub command: String,
+    /// When the run started (UTC, RFC 3339).
+    pub started: String,
+    /// Seconds the whole run took.
+    pub total_secs: f64,
+    /// The machine.
+    pub machine: Machine,
+    /// Where the database ran.
+    pub database: String,
+    /// Quick mode or not.
+    pub quick: bool,
+    /// Discussion sizes.
+    pub sizes: Vec<usize>,
+    /// Requests per measurement.
+    pub effort: Effort,
+    /// Seed of the generated discussions and writers.
+    pub seed: u64,
+    /// Measured cases.
+    pub cases: Vec<Case>,
+    /// Layouts not measured.
+    pub skipped: Vec<Skipped>,
+}
+
+fn read_of(case: &Case, read: Read) -> Option<&ReadResult> {
+    case.reads.iter().find(|r| r.read == read)
+}
+
+fn ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn trips(v: f64) -> String {
+    if (v - v.round()).abs() < 0.05 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn size_label(case: &Case) -> String {
+    if case.loaded == case.size {
+        group(case.size)
+    } else {
+        format!("{} (capped at {})", group(case.size), group(case.loaded))
+    }
+}
+
+fn layout_label(case: &Case) -> String {
+    if case.final_layout == case.layout {
+        case.layout.clone()
+    } else {
+        format!("{} → {}", case.layout, case.final_layout)
+    }
+}
+
+/// 100000 → "100 000".
+pub fn group(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push('\u{202f}');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn check(ok: bool) -> &'static str {
+    if ok {
+        "✅"
+    } else {
+        "❌"
+    }
+}
+
+impl Report {
+    /// The markdown tables.
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "## Reads: latency in ms (median of {} runs × {} requests; p50 / p99)\n",
+            self.effort.runs, self.effort.requests
+        );
+        let _ = writeln!(out, "| layout | comments | read | items | GraphQL p50 | GraphQL p99 | direct p50 | direct p99 | GraphQL / direct | DB round trips (GraphQL / direct) |");
+        let _ = writeln!(out, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+        for case in &self.cases {
+            for r in &case.reads {
+                let label = match r.read {
+                    Read::OffsetPage | Read::CursorPage => {
+                        format!("{} {}", r.label, group(case.deep_offset as usize))
+                    }
+                    _ => r.label.to_owned(),
+                };
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {} / {} |",
+                    layout_label(case),
+                    size_label(case),
+                    label,
+                    r.items,
+                    ms(r.graphql.p50_ms),
+                    ms(r.graphql.p99_ms),
+                    ms(r.direct.p50_ms),
+                    ms(r.direct.p99_ms),
+                    r.ratio_p50,
+                    trips(r.graphql_round_trips),
+                    trips(r.direct_round_trips),
+                );
+            }
+        }
+
+        let _ = writeln!(out, "\n## Writes, bulk load and memory\n");
+        let _ = writeln!(out, "| layout | comments | posts/s, 1 writer | posts/s, {} writers | post p50 / p99 ms, 1 writer | post p50 / p99 ms, {} writers | DB round trips per post | bulk load posts/s (in-process) | server peak RSS MiB |", self.effort.writers, self.effort.writers);
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for case in &self.cases {
+            let single = case.writes.iter().find(|w| w.writers == 1);
+            let many = case.writes.iter().find(|w| w.writers > 1);
+            let rate = |w: Option<&WriteResult>| {
+                w.map_or("–".into(), |w| format!("{:.0}", w.posts_per_sec))
+            };
+            let lat = |w: Option<&WriteResult>| {
+                w.map_or("–".into(), |w| {
+                    format!("{} / {}", ms(w.latency.p50_ms), ms(w.latency.p99_ms))
+                })
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} |",
+                layout_label(case),
+                size_label(case),
+                rate(single),
+                rate(many),
+                lat(single),
+                lat(many),
+                single.map_or("–".into(), |w| trips(w.round_trips)),
+                case.load_posts_per_sec,
+                case.server_peak_rss_mib,
+            );
+        }
+
+        let _ = writeln!(out, "\n## Targets\n");
+        let _ = writeln!(out, "| layout | comments | first page GraphQL / direct (≤ 1.25) | cursor page / first page, GraphQL (≤ 1.5) | cursor page / first page, direct | offset page / first page, GraphQL | tree round trips |");
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
+        for case in &self.cases {
+            let (Some(first), Some(cursor), Some(offset), Some(tree)) = (
+                read_of(case, Read::FirstPage),
+                read_of(case, Read::CursorPage),
+                read_of(case, Read::OffsetPage),
+                read_of(case, Read::Tree),
+            ) else {
+                continue;
+            };
+            let cursor_gql = cursor.graphql.p50_ms / first.graphql.p50_ms;
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.2} {} | {:.2} {} | {:.2} | {:.2} | {} |",
+                layout_label(case),
+                size_label(case),
+                first.ratio_p50,
+                check(first.ratio_p50 <= 1.25),
+                cursor_gql,
+                check(cursor_gql <= 1.5),
+                cursor.direct.p50_ms / first.direct.p50_ms,
+                offset.graphql.p50_ms / first.graphql.p50_ms,
+                trips(tree.graphql_round_trips),
+            );
+        }
+        let mut layouts: Vec<&str> = self.cases.iter().map(|c| c.layout.as_str()).collect();
+        layouts.dedup();
+        for layout in layouts {
+            let counts: Vec<f64> = self
+                .cases
+                .iter()
+                .filter(|c| c.layout == layout)
+                .filter_map(|c| read_of(c, Read::Tree).map(|r| r.graphql_round_trips))
+                .collect();
+            let flat = counts
+                .iter()
+                .all(|c| counts.first().is_some_and(|f| (c - f).abs() < 0.05));
+            let _ = writeln!(
+                out,
+                "\nTree round trips for {layout} across sizes: {} — {}",
+                counts
+                    .iter()
+                    .map(|c| trips(*c))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if flat {
+                    "independent of the discussion size ✅"
+                } else {
+                    "they vary with the discussion size ❌"
+                }
+            );
+        }
+        for case in &self.cases {
+            if let Some(why) = &case.stopped {
+                let _ = writeln!(
+                    out,
+                    "\n{} at {}: loading stopped after {} comments: {why}",
+                    case.layout,
+                    group(case.size),
+                    group(case.loaded)
+                );
+            }
+        }
+        for skipped in &self.skipped {
+            let _ = writeln!(out, "\nSkipped {}: {}", skipped.layout, skipped.reason);
+        }
+        let _ = writeln!(
+            out,
+            "\nMachine: {} CPUs ({}), {} GiB, Linux {}, load average {:.2} at start. Run took {:.0} s.",
+            self.machine.cpus,
+            self.machine.cpu_model,
+            self.machine.memory_gib,
+            self.machine.kernel,
+            self.machine.load_average_at_start,
+            self.total_secs
+        );
+        out
+    }
+}

@@ -1,0 +1,173 @@
+//! The server under test: a `threadql serve` child process, its metrics and its peak memory.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use tokio::process::{Child, Command};
+
+/// How long the server may take to become ready.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Finds the `threadql` binary: an explicit path, or the one built next to this harness.
+pub fn locate(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let candidate = match explicit {
+        Some(path) => path.to_path_buf(),
+        None => std::env::current_exe()
+            .context("cannot find the harness's own path")?
+            .with_file_name("threadql"),
+    };
+    if candidate.is_file() {
+        Ok(candidate)
+    } else {
+        bail!(
+            "the server binary {} does not exist: build it with `cargo build --release --bins` (or pass --server-bin)",
+            candidate.display()
+        )
+    }
+}
+
+/// A running `threadql serve`.
+pub struct Server {
+    child: Child,
+    pid: u32,
+    /// Base URL, e.g. `http://127.0.0.1:41234`.
+    pub base: String,
+    http: reqwest::Client,
+}
+
+impl Server {
+    /// Starts the server on a free loopback port against `uri`/`database` and waits until
+    /// `/readyz` answers.
+    pub async fn start(
+        binary: &Path,
+        uri: &str,
+        database: &str,
+        jwt_secret: &str,
+        http: reqwest::Client,
+    ) -> anyhow::Result<Server> {
+        let port = free_port()?;
+        let listen = format!("127.0.0.1:{port}");
+        let child = Command::new(binary)
+            .arg("serve")
+            .env("THREADQL_MONGODB_URI", uri)
+            .env("THREADQL_DATABASE", database)
+            .env("THREADQL_LISTEN", &listen)
+            .env("THREADQL_JWT_SECRET", jwt_secret)
+            .env("THREADQL_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("cannot run {}", binary.display()))?;
+        let pid = child.id().context("the server exited at once")?;
+        let mut server = Server {
+            child,
+            pid,
+            base: format!("http://{listen}"),
+            http,
+        };
+        server.wait_ready().await?;
+        Ok(server)
+    }
+
+    async fn wait_ready(&mut self) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let url = format!("{}/readyz", self.base);
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                bail!("the server exited before it was ready ({status})");
+            }
+            if let Ok(response) = self.http.get(&url).send().await {
+                if response.status().is_success() {
+                    return Ok(());
+                }
+            }
+            if started.elapsed() > READY_TIMEOUT {
+                bail!("the server was not ready after {READY_TIMEOUT:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The GraphQL endpoint.
+    pub fn graphql_url(&self) -> String {
+        format!("{}/graphql", self.base)
+    }
+
+    /// Database commands the server has sent so far (sum of `threadql_db_commands_total`).
+    pub async fn db_commands(&self) -> anyhow::Result<u64> {
+        let body = self
+            .http
+            .get(format!("{}/metrics", self.base))
+            .send()
+            .await?
+            .error_for_status()?
+            .text()
+            .await?;
+        Ok(parse_commands_total(&body))
+    }
+
+    /// Peak resident memory of the server process so far, in bytes (`VmHWM`).
+    pub fn peak_rss_bytes(&self) -> anyhow::Result<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid))
+            .context("cannot read the server's /proc status")?;
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+            .map(|kib| kib * 1024)
+            .context("no VmHWM line in the server's /proc status")
+    }
+
+    /// The server's process id (for profiling).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Stops the server with SIGTERM and waits for it (killing it after a while).
+    pub async fn stop(mut self) {
+        if let Ok(pid) = i32::try_from(self.pid) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+        }
+        if tokio::time::timeout(Duration::from_secs(20), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+        }
+    }
+}
+
+/// A loopback port that was free a moment ago.
+fn free_port() -> anyhow::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// Sums every `threadql_db_commands_total{…} N` line of a Prometheus text body.
+fn parse_commands_total(body: &str) -> u64 {
+    body.lines()
+        .filter(|line| line.starts_with("threadql_db_commands_total"))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sums_the_command_counter() {
+        let body = "# HELP x\n# TYPE threadql_db_commands_total counter\nthreadql_db_commands_total{command=\"find\"} 12\nthreadql_db_commands_total{command=\"insert\"} 3\nother 9\n";
+        assert_eq!(super::parse_commands_total(body), 15);
+    }
+}
