@@ -74,13 +74,19 @@ pub struct StoreLoader {
 /// The request's dataloader.
 pub type Loaders = DataLoader<StoreLoader, HashMapCache>;
 
-/// A fresh dataloader (and read scope) for one request.
-pub fn request_loaders(store: Arc<Store>, scope: Arc<ReadScope>) -> Loaders {
+/// A fresh dataloader (and read scope) for one request; its batches run from `batches` (see
+/// [`super::batch::drive`]), with no timer.
+pub fn request_loaders(
+    store: Arc<Store>,
+    scope: Arc<ReadScope>,
+    batches: Arc<super::batch::Batches>,
+) -> Loaders {
     DataLoader::with_cache(
         StoreLoader { store, scope },
-        tokio::spawn,
+        move |batch| batches.spawn(batch),
         HashMapCache::default(),
     )
+    .delay(std::time::Duration::ZERO)
 }
 
 /// Groups keys by something they share, keeping each group's keys in order.

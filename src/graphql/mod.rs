@@ -1,5 +1,6 @@
 //! The GraphQL API: schema construction, per-request context and execution.
 
+pub mod batch;
 pub mod error;
 pub mod loaders;
 mod mutation;
@@ -101,12 +102,17 @@ impl Api {
     ) -> async_graphql::Response {
         let auth = self.keys.authenticate(authorization);
         let scope = Arc::new(ReadScope::new());
+        let batches = batch::Batches::new();
         let request = request
             .into()
             .data(auth)
-            .data(loaders::request_loaders(self.store.clone(), scope.clone()))
+            .data(loaders::request_loaders(
+                self.store.clone(),
+                scope.clone(),
+                batches.clone(),
+            ))
             .data(RequestScope(scope));
-        let mut response = self.schema.execute(request).await;
+        let mut response = batch::drive(self.schema.execute(request), batches).await;
         error::ensure_codes(&mut response);
         response
     }
