@@ -25,7 +25,7 @@ use threadql::store::{Store, StoreConfig};
 use crate::client::GraphqlClient;
 use crate::measure::{Effort, WriteTarget};
 use crate::plan::{Plan, MAX_REPLY_DEPTH};
-use crate::reads::Fixtures;
+use crate::reads::{Fixtures, Read};
 use crate::report::{group, Case, Machine, Report, Skipped};
 use crate::server::Server;
 
@@ -43,6 +43,12 @@ struct Args {
     /// Layouts to measure, comma-separated [default: every layout this build has].
     #[arg(long, value_enum, value_delimiter = ',')]
     layouts: Option<Vec<LayoutArg>>,
+    /// Reads to measure, comma-separated [default: all].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    reads: Option<Vec<Read>>,
+    /// Skip the write measurements.
+    #[arg(long)]
+    no_writes: bool,
     /// MongoDB connection string [default: start the embedded development database in a
     /// temporary directory].
     #[arg(long)]
@@ -59,6 +65,10 @@ struct Args {
     /// Untimed warm-up requests before each run [default: 20; quick: 5].
     #[arg(long)]
     warmup: Option<usize>,
+    /// Longest a run of one read may take, in seconds (slow reads make fewer requests, at
+    /// least 5) [default: 8; quick: 1].
+    #[arg(long)]
+    run_secs: Option<f64>,
     /// Posts per run with one writer [default: 300; quick: 30].
     #[arg(long)]
     posts: Option<usize>,
@@ -99,9 +109,20 @@ impl Args {
             runs: pick(self.runs, 2, 3).max(1),
             requests: pick(self.requests, 20, 200).max(1),
             warmup: pick(self.warmup, 5, 20),
+            run_secs: self.run_secs.unwrap_or(if self.quick { 1.0 } else { 8.0 }),
             posts_single: pick(self.posts, 30, 300).max(1),
             posts_concurrent: pick(self.concurrent_posts, 128, 1_600).max(1),
             writers: self.writers.max(1),
+        }
+    }
+
+    fn reads(&self) -> Vec<Read> {
+        match &self.reads {
+            Some(chosen) => Read::ALL
+                .into_iter()
+                .filter(|r| chosen.contains(r))
+                .collect(),
+            None => Read::ALL.to_vec(),
         }
     }
 
@@ -176,43 +197,46 @@ impl Database {
 async fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
     let started_at = chrono::Utc::now().to_rfc3339();
-    let machine = Machine::detect();
     let sizes = args.sizes();
     let effort = args.effort();
     let server_bin = server::locate(args.server_bin.as_deref())?;
     let database = Database::open(&args).await?;
-    let result = bench(&args, &database, &sizes, effort, &server_bin).await;
-    let description = database.describe();
-    database.close().await;
-    let (cases, skipped) = result?;
-    let report = Report {
+    let mut report = Report {
         command: std::env::args().collect::<Vec<_>>().join(" "),
         started: started_at,
-        total_secs: started.elapsed().as_secs_f64(),
-        machine,
-        database: description,
+        complete: false,
+        total_secs: 0.0,
+        machine: Machine::detect(),
+        database: database.describe(),
         quick: args.quick,
-        sizes,
+        sizes: sizes.clone(),
         effort,
         seed: args.seed,
-        cases,
-        skipped,
+        cases: Vec::new(),
+        skipped: Vec::new(),
     };
+    let result = bench(&args, &database, &mut report, &server_bin, started).await;
+    database.close().await;
+    result?;
+    report.complete = true;
+    report.total_secs = started.elapsed().as_secs_f64();
+    report.save(&args.out)?;
     println!("{}", report.markdown());
-    let json = serde_json::to_string_pretty(&report)?;
-    std::fs::write(&args.out, json + "\n")
-        .with_context(|| format!("cannot write {}", args.out.display()))?;
     eprintln!("results written to {}", args.out.display());
     Ok(())
 }
 
+/// Measures every case, saving the report after each one (so a long run that is cut short
+/// still leaves its results).
 async fn bench(
     args: &Args,
     database: &Database,
-    sizes: &[usize],
-    effort: Effort,
+    report: &mut Report,
     server_bin: &std::path::Path,
-) -> anyhow::Result<(Vec<Case>, Vec<Skipped>)> {
+    started: Instant,
+) -> anyhow::Result<()> {
+    let sizes = report.sizes.clone();
+    let effort = report.effort;
     let db_name = format!("threadql_bench_{}", std::process::id());
     let store = Store::connect(&StoreConfig::new(database.uri.clone(), db_name.clone()))
         .await
@@ -224,19 +248,17 @@ async fn bench(
         .map(char::from)
         .collect();
     let keys = JwtKeys::new(&secret);
-    let mut cases = Vec::new();
-    let mut skipped = Vec::new();
     for layout in args.layouts() {
         if !store.supports(layout) {
             eprintln!("skipping the {layout} layout: this build does not have it");
-            skipped.push(Skipped {
+            report.skipped.push(Skipped {
                 layout: layout.to_string(),
                 reason: "not available in this build".into(),
             });
             continue;
         }
         let mut capped_at: Option<usize> = None;
-        for &size in sizes {
+        for &size in &sizes {
             if let Some(cap) = capped_at.filter(|cap| size > *cap) {
                 eprintln!(
                     "skipping {layout} at {}: it stopped at {} comments already",
@@ -263,13 +285,16 @@ async fn bench(
             if case.stopped.is_some() {
                 capped_at = Some(case.loaded);
             }
-            cases.push(case);
+            eprint!("{}", case.summary());
+            report.cases.push(case);
+            report.total_secs = started.elapsed().as_secs_f64();
+            report.save(&args.out)?;
         }
     }
     if database.embedded.is_none() {
         eprintln!("the benchmark data is left in database {db_name}");
     }
-    Ok((cases, skipped))
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -318,7 +343,12 @@ async fn bench_case(
     eprintln!("{label}: measuring reads (server pid {})", server.pid());
     let client = GraphqlClient::new(http.clone(), server.graphql_url());
     let measured = async {
-        let reads = measure::reads(store, &server, &client, &fixtures, effort).await?;
+        let reads =
+            measure::reads(store, &server, &client, &fixtures, &args.reads(), effort).await?;
+        if args.no_writes {
+            let peak = server.peak_rss_bytes()?;
+            return anyhow::Ok((reads, Vec::new(), peak));
+        }
         eprintln!("{label}: measuring writes");
         let target = WriteTarget {
             discussion: &loaded.discussion.id,

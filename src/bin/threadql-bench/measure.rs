@@ -15,7 +15,7 @@ use threadql::store::Store;
 use crate::client::GraphqlClient;
 use crate::plan;
 use crate::reads::{Fixtures, Read};
-use crate::server::Server;
+use crate::server::{self, Server};
 use crate::stats::{median, RunStats, Summary};
 
 /// How many requests each measurement makes.
@@ -27,12 +27,26 @@ pub struct Effort {
     pub requests: usize,
     /// Untimed requests before each run.
     pub warmup: usize,
+    /// Longest a run of one read may take: a slow read stops early, after at least
+    /// [`MIN_REQUESTS`] requests.
+    pub run_secs: f64,
     /// Posts per run with one writer.
     pub posts_single: usize,
     /// Posts per run with many writers.
     pub posts_concurrent: usize,
     /// How many writers post at once in the concurrent run.
     pub writers: usize,
+}
+
+/// Fewest timed requests a run makes, however slow they are.
+pub const MIN_REQUESTS: usize = 5;
+
+impl Effort {
+    /// Whether a run that started at `started` and made `done` requests goes on.
+    fn more(&self, started: Instant, done: usize, of: usize) -> bool {
+        done < of
+            && (done < MIN_REQUESTS.min(of) || started.elapsed().as_secs_f64() < self.run_secs)
+    }
 }
 
 /// One read, measured both ways.
@@ -50,6 +64,10 @@ pub struct ReadResult {
     pub direct: Summary,
     /// GraphQL p50 / direct p50.
     pub ratio_p50: f64,
+    /// Server CPU time per GraphQL request, µs (median over runs).
+    pub graphql_server_cpu_us: f64,
+    /// CPU time of this process per direct read, µs (median over runs).
+    pub direct_cpu_us: f64,
     /// Database commands per GraphQL request (median over runs).
     pub graphql_round_trips: f64,
     /// Database commands per direct read (median over runs).
@@ -78,10 +96,11 @@ pub async fn reads(
     server: &Server,
     client: &GraphqlClient,
     fixtures: &Fixtures,
+    which: &[Read],
     effort: Effort,
 ) -> anyhow::Result<Vec<ReadResult>> {
     let mut results = Vec::new();
-    for read in Read::ALL {
+    for &read in which {
         let (query, variables) = fixtures.graphql(read);
         let answer = client.send(&query, &variables, None).await?;
         let via_graphql = Fixtures::graphql_slugs(read, &answer.data()?)
@@ -102,33 +121,50 @@ pub async fn reads(
         let mut direct_runs = Vec::new();
         let mut graphql_trips = Vec::new();
         let mut direct_trips = Vec::new();
+        let mut graphql_cpu = Vec::new();
+        let mut direct_cpu = Vec::new();
+        let warmup = effort.warmup.min(effort.requests / 4).max(1);
         for _ in 0..effort.runs {
-            for _ in 0..effort.warmup {
+            let started = Instant::now();
+            let mut done = 0;
+            while effort.more(started, done, warmup) {
                 client.send(&query, &variables, None).await?.check()?;
+                done += 1;
             }
             let before = server.db_commands().await?;
+            let cpu_before = server.cpu_time();
+            let started = Instant::now();
             let mut samples = Vec::with_capacity(effort.requests);
-            for _ in 0..effort.requests {
+            while effort.more(started, samples.len(), effort.requests) {
                 let answer = client.send(&query, &variables, None).await?;
                 answer.check()?;
                 samples.push(answer.elapsed);
             }
+            let cpu = server.cpu_time().saturating_sub(cpu_before);
             let after = server.db_commands().await?;
-            graphql_trips.push(per(after - before, effort.requests));
+            graphql_cpu.push(cpu.as_secs_f64() * 1e6 / samples.len().max(1) as f64);
+            graphql_trips.push(per(after - before, samples.len()));
             graphql_runs.push(RunStats::of(&samples));
 
-            for _ in 0..effort.warmup {
+            let started = Instant::now();
+            let mut done = 0;
+            while effort.more(started, done, warmup) {
                 fixtures.direct(store, read).await?;
+                done += 1;
             }
             let before = store.commands().total();
+            let cpu_before = server::cpu_time("/proc/self");
+            let started = Instant::now();
             let mut samples = Vec::with_capacity(effort.requests);
-            for _ in 0..effort.requests {
-                let started = Instant::now();
+            while effort.more(started, samples.len(), effort.requests) {
+                let timer = Instant::now();
                 fixtures.direct(store, read).await?;
-                samples.push(started.elapsed());
+                samples.push(timer.elapsed());
             }
+            let cpu = server::cpu_time("/proc/self").saturating_sub(cpu_before);
+            direct_cpu.push(cpu.as_secs_f64() * 1e6 / samples.len().max(1) as f64);
             let after = store.commands().total();
-            direct_trips.push(per(after - before, effort.requests));
+            direct_trips.push(per(after - before, samples.len()));
             direct_runs.push(RunStats::of(&samples));
         }
         let graphql = Summary::of(graphql_runs);
@@ -140,6 +176,8 @@ pub async fn reads(
             ratio_p50: ratio(graphql.p50_ms, direct.p50_ms),
             graphql,
             direct,
+            graphql_server_cpu_us: median(graphql_cpu),
+            direct_cpu_us: median(direct_cpu),
             graphql_round_trips: median(graphql_trips),
             direct_round_trips: median(direct_trips),
         });

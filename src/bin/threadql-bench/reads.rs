@@ -23,7 +23,7 @@ pub const DEEP_OFFSET: u64 = 10_000;
 const FIELDS: &str = "fragment F on Comment { id slug fullSlug parentSlug depth posted editedAt deleted author { id name } text replyCount }";
 
 /// One kind of read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Read {
     /// The first 50 comments, chronological.

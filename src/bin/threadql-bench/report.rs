@@ -99,6 +99,8 @@ pub struct Report {
     pub command: String,
     /// When the run started (UTC, RFC 3339).
     pub started: String,
+    /// False while the run is still going (the file is saved after every case).
+    pub complete: bool,
     /// Seconds the whole run took.
     pub total_secs: f64,
     /// The machine.
@@ -178,7 +180,49 @@ fn check(ok: bool) -> &'static str {
     }
 }
 
+impl Case {
+    /// A few lines on standard error once the case is measured.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        for r in &self.reads {
+            let _ = writeln!(
+                out,
+                "  {} {}: {:<22} GraphQL p50 {:>7} ms, direct p50 {:>7} ms ({:.2}×), round trips {} / {}, CPU µs/request server {:.0}, direct {:.0}",
+                self.layout,
+                group(self.size),
+                r.label,
+                ms(r.graphql.p50_ms),
+                ms(r.direct.p50_ms),
+                r.ratio_p50,
+                trips(r.graphql_round_trips),
+                trips(r.direct_round_trips),
+                r.graphql_server_cpu_us,
+                r.direct_cpu_us,
+            );
+        }
+        for w in &self.writes {
+            let _ = writeln!(
+                out,
+                "  {} {}: {} writer(s): {:.0} posts/s, {} round trips per post",
+                self.layout,
+                group(self.size),
+                w.writers,
+                w.posts_per_sec,
+                trips(w.round_trips)
+            );
+        }
+        out
+    }
+}
+
 impl Report {
+    /// Writes the report as JSON.
+    pub fn save(&self, path: &std::path::Path) -> anyhow::Result<()> {
+        let json = serde_json::to_string_pretty(self)?;
+        std::fs::write(path, json + "\n")
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+    }
+
     /// The markdown tables.
     pub fn markdown(&self) -> String {
         let mut out = String::new();

@@ -130,6 +130,11 @@ impl Server {
             .context("no VmHWM line in the server's /proc status")
     }
 
+    /// CPU time the server's threads have used so far.
+    pub fn cpu_time(&self) -> Duration {
+        cpu_time(&format!("/proc/{}", self.pid))
+    }
+
     /// The server's process id (for profiling).
     pub fn pid(&self) -> u32 {
         self.pid
@@ -147,6 +152,19 @@ impl Server {
             let _ = self.child.kill().await;
         }
     }
+}
+
+/// CPU time used by the live threads of a process (`/proc/<pid>/task/*/schedstat`, in ns).
+pub fn cpu_time(proc_dir: &str) -> Duration {
+    let Ok(tasks) = std::fs::read_dir(format!("{proc_dir}/task")) else {
+        return Duration::ZERO;
+    };
+    let nanos: u64 = tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    Duration::from_nanos(nanos)
 }
 
 /// A loopback port that was free a moment ago.
