@@ -219,6 +219,10 @@ impl Report {
     /// Writes the report as JSON.
     pub fn save(&self, path: &std::path::Path) -> anyhow::Result<()> {
         let json = serde_json::to_string_pretty(self)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+        }
         std::fs::write(path, json + "\n")
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
     }
