@@ -1,6 +1,7 @@
 //! The storage layer: the `CommentStore` trait, one implementation per layout, and the only code
 //! that talks to MongoDB.
 
+mod bucketed;
 mod discussions;
 pub mod docs;
 pub mod embedded_db;

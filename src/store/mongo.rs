@@ -8,6 +8,7 @@ use mongodb::bson::doc;
 use mongodb::options::ClientOptions;
 use mongodb::{Client, Database};
 
+use super::bucketed::Bucketed;
 use super::per_comment::PerComment;
 use super::{CommandCounter, Discussions, DynCommentStore, StoreError, StoreResult};
 use crate::domain::slug::MonotonicClock;
@@ -61,11 +62,25 @@ impl Store {
         let db = client.database(&config.database);
         let clock = Arc::new(MonotonicClock::default());
         let discussions = Discussions::new(&db, clock.clone());
-        let per_comment = PerComment::new(&db, discussions.clone(), clock, config.max_depth.max(1));
+        let per_comment = PerComment::new(
+            &db,
+            discussions.clone(),
+            clock.clone(),
+            config.max_depth.max(1),
+        );
+        let bucketed = Bucketed::new(
+            &db,
+            discussions.clone(),
+            clock,
+            config.max_depth.max(1),
+            config.bucket_size,
+        );
         discussions.ensure_indexes().await?;
         per_comment.ensure_indexes().await?;
+        bucketed.ensure_indexes().await?;
         let mut layouts: HashMap<Layout, DynCommentStore> = HashMap::new();
         layouts.insert(Layout::PerComment, Arc::new(per_comment));
+        layouts.insert(Layout::Bucketed, Arc::new(bucketed));
         Ok(Self {
             db,
             discussions,

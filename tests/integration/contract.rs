@@ -67,6 +67,14 @@ macro_rules! contract_suite {
 }
 
 contract_suite!(per_comment, Layout::PerComment);
+contract_suite!(bucketed, Layout::Bucketed);
+contract_suite!(
+    bucketed_small_pages,
+    settings = Settings {
+        bucket_size: 3,
+        ..Settings::new(Layout::Bucketed)
+    }
+);
 
 const CONN: &str = "fragment Conn on CommentConnection { totalCount edges { cursor node { slug } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } }";
 
