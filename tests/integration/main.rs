@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api;
+mod bucketed;
 mod contract;
 mod http;
 mod model;
