@@ -8,6 +8,7 @@ use mongodb::bson::doc;
 use mongodb::options::ClientOptions;
 use mongodb::{Client, Database};
 
+use super::embedded::Embedded;
 use super::per_comment::PerComment;
 use super::{CommandCounter, Discussions, DynCommentStore, StoreError, StoreResult};
 use crate::domain::slug::MonotonicClock;
@@ -24,6 +25,9 @@ pub struct StoreConfig {
     pub max_depth: usize,
     /// Comments per bucket in the bucketed layout.
     pub bucket_size: u32,
+    /// Size cap of a discussion document in the embedded layout, in bytes (MongoDB refuses
+    /// documents over 16 MiB).
+    pub embedded_max_bytes: usize,
 }
 
 impl StoreConfig {
@@ -34,6 +38,7 @@ impl StoreConfig {
             database,
             max_depth: 32,
             bucket_size: 100,
+            embedded_max_bytes: 8 * 1024 * 1024,
         }
     }
 }
@@ -61,11 +66,23 @@ impl Store {
         let db = client.database(&config.database);
         let clock = Arc::new(MonotonicClock::default());
         let discussions = Discussions::new(&db, clock.clone());
-        let per_comment = PerComment::new(&db, discussions.clone(), clock, config.max_depth.max(1));
+        let per_comment = PerComment::new(
+            &db,
+            discussions.clone(),
+            clock.clone(),
+            config.max_depth.max(1),
+        );
+        let embedded = Embedded::new(
+            &db,
+            clock,
+            config.max_depth.max(1),
+            config.embedded_max_bytes,
+        );
         discussions.ensure_indexes().await?;
         per_comment.ensure_indexes().await?;
         let mut layouts: HashMap<Layout, DynCommentStore> = HashMap::new();
         layouts.insert(Layout::PerComment, Arc::new(per_comment));
+        layouts.insert(Layout::Embedded, Arc::new(embedded));
         Ok(Self {
             db,
             discussions,
