@@ -67,6 +67,7 @@ macro_rules! contract_suite {
 }
 
 contract_suite!(per_comment, Layout::PerComment);
+contract_suite!(embedded, Layout::Embedded);
 
 const CONN: &str = "fragment Conn on CommentConnection { totalCount edges { cursor node { slug } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } }";
 
