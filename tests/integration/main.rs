@@ -3,6 +3,7 @@
 
 mod api;
 mod contract;
+mod embedded;
 mod http;
 mod model;
 mod support;
