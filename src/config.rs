@@ -200,3 +200,20 @@ impl fmt::Debug for Config {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_size_cap_stays_under_mongodbs_limit() {
+        let cap = |value: &str| {
+            Cli::try_parse_from(["threadql", "--embedded-max-bytes", value])
+                .map(|cli| cli.config.embedded_max_bytes)
+        };
+        assert_eq!(cap("65536").ok(), Some(65_536));
+        assert!(cap("1000").is_err());
+        assert!(cap("16777216").is_err());
+        assert!(cap("-1").is_err());
+    }
+}
