@@ -137,17 +137,16 @@ impl DiscussionNode {
             },
             kind,
         )?;
-        let page = store(ctx)
-            .layout(self.0.layout)
-            .gql()?
-            .list(
-                &ctx.data_unchecked::<RequestScope>().0,
-                &self.0,
-                Listing::Threads,
-                &window,
-            )
-            .await
-            .gql()?;
+        let layout = store(ctx).layout(self.0.layout).gql()?;
+        let scope = &ctx.data_unchecked::<RequestScope>().0;
+        let page = if reads_below_nodes(ctx) {
+            layout.list(scope, &self.0, Listing::Threads, &window).await
+        } else {
+            layout
+                .list_shallow(scope, &self.0, Listing::Threads, &window)
+                .await
+        }
+        .gql()?;
         Ok(CommentConnection::new(
             self.0.clone(),
             page,
@@ -161,6 +160,19 @@ impl DiscussionNode {
     async fn comment(&self, ctx: &Context<'_>, slug: String) -> async_graphql::Result<CommentNode> {
         comment_by_slug(ctx, self.0.clone(), &slug).await
     }
+}
+
+/// Whether the selection of a comment connection reads anything below its comments (their
+/// replies, sub-discussions or parents), so a store should not read just the page.
+fn reads_below_nodes(ctx: &Context<'_>) -> bool {
+    let look = ctx.look_ahead();
+    [look.field("nodes"), look.field("edges").field("node")]
+        .iter()
+        .any(|node| {
+            ["replies", "subDiscussion", "parent"]
+                .iter()
+                .any(|field| node.field(field).exists())
+        })
 }
 
 /// Loads a comment by client-supplied slug, or fails with `NOT_FOUND`.

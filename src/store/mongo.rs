@@ -9,6 +9,7 @@ use mongodb::options::ClientOptions;
 use mongodb::{Client, Database};
 
 use super::bucketed::Bucketed;
+use super::embedded::Embedded;
 use super::per_comment::PerComment;
 use super::{CommandCounter, Discussions, DynCommentStore, StoreError, StoreResult};
 use crate::domain::slug::MonotonicClock;
@@ -25,6 +26,9 @@ pub struct StoreConfig {
     pub max_depth: usize,
     /// Comments per bucket in the bucketed layout.
     pub bucket_size: u32,
+    /// Size cap of a discussion document in the embedded layout, in bytes (MongoDB refuses
+    /// documents over 16 MiB).
+    pub embedded_max_bytes: usize,
 }
 
 impl StoreConfig {
@@ -35,6 +39,7 @@ impl StoreConfig {
             database,
             max_depth: 32,
             bucket_size: 100,
+            embedded_max_bytes: 8 * 1024 * 1024,
         }
     }
 }
@@ -68,6 +73,12 @@ impl Store {
             clock.clone(),
             config.max_depth.max(1),
         );
+        let embedded = Embedded::new(
+            &db,
+            clock.clone(),
+            config.max_depth.max(1),
+            config.embedded_max_bytes,
+        );
         let bucketed = Bucketed::new(
             &db,
             discussions.clone(),
@@ -80,6 +91,7 @@ impl Store {
         bucketed.ensure_indexes().await?;
         let mut layouts: HashMap<Layout, DynCommentStore> = HashMap::new();
         layouts.insert(Layout::PerComment, Arc::new(per_comment));
+        layouts.insert(Layout::Embedded, Arc::new(embedded));
         layouts.insert(Layout::Bucketed, Arc::new(bucketed));
         Ok(Self {
             db,

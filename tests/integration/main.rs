@@ -4,6 +4,7 @@
 mod api;
 mod bucketed;
 mod contract;
+mod embedded;
 mod http;
 mod model;
 mod support;
