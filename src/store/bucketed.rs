@@ -91,12 +91,12 @@ impl Target {
         Self { page, floor }
     }
 
-    /// The earliest posting time that sorts after the floor.
-    fn earliest(&self) -> Micros {
+    /// The floor's time: a new comment must be posted strictly after it.
+    fn floor_time(&self) -> Micros {
         if self.floor.is_empty() {
-            Micros(0)
+            Micros(-1)
         } else {
-            Micros(key_time(&self.floor) + 1)
+            Micros(key_time(&self.floor))
         }
     }
 }
@@ -263,7 +263,7 @@ impl Bucketed {
     ) -> StoreResult<(Comment, bool, i64)> {
         let id = discussion.id.as_str();
         for _ in 0..PAGE_ATTEMPTS {
-            let posted = self.clock.now().max(target.earliest());
+            let posted = self.clock.now_after(target.floor_time());
             let placement = Placement::new(
                 parent.map(|p| (&p.slug, &p.full_slug)),
                 self.max_depth,
