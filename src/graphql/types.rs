@@ -224,6 +224,32 @@ impl CommentNode {
             known_parent: None,
         }
     }
+
+    /// An empty page (a comment without replies has nothing to load).
+    fn empty_connection(
+        &self,
+        kind: CursorKind,
+        window: &Window,
+        total: Total,
+    ) -> CommentConnection {
+        let empty = Page::from_overfetch(Vec::new(), 0);
+        CommentConnection::new(self.discussion.clone(), empty, kind, window, total)
+    }
+}
+
+/// A validated cursor window (`first`/`after`, no offset).
+fn cursor_window(
+    ctx: &Context<'_>,
+    first: Option<i32>,
+    after: Option<String>,
+    kind: CursorKind,
+) -> async_graphql::Result<Window> {
+    let args = PageArgs {
+        first,
+        after,
+        offset: None,
+    };
+    ctx.data_unchecked::<Limits>().window(&args, kind)
 }
 
 #[Object(name = "Comment")]
@@ -314,23 +340,10 @@ impl CommentNode {
         after: Option<String>,
     ) -> async_graphql::Result<CommentConnection> {
         let kind = CursorKind::Chronological;
-        let window = ctx.data_unchecked::<Limits>().window(
-            &PageArgs {
-                first,
-                after,
-                offset: None,
-            },
-            kind,
-        )?;
+        let window = cursor_window(ctx, first, after, kind)?;
         let total = Total::Known(self.comment.reply_count);
         if self.comment.reply_count == 0 {
-            return Ok(CommentConnection::new(
-                self.discussion.clone(),
-                Page::from_overfetch(Vec::new(), 0),
-                kind,
-                &window,
-                total,
-            ));
+            return Ok(self.empty_connection(kind, &window, total));
         }
         let key = RepliesKey {
             discussion: DiscussionRef(self.discussion.clone()),
@@ -362,25 +375,12 @@ impl CommentNode {
         after: Option<String>,
     ) -> async_graphql::Result<CommentConnection> {
         let kind = CursorKind::Threaded;
-        let window = ctx.data_unchecked::<Limits>().window(
-            &PageArgs {
-                first,
-                after,
-                offset: None,
-            },
-            kind,
-        )?;
+        let window = cursor_window(ctx, first, after, kind)?;
+        if self.comment.reply_count == 0 {
+            return Ok(self.empty_connection(kind, &window, Total::Known(0)));
+        }
         let discussion = DiscussionRef(self.discussion.clone());
         let root = self.comment.full_slug.clone();
-        if self.comment.reply_count == 0 {
-            return Ok(CommentConnection::new(
-                self.discussion.clone(),
-                Page::from_overfetch(Vec::new(), 0),
-                kind,
-                &window,
-                Total::Known(0),
-            ));
-        }
         let key = SubDiscussionKey {
             discussion: discussion.clone(),
             root: root.clone(),

@@ -12,12 +12,13 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, from_document, to_bson, Bson, Document};
-use mongodb::options::{IndexOptions, ReturnDocument};
-use mongodb::{Collection, Database, IndexModel};
+use mongodb::options::ReturnDocument;
+use mongodb::{Collection, Database};
 use serde::Deserialize;
 
 use super::docs::CommentDoc;
 use super::error::is_duplicate_key;
+use super::mongo::index_model as index;
 use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
@@ -156,17 +157,6 @@ impl Bucketed {
     }
 
     pub(super) async fn ensure_indexes(&self) -> StoreResult<()> {
-        let index = |name: &str, keys: Document, unique: bool| {
-            IndexModel::builder()
-                .keys(keys)
-                .options(
-                    IndexOptions::builder()
-                        .name(name.to_owned())
-                        .unique(unique.then_some(true))
-                        .build(),
-                )
-                .build()
-        };
         self.pages
             .create_indexes([
                 index("page_unique", doc! { "discussion_id": 1, "page": 1 }, true),

@@ -4,9 +4,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mongodb::bson::doc;
-use mongodb::options::ClientOptions;
-use mongodb::{Client, Database};
+use mongodb::bson::{doc, Document};
+use mongodb::options::{ClientOptions, IndexOptions};
+use mongodb::{Client, Database, IndexModel};
 
 use super::bucketed::Bucketed;
 use super::embedded::Embedded;
@@ -125,4 +125,17 @@ impl Store {
     pub fn commands(&self) -> &CommandCounter {
         &self.commands
     }
+}
+
+/// An index with a name (so re-creating it at start-up is a no-op), unique or not.
+pub(super) fn index_model(name: &str, keys: Document, unique: bool) -> IndexModel {
+    IndexModel::builder()
+        .keys(keys)
+        .options(
+            IndexOptions::builder()
+                .name(name.to_owned())
+                .unique(unique.then_some(true))
+                .build(),
+        )
+        .build()
 }
