@@ -55,6 +55,7 @@ pub fn store_config(config: &Config, uri: String) -> StoreConfig {
     let mut store = StoreConfig::new(uri, config.database.clone());
     store.max_depth = config.max_depth as usize;
     store.bucket_size = config.bucket_size;
+    store.embedded_max_bytes = usize::try_from(config.embedded_max_bytes).unwrap_or(usize::MAX);
     store
 }
 

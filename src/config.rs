@@ -121,6 +121,10 @@ pub struct Config {
     /// Comments per bucket in the bucketed layout.
     #[arg(long, env = "THREADQL_BUCKET_SIZE", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000), global = true)]
     pub bucket_size: u32,
+    /// Size cap of one discussion in the embedded layout, in bytes (MongoDB's document limit is
+    /// 16 MiB); a post that would cross it fails with DISCUSSION_TOO_LARGE.
+    #[arg(long, env = "THREADQL_EMBEDDED_MAX_BYTES", default_value_t = 8 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(16 * 1024..=16_000_000), global = true)]
+    pub embedded_max_bytes: u64,
     /// HS256 secret for JWTs; unset = a development secret (never use it in production).
     #[arg(
         long,
@@ -167,6 +171,7 @@ impl Config {
             data_dir: PathBuf::from("./threadql-data"),
             default_layout: LayoutArg::PerComment,
             bucket_size: 100,
+            embedded_max_bytes: 8 * 1024 * 1024,
             jwt_secret: None,
             log: "info".to_owned(),
             max_depth: 32,
@@ -186,11 +191,29 @@ impl fmt::Debug for Config {
             .field("data_dir", &self.data_dir)
             .field("default_layout", &self.default_layout)
             .field("bucket_size", &self.bucket_size)
+            .field("embedded_max_bytes", &self.embedded_max_bytes)
             .field("jwt_secret", &self.jwt_secret.as_ref().map(|_| "<set>"))
             .field("log", &self.log)
             .field("max_depth", &self.max_depth)
             .field("max_text_chars", &self.max_text_chars)
             .field("max_page_size", &self.max_page_size)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_size_cap_stays_under_mongodbs_limit() {
+        let cap = |value: &str| {
+            Cli::try_parse_from(["threadql", "--embedded-max-bytes", value])
+                .map(|cli| cli.config.embedded_max_bytes)
+        };
+        assert_eq!(cap("65536").ok(), Some(65_536));
+        assert!(cap("1000").is_err());
+        assert!(cap("16777216").is_err());
+        assert!(cap("-1").is_err());
     }
 }

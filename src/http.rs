@@ -7,7 +7,7 @@ use async_graphql_axum::rejection::GraphQLRejection;
 use async_graphql_axum::{GraphQLRequest, GraphQLResponse};
 use axum::extract::State;
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -29,6 +29,7 @@ pub fn router(api: Api) -> Router {
 
 async fn graphql(
     State(api): State<Api>,
+    method: Method,
     headers: HeaderMap,
     request: Result<GraphQLRequest, GraphQLRejection>,
 ) -> Response {
@@ -36,19 +37,53 @@ async fn graphql(
         Ok(request) => request.into_inner(),
         Err(rejection) => return bad_request(&rejection.0.to_string()),
     };
+    if method == Method::GET && is_mutation(&request) {
+        let mut response = error_body(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "mutations must be sent with POST",
+        );
+        response.headers_mut().insert(
+            axum::http::header::ALLOW,
+            axum::http::HeaderValue::from_static("POST"),
+        );
+        return response;
+    }
     let authorization = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok());
     GraphQLResponse::from(api.execute(request, authorization).await).into_response()
 }
 
+/// Whether the operation a request selects is a mutation (unparsable documents are left to the
+/// engine, which reports the syntax error).
+fn is_mutation(request: &async_graphql::Request) -> bool {
+    use async_graphql::parser::types::{DocumentOperations, OperationType};
+    let Ok(document) = async_graphql::parser::parse_query(&request.query) else {
+        return false;
+    };
+    let selected = match (&document.operations, request.operation_name.as_deref()) {
+        (DocumentOperations::Single(op), _) => Some(op),
+        (DocumentOperations::Multiple(ops), Some(name)) => ops
+            .iter()
+            .find(|(n, _)| n.as_str() == name)
+            .map(|(_, op)| op),
+        (DocumentOperations::Multiple(ops), None) if ops.len() == 1 => ops.values().next(),
+        _ => None,
+    };
+    selected.is_some_and(|op| op.node.ty == OperationType::Mutation)
+}
+
 /// A GraphQL-shaped error for a request that could not even be read.
 fn bad_request(message: &str) -> Response {
+    error_body(
+        StatusCode::BAD_REQUEST,
+        &format!("the request is not a valid GraphQL request: {message}"),
+    )
+}
+
+fn error_body(status: StatusCode, message: &str) -> Response {
     let body = serde_json::json!({
-        "errors": [{
-            "message": format!("the request is not a valid GraphQL request: {message}"),
-            "extensions": { "code": "BAD_USER_INPUT" },
-        }]
+        "errors": [{ "message": message, "extensions": { "code": "BAD_USER_INPUT" } }]
     });
-    (StatusCode::BAD_REQUEST, Json(body)).into_response()
+    (status, Json(body)).into_response()
 }
 
 async fn graphiql() -> Html<String> {

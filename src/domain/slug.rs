@@ -37,7 +37,18 @@ pub struct MonotonicClock {
 impl MonotonicClock {
     /// The current time, strictly later than every earlier reading of this clock.
     pub fn now(&self) -> Micros {
+        self.advance(chrono::Utc::now().timestamp_micros())
+    }
+
+    /// The current time, strictly later than `floor` and than every earlier reading of this clock.
+    /// A time seen elsewhere (e.g. written by another server whose clock runs ahead) moves this
+    /// clock forward, so later readings stay in order with it.
+    pub fn now_after(&self, floor: Micros) -> Micros {
         let wall = chrono::Utc::now().timestamp_micros();
+        self.advance(wall.max(floor.0.saturating_add(1)))
+    }
+
+    fn advance(&self, wall: i64) -> Micros {
         let mut prev = self.last.load(Ordering::Relaxed);
         loop {
             let next = wall.max(prev + 1);
@@ -237,6 +248,17 @@ mod tests {
             assert!(next > last);
             last = next;
         }
+    }
+
+    #[test]
+    fn clock_moves_past_a_floor() {
+        let clock = MonotonicClock::default();
+        let now = clock.now();
+        let ahead = Micros(now.0 + 60_000_000);
+        let after = clock.now_after(ahead);
+        assert!(after > ahead);
+        assert!(clock.now() > after);
+        assert!(clock.now_after(Micros(0)) > after);
     }
 
     #[test]

@@ -3,11 +3,12 @@
 use async_graphql::{Context, InputObject, Object, ID};
 
 use super::error::OrGql;
+use super::loaders::{CommentKey, Loaders, RepliesKey, SubDiscussionCountKey, SubDiscussionKey};
 use super::query::load_discussion;
 use super::types::{CommentNode, DiscussionNode, StorageLayout};
-use super::{auth, store, Limits};
+use super::{auth, store, Limits, RequestScope};
 use crate::auth::{AuthState, Viewer};
-use crate::domain::{CommentText, DiscussionTitle, DomainError, NewComment, Slug};
+use crate::domain::{CommentText, DiscussionId, DiscussionTitle, DomainError, NewComment, Slug};
 
 /// The caller, or `UNAUTHENTICATED`.
 fn viewer<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
@@ -19,6 +20,17 @@ fn viewer<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
         .gql(),
         AuthState::Rejected(why) => Err(DomainError::Unauthenticated(why.clone())).gql(),
     }
+}
+
+/// Forgets what this request has read, so fields resolved after a write see it.
+fn forget_reads(ctx: &Context<'_>) {
+    ctx.data_unchecked::<RequestScope>().0.clear();
+    let loaders = ctx.data_unchecked::<Loaders>();
+    loaders.clear::<DiscussionId>();
+    loaders.clear::<CommentKey>();
+    loaders.clear::<RepliesKey>();
+    loaders.clear::<SubDiscussionKey>();
+    loaders.clear::<SubDiscussionCountKey>();
 }
 
 /// A new discussion.
@@ -94,6 +106,7 @@ impl Mutation {
             )
             .await
             .gql()?;
+        forget_reads(ctx);
         if posted.reattached {
             tracing::info!(
                 discussion = %discussion.id,

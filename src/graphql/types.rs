@@ -137,17 +137,16 @@ impl DiscussionNode {
             },
             kind,
         )?;
-        let page = store(ctx)
-            .layout(self.0.layout)
-            .gql()?
-            .list(
-                &ctx.data_unchecked::<RequestScope>().0,
-                &self.0,
-                Listing::Threads,
-                &window,
-            )
-            .await
-            .gql()?;
+        let layout = store(ctx).layout(self.0.layout).gql()?;
+        let scope = &ctx.data_unchecked::<RequestScope>().0;
+        let page = if reads_below_nodes(ctx) {
+            layout.list(scope, &self.0, Listing::Threads, &window).await
+        } else {
+            layout
+                .list_shallow(scope, &self.0, Listing::Threads, &window)
+                .await
+        }
+        .gql()?;
         Ok(CommentConnection::new(
             self.0.clone(),
             page,
@@ -161,6 +160,19 @@ impl DiscussionNode {
     async fn comment(&self, ctx: &Context<'_>, slug: String) -> async_graphql::Result<CommentNode> {
         comment_by_slug(ctx, self.0.clone(), &slug).await
     }
+}
+
+/// Whether the selection of a comment connection reads anything below its comments (their
+/// replies, sub-discussions or parents), so a store should not read just the page.
+fn reads_below_nodes(ctx: &Context<'_>) -> bool {
+    let look = ctx.look_ahead();
+    [look.field("nodes"), look.field("edges").field("node")]
+        .iter()
+        .any(|node| {
+            ["replies", "subDiscussion", "parent"]
+                .iter()
+                .any(|field| node.field(field).exists())
+        })
 }
 
 /// Loads a comment by client-supplied slug, or fails with `NOT_FOUND`.
@@ -212,6 +224,32 @@ impl CommentNode {
             known_parent: None,
         }
     }
+
+    /// An empty page (a comment without replies has nothing to load).
+    fn empty_connection(
+        &self,
+        kind: CursorKind,
+        window: &Window,
+        total: Total,
+    ) -> CommentConnection {
+        let empty = Page::from_overfetch(Vec::new(), 0);
+        CommentConnection::new(self.discussion.clone(), empty, kind, window, total)
+    }
+}
+
+/// A validated cursor window (`first`/`after`, no offset).
+fn cursor_window(
+    ctx: &Context<'_>,
+    first: Option<i32>,
+    after: Option<String>,
+    kind: CursorKind,
+) -> async_graphql::Result<Window> {
+    let args = PageArgs {
+        first,
+        after,
+        offset: None,
+    };
+    ctx.data_unchecked::<Limits>().window(&args, kind)
 }
 
 #[Object(name = "Comment")]
@@ -302,23 +340,10 @@ impl CommentNode {
         after: Option<String>,
     ) -> async_graphql::Result<CommentConnection> {
         let kind = CursorKind::Chronological;
-        let window = ctx.data_unchecked::<Limits>().window(
-            &PageArgs {
-                first,
-                after,
-                offset: None,
-            },
-            kind,
-        )?;
+        let window = cursor_window(ctx, first, after, kind)?;
         let total = Total::Known(self.comment.reply_count);
         if self.comment.reply_count == 0 {
-            return Ok(CommentConnection::new(
-                self.discussion.clone(),
-                Page::from_overfetch(Vec::new(), 0),
-                kind,
-                &window,
-                total,
-            ));
+            return Ok(self.empty_connection(kind, &window, total));
         }
         let key = RepliesKey {
             discussion: DiscussionRef(self.discussion.clone()),
@@ -350,25 +375,12 @@ impl CommentNode {
         after: Option<String>,
     ) -> async_graphql::Result<CommentConnection> {
         let kind = CursorKind::Threaded;
-        let window = ctx.data_unchecked::<Limits>().window(
-            &PageArgs {
-                first,
-                after,
-                offset: None,
-            },
-            kind,
-        )?;
+        let window = cursor_window(ctx, first, after, kind)?;
+        if self.comment.reply_count == 0 {
+            return Ok(self.empty_connection(kind, &window, Total::Known(0)));
+        }
         let discussion = DiscussionRef(self.discussion.clone());
         let root = self.comment.full_slug.clone();
-        if self.comment.reply_count == 0 {
-            return Ok(CommentConnection::new(
-                self.discussion.clone(),
-                Page::from_overfetch(Vec::new(), 0),
-                kind,
-                &window,
-                Total::Known(0),
-            ));
-        }
         let key = SubDiscussionKey {
             discussion: discussion.clone(),
             root: root.clone(),

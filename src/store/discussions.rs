@@ -4,8 +4,7 @@ use std::sync::Arc;
 
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Document};
-use mongodb::options::IndexOptions;
-use mongodb::{Collection, Database, IndexModel};
+use mongodb::{Collection, Database};
 use serde::{Deserialize, Serialize};
 
 use super::StoreResult;
@@ -70,14 +69,7 @@ impl Discussions {
     }
 
     pub(super) async fn ensure_indexes(&self) -> StoreResult<()> {
-        let index = IndexModel::builder()
-            .keys(doc! { "created": 1, "_id": 1 })
-            .options(
-                IndexOptions::builder()
-                    .name("created_id".to_owned())
-                    .build(),
-            )
-            .build();
+        let index = super::mongo::index_model("created_id", doc! { "created": 1, "_id": 1 }, false);
         self.coll.create_index(index).await?;
         Ok(())
     }

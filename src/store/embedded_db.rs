@@ -86,6 +86,9 @@ impl EmbeddedDb {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
+            // Its own process group: a terminal Ctrl-C reaches threadql, which stops the database
+            // only after in-flight requests finish.
+            .process_group(0)
             .spawn()
             .map_err(|e| EmbeddedDbError::Start(format!("cannot run {}: {e}", binary.display())))?;
         let stdout = child

@@ -64,3 +64,15 @@ pub fn is_duplicate_key(err: &mongodb::error::Error) -> bool {
         _ => false,
     }
 }
+
+/// Whether a driver error says a document would exceed MongoDB's 16 MB limit (BSONObjectTooLarge,
+/// 10334; 17419 is the older code of the same failure for updates).
+pub fn is_too_large(err: &mongodb::error::Error) -> bool {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    let too_large = |code: i32| code == 10334 || code == 17419;
+    match err.kind.as_ref() {
+        ErrorKind::Write(WriteFailure::WriteError(e)) => too_large(e.code),
+        ErrorKind::Command(e) => too_large(e.code),
+        _ => false,
+    }
+}

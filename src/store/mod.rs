@@ -1,8 +1,10 @@
 //! The storage layer: the `CommentStore` trait, one implementation per layout, and the only code
 //! that talks to MongoDB.
 
+mod bucketed;
 mod discussions;
 pub mod docs;
+mod embedded;
 pub mod embedded_db;
 mod error;
 mod metrics;
@@ -49,6 +51,19 @@ pub trait CommentStore: Send + Sync {
         listing: Listing,
         window: &Window,
     ) -> StoreResult<Page<Comment>>;
+
+    /// One page of a listing when the request reads nothing below the listed comments (no
+    /// replies, parents or sub-discussions of them). A layout that can read such a page more
+    /// cheaply than a full `list` overrides this; by default it is `list`.
+    async fn list_shallow(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        listing: Listing,
+        window: &Window,
+    ) -> StoreResult<Page<Comment>> {
+        self.list(scope, discussion, listing, window).await
+    }
 
     /// The comments with these slugs (missing ones are left out).
     async fn by_slugs(

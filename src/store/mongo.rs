@@ -4,10 +4,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mongodb::bson::doc;
-use mongodb::options::ClientOptions;
-use mongodb::{Client, Database};
+use mongodb::bson::{doc, Document};
+use mongodb::options::{ClientOptions, IndexOptions};
+use mongodb::{Client, Database, IndexModel};
 
+use super::bucketed::Bucketed;
+use super::embedded::Embedded;
 use super::per_comment::PerComment;
 use super::{CommandCounter, Discussions, DynCommentStore, StoreError, StoreResult};
 use crate::domain::slug::MonotonicClock;
@@ -24,6 +26,9 @@ pub struct StoreConfig {
     pub max_depth: usize,
     /// Comments per bucket in the bucketed layout.
     pub bucket_size: u32,
+    /// Size cap of a discussion document in the embedded layout, in bytes (MongoDB refuses
+    /// documents over 16 MiB).
+    pub embedded_max_bytes: usize,
 }
 
 impl StoreConfig {
@@ -34,6 +39,7 @@ impl StoreConfig {
             database,
             max_depth: 32,
             bucket_size: 100,
+            embedded_max_bytes: 8 * 1024 * 1024,
         }
     }
 }
@@ -61,11 +67,32 @@ impl Store {
         let db = client.database(&config.database);
         let clock = Arc::new(MonotonicClock::default());
         let discussions = Discussions::new(&db, clock.clone());
-        let per_comment = PerComment::new(&db, discussions.clone(), clock, config.max_depth.max(1));
+        let per_comment = PerComment::new(
+            &db,
+            discussions.clone(),
+            clock.clone(),
+            config.max_depth.max(1),
+        );
+        let embedded = Embedded::new(
+            &db,
+            clock.clone(),
+            config.max_depth.max(1),
+            config.embedded_max_bytes,
+        );
+        let bucketed = Bucketed::new(
+            &db,
+            discussions.clone(),
+            clock,
+            config.max_depth.max(1),
+            config.bucket_size,
+        );
         discussions.ensure_indexes().await?;
         per_comment.ensure_indexes().await?;
+        bucketed.ensure_indexes().await?;
         let mut layouts: HashMap<Layout, DynCommentStore> = HashMap::new();
         layouts.insert(Layout::PerComment, Arc::new(per_comment));
+        layouts.insert(Layout::Embedded, Arc::new(embedded));
+        layouts.insert(Layout::Bucketed, Arc::new(bucketed));
         Ok(Self {
             db,
             discussions,
@@ -98,4 +125,17 @@ impl Store {
     pub fn commands(&self) -> &CommandCounter {
         &self.commands
     }
+}
+
+/// An index with a name (so re-creating it at start-up is a no-op), unique or not.
+pub(super) fn index_model(name: &str, keys: Document, unique: bool) -> IndexModel {
+    IndexModel::builder()
+        .keys(keys)
+        .options(
+            IndexOptions::builder()
+                .name(name.to_owned())
+                .unique(unique.then_some(true))
+                .build(),
+        )
+        .build()
 }

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, from_document, Bson, Document};
-use mongodb::options::IndexOptions;
-use mongodb::{Collection, Database, IndexModel};
+use mongodb::{Collection, Database};
 
 use super::discussions::limit_plus_one;
 use super::docs::CommentDoc;
+use super::mongo::index_model as index;
 use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
@@ -50,17 +50,6 @@ impl PerComment {
     }
 
     pub(super) async fn ensure_indexes(&self) -> StoreResult<()> {
-        let index = |name: &str, keys: Document, unique: bool| {
-            IndexModel::builder()
-                .keys(keys)
-                .options(
-                    IndexOptions::builder()
-                        .name(name.to_owned())
-                        .unique(unique.then_some(true))
-                        .build(),
-                )
-                .build()
-        };
         self.coll
             .create_indexes([
                 index("slug_unique", doc! { "discussion_id": 1, "slug": 1 }, true),

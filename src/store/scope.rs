@@ -45,6 +45,17 @@ impl ReadScope {
             .cloned()
     }
 
+    /// The value under `key` if it was loaded already in this request (never loads).
+    pub fn peek<T: Send + Sync + 'static>(&self, key: &str) -> Option<Arc<T>> {
+        let slot = self
+            .slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned()?;
+        slot.downcast::<OnceCell<Arc<T>>>().ok()?.get().cloned()
+    }
+
     /// Forgets everything (after a write in the same request).
     pub fn clear(&self) {
         self.slots.lock().unwrap_or_else(|p| p.into_inner()).clear();

@@ -112,3 +112,18 @@ fn schema_file_is_up_to_date() {
         panic!("schema.graphql was stale and has been regenerated: review and commit it");
     }
 }
+
+#[test]
+fn a_missing_dev_database_says_how_to_install_it() {
+    use threadql::store::embedded_db::EmbeddedDb;
+    let err =
+        EmbeddedDb::locate(Some(std::path::Path::new("/nonexistent/secantusd-rs"))).unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains(
+            "cargo install secantus-mdb --version =0.5.3-beta.196 --locked --ignore-rust-version"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("THREADQL_MONGODB_URI"), "{message}");
+}

@@ -134,6 +134,18 @@ async fn http_contract_over_a_real_socket() {
         json!({ "title": "over http", "commentCount": 2 })
     );
 
+    // Mutations are refused over GET (no state change from a link or an image tag).
+    let response = client
+        .get(server.url("/graphql"))
+        .query(&[("query", create)])
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 405);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["errors"][0]["extensions"]["code"], "BAD_USER_INPUT");
+
     // A body that is not a GraphQL request is a 400 with a GraphQL-shaped error.
     let response = client
         .post(server.url("/graphql"))

@@ -2,7 +2,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api;
+mod bucketed;
 mod contract;
+mod embedded;
 mod http;
 mod model;
 mod support;

@@ -88,6 +88,8 @@ pub struct Settings {
     pub bucket_size: u32,
     /// Text limit.
     pub max_text_chars: usize,
+    /// Size cap of an embedded discussion, in bytes.
+    pub embedded_max_bytes: usize,
 }
 
 impl Settings {
@@ -98,6 +100,7 @@ impl Settings {
             max_depth: 32,
             bucket_size: 100,
             max_text_chars: 10_000,
+            embedded_max_bytes: StoreConfig::new(String::new(), String::new()).embedded_max_bytes,
         }
     }
 }
@@ -118,6 +121,7 @@ pub fn store_config(database: &str, settings: &Settings) -> StoreConfig {
     let mut config = StoreConfig::new(server_uri().to_owned(), database.to_owned());
     config.max_depth = settings.max_depth;
     config.bucket_size = settings.bucket_size;
+    config.embedded_max_bytes = settings.embedded_max_bytes;
     config
 }
 

@@ -1,0 +1,524 @@
+//! The embedded layout: every comment nested in its discussion document ("Embedding All Comments").
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::TryStreamExt;
+use mongodb::bson::{doc, from_document, to_document, Bson, Document};
+use mongodb::{Collection, Database};
+
+use super::docs::CommentDoc;
+use super::error::is_too_large;
+use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
+use crate::domain::slug::MonotonicClock;
+use crate::domain::tree::Thread;
+use crate::domain::{
+    Comment, Discussion, DiscussionId, FullSlug, Micros, NewComment, Page, Placement, Slug,
+    SlugPart, Window,
+};
+
+/// Field of the discussion document, and of every comment in it, that holds the direct replies.
+const REPLIES: &str = "replies";
+/// Field of the discussion document that counts the bytes its comments take.
+const BYTES: &str = "embedded_bytes";
+/// Bytes the size cap keeps for the discussion's own fields (a title of up to 300 characters,
+/// counters, the top-level array).
+const METADATA_ALLOWANCE: i64 = 4 * 1024;
+/// Bytes an array element takes besides its document: type byte, index key (up to 10 digits), NUL.
+const ELEMENT_OVERHEAD: i64 = 12;
+/// How often a post is tried: a slug collision or a sibling written concurrently with a later
+/// time refuses the guarded write, and it is tried again with a new slug part and time.
+const ATTEMPTS: usize = 32;
+
+/// The embedded layout. The discussion document holds the top-level comments in `replies`; each
+/// comment is a `CommentDoc` with its own `replies`. Nothing is ever removed from these arrays,
+/// so a comment's position (`replies.0.replies.2`) never changes, and each sibling array is kept
+/// in posting order: a write is refused when a sibling with the same or a later time is already
+/// there, so array order is chronological order and a page of top-level comments is an array slice.
+pub struct Embedded {
+    coll: Collection<Document>,
+    clock: Arc<MonotonicClock>,
+    max_depth: usize,
+    max_bytes: i64,
+}
+
+/// Where a chain of comments (a comment and its ancestors) sits in the document.
+struct Located {
+    /// Array index of each comment of the chain, top-level first.
+    path: Vec<usize>,
+    /// Full slug of each comment of the chain.
+    full: Vec<FullSlug>,
+    /// Latest `posted` among the top-level comments (index 0) and among the direct replies of
+    /// the comment of depth `k` (index `k + 1`).
+    last_child: Vec<Option<i64>>,
+    /// The bytes the discussion's comments take so far.
+    bytes: i64,
+}
+
+/// What a guarded push did.
+enum Pushed {
+    /// The comment is stored.
+    Done,
+    /// A guard refused the write; the comment must fit in `budget` counted bytes.
+    Refused { budget: i64 },
+}
+
+impl Embedded {
+    pub(super) fn new(
+        db: &Database,
+        clock: Arc<MonotonicClock>,
+        max_depth: usize,
+        max_bytes: usize,
+    ) -> Self {
+        Self {
+            coll: db.collection(Discussions::COLLECTION),
+            clock,
+            max_depth,
+            max_bytes: i64::try_from(max_bytes).unwrap_or(i64::MAX),
+        }
+    }
+
+    /// Finds the positions of `chain` (slugs of depth 0, 1, … in one line of descent) with one
+    /// aggregation that walks down the document on the server and returns only indexes, full
+    /// slugs and the latest child times: the document itself never crosses the wire.
+    async fn locate(&self, id: &DiscussionId, chain: &[Slug]) -> StoreResult<Located> {
+        let slugs_of = |array: &str| {
+            doc! { "$map": { "input": { "$ifNull": [array, []] }, "as": "c", "in": "$$c.slug" } }
+        };
+        let last_posted = |array: &str| {
+            doc! { "$max": { "$map": { "input": { "$ifNull": [array, []] }, "as": "c", "in": "$$c.posted" } } }
+        };
+        let step = doc! { "$let": {
+            "vars": { "i": { "$indexOfArray": [slugs_of("$$value.node.replies"), "$$this"] } },
+            "in": { "$let": {
+                "vars": { "n": { "$cond": [
+                    { "$gte": ["$$i", 0] },
+                    { "$arrayElemAt": ["$$value.node.replies", "$$i"] },
+                    {},
+                ] } },
+                "in": {
+                    "node": "$$n",
+                    "path": { "$concatArrays": ["$$value.path", ["$$i"]] },
+                    "full": { "$concatArrays": ["$$value.full", [{ "$ifNull": ["$$n.full_slug", ""] }]] },
+                    "last": { "$concatArrays": ["$$value.last", [last_posted("$$n.replies")]] },
+                },
+            } },
+        } };
+        let chain_text: Vec<&str> = chain.iter().map(Slug::as_str).collect();
+        let pipeline = vec![
+            doc! { "$match": { "_id": id.as_str() } },
+            doc! { "$project": {
+                "_id": 0,
+                "bytes": { "$ifNull": [format!("${BYTES}"), 0_i64] },
+                "walk": { "$reduce": {
+                    "input": chain_text,
+                    "initialValue": {
+                        "node": "$$ROOT",
+                        "path": [],
+                        "full": [],
+                        "last": [last_posted("$replies")],
+                    },
+                    "in": step,
+                } },
+            } },
+            doc! { "$project": {
+                "bytes": 1, "path": "$walk.path", "full": "$walk.full", "last": "$walk.last",
+            } },
+        ];
+        let found: Vec<Document> = self.coll.aggregate(pipeline).await?.try_collect().await?;
+        let Some(found) = found.into_iter().next() else {
+            return Err(StoreError::NotFound(format!("no discussion {id}")));
+        };
+        let missing = || match chain.last() {
+            Some(slug) => StoreError::NotFound(format!("no comment {slug} in discussion {id}")),
+            None => StoreError::NotFound(format!("no discussion {id}")),
+        };
+        let path = found
+            .get_array("path")
+            .map_err(corrupt)?
+            .iter()
+            .map(|i| as_i64(i).and_then(|i| usize::try_from(i).ok()))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(missing)?;
+        let full = found
+            .get_array("full")
+            .map_err(corrupt)?
+            .iter()
+            .map(|f| match f {
+                Bson::String(s) => Ok(FullSlug::from_stored(s.clone())),
+                _ => Err(corrupt("full slug is not a string")),
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        let last_child = found
+            .get_array("last")
+            .map_err(corrupt)?
+            .iter()
+            .map(as_i64)
+            .collect();
+        if path.len() != chain.len() || full.len() != chain.len() {
+            return Err(corrupt("located chain has the wrong length"));
+        }
+        Ok(Located {
+            path,
+            full,
+            last_child,
+            bytes: found.get("bytes").and_then(as_i64).unwrap_or(0),
+        })
+    }
+
+    /// Appends `comment` to the replies of the comment at `parent_at` (the top-level array when
+    /// empty) with one update, guarded so that it lands only where and when it is right: the
+    /// parent is still at that position, no sibling has the same slug or a later time, and the
+    /// counted size stays under the cap. Counters move in the same update.
+    async fn push(&self, comment: &Comment, parent_at: &[usize]) -> StoreResult<Pushed> {
+        let id = &comment.discussion_id;
+        let mut element =
+            to_document(&CommentDoc::from_comment(comment, false)).map_err(corrupt)?;
+        element.insert(REPLIES, Bson::Array(Vec::new()));
+        let growth = i64::try_from(mongodb::bson::to_vec(&element).map_err(corrupt)?.len())
+            .unwrap_or(i64::MAX)
+            .saturating_add(ELEMENT_OVERHEAD);
+        let budget = self
+            .max_bytes
+            .saturating_sub(METADATA_ALLOWANCE)
+            .saturating_sub(growth);
+        if budget < 0 {
+            return Err(self.too_large(id));
+        }
+        let siblings = array_path(parent_at);
+        let mut filter = doc! { "_id": id.as_str() };
+        filter.insert(BYTES, doc! { "$not": { "$gt": budget } });
+        filter.insert(
+            format!("{siblings}.slug"),
+            doc! { "$ne": comment.slug.as_str() },
+        );
+        filter.insert(
+            siblings.clone(),
+            doc! { "$not": { "$elemMatch": { "posted": { "$gte": comment.posted.0 } } } },
+        );
+        let mut inc = doc! { "comment_count": 1_i64 };
+        inc.insert(BYTES, growth);
+        match &comment.parent {
+            Some(parent) => {
+                let at = element_path(parent_at);
+                filter.insert(format!("{at}.slug"), parent.as_str());
+                inc.insert(format!("{at}.reply_count"), 1_i64);
+            }
+            None => {
+                inc.insert("thread_count", 1_i64);
+            }
+        }
+        let mut push = Document::new();
+        push.insert(siblings, element);
+        match self
+            .coll
+            .update_one(filter, doc! { "$push": push, "$inc": inc })
+            .await
+        {
+            Ok(result) if result.matched_count == 1 => Ok(Pushed::Done),
+            Ok(_) => Ok(Pushed::Refused { budget }),
+            Err(err) if is_too_large(&err) => Err(self.too_large(id)),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    fn too_large(&self, id: &DiscussionId) -> StoreError {
+        StoreError::TooLarge(format!(
+            "discussion {id} is full: the EMBEDDED layout keeps all of a discussion's comments in \
+             one document, capped at {} bytes, and this comment does not fit. Continue in a \
+             discussion created with layout PER_COMMENT or BUCKETED, which have no size limit \
+             (moving an existing discussion to another layout is planned).",
+            self.max_bytes
+        ))
+    }
+
+    /// The whole thread, read once per request.
+    async fn thread(&self, scope: &ReadScope, discussion: &Discussion) -> StoreResult<Arc<Thread>> {
+        scope
+            .get_or_load(&scope_key(&discussion.id), || self.load(&discussion.id))
+            .await
+    }
+
+    async fn load(&self, id: &DiscussionId) -> StoreResult<Thread> {
+        let found = self
+            .coll
+            .find_one(doc! { "_id": id.as_str() })
+            .projection(doc! { "_id": 0, REPLIES: 1 })
+            .await?;
+        let comments = match found {
+            Some(document) => flatten(document, id)?,
+            None => Vec::new(),
+        };
+        Ok(Thread::new(comments))
+    }
+
+    /// One page of top-level comments, read as a `$slice` of the top-level array (which is in
+    /// chronological order, see the type's comment) without the nested replies.
+    async fn threads_page(&self, id: &DiscussionId, window: &Window) -> StoreResult<Page<Comment>> {
+        let (skip, limit) = match window {
+            Window::Offset { skip, limit } => (*skip, *limit),
+            Window::After { limit, .. } => (0, *limit),
+        };
+        let skip = i32::try_from(skip).unwrap_or(i32::MAX);
+        let take = i32::try_from(limit.saturating_add(1)).unwrap_or(i32::MAX);
+        let without_replies = doc! { "$arrayToObject": { "$filter": {
+            "input": { "$objectToArray": "$$c" },
+            "as": "f",
+            "cond": { "$ne": ["$$f.k", REPLIES] },
+        } } };
+        let pipeline = vec![
+            doc! { "$match": { "_id": id.as_str() } },
+            doc! { "$project": { "_id": 0, "page": { "$map": {
+                "input": { "$slice": [{ "$ifNull": [format!("${REPLIES}"), []] }, skip, take] },
+                "as": "c",
+                "in": without_replies,
+            } } } },
+        ];
+        let found: Vec<Document> = self.coll.aggregate(pipeline).await?.try_collect().await?;
+        let items = match found.into_iter().next() {
+            None => Vec::new(),
+            Some(found) => found
+                .get_array("page")
+                .map_err(corrupt)?
+                .iter()
+                .map(|item| match item {
+                    Bson::Document(d) => from_document::<CommentDoc>(d.clone())
+                        .map(|c| c.into_comment(id))
+                        .map_err(corrupt),
+                    _ => Err(corrupt("comment is not a document")),
+                })
+                .collect::<StoreResult<Vec<_>>>()?,
+        };
+        Ok(Page::from_overfetch(items, limit))
+    }
+}
+
+fn scope_key(id: &DiscussionId) -> String {
+    format!("embedded:{id}")
+}
+
+fn corrupt(err: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(err.to_string())
+}
+
+fn as_i64(value: &Bson) -> Option<i64> {
+    match value {
+        Bson::Int32(n) => Some(i64::from(*n)),
+        Bson::Int64(n) => Some(*n),
+        _ => None,
+    }
+}
+
+/// The update path of the comment at `at`: `replies.0.replies.2`.
+fn element_path(at: &[usize]) -> String {
+    at.iter()
+        .map(|i| format!("{REPLIES}.{i}"))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// The update path of the replies array of the comment at `at` (the top-level array when empty):
+/// `replies.0.replies.2.replies`.
+fn array_path(at: &[usize]) -> String {
+    if at.is_empty() {
+        REPLIES.to_owned()
+    } else {
+        format!("{}.{REPLIES}", element_path(at))
+    }
+}
+
+/// Every comment of a discussion document (or of a comment element), depth first.
+fn flatten(mut root: Document, id: &DiscussionId) -> StoreResult<Vec<Comment>> {
+    let mut out = Vec::new();
+    let mut stack = take_replies(&mut root)?;
+    while let Some(item) = stack.pop() {
+        let Bson::Document(mut element) = item else {
+            return Err(corrupt("comment is not a document"));
+        };
+        stack.extend(take_replies(&mut element)?);
+        out.push(
+            from_document::<CommentDoc>(element)
+                .map_err(corrupt)?
+                .into_comment(id),
+        );
+    }
+    Ok(out)
+}
+
+fn take_replies(element: &mut Document) -> StoreResult<Vec<Bson>> {
+    match element.remove(REPLIES) {
+        None | Some(Bson::Null) => Ok(Vec::new()),
+        Some(Bson::Array(replies)) => Ok(replies),
+        Some(_) => Err(corrupt("replies is not an array")),
+    }
+}
+
+#[async_trait]
+impl CommentStore for Embedded {
+    async fn post_comment(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
+        let id = &discussion.id;
+        let chain: Vec<Slug> = new
+            .parent
+            .as_ref()
+            .map(|p| (0..=p.depth()).map(|d| p.ancestor_at(d)).collect())
+            .unwrap_or_default();
+        // A reply needs its parent's position first. A top-level comment is written blind and
+        // reads the document only when a guard refuses it.
+        let mut located = match &new.parent {
+            Some(_) => Some(self.locate(id, &chain).await?),
+            None => None,
+        };
+        for _ in 0..ATTEMPTS {
+            let requested = match &new.parent {
+                None => None,
+                Some(slug) => Some((
+                    slug,
+                    located
+                        .as_ref()
+                        .and_then(|at| at.full.last())
+                        .ok_or_else(|| corrupt("the parent was not located"))?,
+                )),
+            };
+            let part = SlugPart::generate();
+            let mut posted = self.clock.now();
+            let mut placement = Placement::new(requested, self.max_depth, posted, &part);
+            // Depth of the parent the comment really goes to (an ancestor past the depth cap);
+            // it does not depend on the time, which must come after that parent's last reply.
+            let parent_depth = placement.parent.as_ref().map(Slug::depth);
+            let floor = located.as_ref().and_then(|at| {
+                at.last_child
+                    .get(parent_depth.map_or(0, |d| d + 1))
+                    .copied()
+                    .flatten()
+            });
+            if let Some(floor) = floor.filter(|&floor| floor >= posted.0) {
+                posted = self.clock.now_after(Micros(floor));
+                placement = Placement::new(requested, self.max_depth, posted, &part);
+            }
+            let reattached = placement.reattached;
+            let comment = placement.into_comment(id.clone(), posted, &new);
+            let parent_at = match parent_depth {
+                None => &[][..],
+                Some(depth) => located
+                    .as_ref()
+                    .and_then(|at| at.path.get(..=depth))
+                    .ok_or_else(|| corrupt("the parent was not located"))?,
+            };
+            match self.push(&comment, parent_at).await? {
+                Pushed::Done => {
+                    return Ok(Posted {
+                        comment,
+                        reattached,
+                    })
+                }
+                Pushed::Refused { budget } => {
+                    let at = self.locate(id, &chain).await?;
+                    if at.bytes > budget {
+                        return Err(self.too_large(id));
+                    }
+                    tracing::debug!(discussion = %id, "embedded post refused by a guard: retrying");
+                    located = Some(at);
+                }
+            }
+        }
+        Err(StoreError::Exhausted(format!(
+            "post to discussion {id} refused {ATTEMPTS} times"
+        )))
+    }
+
+    async fn list(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        listing: Listing,
+        window: &Window,
+    ) -> StoreResult<Page<Comment>> {
+        Ok(self.thread(scope, discussion).await?.list(listing, window))
+    }
+
+    async fn list_shallow(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        listing: Listing,
+        window: &Window,
+    ) -> StoreResult<Page<Comment>> {
+        // A cursor would need a search for its position; a loaded document answers for free.
+        let sliceable = listing == Listing::Threads
+            && !matches!(
+                window,
+                Window::After {
+                    cursor: Some(_),
+                    ..
+                }
+            );
+        if sliceable && scope.peek::<Thread>(&scope_key(&discussion.id)).is_none() {
+            self.threads_page(&discussion.id, window).await
+        } else {
+            self.list(scope, discussion, listing, window).await
+        }
+    }
+
+    async fn by_slugs(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        slugs: &[Slug],
+    ) -> StoreResult<Vec<Comment>> {
+        Ok(self.thread(scope, discussion).await?.by_slugs(slugs))
+    }
+
+    async fn replies(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        parents: &[Slug],
+        window: &Window,
+    ) -> StoreResult<HashMap<Slug, Page<Comment>>> {
+        Ok(self
+            .thread(scope, discussion)
+            .await?
+            .replies(parents, window))
+    }
+
+    async fn sub_discussions(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        roots: &[FullSlug],
+        window: &Window,
+    ) -> StoreResult<HashMap<FullSlug, Page<Comment>>> {
+        Ok(self
+            .thread(scope, discussion)
+            .await?
+            .sub_discussions(roots, window))
+    }
+
+    async fn sub_discussion_counts(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        roots: &[FullSlug],
+    ) -> StoreResult<HashMap<FullSlug, u64>> {
+        Ok(self
+            .thread(scope, discussion)
+            .await?
+            .sub_discussion_counts(roots))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_name_nested_arrays() {
+        assert_eq!(array_path(&[]), "replies");
+        assert_eq!(element_path(&[0, 2]), "replies.0.replies.2");
+        assert_eq!(
+            array_path(&[0, 2, 5]),
+            "replies.0.replies.2.replies.5.replies"
+        );
+    }
+}

@@ -1,0 +1,596 @@
+//! Bucketed-layout specifics: posting under contention, the seeds' offset walk, round-trip bounds.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document};
+use serde_json::json;
+use threadql::domain::{
+    Author, Comment, CommentText, Cursor, CursorKind, Discussion, DiscussionId, Layout, NewComment,
+    Page, Slug, Window,
+};
+use threadql::store::{Listing, ReadScope, Store};
+
+use crate::model::build_tree;
+use crate::support::{server_uri, store_config, Settings, TestApp};
+
+fn settings(bucket_size: u32) -> Settings {
+    Settings {
+        bucket_size,
+        ..Settings::new(Layout::Bucketed)
+    }
+}
+
+async fn raw_db(app: &TestApp) -> mongodb::Database {
+    mongodb::Client::with_uri_str(server_uri())
+        .await
+        .expect("client")
+        .database(&app.database)
+}
+
+/// The discussion's pages as stored, in page order.
+async fn raw_pages(app: &TestApp, d: &str) -> Vec<Document> {
+    raw_db(app)
+        .await
+        .collection::<Document>("comment_pages")
+        .find(doc! { "discussion_id": d })
+        .sort(doc! { "page": 1 })
+        .await
+        .expect("find pages")
+        .try_collect()
+        .await
+        .expect("read pages")
+}
+
+async fn load(store: &Store, d: &str) -> Discussion {
+    let id = DiscussionId::parse(d).expect("id");
+    store
+        .discussions
+        .by_ids(&[id])
+        .await
+        .expect("discussion")
+        .pop()
+        .expect("exists")
+}
+
+fn int(doc: &Document, key: &str) -> i64 {
+    match doc.get(key) {
+        Some(Bson::Int32(n)) => i64::from(*n),
+        Some(Bson::Int64(n)) => *n,
+        other => panic!("{key} is {other:?}"),
+    }
+}
+
+fn comments(page: &Document) -> Vec<&Document> {
+    page.get_array("comments")
+        .expect("comments")
+        .iter()
+        .map(|c| c.as_document().expect("a comment document"))
+        .collect()
+}
+
+fn key_of(c: &Document) -> (i64, String) {
+    (
+        int(c, "posted"),
+        c.get_str("slug").expect("slug").to_owned(),
+    )
+}
+
+/// Pages through a listing with the store's cursor windows; returns the comments.
+async fn all_by_cursor(
+    store: &Store,
+    d: &Discussion,
+    listing: Listing,
+    size: usize,
+) -> Vec<Comment> {
+    let layout = store.layout(Layout::Bucketed).expect("layout");
+    let kind = match listing {
+        Listing::Threaded => CursorKind::Threaded,
+        _ => CursorKind::Chronological,
+    };
+    let mut out: Vec<Comment> = Vec::new();
+    loop {
+        let window = Window::After {
+            cursor: out.last().map(|c| Cursor::of_comment(c, kind)),
+            limit: size,
+        };
+        let page: Page<Comment> = layout
+            .list(&ReadScope::new(), d, listing, &window)
+            .await
+            .expect("list");
+        assert!(page.items.len() == size || !page.has_next);
+        out.extend(page.items);
+        if !page.has_next {
+            return out;
+        }
+    }
+}
+
+/// Pages through a listing with the store's offset windows; returns the comments.
+async fn all_by_offset(
+    store: &Store,
+    d: &Discussion,
+    listing: Listing,
+    size: usize,
+) -> Vec<Comment> {
+    let layout = store.layout(Layout::Bucketed).expect("layout");
+    let mut out: Vec<Comment> = Vec::new();
+    loop {
+        let window = Window::Offset {
+            skip: out.len() as u64,
+            limit: size,
+        };
+        let page = layout
+            .list(&ReadScope::new(), d, listing, &window)
+            .await
+            .expect("list");
+        out.extend(page.items);
+        if !page.has_next {
+            return out;
+        }
+    }
+}
+
+fn slugs(comments: &[Comment]) -> Vec<String> {
+    comments.iter().map(|c| c.slug.to_string()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_writers_lose_and_duplicate_nothing() {
+    const TASKS: usize = 16;
+    const POSTS: usize = 200;
+    const CAP: i64 = 10;
+    let app = TestApp::with("bucketed_writers", settings(CAP as u32)).await;
+    let d = app.discussion("contention").await;
+    let discussion = Arc::new(load(app.store(), &d).await);
+    let before = app.store().commands().snapshot();
+    let mut tasks = Vec::new();
+    for task in 0..TASKS {
+        let (store, discussion) = (app.store().clone(), discussion.clone());
+        tasks.push(tokio::spawn(async move {
+            let layout = store.layout(Layout::Bucketed).expect("layout").clone();
+            let mut mine: Vec<Slug> = Vec::new();
+            for i in 0..POSTS {
+                // Every third post replies to one of the task's earlier comments, at any depth.
+                let parent = (i % 3 == 2).then(|| mine[(i / 2 + task * 7) % mine.len()].clone());
+                let posted = layout
+                    .post_comment(
+                        &discussion,
+                        NewComment {
+                            parent: parent.clone(),
+                            author: Author {
+                                id: format!("u{task}"),
+                                name: format!("writer {task}"),
+                            },
+                            text: CommentText::parse(&format!("{task}/{i}"), 100).expect("text"),
+                        },
+                    )
+                    .await
+                    .expect("post");
+                assert_eq!(posted.comment.parent, parent);
+                mine.push(posted.comment.slug);
+            }
+            mine
+        }));
+    }
+    let mut posted: HashSet<String> = HashSet::new();
+    for task in tasks {
+        for slug in task.await.expect("task") {
+            assert!(
+                posted.insert(slug.to_string()),
+                "slug {slug} handed out twice"
+            );
+        }
+    }
+    let total = TASKS * POSTS;
+    assert_eq!(posted.len(), total);
+    let after = app.store().commands().snapshot();
+    let used: BTreeMap<&String, u64> = after
+        .iter()
+        .map(|(k, v)| (k, v - before.get(k).copied().unwrap_or(0)))
+        .collect();
+    eprintln!("{total} posts by {TASKS} writers into pages of {CAP}: commands {used:?}");
+
+    // The raw pages: numbered 0..n, never empty, never over the cap, full but for the last,
+    // counts equal to the arrays, arrays sorted, pages in order and disjoint.
+    let pages = raw_pages(&app, &d).await;
+    let mut stored: HashMap<String, Document> = HashMap::new();
+    let mut last_key: Option<(i64, String)> = None;
+    let mut thread_total = 0;
+    let mut roots = 0;
+    let mut overfilled = 0;
+    for (n, page) in pages.iter().enumerate() {
+        assert_eq!(int(page, "page"), n as i64, "page numbers have no gaps");
+        let items = comments(page);
+        assert_eq!(int(page, "count"), items.len() as i64, "count of page {n}");
+        assert!(!items.is_empty(), "page {n} is empty");
+        if items.len() as i64 > CAP {
+            overfilled += 1;
+        }
+        if n + 1 < pages.len() {
+            assert_eq!(items.len() as i64, CAP, "page {n} before the last is full");
+        }
+        let page_roots = items
+            .iter()
+            .filter(|c| matches!(c.get("parent"), Some(Bson::Null) | None))
+            .count() as i64;
+        assert_eq!(int(page, "roots"), page_roots);
+        roots += page_roots;
+        thread_total += int(page, "thread_total");
+        for c in &items {
+            let key = key_of(c);
+            if let Some(prev) = &last_key {
+                assert!(*prev < key, "page {n}: {prev:?} is not before {key:?}");
+            }
+            last_key = Some(key);
+            let slug = c.get_str("slug").expect("slug").to_owned();
+            assert!(
+                stored.insert(slug.clone(), (*c).clone()).is_none(),
+                "{slug} stored twice"
+            );
+        }
+    }
+    eprintln!("{} pages, {overfilled} over the cap of {CAP}", pages.len());
+    assert_eq!(overfilled, 0);
+    assert_eq!(stored.len(), total, "every comment stored exactly once");
+    assert_eq!(
+        stored.keys().cloned().collect::<HashSet<_>>(),
+        posted,
+        "the stored comments are the posted ones"
+    );
+    assert_eq!(thread_total, total as i64, "thread totals add up");
+
+    // Reply counts agree with the stored parents.
+    let mut children: HashMap<&str, i64> = HashMap::new();
+    for c in stored.values() {
+        if let Ok(parent) = c.get_str("parent") {
+            *children.entry(parent).or_default() += 1;
+        }
+    }
+    for (slug, c) in &stored {
+        let expected = children.get(slug.as_str()).copied().unwrap_or(0);
+        assert_eq!(int(c, "reply_count"), expected, "reply count of {slug}");
+    }
+
+    // The discussion's counters and page number.
+    let raw = raw_db(&app)
+        .await
+        .collection::<Document>("discussions")
+        .find_one(doc! { "_id": &d })
+        .await
+        .expect("find")
+        .expect("discussion");
+    assert_eq!(int(&raw, "comment_count"), total as i64);
+    assert_eq!(int(&raw, "thread_count"), roots);
+    assert_eq!(int(&raw, "num_comment_pages"), pages.len() as i64 - 1);
+
+    // Every comment is reachable by slug and appears exactly once in every listing.
+    let store = app.store();
+    let discussion = load(store, &d).await;
+    let layout = store.layout(Layout::Bucketed).expect("layout");
+    let all: Vec<Slug> = posted
+        .iter()
+        .map(|s| Slug::parse(s).expect("slug"))
+        .collect();
+    for chunk in all.chunks(500) {
+        let found = layout
+            .by_slugs(&ReadScope::new(), &discussion, chunk)
+            .await
+            .expect("by slugs");
+        assert_eq!(found.len(), chunk.len());
+    }
+    let chronological: Vec<String> = stored
+        .values()
+        .map(|c| (key_of(c), c.get_str("slug").expect("slug").to_owned()))
+        .collect::<BTreeMap<_, _>>()
+        .into_values()
+        .collect();
+    assert_eq!(
+        slugs(&all_by_cursor(store, &discussion, Listing::Chronological, 100).await),
+        chronological
+    );
+    assert_eq!(
+        slugs(&all_by_offset(store, &discussion, Listing::Chronological, 77).await),
+        chronological
+    );
+    let threaded: Vec<String> = stored
+        .values()
+        .map(|c| {
+            (
+                c.get_str("full_slug").expect("full").to_owned(),
+                c.get_str("slug").expect("slug").to_owned(),
+            )
+        })
+        .collect::<BTreeMap<_, _>>()
+        .into_values()
+        .collect();
+    assert_eq!(
+        slugs(&all_by_cursor(store, &discussion, Listing::Threaded, 100).await),
+        threaded
+    );
+    assert_eq!(
+        slugs(&all_by_offset(store, &discussion, Listing::Threaded, 100).await),
+        threaded
+    );
+}
+
+/// A stored comment element as the layout writes it.
+fn element(posted: i64, slug: &str) -> Document {
+    doc! {
+        "slug": slug, "full_slug": format!("{posted:016}:{slug}"), "parent": Bson::Null,
+        "posted": posted, "author": { "id": "u1", "name": "Ada" }, "text": format!("text {slug}"),
+        "edited": Bson::Null, "deleted": false, "reply_count": 0_i64,
+    }
+}
+
+/// A page of top-level comments `(posted, slug)`, in order.
+fn page_doc(d: &str, page: i64, items: &[(i64, String)]) -> Document {
+    let key = |(posted, slug): &(i64, String)| format!("{posted:016}:{slug}");
+    doc! {
+        "discussion_id": d, "page": page, "count": items.len() as i64,
+        "roots": items.len() as i64, "thread_total": items.len() as i64,
+        "first_key": key(&items[0]), "last_key": key(&items[items.len() - 1]),
+        "comments": items.iter().map(|(p, s)| Bson::Document(element(*p, s))).collect::<Vec<_>>(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seeds_worked_example_reads_only_the_window() {
+    // Pages of 100, 102, 101 and 22 comments (the seed's pages may overfill); skip 300, limit 50
+    // must return the last 3 comments of page 2 and all 22 of page 3.
+    let app = TestApp::with("bucketed_seed_example", settings(100)).await;
+    let d = app.discussion("seed example").await;
+    let mut posted = 1_700_000_000_000_000_i64;
+    let mut all: Vec<Vec<(i64, String)>> = Vec::new();
+    for (page, size) in [100, 102, 101, 22].into_iter().enumerate() {
+        all.push(
+            (0..size)
+                .map(|i| {
+                    posted += 1;
+                    (posted, format!("{page:02}{i:06}"))
+                })
+                .collect(),
+        );
+    }
+    let db = raw_db(&app).await;
+    let docs: Vec<Document> = all
+        .iter()
+        .enumerate()
+        .map(|(page, items)| page_doc(&d, page as i64, items))
+        .collect();
+    db.collection::<Document>("comment_pages")
+        .insert_many(docs)
+        .await
+        .expect("insert pages");
+    db.collection::<Document>("discussions")
+        .update_one(
+            doc! { "_id": &d },
+            doc! { "$set": { "comment_count": 325_i64, "thread_count": 325_i64, "num_comment_pages": 3_i64 } },
+        )
+        .await
+        .expect("counters");
+
+    let before = app.store().commands().snapshot();
+    let data = app
+        .ok(
+            "query($d: ID!) { discussion(id: $d) { comments(offset: 300, first: 50) { nodes { slug } pageInfo { hasNextPage } } } }",
+            json!({ "d": d }),
+        )
+        .await;
+    let used = diff(&before, &app.store().commands().snapshot());
+    let got: Vec<&str> = data["discussion"]["comments"]["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| n["slug"].as_str().expect("slug"))
+        .collect();
+    let expected: Vec<&str> = all[2][98..]
+        .iter()
+        .chain(all[3].iter())
+        .map(|(_, s)| s.as_str())
+        .collect();
+    assert_eq!(expected.len(), 25);
+    assert_eq!(got, expected);
+    assert_eq!(
+        data["discussion"]["comments"]["pageInfo"]["hasNextPage"],
+        json!(false)
+    );
+    // The discussion, the {page, count} list, and one query that slices pages 2 and 3.
+    assert_eq!(
+        used,
+        BTreeMap::from([("aggregate".to_owned(), 1), ("find".to_owned(), 2)]),
+        "commands of an offset page"
+    );
+
+    // The same through threads (top-level comments) and with windows inside one page.
+    for (skip, first) in [
+        (0, 7),
+        (99, 3),
+        (100, 100),
+        (201, 2),
+        (302, 40),
+        (324, 5),
+        (325, 5),
+    ] {
+        let data = app
+            .ok(
+                "query($d: ID!, $o: Int, $f: Int) { discussion(id: $d) { threads(offset: $o, first: $f) { nodes { slug } } } }",
+                json!({ "d": d, "o": skip, "f": first }),
+            )
+            .await;
+        let got: Vec<&str> = data["discussion"]["threads"]["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .map(|n| n["slug"].as_str().expect("slug"))
+            .collect();
+        let expected: Vec<&str> = all
+            .iter()
+            .flatten()
+            .skip(skip)
+            .take(first)
+            .map(|(_, s)| s.as_str())
+            .collect();
+        assert_eq!(got, expected, "threads offset {skip} first {first}");
+    }
+}
+
+fn diff(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    after
+        .iter()
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0)))
+        .filter(|(_, v)| *v > 0)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offset_windows_straddle_pages() {
+    let app = TestApp::with("bucketed_straddle", settings(5)).await;
+    let d = app.discussion("straddle").await;
+    let model = build_tree(&app, &d, 23, 3, 5).await;
+    let orders = [
+        ("comments(order: CHRONOLOGICAL", model.chronological()),
+        ("comments(order: THREADED", model.threaded()),
+        ("threads(", model.threads()),
+    ];
+    for (field, expected) in &orders {
+        let q = format!(
+            "query($d: ID!, $o: Int, $f: Int) {{ discussion(id: $d) {{ list: {field}, offset: $o, first: $f) {{ nodes {{ slug }} pageInfo {{ hasNextPage }} }} }} }}"
+        );
+        for skip in 0..=expected.len() + 1 {
+            for first in [1, 4, 5, 6, 11] {
+                let before = app.store().commands().snapshot();
+                let data = app.ok(&q, json!({ "d": d, "o": skip, "f": first })).await;
+                let used: u64 = diff(&before, &app.store().commands().snapshot())
+                    .values()
+                    .sum();
+                let list = &data["discussion"]["list"];
+                let got: Vec<String> = list["nodes"]
+                    .as_array()
+                    .expect("nodes")
+                    .iter()
+                    .map(|n| n["slug"].as_str().expect("slug").to_owned())
+                    .collect();
+                let want: Vec<String> = expected.iter().skip(skip).take(first).cloned().collect();
+                assert_eq!(got, want, "{field} offset {skip} first {first}");
+                assert_eq!(
+                    list["pageInfo"]["hasNextPage"],
+                    json!(skip + first < expected.len()),
+                    "{field} offset {skip} first {first}"
+                );
+                // Discussion + page list + one batched fetch, whatever the window.
+                assert!(used <= 3, "{field} offset {skip} first {first} cost {used}");
+            }
+        }
+    }
+}
+
+// Round-trip counts are asserted on a current-thread runtime, where a tree level's resolvers all
+// reach the dataloader before its batching window starts (see docs/ARCHITECTURE.md).
+#[tokio::test]
+async fn reads_cost_the_same_for_small_and_large_discussions() {
+    // Pages of 2: the large discussion has more pages than one reply batch of the driver holds.
+    let app = TestApp::with("bucketed_round_trips", settings(2)).await;
+    let queries = [
+        ("tree", "query($d: ID!) { discussion(id: $d) { threads(first: 10) { nodes { slug
+            replies(first: 5) { nodes { slug parent { slug } replies(first: 5) { nodes { slug
+                replies(first: 5) { nodes { slug } } } } } }
+            subDiscussion(first: 5) { totalCount nodes { slug parent { slug } } } } } } }"),
+        ("chronological offset", "query($d: ID!) { discussion(id: $d) { comments(offset: 31, first: 20) { nodes { slug } } } }"),
+        ("threaded offset", "query($d: ID!) { discussion(id: $d) { comments(order: THREADED, offset: 31, first: 20) { nodes { slug } } } }"),
+        ("threads offset", "query($d: ID!) { discussion(id: $d) { threads(offset: 7, first: 20) { nodes { slug } } } }"),
+        ("first page", "query($d: ID!) { discussion(id: $d) { comments(first: 20) { nodes { slug } } } }"),
+    ];
+    let mut costs: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    for size in [40, 300] {
+        let d = app.discussion("round trips").await;
+        let model = build_tree(&app, &d, size, 4, size as u64).await;
+        assert_eq!(model.slugs.len(), size);
+        for (name, q) in queries {
+            let before = app.commands();
+            let data = app.ok(q, json!({ "d": d })).await;
+            assert!(!data["discussion"].is_null());
+            costs.entry(name).or_default().push(app.commands() - before);
+        }
+        // A direct link is one indexed query after the discussion.
+        let before = app.commands();
+        app.ok(
+            "query($d: ID!, $s: String!) { comment(discussionId: $d, slug: $s) { slug } }",
+            json!({ "d": d, "s": model.slugs[size / 2] }),
+        )
+        .await;
+        costs
+            .entry("direct link")
+            .or_default()
+            .push(app.commands() - before);
+    }
+    eprintln!("commands per query for 40 and 300 comments in pages of 2: {costs:?}");
+    let bounds = BTreeMap::from([
+        // discussion, threads, 3 reply levels, sub-discussion and its count (parents are known)
+        ("tree", 7),
+        ("chronological offset", 3),
+        ("threaded offset", 3),
+        ("threads offset", 3),
+        ("first page", 2),
+        ("direct link", 2),
+    ]);
+    for (name, cost) in &costs {
+        assert_eq!(
+            cost[0], cost[1],
+            "{name}: cost grew with the discussion: {cost:?}"
+        );
+        assert!(
+            cost[1] <= bounds[name],
+            "{name}: {cost:?} over {}",
+            bounds[name]
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_bucket_size_keeps_old_pages_readable() {
+    let app = TestApp::with("bucketed_resize", settings(4)).await;
+    let d = app.discussion("resize").await;
+    let mut posted = Vec::new();
+    for i in 0..10 {
+        posted.push(app.post(&d, None, &format!("before {i}")).await);
+    }
+    // The same database served with pages of 3 from now on.
+    let resized = Store::connect(&store_config(&app.database, &settings(3)))
+        .await
+        .expect("connect");
+    let discussion = load(&resized, &d).await;
+    for i in 0..7 {
+        let c = resized
+            .layout(Layout::Bucketed)
+            .expect("layout")
+            .post_comment(
+                &discussion,
+                NewComment {
+                    parent: None,
+                    author: Author {
+                        id: "u1".into(),
+                        name: "Ada".into(),
+                    },
+                    text: CommentText::parse(&format!("after {i}"), 100).expect("text"),
+                },
+            )
+            .await
+            .expect("post");
+        posted.push(c.comment.slug.to_string());
+    }
+    let counts: Vec<i64> = raw_pages(&app, &d)
+        .await
+        .iter()
+        .map(|p| int(p, "count"))
+        .collect();
+    assert_eq!(counts, vec![4, 4, 3, 3, 3]);
+    let discussion = load(app.store(), &d).await;
+    for size in [1, 3, 4, 7] {
+        let by_offset = all_by_offset(app.store(), &discussion, Listing::Chronological, size).await;
+        assert_eq!(slugs(&by_offset), posted, "offset pages of {size}");
+        let by_cursor = all_by_cursor(app.store(), &discussion, Listing::Chronological, size).await;
+        assert_eq!(slugs(&by_cursor), posted, "cursor pages of {size}");
+    }
+}
