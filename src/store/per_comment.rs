@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::TryStreamExt;
-use mongodb::bson::{doc, from_document, Bson, Document};
+use mongodb::bson::{doc, from_slice, Bson, Document, RawBsonRef, RawDocumentBuf};
 use mongodb::{Collection, Database};
 
 use super::discussions::limit_plus_one;
@@ -105,7 +105,8 @@ impl PerComment {
         Ok(Page::from_overfetch(items, window.limit()))
     }
 
-    /// Runs a `$group` pipeline whose groups hold an `items` array of comment documents.
+    /// Runs a `$group` pipeline whose groups hold an `items` array of comment documents. The
+    /// groups are read as raw BSON and each item is decoded once, straight into a comment.
     async fn grouped_pages(
         &self,
         discussion: &Discussion,
@@ -116,18 +117,24 @@ impl PerComment {
             Window::Offset { skip, .. } => usize::try_from(*skip).unwrap_or(usize::MAX),
             Window::After { .. } => 0,
         };
-        let groups: Vec<Document> = self.raw.aggregate(pipeline).await?.try_collect().await?;
+        let groups: Vec<RawDocumentBuf> = self
+            .raw
+            .aggregate(pipeline)
+            .with_type::<RawDocumentBuf>()
+            .await?
+            .try_collect()
+            .await?;
         groups
-            .into_iter()
+            .iter()
             .map(|group| {
                 let key = group.get_str("_id").map_err(corrupt)?.to_owned();
                 let items = group
                     .get_array("items")
                     .map_err(corrupt)?
-                    .iter()
+                    .into_iter()
                     .skip(skip)
-                    .map(|item| match item {
-                        Bson::Document(d) => from_document::<CommentDoc>(d.clone())
+                    .map(|item| match item.map_err(corrupt)? {
+                        RawBsonRef::Document(d) => from_slice::<CommentDoc>(d.as_bytes())
                             .map(|c| c.into_comment(&discussion.id))
                             .map_err(corrupt),
                         _ => Err(StoreError::Corrupt("group item is not a document".into())),
