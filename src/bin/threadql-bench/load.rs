@@ -25,7 +25,7 @@ pub struct Loaded {
     pub posted: usize,
     /// How long it took.
     pub elapsed: Duration,
-    /// Why loading stopped early (the layout's size cap), if it did.
+    /// Why loading stopped early (the layout's size cap, or the time budget), if it did.
     pub stopped: Option<String>,
     /// The discussion as it stands after the load (a layout may have moved it).
     pub discussion: Discussion,
@@ -33,13 +33,14 @@ pub struct Loaded {
 
 /// Posts every comment of `plan` into `discussion` with `concurrency` posts in flight, in plan
 /// order; a reply waits until its parent is posted. Loading stops at the layout's size cap
-/// (`DISCUSSION_TOO_LARGE`). When the layout moves the discussion to another layout, the load
-/// goes on in the new one.
+/// (`DISCUSSION_TOO_LARGE`) or when `budget` has passed. When the layout moves the discussion to
+/// another layout, the load goes on in the new one.
 pub async fn load(
     store: &Store,
     discussion: Discussion,
     plan: &Plan,
     concurrency: usize,
+    budget: Duration,
     label: &str,
 ) -> anyhow::Result<Loaded> {
     let total = plan.comments.len();
@@ -61,12 +62,29 @@ pub async fn load(
         let current = &current;
         let bar = &bar;
         async move {
+            if stop.load(Ordering::SeqCst) {
+                return Ok::<(), anyhow::Error>(());
+            }
+            if started.elapsed() > budget {
+                let done = posted.load(Ordering::Relaxed);
+                let mut first = stopped.lock().unwrap_or_else(|p| p.into_inner());
+                first.get_or_insert_with(|| {
+                    format!(
+                        "the load time budget of {:.0} s ran out after {done} comments ({:.1} posts/s)",
+                        budget.as_secs_f64(),
+                        done as f64 / budget.as_secs_f64()
+                    )
+                });
+                stop.store(true, Ordering::SeqCst);
+                posted_notify.notify_waiters();
+                return Ok(());
+            }
             let planned = &plan.comments[index];
             let parent = match planned.parent {
                 None => None,
                 Some(p) => match wait_for(&slots[p], posted_notify, stop).await {
                     Some(slug) => Some(slug),
-                    None => return Ok::<(), anyhow::Error>(()),
+                    None => return Ok(()),
                 },
             };
             let (id, name) = author_name(planned.author);

@@ -11,7 +11,7 @@ mod stats;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::Parser;
@@ -37,7 +37,7 @@ struct Args {
     /// Small sizes and few requests (what CI runs; timings mean little).
     #[arg(long)]
     quick: bool,
-    /// Discussion sizes, comma-separated [default: 1000,10000,100000; quick: 200,1000].
+    /// Discussion sizes, comma-separated [default: 1000,10000,100000; quick: 100,500].
     #[arg(long, value_delimiter = ',')]
     sizes: Option<Vec<usize>>,
     /// Layouts to measure, comma-separated [default: every layout this build has].
@@ -62,25 +62,29 @@ struct Args {
     /// Timed requests per run [default: 200; quick: 20].
     #[arg(long)]
     requests: Option<usize>,
-    /// Untimed warm-up requests before each run [default: 20; quick: 5].
+    /// Untimed warm-up requests before each run [default: 20; quick: 3].
     #[arg(long)]
     warmup: Option<usize>,
-    /// Longest a run of one read may take, in seconds (slow reads make fewer requests, at
-    /// least 5) [default: 8; quick: 1].
+    /// Longest a run of one read or write measurement may take, in seconds (slow ones make fewer
+    /// requests: at least 5 per read, one post per writer) [default: 8; quick: 0.5].
     #[arg(long)]
     run_secs: Option<f64>,
-    /// Posts per run with one writer [default: 300; quick: 30].
+    /// Posts per run with one writer [default: 300; quick: 20].
     #[arg(long)]
     posts: Option<usize>,
-    /// Posts per run with concurrent writers [default: 1600; quick: 128].
+    /// Posts per run with concurrent writers [default: 1600; quick: 64].
     #[arg(long)]
     concurrent_posts: Option<usize>,
     /// Concurrent writers.
     #[arg(long, default_value_t = 32)]
     writers: usize,
     /// Posts in flight while bulk loading.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 8)]
     load_concurrency: usize,
+    /// Longest the bulk load of one discussion may take, in seconds; a layout whose posts are too
+    /// slow is measured at the size it reached, and not at larger sizes [default: 900; quick: 30].
+    #[arg(long)]
+    load_secs: Option<f64>,
     /// Seed of the generated discussions and writers.
     #[arg(long, default_value_t = 42)]
     seed: u64,
@@ -96,7 +100,7 @@ impl Args {
     fn sizes(&self) -> Vec<usize> {
         match &self.sizes {
             Some(sizes) => sizes.clone(),
-            None if self.quick => vec![200, 1_000],
+            None if self.quick => vec![100, 500],
             None => vec![1_000, 10_000, 100_000],
         }
     }
@@ -315,7 +319,18 @@ async fn bench_case(
     let plan = Plan::generate(size, args.seed);
     let title = DiscussionTitle::parse(&format!("benchmark: {layout}, {size} comments"))?;
     let discussion = store.discussions.create(title, layout).await?;
-    let loaded = load::load(store, discussion, &plan, args.load_concurrency, &label).await?;
+    let budget = args
+        .load_secs
+        .unwrap_or(if args.quick { 30.0 } else { 900.0 });
+    let loaded = load::load(
+        store,
+        discussion,
+        &plan,
+        args.load_concurrency,
+        Duration::from_secs_f64(budget.max(0.0)),
+        &label,
+    )
+    .await?;
     // Fixtures come from the comments that were loaded (all of them unless a cap stopped it).
     let loaded_prefix = loaded
         .slugs

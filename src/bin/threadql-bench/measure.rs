@@ -83,6 +83,8 @@ pub struct WriteResult {
     pub posts_per_sec: f64,
     /// Posts per second of each run.
     pub runs_posts_per_sec: Vec<f64>,
+    /// Posts made in each run (fewer than asked when a run ran out of time).
+    pub runs_posts: Vec<usize>,
     /// Latency of one post.
     pub latency: Summary,
     /// Database commands per post (median over runs).
@@ -224,10 +226,12 @@ pub async fn writes(
         target.parents.clone(),
         tokens[0].clone(),
         effort.warmup.min(per_writer),
+        Some(Instant::now() + Duration::from_secs_f64(effort.run_secs)),
         target.seed ^ 0xdead_beef,
     )
     .await?;
     let mut runs_posts_per_sec = Vec::new();
+    let mut runs_posts = Vec::new();
     let mut latency_runs = Vec::new();
     let mut trips = Vec::new();
     for run in 0..effort.runs {
@@ -244,6 +248,7 @@ pub async fn writes(
                     target.parents.clone(),
                     token.clone(),
                     per_writer,
+                    Some(started + Duration::from_secs_f64(effort.run_secs)),
                     seed,
                 ))
             })
@@ -255,6 +260,7 @@ pub async fn writes(
         let elapsed = started.elapsed();
         let after = server.db_commands().await?;
         runs_posts_per_sec.push(samples.len() as f64 / elapsed.as_secs_f64());
+        runs_posts.push(samples.len());
         trips.push(per(after - before, samples.len()));
         latency_runs.push(RunStats::of(&samples));
     }
@@ -262,23 +268,29 @@ pub async fn writes(
         writers,
         posts_per_sec: median(runs_posts_per_sec.clone()),
         runs_posts_per_sec,
+        runs_posts,
         latency: Summary::of(latency_runs),
         round_trips: median(trips),
     })
 }
 
-/// One writer posting `count` comments one after the other; returns each post's latency.
+/// One writer posting `count` comments one after the other, or fewer when `deadline` passes (at
+/// least one); returns each post's latency.
 async fn post_many(
     client: GraphqlClient,
     discussion: DiscussionId,
     parents: Arc<Vec<Slug>>,
     token: String,
     count: usize,
+    deadline: Option<Instant>,
     seed: u64,
 ) -> anyhow::Result<Vec<Duration>> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut samples = Vec::with_capacity(count);
-    for _ in 0..count {
+    for done in 0..count {
+        if done > 0 && deadline.is_some_and(|d| Instant::now() > d) {
+            break;
+        }
         let parent = if parents.is_empty() || rng.gen_bool(0.3) {
             None
         } else {
