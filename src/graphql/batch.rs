@@ -136,7 +136,7 @@ mod tests {
                 let first = futures::future::join_all(level).await;
                 let next = first
                     .iter()
-                    .map(|v| loader.load_one(v.clone().ok().flatten().unwrap_or(0) + 1000));
+                    .map(|v| loader.load_one((*v).ok().flatten().unwrap_or(0) + 1000));
                 futures::future::join_all(next).await.len()
             };
             assert_eq!(drive(request, batches).await, 50);
