@@ -21,6 +21,18 @@ pub struct Machine {
     pub kernel: String,
     /// Load average (1 min) when the run started.
     pub load_average_at_start: f64,
+    /// Load average (1 min) when the run ended (or the last case was saved).
+    pub load_average_at_end: f64,
+}
+
+/// The 1-minute load average.
+pub fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .next()
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(0.0)
 }
 
 impl Machine {
@@ -43,11 +55,8 @@ impl Machine {
             cpu_model,
             memory_gib: (memory_kib / (1024.0 * 1024.0) * 10.0).round() / 10.0,
             kernel: read("/proc/sys/kernel/osrelease").trim().to_owned(),
-            load_average_at_start: read("/proc/loadavg")
-                .split_whitespace()
-                .next()
-                .and_then(|l| l.parse().ok())
-                .unwrap_or(0.0),
+            load_average_at_start: load_average(),
+            load_average_at_end: load_average(),
         }
     }
 }
@@ -217,7 +226,8 @@ impl Case {
 
 impl Report {
     /// Writes the report as JSON.
-    pub fn save(&self, path: &std::path::Path) -> anyhow::Result<()> {
+    pub fn save(&mut self, path: &std::path::Path) -> anyhow::Result<()> {
+        self.machine.load_average_at_end = load_average();
         let json = serde_json::to_string_pretty(self)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
@@ -362,12 +372,13 @@ impl Report {
         }
         let _ = writeln!(
             out,
-            "\nMachine: {} CPUs ({}), {} GiB, Linux {}, load average {:.2} at start. Run took {:.0} s.",
+            "\nMachine: {} CPUs ({}), {} GiB, Linux {}, load average {:.2} at start and {:.2} at the end. Run took {:.0} s.",
             self.machine.cpus,
             self.machine.cpu_model,
             self.machine.memory_gib,
             self.machine.kernel,
             self.machine.load_average_at_start,
+            self.machine.load_average_at_end,
             self.total_secs
         );
         out
