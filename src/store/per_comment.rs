@@ -105,12 +105,15 @@ impl PerComment {
         Ok(Page::from_overfetch(items, window.limit()))
     }
 
-    /// Runs a `$group` pipeline whose groups hold an `items` array of comment documents. The
-    /// groups are read as raw BSON and each item is decoded once, straight into a comment.
+    /// Runs a `$group` pipeline whose groups (at most `groups`) hold an `items` array of comment
+    /// documents. Every group comes in the first batch, so a level of a tree is one round trip
+    /// however many parents it has; the groups are read as raw BSON and each item is decoded
+    /// once, straight into a comment.
     async fn grouped_pages(
         &self,
         discussion: &Discussion,
         pipeline: Vec<Document>,
+        groups: usize,
         window: &Window,
     ) -> StoreResult<Vec<(String, Page<Comment>)>> {
         let skip = match window {
@@ -120,6 +123,7 @@ impl PerComment {
         let groups: Vec<RawDocumentBuf> = self
             .raw
             .aggregate(pipeline)
+            .batch_size(first_batch(groups))
             .with_type::<RawDocumentBuf>()
             .await?
             .try_collect()
@@ -144,6 +148,11 @@ impl PerComment {
             })
             .collect()
     }
+}
+
+/// A first batch that holds `groups` results (the server still cuts a batch at 16 MB).
+fn first_batch(groups: usize) -> u32 {
+    u32::try_from(groups.saturating_add(1)).unwrap_or(u32::MAX)
 }
 
 fn corrupt(err: impl std::fmt::Display) -> StoreError {
@@ -331,7 +340,10 @@ impl CommentStore for PerComment {
                 "items": { "$firstN": { "input": "$$ROOT", "n": group_take(window) } },
             } },
         ];
-        for (parent, page) in self.grouped_pages(discussion, pipeline, window).await? {
+        for (parent, page) in self
+            .grouped_pages(discussion, pipeline, parents.len(), window)
+            .await?
+        {
             result.insert(Slug::from_stored(parent), page);
         }
         Ok(result)
@@ -390,7 +402,10 @@ impl CommentStore for PerComment {
                     "items": { "$firstN": { "input": "$$ROOT", "n": group_take(window) } },
                 } },
             ];
-            for (root, page) in self.grouped_pages(discussion, pipeline, window).await? {
+            for (root, page) in self
+                .grouped_pages(discussion, pipeline, group.len(), window)
+                .await?
+            {
                 result.insert(FullSlug::from_stored(root), page);
             }
         }
@@ -420,7 +435,13 @@ impl CommentStore for PerComment {
                     "n": { "$sum": 1 },
                 } },
             ];
-            let groups: Vec<Document> = self.raw.aggregate(pipeline).await?.try_collect().await?;
+            let groups: Vec<Document> = self
+                .raw
+                .aggregate(pipeline)
+                .batch_size(first_batch(group.len()))
+                .await?
+                .try_collect()
+                .await?;
             for group in groups {
                 let root = group.get_str("_id").map_err(corrupt)?.to_owned();
                 let n = match group.get("n") {

@@ -30,11 +30,16 @@ macro_rules! contract_suite {
                 tree_reads_match_the_model_case(settings()).await;
             }
 
-            // Current-thread runtime: a tree level's resolvers all reach the dataloader before its
-            // batching window starts, so the count is exact (see docs/ARCHITECTURE.md).
-            #[tokio::test]
+            // Batches run in the request's task once a level's keys are all in, so the count is
+            // exact on the multi-threaded runtime too (see docs/ARCHITECTURE.md).
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn nested_tree_query_has_bounded_round_trips() {
                 nested_tree_query_has_bounded_round_trips_case(settings()).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_wide_tree_level_is_one_round_trip() {
+                a_wide_tree_level_is_one_round_trip_case(settings()).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -446,6 +451,54 @@ async fn nested_tree_query_has_bounded_round_trips_case(settings: Settings) {
     assert!(
         costs[1] <= costs[0],
         "round trips grew with the discussion: {costs:?}"
+    );
+}
+
+/// Posts one comment under each parent (top-level when `None`), ten at a time.
+async fn post_under(app: &TestApp, d: &str, parents: &[Option<String>]) -> Vec<String> {
+    let mut slugs = Vec::new();
+    for chunk in parents.chunks(10) {
+        let posts = chunk.iter().map(|p| app.post(d, p.as_deref(), "wide"));
+        slugs.extend(futures::future::join_all(posts).await);
+    }
+    slugs
+}
+
+async fn a_wide_tree_level_is_one_round_trip_case(settings: Settings) {
+    let app = TestApp::with("wide_level", settings).await;
+    let d = app.discussion("wide level").await;
+    // 20 threads with 6 replies each: the second reply level has 120 parents, more than a
+    // cursor's default first batch (101 documents).
+    let threads = post_under(&app, &d, &vec![None; 20]).await;
+    let level1: Vec<Option<String>> = threads
+        .iter()
+        .flat_map(|t| std::iter::repeat_n(Some(t.clone()), 6))
+        .collect();
+    let replies = post_under(&app, &d, &level1).await;
+    let level2: Vec<Option<String>> = replies.iter().cloned().map(Some).collect();
+    post_under(&app, &d, &level2).await;
+    let q = "query($d: ID!) { discussion(id: $d) { threads(first: 20) { nodes { slug
+        replies(first: 10) { nodes { slug replies(first: 10) { nodes { slug } } } } } } } }";
+    let before = app.commands();
+    let data = app.ok(q, json!({ "d": d })).await;
+    let cost = app.commands() - before;
+    let leaves: usize = data["discussion"]["threads"]["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .flat_map(|t| {
+            t["replies"]["nodes"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|r| r["replies"]["nodes"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(leaves, 120);
+    // discussion + threads page + one query per reply level.
+    assert!(
+        cost <= 4,
+        "a two-level tree with 120 parents in a level cost {cost} commands"
     );
 }
 
