@@ -219,7 +219,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
         cases: Vec::new(),
         skipped: Vec::new(),
     };
-    let result = bench(&args, &database, &mut report, &server_bin, started).await;
+    // Ctrl-C or SIGTERM stop the run, and still stop the servers and remove the temporary files.
+    let result = tokio::select! {
+        result = bench(&args, &database, &mut report, &server_bin, started) => result,
+        () = threadql::app::shutdown_signal() => Err(anyhow::anyhow!("interrupted")),
+    };
     database.close().await;
     result?;
     report.complete = true;

@@ -8,6 +8,11 @@ use serde::Serialize;
 pub const MAX_REPLY_DEPTH: usize = 6;
 /// Chance that a new comment starts a thread instead of replying.
 const NEW_THREAD: f64 = 0.15;
+/// How long a thread stays lively: after this many further comments in the discussion, its
+/// chance to draw the next reply has fallen to 1/e.
+const LIVELY_FOR: f64 = 2_000.0;
+/// Shape of the threads' heat (Pareto): a few threads draw most replies.
+const HEAT_ALPHA: f64 = 1.3;
 /// How many distinct authors post.
 const AUTHORS: usize = 1_000;
 
@@ -104,45 +109,81 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Generates `size` comments. Each new comment starts a thread with a fixed chance; otherwise
-    /// it replies to a comment picked with probability proportional to (its replies + 1), so a
-    /// few comments and threads draw most replies (skewed fan-out). Replies that would be deeper
-    /// than [`MAX_REPLY_DEPTH`] go to the parent of the picked comment. The same size and seed
-    /// always give the same plan.
+    /// Generates `size` comments. Each new comment starts a thread with a fixed chance;
+    /// otherwise it replies in a thread picked by the thread's heat (heavy-tailed, drawn when the
+    /// thread starts) fading with the thread's age, and, within the thread, to a comment picked
+    /// with probability proportional to (its replies + 1), so a few comments draw most replies
+    /// (skewed fan-out). Replies that would be deeper than [`MAX_REPLY_DEPTH`] go to the parent of
+    /// the picked comment. The same size and seed always give the same plan.
     pub fn generate(size: usize, seed: u64) -> Plan {
+        struct Lively {
+            root: usize,
+            born: usize,
+            heat: f64,
+            // Each comment of the thread once, plus once per reply it received.
+            targets: Vec<usize>,
+        }
         let mut rng =
             StdRng::seed_from_u64(seed ^ (size as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let mut comments: Vec<Planned> = Vec::with_capacity(size);
-        // Each comment appears once, plus once per reply it received.
-        let mut targets: Vec<usize> = Vec::with_capacity(size * 2);
+        let mut threads: Vec<Lively> = Vec::new();
+        // Threads before this one have faded out for good.
+        let mut first_lively = 0;
+        let mut weights: Vec<f64> = Vec::new();
         for index in 0..size {
-            let parent = if targets.is_empty() || rng.gen_bool(NEW_THREAD) {
-                None
-            } else {
-                let mut pick = targets[rng.gen_range(0..targets.len())];
-                while comments[pick].depth >= MAX_REPLY_DEPTH {
-                    match comments[pick].parent {
-                        Some(up) => pick = up,
-                        None => break,
-                    }
-                }
-                Some(pick)
-            };
-            let (depth, root) = match parent {
-                Some(p) => (comments[p].depth + 1, comments[p].root),
-                None => (0, index),
-            };
-            if let Some(p) = parent {
-                targets.push(p);
+            if threads.is_empty() || rng.gen_bool(NEW_THREAD) {
+                let heat = (1.0 - rng.gen::<f64>()).powf(-1.0 / HEAT_ALPHA);
+                threads.push(Lively {
+                    root: index,
+                    born: index,
+                    heat,
+                    targets: vec![index],
+                });
+                comments.push(Planned {
+                    parent: None,
+                    depth: 0,
+                    root: index,
+                    author: author(&mut rng),
+                    text: text(&mut rng),
+                });
+                continue;
             }
-            targets.push(index);
-            // Few authors write most comments.
-            let author = (rng.gen::<f64>().powi(3) * AUTHORS as f64) as usize;
+            while first_lively + 1 < threads.len()
+                && (threads[first_lively].born as f64) + 8.0 * LIVELY_FOR < index as f64
+            {
+                first_lively += 1;
+            }
+            weights.clear();
+            weights.extend(
+                threads[first_lively..]
+                    .iter()
+                    .map(|t| t.heat * (-((index - t.born) as f64) / LIVELY_FOR).exp()),
+            );
+            let mut draw = rng.gen::<f64>() * weights.iter().sum::<f64>();
+            let mut chosen = threads.len() - 1;
+            for (offset, weight) in weights.iter().enumerate() {
+                draw -= weight;
+                if draw <= 0.0 {
+                    chosen = first_lively + offset;
+                    break;
+                }
+            }
+            let thread = &mut threads[chosen];
+            let mut pick = thread.targets[rng.gen_range(0..thread.targets.len())];
+            while comments[pick].depth >= MAX_REPLY_DEPTH {
+                match comments[pick].parent {
+                    Some(up) => pick = up,
+                    None => break,
+                }
+            }
+            thread.targets.push(pick);
+            thread.targets.push(index);
+            let root = thread.root;
             comments.push(Planned {
-                parent,
-                depth,
+                parent: Some(pick),
+                depth: comments[pick].depth + 1,
                 root,
-                author: author.min(AUTHORS - 1),
+                author: author(&mut rng),
                 text: text(&mut rng),
             });
         }
@@ -202,6 +243,11 @@ impl Plan {
     }
 }
 
+/// An author index: few authors write most comments.
+fn author(rng: &mut impl Rng) -> usize {
+    ((rng.gen::<f64>().powi(3) * AUTHORS as f64) as usize).min(AUTHORS - 1)
+}
+
 /// Comment text: mostly short, sometimes a few paragraphs' worth (40 to 600 bytes).
 pub fn text(rng: &mut impl Rng) -> String {
     let len = 40 + (rng.gen::<f64>().powi(2) * 560.0) as usize;
@@ -244,6 +290,7 @@ mod tests {
         let shape = a.shape();
         assert!(shape.threads > 500, "{shape:?}");
         assert!(shape.by_depth[MAX_REPLY_DEPTH] > 0, "{shape:?}");
-        assert!(shape.max_fan_out > 20, "{shape:?}");
+        assert!(shape.max_fan_out > 10, "{shape:?}");
+        assert!(shape.largest_thread < 5_000 / 2, "{shape:?}");
     }
 }
