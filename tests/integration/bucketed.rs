@@ -486,9 +486,7 @@ async fn offset_windows_straddle_pages() {
     }
 }
 
-// Round-trip counts are asserted on a current-thread runtime, where a tree level's resolvers all
-// reach the dataloader before its batching window starts (see docs/ARCHITECTURE.md).
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_cost_the_same_for_small_and_large_discussions() {
     // Pages of 2: the large discussion has more pages than one reply batch of the driver holds.
     let app = TestApp::with("bucketed_round_trips", settings(2)).await;
