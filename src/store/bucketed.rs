@@ -408,6 +408,19 @@ impl Bucketed {
 
     /// The comments matching `cond` (an expression over `$$c`) from the pages matching `filter`:
     /// one indexed query, and only the matching comments travel.
+    /// The comments whose `field` is one of `values` (one indexed query on `comments.<field>`).
+    async fn matching_in(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        field: &str,
+        values: &[&str],
+    ) -> StoreResult<Vec<Comment>> {
+        let filter = doc! { format!("comments.{field}"): { "$in": values } };
+        let cond = doc! { "$in": [format!("$$c.{field}"), values] };
+        self.matching(scope, discussion, filter, cond.into()).await
+    }
+
     async fn matching(
         &self,
         scope: &ReadScope,
@@ -823,12 +836,7 @@ impl CommentStore for Bucketed {
         }
         if !missing.is_empty() {
             let found = self
-                .matching(
-                    scope,
-                    discussion,
-                    doc! { "comments.slug": { "$in": &missing } },
-                    doc! { "$in": ["$$c.slug", &missing] }.into(),
-                )
+                .matching_in(scope, discussion, "slug", &missing)
                 .await?;
             out.extend(found);
         }
@@ -847,12 +855,7 @@ impl CommentStore for Bucketed {
         }
         let names: Vec<&str> = parents.iter().map(Slug::as_str).collect();
         let comments = self
-            .matching(
-                scope,
-                discussion,
-                doc! { "comments.parent": { "$in": &names } },
-                doc! { "$in": ["$$c.parent", &names] }.into(),
-            )
+            .matching_in(scope, discussion, "parent", &names)
             .await?;
         Ok(Thread::new(comments).replies(parents, window))
     }
