@@ -6,5 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
-cargo build --release --locked --bins
+cargo build --release --locked --workspace --bins
 exec "${CARGO_TARGET_DIR:-target}/release/threadql-bench" "$@"

@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
-exec cargo test --locked "$@"
+exec cargo test --locked --workspace "$@"

@@ -10,12 +10,10 @@ use tokio::net::TcpListener;
 
 use crate::auth::{JwtKeys, DEV_SECRET};
 use crate::config::Config;
+use crate::domain::EditRules;
 use crate::graphql::{Api, Limits};
 use crate::store::embedded_db::EmbeddedDb;
-use crate::store::{Store, StoreConfig};
-
-/// Page size when a client gives no `first`.
-const DEFAULT_PAGE_SIZE: usize = 20;
+use crate::store::{Storage, Store, StoreConfig};
 
 /// A built application: its router, the address it is bound to, and what it owns.
 pub struct App {
@@ -25,6 +23,8 @@ pub struct App {
     pub addr: SocketAddr,
     /// The GraphQL API (tests execute against it directly).
     pub api: Api,
+    /// The storage behind the API (tests and tools inspect it; the API sees only its traits).
+    pub store: Arc<Store>,
     listener: TcpListener,
     embedded: Option<EmbeddedDb>,
 }
@@ -40,23 +40,29 @@ pub fn jwt_keys(config: &Config) -> JwtKeys {
     }
 }
 
-/// The API limits from config.
-pub fn limits(config: &Config) -> Limits {
-    Limits {
-        default_page_size: DEFAULT_PAGE_SIZE.min(config.max_page_size),
-        max_page_size: config.max_page_size,
-        max_text_chars: config.max_text_chars,
-        default_layout: config.default_layout.into(),
+impl From<&Config> for Limits {
+    fn from(config: &Config) -> Self {
+        Limits {
+            default_page_size: config.default_page_size.min(config.max_page_size),
+            max_page_size: config.max_page_size,
+            max_text_chars: config.max_text_chars,
+            default_layout: config.default_layout.into(),
+            edit_rules: EditRules {
+                window_secs: config.edit_window_secs,
+            },
+        }
     }
 }
 
 /// The store settings from config, for a given connection string.
 pub fn store_config(config: &Config, uri: String) -> StoreConfig {
-    let mut store = StoreConfig::new(uri, config.database.clone());
-    store.max_depth = config.max_depth as usize;
-    store.bucket_size = config.bucket_size;
-    store.embedded_max_bytes = usize::try_from(config.embedded_max_bytes).unwrap_or(usize::MAX);
-    store
+    StoreConfig {
+        uri,
+        database: config.database.clone(),
+        max_depth: config.max_depth as usize,
+        bucket_size: config.bucket_size,
+        embedded_max_bytes: usize::try_from(config.embedded_max_bytes).unwrap_or(usize::MAX),
+    }
 }
 
 impl App {
@@ -75,14 +81,16 @@ impl App {
                 (db.uri(), Some(db))
             }
         };
-        let store = Store::connect(&store_config(config, uri))
-            .await
-            .context("cannot connect to the database")?;
+        let store = Arc::new(
+            Store::connect(&store_config(config, uri))
+                .await
+                .context("cannot connect to the database")?,
+        );
         store
             .ping()
             .await
             .context("the database does not answer ping")?;
-        let api = Api::new(Arc::new(store), jwt_keys(config), limits(config));
+        let api = Api::new(store.clone(), jwt_keys(config), config.into());
         let router = crate::http::router(api.clone());
         let listener = TcpListener::bind(config.listen)
             .await
@@ -92,6 +100,7 @@ impl App {
             router,
             addr,
             api,
+            store,
             listener,
             embedded,
         })

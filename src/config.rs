@@ -147,6 +147,23 @@ pub struct Config {
         global = true
     )]
     pub max_text_chars: usize,
+    /// Page size when a client gives no `first`.
+    #[arg(
+        long,
+        env = "THREADQL_DEFAULT_PAGE_SIZE",
+        default_value_t = 20,
+        global = true
+    )]
+    pub default_page_size: usize,
+    /// How long an author may edit a comment after posting it, in seconds; 0 = authors never
+    /// edit (moderators always may).
+    #[arg(
+        long,
+        env = "THREADQL_EDIT_WINDOW_SECS",
+        default_value_t = 900,
+        global = true
+    )]
+    pub edit_window_secs: u64,
     /// Largest page a client may ask for.
     #[arg(
         long,
@@ -162,23 +179,11 @@ pub struct Config {
 }
 
 impl Config {
-    /// The built-in defaults, ignoring flags and environment (for tests and tools).
-    pub fn defaults() -> Self {
-        Self {
-            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            mongodb_uri: None,
-            database: "threadql".to_owned(),
-            data_dir: PathBuf::from("./threadql-data"),
-            default_layout: LayoutArg::PerComment,
-            bucket_size: 100,
-            embedded_max_bytes: 8 * 1024 * 1024,
-            jwt_secret: None,
-            log: "info".to_owned(),
-            max_depth: 32,
-            max_text_chars: 10_000,
-            max_page_size: 100,
-            secantusd: None,
-        }
+    /// The settings of `threadql` run with no flags: the defaults, with the `THREADQL_*`
+    /// variables of the environment applied (an error when one is not valid). Tools and tests
+    /// start from here and change what they need.
+    pub fn defaults() -> Result<Self, clap::Error> {
+        Cli::try_parse_from(["threadql"]).map(|cli| cli.config)
     }
 }
 
@@ -196,7 +201,9 @@ impl fmt::Debug for Config {
             .field("log", &self.log)
             .field("max_depth", &self.max_depth)
             .field("max_text_chars", &self.max_text_chars)
+            .field("default_page_size", &self.default_page_size)
             .field("max_page_size", &self.max_page_size)
+            .field("edit_window_secs", &self.edit_window_secs)
             .finish()
     }
 }

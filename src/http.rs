@@ -100,7 +100,7 @@ async fn healthz() -> &'static str {
 }
 
 async fn readyz(State(api): State<Api>) -> (StatusCode, &'static str) {
-    match api.store().ping().await {
+    match api.ping().await {
         Ok(()) => (StatusCode::OK, "ready"),
         Err(err) => {
             tracing::warn!(%err, "readiness check failed");
@@ -113,7 +113,7 @@ async fn metrics(State(api): State<Api>) -> impl IntoResponse {
     let mut body = String::from(
         "# HELP threadql_db_commands_total Database commands sent, by command name.\n# TYPE threadql_db_commands_total counter\n",
     );
-    for (command, count) in api.store().commands().snapshot() {
+    for (command, count) in api.command_counts() {
         let _ = writeln!(
             body,
             "threadql_db_commands_total{{command=\"{command}\"}} {count}"

@@ -30,10 +30,25 @@ pub struct Comment {
     pub text: Option<String>,
     /// When it was last edited.
     pub edited: Option<Micros>,
+    /// Who wrote the current text, when that is not the author (a moderator's edit).
+    pub edited_by: Option<Author>,
     /// Whether it was deleted (a tombstone keeps its place and its replies).
     pub deleted: bool,
+    /// Earlier versions of the text, oldest first (cleared when the comment is deleted).
+    pub revisions: Vec<Revision>,
     /// How many direct replies it has.
     pub reply_count: u64,
+}
+
+/// An earlier version of a comment's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revision {
+    /// The text of that version.
+    pub text: String,
+    /// When that version was written (the posting time for the original text).
+    pub edited: Micros,
+    /// Who wrote that version.
+    pub editor: Author,
 }
 
 impl Comment {
@@ -58,6 +73,8 @@ pub struct Discussion {
     pub comment_count: u64,
     /// How many of them are top-level.
     pub thread_count: u64,
+    /// Whether posting is closed (a moderator locked it).
+    pub locked: bool,
 }
 
 /// A validated discussion title: 1 to 300 characters, not blank.
@@ -94,10 +111,12 @@ impl DiscussionTitle {
 pub struct CommentText(String);
 
 impl CommentText {
-    /// Validates client-supplied text. The text is kept as written (only trailing white space is
-    /// dropped); blank text and text over `max_chars` characters are refused.
+    /// Validates client-supplied text. The text is kept as written (CRLF line ends become LF and
+    /// trailing white space is dropped); blank text, text over `max_chars` characters and control
+    /// characters other than newline and tab are refused.
     pub fn parse(raw: &str, max_chars: usize) -> Result<Self, DomainError> {
-        let text = raw.trim_end();
+        let normalized = raw.replace("\r\n", "\n");
+        let text = normalized.trim_end();
         if text.trim().is_empty() {
             return Err(DomainError::bad_input("comment text must not be empty"));
         }
@@ -107,10 +126,14 @@ impl CommentText {
                 "comment text has {chars} characters; the limit is {max_chars}"
             )));
         }
-        if text.contains('\0') {
-            return Err(DomainError::bad_input(
-                "comment text must not contain NUL characters",
-            ));
+        if let Some(c) = text
+            .chars()
+            .find(|c| c.is_control() && *c != '\n' && *c != '\t')
+        {
+            return Err(DomainError::bad_input(format!(
+                "comment text must not contain control characters (found U+{:04X}); newlines and tabs are fine",
+                u32::from(c)
+            )));
         }
         Ok(Self(text.to_owned()))
     }
@@ -205,7 +228,9 @@ impl Placement {
             author: new.author.clone(),
             text: Some(new.text.as_str().to_owned()),
             edited: None,
+            edited_by: None,
             deleted: false,
+            revisions: Vec::new(),
             reply_count: 0,
         }
     }
@@ -222,6 +247,13 @@ mod tests {
         assert!(CommentText::parse("12345678901", 10).is_err());
         assert!(CommentText::parse("ünïcödé!!!", 10).is_ok());
         assert!(CommentText::parse("a\0b", 10).is_err());
+        assert!(CommentText::parse("bell\u{7}", 10).is_err());
+        assert!(CommentText::parse("a\nb\tc", 10).is_ok());
+        assert_eq!(
+            CommentText::parse("a\r\nb", 10).map(|t| t.0),
+            Ok("a\nb".into())
+        );
+        assert!(CommentText::parse("a\rb", 10).is_err());
         assert_eq!(
             CommentText::parse("  hi  ", 10).map(|t| t.0),
             Ok("  hi".into())

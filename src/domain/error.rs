@@ -17,6 +17,12 @@ pub enum DomainError {
     /// The caller is known but may not do this.
     #[error("{0}")]
     Forbidden(String),
+    /// The comment was deleted, so it cannot be changed any more.
+    #[error("{0}")]
+    CommentDeleted(String),
+    /// A write kept meeting concurrent writes and gave up; sending it again is safe.
+    #[error("{0}")]
+    Conflict(String),
     /// The discussion's storage is at its size cap.
     #[error("{0}")]
     DiscussionTooLarge(String),
@@ -43,6 +49,8 @@ impl DomainError {
             Self::NotFound(_) => "NOT_FOUND",
             Self::Unauthenticated(_) => "UNAUTHENTICATED",
             Self::Forbidden(_) => "FORBIDDEN",
+            Self::CommentDeleted(_) => "COMMENT_DELETED",
+            Self::Conflict(_) => "CONFLICT",
             Self::DiscussionTooLarge(_) => "DISCUSSION_TOO_LARGE",
             Self::Internal(_) => "INTERNAL",
         }

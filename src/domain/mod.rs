@@ -3,14 +3,16 @@
 pub mod comment;
 pub mod error;
 pub mod ids;
+pub mod lifecycle;
 pub mod paging;
 pub mod slug;
 pub mod tree;
 
 pub use comment::{
-    Author, Comment, CommentText, Discussion, DiscussionTitle, NewComment, Placement,
+    Author, Comment, CommentText, Discussion, DiscussionTitle, NewComment, Placement, Revision,
 };
 pub use error::DomainError;
 pub use ids::{DiscussionId, Layout};
+pub use lifecycle::{Actor, Change, EditRules};
 pub use paging::{Cursor, CursorKind, Page, PageArgs, Window};
 pub use slug::{FullSlug, Micros, Slug, SlugPart};

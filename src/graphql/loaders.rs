@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_graphql::dataloader::{DataLoader, HashMapCache, Loader};
 
 use crate::domain::{Comment, Discussion, DiscussionId, DomainError, FullSlug, Page, Slug, Window};
-use crate::store::{ReadScope, Store};
+use crate::store::{DynStorage, ReadScope};
 
 /// A loaded discussion, compared and hashed by id.
 #[derive(Debug, Clone)]
@@ -67,7 +67,7 @@ pub struct SubDiscussionCountKey {
 
 /// Loads everything a request reads, batched by key type, discussion and window.
 pub struct StoreLoader {
-    store: Arc<Store>,
+    store: DynStorage,
     scope: Arc<ReadScope>,
 }
 
@@ -77,7 +77,7 @@ pub type Loaders = DataLoader<StoreLoader, HashMapCache>;
 /// A fresh dataloader (and read scope) for one request; its batches run from `batches` (see
 /// [`super::batch::drive`]), with no timer.
 pub fn request_loaders(
-    store: Arc<Store>,
+    store: DynStorage,
     scope: Arc<ReadScope>,
     batches: Arc<super::batch::Batches>,
 ) -> Loaders {
@@ -117,7 +117,7 @@ impl Loader<DiscussionId> for StoreLoader {
         &self,
         keys: &[DiscussionId],
     ) -> Result<HashMap<DiscussionId, Self::Value>, Self::Error> {
-        let found = self.store.discussions.by_ids(keys).await?;
+        let found = self.store.discussions().by_ids(keys).await?;
         Ok(found
             .into_iter()
             .map(|d| (d.id.clone(), Arc::new(d)))

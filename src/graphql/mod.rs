@@ -7,13 +7,14 @@ mod mutation;
 mod query;
 pub mod types;
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use async_graphql::{Context, EmptySubscription, Schema};
 
 use crate::auth::{AuthState, JwtKeys};
-use crate::domain::{CursorKind, Layout, PageArgs, Window};
-use crate::store::{ReadScope, Store};
+use crate::domain::{CursorKind, EditRules, Layout, PageArgs, Window};
+use crate::store::{DynStorage, ReadScope, StoreResult};
 
 pub use mutation::Mutation;
 pub use query::Query;
@@ -32,6 +33,8 @@ pub struct Limits {
     pub max_text_chars: usize,
     /// Layout of discussions created without one.
     pub default_layout: Layout,
+    /// How long authors may edit their comments.
+    pub edit_rules: EditRules,
 }
 
 impl Limits {
@@ -42,8 +45,54 @@ impl Limits {
     }
 }
 
-/// The per-request read cache, shared by the loaders and the resolvers of one request.
-pub struct RequestScope(pub Arc<ReadScope>);
+/// What one request has read: its dataloader (with its cache) and the store's read scope.
+pub struct Reads {
+    /// The request's dataloader.
+    pub loader: loaders::Loaders,
+    /// The store's per-request memo, which the loader shares.
+    pub scope: Arc<ReadScope>,
+}
+
+/// The reads of one request, forgotten all at once after a write.
+pub struct RequestReads {
+    storage: DynStorage,
+    batches: Arc<batch::Batches>,
+    current: Mutex<Arc<Reads>>,
+}
+
+impl RequestReads {
+    fn new(storage: DynStorage, batches: Arc<batch::Batches>) -> Self {
+        let current = Mutex::new(Self::fresh(&storage, &batches));
+        Self {
+            storage,
+            batches,
+            current,
+        }
+    }
+
+    fn fresh(storage: &DynStorage, batches: &Arc<batch::Batches>) -> Arc<Reads> {
+        let scope = Arc::new(ReadScope::new());
+        Arc::new(Reads {
+            loader: loaders::request_loaders(storage.clone(), scope.clone(), batches.clone()),
+            scope,
+        })
+    }
+
+    /// The reads in effect now.
+    pub fn current(&self) -> Arc<Reads> {
+        self.current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Forgets everything read so far (after a write, so later fields see it): the loader and
+    /// the scope are replaced, so no cache can be left behind.
+    pub fn invalidate(&self) {
+        let fresh = Self::fresh(&self.storage, &self.batches);
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = fresh;
+    }
+}
 
 /// Most fields a query may nest (a tree costs two per level: `replies { nodes { … } }`).
 const MAX_QUERY_DEPTH: usize = 48;
@@ -69,24 +118,29 @@ pub fn sdl() -> String {
 #[derive(Clone)]
 pub struct Api {
     schema: AppSchema,
-    store: Arc<Store>,
+    storage: DynStorage,
     keys: JwtKeys,
 }
 
 impl Api {
-    /// Builds the schema over a store.
-    pub fn new(store: Arc<Store>, keys: JwtKeys, limits: Limits) -> Self {
-        let schema = schema_builder().data(store.clone()).data(limits).finish();
+    /// Builds the schema over a storage.
+    pub fn new(storage: DynStorage, keys: JwtKeys, limits: Limits) -> Self {
+        let schema = schema_builder().data(storage.clone()).data(limits).finish();
         Self {
             schema,
-            store,
+            storage,
             keys,
         }
     }
 
-    /// The store behind the API.
-    pub fn store(&self) -> &Arc<Store> {
-        &self.store
+    /// Checks that the database answers.
+    pub async fn ping(&self) -> StoreResult<()> {
+        self.storage.ping().await
+    }
+
+    /// Database commands sent so far, by command name.
+    pub fn command_counts(&self) -> BTreeMap<String, u64> {
+        self.storage.command_counts()
     }
 
     /// The schema.
@@ -101,26 +155,25 @@ impl Api {
         authorization: Option<&str>,
     ) -> async_graphql::Response {
         let auth = self.keys.authenticate(authorization);
-        let scope = Arc::new(ReadScope::new());
         let batches = batch::Batches::new();
         let request = request
             .into()
             .data(auth)
-            .data(loaders::request_loaders(
-                self.store.clone(),
-                scope.clone(),
-                batches.clone(),
-            ))
-            .data(RequestScope(scope));
+            .data(RequestReads::new(self.storage.clone(), batches.clone()));
         let mut response = batch::drive(self.schema.execute(request), batches).await;
         error::ensure_codes(&mut response);
         response
     }
 }
 
-/// The store, from the schema data.
-pub(crate) fn store<'a>(ctx: &Context<'a>) -> &'a Arc<Store> {
-    ctx.data_unchecked::<Arc<Store>>()
+/// The storage, from the schema data.
+pub(crate) fn store<'a>(ctx: &Context<'a>) -> &'a DynStorage {
+    ctx.data_unchecked::<DynStorage>()
+}
+
+/// The request's reads in effect now.
+pub(crate) fn reads(ctx: &Context<'_>) -> Arc<Reads> {
+    ctx.data_unchecked::<RequestReads>().current()
 }
 
 /// The caller's auth state, from the request data.

@@ -3,12 +3,13 @@
 use async_graphql::{Context, InputObject, Object, ID};
 
 use super::error::OrGql;
-use super::loaders::{CommentKey, Loaders, RepliesKey, SubDiscussionCountKey, SubDiscussionKey};
 use super::query::load_discussion;
 use super::types::{CommentNode, DiscussionNode, StorageLayout};
-use super::{auth, store, Limits, RequestScope};
+use super::{auth, store, Limits, RequestReads};
 use crate::auth::{AuthState, Viewer};
-use crate::domain::{CommentText, DiscussionId, DiscussionTitle, DomainError, NewComment, Slug};
+use crate::domain::{
+    Actor, Change, CommentText, DiscussionId, DiscussionTitle, DomainError, NewComment, Slug,
+};
 
 /// The caller, or `UNAUTHENTICATED`.
 fn viewer<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
@@ -22,15 +23,21 @@ fn viewer<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
     }
 }
 
+/// The caller, who must be a moderator (`FORBIDDEN` otherwise).
+fn moderator<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
+    let viewer = viewer(ctx)?;
+    if !viewer.moderator {
+        return Err(DomainError::Forbidden(
+            "only moderators (a token with the `moderator` role) may do this".into(),
+        ))
+        .gql();
+    }
+    Ok(viewer)
+}
+
 /// Forgets what this request has read, so fields resolved after a write see it.
 fn forget_reads(ctx: &Context<'_>) {
-    ctx.data_unchecked::<RequestScope>().0.clear();
-    let loaders = ctx.data_unchecked::<Loaders>();
-    loaders.clear::<DiscussionId>();
-    loaders.clear::<CommentKey>();
-    loaders.clear::<RepliesKey>();
-    loaders.clear::<SubDiscussionKey>();
-    loaders.clear::<SubDiscussionCountKey>();
+    ctx.data_unchecked::<RequestReads>().invalidate();
 }
 
 /// A new discussion.
@@ -53,8 +60,45 @@ pub struct PostCommentInput {
     pub text: String,
 }
 
+/// A new text for a comment.
+#[derive(InputObject)]
+pub struct EditCommentInput {
+    /// The comment's discussion.
+    pub discussion_id: ID,
+    /// The comment's slug.
+    pub slug: String,
+    /// The new text (the same rules as when posting).
+    pub text: String,
+}
+
 /// Writes.
 pub struct Mutation;
+
+impl Mutation {
+    /// Applies an edit or a delete to a comment on behalf of the caller.
+    async fn change(
+        ctx: &Context<'_>,
+        discussion_id: &str,
+        slug: &str,
+        change: Change,
+    ) -> async_graphql::Result<CommentNode> {
+        let viewer = viewer(ctx)?;
+        let slug = Slug::parse(slug).gql()?;
+        let discussion = load_discussion(ctx, discussion_id).await?;
+        let rules = ctx.data_unchecked::<Limits>().edit_rules;
+        let actor = Actor {
+            author: &viewer.author,
+            moderator: viewer.moderator,
+        };
+        let decide = |current: &_, now| change.apply(current, actor, rules, discussion.locked, now);
+        let comment = store(ctx)
+            .change_comment(&discussion, &slug, &decide)
+            .await
+            .gql()?;
+        forget_reads(ctx);
+        Ok(CommentNode::new(discussion, comment))
+    }
+}
 
 #[Object]
 impl Mutation {
@@ -72,12 +116,13 @@ impl Mutation {
             .unwrap_or(ctx.data_unchecked::<Limits>().default_layout);
         let store = store(ctx);
         store.layout(layout).gql()?;
-        let discussion = store.discussions.create(title, layout).await.gql()?;
+        let discussion = store.discussions().create(title, layout).await.gql()?;
         Ok(DiscussionNode(discussion.into()))
     }
 
     /// Posts a comment: top-level, or a reply when `parentSlug` is given. A reply deeper than the
     /// depth cap attaches to the deepest allowed ancestor (see the returned `parentSlug`).
+    /// Refused with `FORBIDDEN` while the discussion is locked.
     async fn post_comment(
         &self,
         ctx: &Context<'_>,
@@ -93,6 +138,13 @@ impl Mutation {
             .transpose()
             .gql()?;
         let discussion = load_discussion(ctx, &input.discussion_id).await?;
+        if discussion.locked {
+            return Err(DomainError::Forbidden(format!(
+                "discussion {} is locked: it takes no new comments or replies",
+                discussion.id
+            )))
+            .gql();
+        }
         let posted = store(ctx)
             .layout(discussion.layout)
             .gql()?
@@ -115,5 +167,49 @@ impl Mutation {
             );
         }
         Ok(CommentNode::new(discussion, posted.comment))
+    }
+
+    /// Replaces a comment's text, keeping the previous one in `revisions`. Its author may edit
+    /// for a while after posting (the server's edit window) unless the discussion is locked;
+    /// moderators may edit at any time. A deleted comment cannot be edited (`COMMENT_DELETED`).
+    async fn edit_comment(
+        &self,
+        ctx: &Context<'_>,
+        input: EditCommentInput,
+    ) -> async_graphql::Result<CommentNode> {
+        viewer(ctx)?;
+        let limits = ctx.data_unchecked::<Limits>();
+        let text = CommentText::parse(&input.text, limits.max_text_chars).gql()?;
+        Self::change(ctx, &input.discussion_id, &input.slug, Change::Edit(text)).await
+    }
+
+    /// Deletes a comment (its author or a moderator). The comment stays as a tombstone: same
+    /// place, slug and replies, `deleted: true`, no text, no revisions. Deleting again is fine.
+    async fn delete_comment(
+        &self,
+        ctx: &Context<'_>,
+        discussion_id: ID,
+        slug: String,
+    ) -> async_graphql::Result<CommentNode> {
+        Self::change(ctx, &discussion_id, &slug, Change::Delete).await
+    }
+
+    /// Locks a discussion (no new comments or replies, no edits by authors) or unlocks it.
+    /// Moderators only.
+    async fn lock_discussion(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+        locked: bool,
+    ) -> async_graphql::Result<DiscussionNode> {
+        moderator(ctx)?;
+        let id = DiscussionId::parse(&id).gql()?;
+        let discussion = store(ctx)
+            .discussions()
+            .set_locked(&id, locked)
+            .await
+            .gql()?;
+        forget_reads(ctx);
+        Ok(DiscussionNode(discussion.into()))
     }
 }

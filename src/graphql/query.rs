@@ -5,9 +5,8 @@ use std::sync::Arc;
 use async_graphql::{Context, Object, ID};
 
 use super::error::OrGql;
-use super::loaders::Loaders;
 use super::types::{comment_by_slug, CommentNode, DiscussionConnection, DiscussionNode, PageInfo};
-use super::{store, Limits};
+use super::{reads, store, Limits};
 use crate::domain::paging::Cursor;
 use crate::domain::{CursorKind, Discussion, DiscussionId, DomainError, PageArgs};
 
@@ -17,7 +16,8 @@ pub async fn load_discussion(
     id: &str,
 ) -> async_graphql::Result<Arc<Discussion>> {
     let id = DiscussionId::parse(id).gql()?;
-    ctx.data_unchecked::<Loaders>()
+    reads(ctx)
+        .loader
         .load_one(id.clone())
         .await
         .gql()?
@@ -50,7 +50,7 @@ impl Query {
             },
             CursorKind::Discussion,
         )?;
-        let page = store(ctx).discussions.list(&window).await.gql()?;
+        let page = store(ctx).discussions().list(&window).await.gql()?;
         let cursor = |d: &Discussion| Cursor::of_discussion(d).encode();
         Ok(DiscussionConnection {
             page_info: PageInfo {
@@ -93,7 +93,7 @@ impl Query {
         let Ok(id) = DiscussionId::parse(&id) else {
             return Ok(None);
         };
-        let found = ctx.data_unchecked::<Loaders>().load_one(id).await.gql()?;
+        let found = reads(ctx).loader.load_one(id).await.gql()?;
         Ok(found.map(DiscussionNode))
     }
 

@@ -7,9 +7,9 @@ use chrono::{DateTime, Utc};
 
 use super::error::OrGql;
 use super::loaders::{
-    CommentKey, DiscussionRef, Loaders, RepliesKey, SubDiscussionCountKey, SubDiscussionKey,
+    CommentKey, DiscussionRef, RepliesKey, SubDiscussionCountKey, SubDiscussionKey,
 };
-use super::{store, Limits, RequestScope};
+use super::{reads, store, Limits};
 use crate::domain::paging::Cursor;
 use crate::domain::{Comment, CursorKind, Discussion, DomainError, Page, PageArgs, Slug, Window};
 use crate::store::Listing;
@@ -67,9 +67,14 @@ impl DiscussionNode {
         self.0.layout.into()
     }
 
-    /// How many comments it holds, deleted ones included.
+    /// How many comments it holds, deleted ones included (a deleted comment keeps its place).
     async fn comment_count(&self) -> u64 {
         self.0.comment_count
+    }
+
+    /// Whether a moderator locked it: no new comments or replies, no edits by authors.
+    async fn locked(&self) -> bool {
+        self.0.locked
     }
 
     /// When it was created.
@@ -102,12 +107,7 @@ impl DiscussionNode {
         let page = store(ctx)
             .layout(self.0.layout)
             .gql()?
-            .list(
-                &ctx.data_unchecked::<RequestScope>().0,
-                &self.0,
-                listing,
-                &window,
-            )
+            .list(&reads(ctx).scope, &self.0, listing, &window)
             .await
             .gql()?;
         Ok(CommentConnection::new(
@@ -138,7 +138,7 @@ impl DiscussionNode {
             kind,
         )?;
         let layout = store(ctx).layout(self.0.layout).gql()?;
-        let scope = &ctx.data_unchecked::<RequestScope>().0;
+        let scope = &reads(ctx).scope;
         let page = if reads_below_nodes(ctx) {
             layout.list(scope, &self.0, Listing::Threads, &window).await
         } else {
@@ -186,7 +186,7 @@ pub async fn comment_by_slug(
         discussion: DiscussionRef(discussion.clone()),
         slug: slug.clone(),
     };
-    match ctx.data_unchecked::<Loaders>().load_one(key).await.gql()? {
+    match reads(ctx).loader.load_one(key).await.gql()? {
         Some(comment) => Ok(CommentNode::new(discussion, comment)),
         None => Err(DomainError::not_found(format!(
             "no comment {slug} in discussion {}",
@@ -199,10 +199,40 @@ pub async fn comment_by_slug(
 /// The author of a comment.
 #[derive(SimpleObject)]
 pub struct Author {
-    /// The author's id (the token's `sub`).
+    /// The author's id (the token's `sub`); empty for a deleted comment's hidden author.
     pub id: ID,
-    /// The author's display name.
+    /// The author's display name; `[deleted]` for a deleted comment's hidden author.
     pub name: String,
+}
+
+impl From<&crate::domain::Author> for Author {
+    fn from(author: &crate::domain::Author) -> Self {
+        Self {
+            id: ID(author.id.clone()),
+            name: author.name.clone(),
+        }
+    }
+}
+
+/// An earlier version of a comment's text.
+#[derive(SimpleObject)]
+pub struct Revision {
+    /// The text of that version.
+    pub text: String,
+    /// When that version was written (the posting time for the original text).
+    pub edited_at: DateTime<Utc>,
+    /// Who wrote that version: the author, or the moderator who edited it.
+    pub editor: Author,
+}
+
+/// Whether the request's caller is a moderator, or this author.
+fn viewer_is(ctx: &Context<'_>, author: Option<&crate::domain::Author>) -> bool {
+    match super::auth(ctx) {
+        crate::auth::AuthState::Authenticated(viewer) => {
+            viewer.moderator || author.is_some_and(|a| a.id == viewer.author.id)
+        }
+        _ => false,
+    }
 }
 
 /// A comment. Deleted comments keep their place and replies; their text is null.
@@ -295,17 +325,40 @@ impl CommentNode {
         self.comment.edited.map(|m| m.to_datetime())
     }
 
-    /// Whether it was deleted.
+    /// Whether it was deleted (it keeps its place and replies, without text).
     async fn deleted(&self) -> bool {
         self.comment.deleted
     }
 
-    /// Who wrote it.
-    async fn author(&self) -> Author {
-        Author {
-            id: ID(self.comment.author.id.clone()),
-            name: self.comment.author.name.clone(),
+    /// Who wrote it. Once it is deleted, only moderators see who; everybody else gets id `""`
+    /// and name `[deleted]`.
+    async fn author(&self, ctx: &Context<'_>) -> Author {
+        if self.comment.deleted && !viewer_is(ctx, None) {
+            return Author {
+                id: ID(String::new()),
+                name: "[deleted]".to_owned(),
+            };
         }
+        (&self.comment.author).into()
+    }
+
+    /// Its earlier texts, oldest first, for its author and moderators; null for everyone else
+    /// and once it is deleted.
+    async fn revisions(&self, ctx: &Context<'_>) -> Option<Vec<Revision>> {
+        if self.comment.deleted || !viewer_is(ctx, Some(&self.comment.author)) {
+            return None;
+        }
+        Some(
+            self.comment
+                .revisions
+                .iter()
+                .map(|r| Revision {
+                    text: r.text.clone(),
+                    edited_at: r.edited.to_datetime(),
+                    editor: (&r.editor).into(),
+                })
+                .collect(),
+        )
     }
 
     /// Its text; null once deleted.
@@ -328,7 +381,7 @@ impl CommentNode {
             discussion: DiscussionRef(self.discussion.clone()),
             slug: parent.clone(),
         };
-        let comment = ctx.data_unchecked::<Loaders>().load_one(key).await.gql()?;
+        let comment = reads(ctx).loader.load_one(key).await.gql()?;
         Ok(comment.map(|comment| CommentNode::new(self.discussion.clone(), comment)))
     }
 
@@ -350,8 +403,8 @@ impl CommentNode {
             parent: self.comment.slug.clone(),
             window: window.clone(),
         };
-        let page = ctx
-            .data_unchecked::<Loaders>()
+        let page = reads(ctx)
+            .loader
             .load_one(key)
             .await
             .gql()?
@@ -386,8 +439,8 @@ impl CommentNode {
             root: root.clone(),
             window: window.clone(),
         };
-        let page = ctx
-            .data_unchecked::<Loaders>()
+        let page = reads(ctx)
+            .loader
             .load_one(key)
             .await
             .gql()?
@@ -523,8 +576,8 @@ impl CommentConnection {
     async fn total_count(&self, ctx: &Context<'_>) -> async_graphql::Result<u64> {
         match &self.total {
             Total::Known(n) => Ok(*n),
-            Total::SubDiscussion(key) => Ok(ctx
-                .data_unchecked::<Loaders>()
+            Total::SubDiscussion(key) => Ok(reads(ctx)
+                .loader
                 .load_one(key.clone())
                 .await
                 .gql()?
@@ -585,6 +638,6 @@ impl DiscussionConnection {
 
     /// How many discussions exist.
     async fn total_count(&self, ctx: &Context<'_>) -> async_graphql::Result<u64> {
-        store(ctx).discussions.count().await.gql()
+        store(ctx).discussions().count().await.gql()
     }
 }

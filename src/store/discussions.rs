@@ -2,12 +2,16 @@
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Document};
+use mongodb::options::ReturnDocument;
 use mongodb::{Collection, Database};
 use serde::{Deserialize, Serialize};
 
-use super::StoreResult;
+use super::bson::to_count;
+use super::order::after_filter;
+use super::{DiscussionStore, StoreError, StoreResult};
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{Discussion, DiscussionId, DiscussionTitle, Layout, Page, Window};
@@ -25,12 +29,13 @@ struct DiscussionDoc {
     comment_count: i64,
     #[serde(default)]
     thread_count: i64,
+    #[serde(default)]
+    locked: bool,
 }
 
 impl DiscussionDoc {
     fn into_discussion(self) -> StoreResult<Discussion> {
-        let corrupt =
-            |what: String| super::StoreError::Corrupt(format!("discussion {}: {what}", self.id));
+        let corrupt = |what: String| StoreError::Corrupt(format!("discussion {}: {what}", self.id));
         Ok(Discussion {
             id: DiscussionId::parse(&self.id).map_err(|e| corrupt(e.to_string()))?,
             layout: self
@@ -39,15 +44,18 @@ impl DiscussionDoc {
                 .map_err(|e| corrupt(e.to_string()))?,
             title: self.title,
             created: crate::domain::Micros(self.created),
-            comment_count: u64::try_from(self.comment_count).unwrap_or(0),
-            thread_count: u64::try_from(self.thread_count).unwrap_or(0),
+            comment_count: to_count(self.comment_count),
+            thread_count: to_count(self.thread_count),
+            locked: self.locked,
         })
     }
 }
 
 /// Fields a metadata read returns.
 fn metadata_projection() -> Document {
-    doc! { "title": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1 }
+    doc! {
+        "title": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1,
+    }
 }
 
 /// The discussions collection.
@@ -74,8 +82,24 @@ impl Discussions {
         Ok(())
     }
 
+    /// Records a new comment in the discussion's counters.
+    pub async fn record_post(&self, id: &DiscussionId, top_level: bool) -> StoreResult<()> {
+        let inc = if top_level {
+            doc! { "comment_count": 1_i64, "thread_count": 1_i64 }
+        } else {
+            doc! { "comment_count": 1_i64 }
+        };
+        self.coll
+            .update_one(doc! { "_id": id.as_str() }, doc! { "$inc": inc })
+            .await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl DiscussionStore for Discussions {
     /// Creates a discussion with the given layout.
-    pub async fn create(&self, title: DiscussionTitle, layout: Layout) -> StoreResult<Discussion> {
+    async fn create(&self, title: DiscussionTitle, layout: Layout) -> StoreResult<Discussion> {
         let doc = DiscussionDoc {
             id: DiscussionId::generate().to_string(),
             title: title.into_inner(),
@@ -83,13 +107,14 @@ impl Discussions {
             created: self.clock.now().0,
             comment_count: 0,
             thread_count: 0,
+            locked: false,
         };
         self.coll.insert_one(&doc).await?;
         doc.into_discussion()
     }
 
     /// The discussions with these ids (missing ones are left out).
-    pub async fn by_ids(&self, ids: &[DiscussionId]) -> StoreResult<Vec<Discussion>> {
+    async fn by_ids(&self, ids: &[DiscussionId]) -> StoreResult<Vec<Discussion>> {
         let ids: Vec<&str> = ids.iter().map(DiscussionId::as_str).collect();
         let docs: Vec<DiscussionDoc> = self
             .coll
@@ -104,27 +129,17 @@ impl Discussions {
     }
 
     /// One page of discussions, oldest first.
-    pub async fn list(&self, window: &Window) -> StoreResult<Page<Discussion>> {
+    async fn list(&self, window: &Window) -> StoreResult<Page<Discussion>> {
         let (filter, skip) = match window {
             Window::Offset { skip, .. } => (doc! {}, *skip),
             Window::After { cursor: None, .. } => (doc! {}, 0),
             Window::After {
-                cursor: Some(Cursor::Discussion { created, id }),
+                cursor: Some(cursor @ Cursor::Discussion { .. }),
                 ..
-            } => (
-                doc! { "$or": [
-                    { "created": { "$gt": created.0 } },
-                    { "created": created.0, "_id": { "$gt": id.as_str() } },
-                ] },
-                0,
-            ),
+            } => (after_filter(cursor), 0),
             Window::After {
                 cursor: Some(_), ..
-            } => {
-                return Err(super::StoreError::Unsupported(
-                    "cursor of another list".into(),
-                ))
-            }
+            } => return Err(StoreError::Unsupported("cursor of another list".into())),
         };
         let docs: Vec<DiscussionDoc> = self
             .coll
@@ -144,21 +159,21 @@ impl Discussions {
     }
 
     /// How many discussions exist.
-    pub async fn count(&self) -> StoreResult<u64> {
+    async fn count(&self) -> StoreResult<u64> {
         Ok(self.coll.count_documents(doc! {}).await?)
     }
 
-    /// Records a new comment in the discussion's counters.
-    pub async fn record_post(&self, id: &DiscussionId, top_level: bool) -> StoreResult<()> {
-        let inc = if top_level {
-            doc! { "comment_count": 1_i64, "thread_count": 1_i64 }
-        } else {
-            doc! { "comment_count": 1_i64 }
-        };
+    async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion> {
         self.coll
-            .update_one(doc! { "_id": id.as_str() }, doc! { "$inc": inc })
-            .await?;
-        Ok(())
+            .find_one_and_update(
+                doc! { "_id": id.as_str() },
+                doc! { "$set": { "locked": locked } },
+            )
+            .projection(metadata_projection())
+            .return_document(ReturnDocument::After)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("no discussion {id}")))?
+            .into_discussion()
     }
 }
 

@@ -1,8 +1,11 @@
 //! The BSON shape of a comment, shared by every layout (a layout adds only its own fields).
 
+use mongodb::bson::{doc, to_bson, Bson, Document};
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{Author, Comment, DiscussionId, FullSlug, Micros, Slug};
+use super::bson::corrupt;
+use super::StoreResult;
+use crate::domain::{Author, Comment, DiscussionId, FullSlug, Micros, Revision, Slug};
 
 /// An author as stored.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -11,6 +14,33 @@ pub struct AuthorDoc {
     pub id: String,
     /// Display name (token `name`).
     pub name: String,
+}
+
+impl AuthorDoc {
+    fn of(author: &Author) -> Self {
+        Self {
+            id: author.id.clone(),
+            name: author.name.clone(),
+        }
+    }
+
+    fn into_author(self) -> Author {
+        Author {
+            id: self.id,
+            name: self.name,
+        }
+    }
+}
+
+/// An earlier version of a comment's text, as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RevisionDoc {
+    /// The text of that version.
+    pub text: String,
+    /// Microseconds since the epoch when it was written.
+    pub edited: i64,
+    /// Who wrote it.
+    pub editor: AuthorDoc,
 }
 
 /// A comment as stored. `discussion_id` is present where the comment lives outside its
@@ -37,9 +67,15 @@ pub struct CommentDoc {
     /// Microseconds since the epoch of the last edit.
     #[serde(default)]
     pub edited: Option<i64>,
+    /// Who wrote the current text when it is not the author (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_by: Option<AuthorDoc>,
     /// Tombstone flag.
     #[serde(default)]
     pub deleted: bool,
+    /// Earlier versions, oldest first (absent when there are none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revisions: Vec<RevisionDoc>,
     /// Number of direct replies.
     #[serde(default)]
     pub reply_count: i64,
@@ -54,13 +90,20 @@ impl CommentDoc {
             full_slug: comment.full_slug.as_str().to_owned(),
             parent: comment.parent.as_ref().map(|p| p.as_str().to_owned()),
             posted: comment.posted.0,
-            author: AuthorDoc {
-                id: comment.author.id.clone(),
-                name: comment.author.name.clone(),
-            },
+            author: AuthorDoc::of(&comment.author),
             text: comment.text.clone(),
             edited: comment.edited.map(|m| m.0),
+            edited_by: comment.edited_by.as_ref().map(AuthorDoc::of),
             deleted: comment.deleted,
+            revisions: comment
+                .revisions
+                .iter()
+                .map(|r| RevisionDoc {
+                    text: r.text.clone(),
+                    edited: r.edited.0,
+                    editor: AuthorDoc::of(&r.editor),
+                })
+                .collect(),
             reply_count: i64::try_from(comment.reply_count).unwrap_or(i64::MAX),
         }
     }
@@ -73,14 +116,84 @@ impl CommentDoc {
             full_slug: FullSlug::from_stored(self.full_slug),
             parent: self.parent.map(Slug::from_stored),
             posted: Micros(self.posted),
-            author: Author {
-                id: self.author.id,
-                name: self.author.name,
-            },
+            author: self.author.into_author(),
             text: self.text,
             edited: self.edited.map(Micros),
+            edited_by: self.edited_by.map(AuthorDoc::into_author),
             deleted: self.deleted,
+            revisions: self
+                .revisions
+                .into_iter()
+                .map(|r| Revision {
+                    text: r.text,
+                    edited: Micros(r.edited),
+                    editor: r.editor.into_author(),
+                })
+                .collect(),
             reply_count: u64::try_from(self.reply_count).unwrap_or(0),
         }
     }
+}
+
+/// The fields of a comment that change after it is posted (edits and deletion).
+const CHANGEABLE: [&str; 5] = ["text", "edited", "edited_by", "deleted", "revisions"];
+
+/// The changeable fields of a stored comment, as `CommentDoc` writes them (absent ones are
+/// `None`).
+fn changeable(comment: &Comment) -> StoreResult<Vec<(&'static str, Option<Bson>)>> {
+    let Bson::Document(mut stored) =
+        to_bson(&CommentDoc::from_comment(comment, false)).map_err(corrupt)?
+    else {
+        return Err(corrupt("a comment did not serialize to a document"));
+    };
+    Ok(CHANGEABLE
+        .iter()
+        .map(|field| (*field, stored.remove(*field)))
+        .collect())
+}
+
+/// A filter that matches the comment at `prefix` (`""`, `"comments.$."`-style paths without the
+/// positional part, or `"replies.0.replies.2."`) only while its changeable fields are as in
+/// `current`.
+pub fn unchanged_filter(prefix: &str, current: &Comment) -> StoreResult<Document> {
+    let mut filter = Document::new();
+    filter.insert(format!("{prefix}slug"), current.slug.as_str());
+    for (field, value) in changeable(current)? {
+        // `revisions` follows from the text and edit time; comparing arrays is left out.
+        if field == "revisions" {
+            continue;
+        }
+        filter.insert(format!("{prefix}{field}"), value.unwrap_or(Bson::Null));
+    }
+    Ok(filter)
+}
+
+/// The update that writes the changeable fields of `next` at `prefix`, removing the ones
+/// `CommentDoc` leaves out, so the stored element is byte for byte what a new `CommentDoc` of
+/// `next` would be (the embedded layout's size counter relies on it).
+pub fn replace_update(prefix: &str, next: &Comment) -> StoreResult<Document> {
+    let mut set = Document::new();
+    let mut unset = Document::new();
+    for (field, value) in changeable(next)? {
+        match value {
+            Some(value) => set.insert(format!("{prefix}{field}"), value),
+            None => unset.insert(format!("{prefix}{field}"), ""),
+        };
+    }
+    let mut update = doc! { "$set": set };
+    if !unset.is_empty() {
+        update.insert("$unset", unset);
+    }
+    Ok(update)
+}
+
+/// The BSON size of a comment element as stored (with an empty `replies` array when `nested`).
+pub fn element_size(comment: &Comment, nested: bool) -> StoreResult<i64> {
+    let mut element =
+        mongodb::bson::to_document(&CommentDoc::from_comment(comment, false)).map_err(corrupt)?;
+    if nested {
+        element.insert("replies", Bson::Array(Vec::new()));
+    }
+    let bytes = mongodb::bson::to_vec(&element).map_err(corrupt)?;
+    Ok(i64::try_from(bytes.len()).unwrap_or(i64::MAX))
 }

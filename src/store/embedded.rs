@@ -5,17 +5,18 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::TryStreamExt;
-use mongodb::bson::{doc, from_document, to_document, Bson, Document};
+use mongodb::bson::{doc, to_document, Bson, Document};
 use mongodb::{Collection, Database};
 
-use super::docs::CommentDoc;
+use super::bson::{as_i64, comment_of, corrupt};
+use super::docs::{element_size, replace_update, unchanged_filter, CommentDoc};
 use super::error::is_too_large;
+use super::write::{self, Attempt, ParentPaths, PostSteps};
 use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
 use crate::domain::slug::MonotonicClock;
 use crate::domain::tree::Thread;
 use crate::domain::{
-    Comment, Discussion, DiscussionId, FullSlug, Micros, NewComment, Page, Placement, Slug,
-    SlugPart, Window,
+    Comment, Discussion, DiscussionId, FullSlug, Micros, NewComment, Page, Slug, Window,
 };
 
 /// Field of the discussion document, and of every comment in it, that holds the direct replies.
@@ -27,9 +28,6 @@ const BYTES: &str = "embedded_bytes";
 const METADATA_ALLOWANCE: i64 = 4 * 1024;
 /// Bytes an array element takes besides its document: type byte, index key (up to 10 digits), NUL.
 const ELEMENT_OVERHEAD: i64 = 12;
-/// How often a post is tried: a slug collision or a sibling written concurrently with a later
-/// time refuses the guarded write, and it is tried again with a new slug part and time.
-const ATTEMPTS: usize = 32;
 
 /// The embedded layout. The discussion document holds the top-level comments in `replies`; each
 /// comment is a `CommentDoc` with its own `replies`. Nothing is ever removed from these arrays,
@@ -44,7 +42,7 @@ pub struct Embedded {
 }
 
 /// Where a chain of comments (a comment and its ancestors) sits in the document.
-struct Located {
+pub(super) struct Located {
     /// Array index of each comment of the chain, top-level first.
     path: Vec<usize>,
     /// Full slug of each comment of the chain.
@@ -56,12 +54,23 @@ struct Located {
     bytes: i64,
 }
 
-/// What a guarded push did.
-enum Pushed {
-    /// The comment is stored.
+/// What a guarded write did.
+enum Guarded {
+    /// Written.
     Done,
-    /// A guard refused the write; the comment must fit in `budget` counted bytes.
+    /// A guard refused the write; it needed the counted bytes to stay within `budget`.
     Refused { budget: i64 },
+}
+
+/// A post in progress: the parent's line of descent and where it was last seen.
+pub(super) struct PostState {
+    chain: Vec<Slug>,
+    located: Option<Located>,
+}
+
+/// The slugs of `slug`'s line of descent, top-level first, `slug` last.
+fn chain_of(slug: &Slug) -> Vec<Slug> {
+    (0..=slug.depth()).map(|d| slug.ancestor_at(d)).collect()
 }
 
 impl Embedded {
@@ -171,21 +180,13 @@ impl Embedded {
     /// empty) with one update, guarded so that it lands only where and when it is right: the
     /// parent is still at that position, no sibling has the same slug or a later time, and the
     /// counted size stays under the cap. Counters move in the same update.
-    async fn push(&self, comment: &Comment, parent_at: &[usize]) -> StoreResult<Pushed> {
+    async fn push(&self, comment: &Comment, parent_at: &[usize]) -> StoreResult<Guarded> {
         let id = &comment.discussion_id;
         let mut element =
             to_document(&CommentDoc::from_comment(comment, false)).map_err(corrupt)?;
         element.insert(REPLIES, Bson::Array(Vec::new()));
-        let growth = i64::try_from(mongodb::bson::to_vec(&element).map_err(corrupt)?.len())
-            .unwrap_or(i64::MAX)
-            .saturating_add(ELEMENT_OVERHEAD);
-        let budget = self
-            .max_bytes
-            .saturating_sub(METADATA_ALLOWANCE)
-            .saturating_sub(growth);
-        if budget < 0 {
-            return Err(self.too_large(id));
-        }
+        let growth = element_size(comment, true)?.saturating_add(ELEMENT_OVERHEAD);
+        let budget = self.budget(id, growth)?;
         let siblings = array_path(parent_at);
         let mut filter = doc! { "_id": id.as_str() };
         filter.insert(BYTES, doc! { "$not": { "$gt": budget } });
@@ -216,11 +217,33 @@ impl Embedded {
             .update_one(filter, doc! { "$push": push, "$inc": inc })
             .await
         {
-            Ok(result) if result.matched_count == 1 => Ok(Pushed::Done),
-            Ok(_) => Ok(Pushed::Refused { budget }),
+            Ok(result) if result.matched_count == 1 => Ok(Guarded::Done),
+            Ok(_) => Ok(Guarded::Refused { budget }),
             Err(err) if is_too_large(&err) => Err(self.too_large(id)),
             Err(err) => Err(err.into()),
         }
+    }
+
+    /// The most bytes the comments may count before growing by `growth` (`TooLarge` when even
+    /// an empty discussion could not take it).
+    fn budget(&self, id: &DiscussionId, growth: i64) -> StoreResult<i64> {
+        let budget = self
+            .max_bytes
+            .saturating_sub(METADATA_ALLOWANCE)
+            .saturating_sub(growth);
+        if budget < 0 {
+            return Err(self.too_large(id));
+        }
+        Ok(budget)
+    }
+
+    /// After a refused write: the cap when the counted bytes leave no room, otherwise a retry
+    /// (something else the write relied on changed).
+    fn refused(&self, id: &DiscussionId, at: &Located, budget: i64) -> StoreResult<Attempt> {
+        if at.bytes > budget {
+            return Err(self.too_large(id));
+        }
+        Ok(Attempt::Retry)
     }
 
     fn too_large(&self, id: &DiscussionId) -> StoreError {
@@ -236,7 +259,8 @@ impl Embedded {
     /// The whole thread, read once per request.
     async fn thread(&self, scope: &ReadScope, discussion: &Discussion) -> StoreResult<Arc<Thread>> {
         scope
-            .get_or_load(&scope_key(&discussion.id), || self.load(&discussion.id))
+            .documents
+            .get_or_load(&discussion.id, || self.load(&discussion.id))
             .await
     }
 
@@ -282,31 +306,10 @@ impl Embedded {
                 .get_array("page")
                 .map_err(corrupt)?
                 .iter()
-                .map(|item| match item {
-                    Bson::Document(d) => from_document::<CommentDoc>(d.clone())
-                        .map(|c| c.into_comment(id))
-                        .map_err(corrupt),
-                    _ => Err(corrupt("comment is not a document")),
-                })
+                .map(|item| comment_of(item, id))
                 .collect::<StoreResult<Vec<_>>>()?,
         };
         Ok(Page::from_overfetch(items, limit))
-    }
-}
-
-fn scope_key(id: &DiscussionId) -> String {
-    format!("embedded:{id}")
-}
-
-fn corrupt(err: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(err.to_string())
-}
-
-fn as_i64(value: &Bson) -> Option<i64> {
-    match value {
-        Bson::Int32(n) => Some(i64::from(*n)),
-        Bson::Int64(n) => Some(*n),
-        _ => None,
     }
 }
 
@@ -337,11 +340,7 @@ fn flatten(mut root: Document, id: &DiscussionId) -> StoreResult<Vec<Comment>> {
             return Err(corrupt("comment is not a document"));
         };
         stack.extend(take_replies(&mut element)?);
-        out.push(
-            from_document::<CommentDoc>(element)
-                .map_err(corrupt)?
-                .into_comment(id),
-        );
+        out.push(comment_of(&Bson::Document(element), id)?);
     }
     Ok(out)
 }
@@ -355,76 +354,120 @@ fn take_replies(element: &mut Document) -> StoreResult<Vec<Bson>> {
 }
 
 #[async_trait]
-impl CommentStore for Embedded {
-    async fn post_comment(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
-        let id = &discussion.id;
-        let chain: Vec<Slug> = new
-            .parent
-            .as_ref()
-            .map(|p| (0..=p.depth()).map(|d| p.ancestor_at(d)).collect())
-            .unwrap_or_default();
+impl PostSteps for Embedded {
+    type State = PostState;
+
+    async fn prepare(
+        &self,
+        discussion: &Discussion,
+        parent: Option<&Slug>,
+    ) -> StoreResult<(Option<ParentPaths>, PostState)> {
         // A reply needs its parent's position first. A top-level comment is written blind and
         // reads the document only when a guard refuses it.
-        let mut located = match &new.parent {
-            Some(_) => Some(self.locate(id, &chain).await?),
-            None => None,
+        let Some(parent) = parent else {
+            return Ok((
+                None,
+                PostState {
+                    chain: Vec::new(),
+                    located: None,
+                },
+            ));
         };
-        for _ in 0..ATTEMPTS {
-            let requested = match &new.parent {
-                None => None,
-                Some(slug) => Some((
-                    slug,
-                    located
-                        .as_ref()
-                        .and_then(|at| at.full.last())
-                        .ok_or_else(|| corrupt("the parent was not located"))?,
-                )),
-            };
-            let part = SlugPart::generate();
-            let mut posted = self.clock.now();
-            let mut placement = Placement::new(requested, self.max_depth, posted, &part);
-            // Depth of the parent the comment really goes to (an ancestor past the depth cap);
-            // it does not depend on the time, which must come after that parent's last reply.
-            let parent_depth = placement.parent.as_ref().map(Slug::depth);
-            let floor = located.as_ref().and_then(|at| {
-                at.last_child
-                    .get(parent_depth.map_or(0, |d| d + 1))
-                    .copied()
-                    .flatten()
-            });
-            if let Some(floor) = floor.filter(|&floor| floor >= posted.0) {
-                posted = self.clock.now_after(Micros(floor));
-                placement = Placement::new(requested, self.max_depth, posted, &part);
-            }
-            let reattached = placement.reattached;
-            let comment = placement.into_comment(id.clone(), posted, &new);
-            let parent_at = match parent_depth {
-                None => &[][..],
-                Some(depth) => located
-                    .as_ref()
-                    .and_then(|at| at.path.get(..=depth))
-                    .ok_or_else(|| corrupt("the parent was not located"))?,
-            };
-            match self.push(&comment, parent_at).await? {
-                Pushed::Done => {
-                    return Ok(Posted {
-                        comment,
-                        reattached,
-                    })
-                }
-                Pushed::Refused { budget } => {
-                    let at = self.locate(id, &chain).await?;
-                    if at.bytes > budget {
-                        return Err(self.too_large(id));
-                    }
-                    tracing::debug!(discussion = %id, "embedded post refused by a guard: retrying");
-                    located = Some(at);
-                }
+        let chain = chain_of(parent);
+        let located = self.locate(&discussion.id, &chain).await?;
+        let full_slug = located
+            .full
+            .last()
+            .cloned()
+            .ok_or_else(|| corrupt("the parent was not located"))?;
+        let paths = ParentPaths {
+            slug: parent.clone(),
+            full_slug,
+        };
+        Ok((
+            Some(paths),
+            PostState {
+                chain,
+                located: Some(located),
+            },
+        ))
+    }
+
+    /// A new comment must come after its latest sibling, so each `replies` array stays in
+    /// posting order.
+    fn floor(&self, state: &PostState, parent: Option<&Slug>) -> Option<Micros> {
+        let level = parent.map_or(0, |p| p.depth() + 1);
+        let at = state.located.as_ref()?;
+        at.last_child.get(level).copied().flatten().map(Micros)
+    }
+
+    async fn attempt(
+        &self,
+        discussion: &Discussion,
+        comment: &Comment,
+        state: &mut PostState,
+    ) -> StoreResult<Attempt> {
+        let parent_at = match &comment.parent {
+            None => &[][..],
+            Some(parent) => state
+                .located
+                .as_ref()
+                .and_then(|at| at.path.get(..=parent.depth()))
+                .ok_or_else(|| corrupt("the parent was not located"))?,
+        };
+        match self.push(comment, parent_at).await? {
+            Guarded::Done => Ok(Attempt::Stored),
+            Guarded::Refused { budget } => {
+                let at = self.locate(&discussion.id, &state.chain).await?;
+                let next = self.refused(&discussion.id, &at, budget);
+                state.located = Some(at);
+                next
             }
         }
-        Err(StoreError::Exhausted(format!(
-            "post to discussion {id} refused {ATTEMPTS} times"
-        )))
+    }
+
+    /// The push counted everything in the same update.
+    async fn count(&self, _: &Discussion, _: &Comment, _: &PostState) -> StoreResult<()> {
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl CommentStore for Embedded {
+    async fn post_comment(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
+        write::post(self, &self.clock, self.max_depth, discussion, &new).await
+    }
+
+    /// One guarded update at the comment's position: its fields must still be as read, and a
+    /// longer text must fit under the cap; the size counter moves by the exact change in bytes.
+    async fn replace(
+        &self,
+        discussion: &Discussion,
+        current: &Comment,
+        next: &Comment,
+    ) -> StoreResult<bool> {
+        let id = &discussion.id;
+        let at = self.locate(id, &chain_of(&current.slug)).await?;
+        let prefix = format!("{}.", element_path(&at.path));
+        let growth = element_size(next, true)? - element_size(current, true)?;
+        let mut filter = doc! { "_id": id.as_str() };
+        filter.extend(unchanged_filter(&prefix, current)?);
+        let budget = self.budget(id, growth.max(0))?;
+        if growth > 0 {
+            filter.insert(BYTES, doc! { "$not": { "$gt": budget } });
+        }
+        let mut update = replace_update(&prefix, next)?;
+        update.insert("$inc", doc! { BYTES: growth });
+        match self.coll.update_one(filter, update).await {
+            Ok(result) if result.matched_count == 1 => Ok(true),
+            Ok(_) if growth > 0 => {
+                let at = self.locate(id, &chain_of(&current.slug)).await?;
+                self.refused(id, &at, budget).map(|_| false)
+            }
+            Ok(_) => Ok(false),
+            Err(err) if is_too_large(&err) => Err(self.too_large(id)),
+            Err(err) => Err(err.into()),
+        }
     }
 
     async fn list(
@@ -453,7 +496,7 @@ impl CommentStore for Embedded {
                     ..
                 }
             );
-        if sliceable && scope.peek::<Thread>(&scope_key(&discussion.id)).is_none() {
+        if sliceable && scope.documents.peek(&discussion.id).is_none() {
             self.threads_page(&discussion.id, window).await
         } else {
             self.list(scope, discussion, listing, window).await

@@ -36,6 +36,9 @@ impl From<StoreError> for DomainError {
             StoreError::NotFound(message) => DomainError::NotFound(message),
             StoreError::TooLarge(message) => DomainError::DiscussionTooLarge(message),
             StoreError::Unsupported(message) => DomainError::BadInput(message),
+            StoreError::Exhausted(message) => DomainError::Conflict(format!(
+                "{message}; nothing was written, and sending the request again is safe"
+            )),
             other => DomainError::Internal(other.to_string()),
         }
     }

@@ -1,6 +1,7 @@
 //! The storage layer: the `CommentStore` trait, one implementation per layout, and the only code
 //! that talks to MongoDB.
 
+mod bson;
 mod bucketed;
 mod discussions;
 pub mod docs;
@@ -9,10 +10,12 @@ pub mod embedded_db;
 mod error;
 mod metrics;
 mod mongo;
+mod order;
 mod per_comment;
 mod scope;
+mod write;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -22,9 +25,61 @@ pub use error::{StoreError, StoreResult};
 pub use metrics::CommandCounter;
 pub use mongo::{Store, StoreConfig};
 pub use scope::ReadScope;
+pub use write::Decide;
 
 pub use crate::domain::tree::Listing;
-use crate::domain::{Comment, Discussion, FullSlug, NewComment, Page, Slug, Window};
+use crate::domain::{
+    Comment, Discussion, DiscussionId, DiscussionTitle, DomainError, FullSlug, Layout, NewComment,
+    Page, Slug, Window,
+};
+
+/// Everything the API layer needs from storage: discussions, the layouts, and health.
+#[async_trait]
+pub trait Storage: Send + Sync {
+    /// Discussion metadata, shared by every layout.
+    fn discussions(&self) -> &dyn DiscussionStore;
+
+    /// The implementation of a layout (`Unsupported` when it is not available).
+    fn layout(&self, layout: Layout) -> StoreResult<&dyn CommentStore>;
+
+    /// Checks that the database answers.
+    async fn ping(&self) -> StoreResult<()>;
+
+    /// Database commands sent so far, by command name.
+    fn command_counts(&self) -> BTreeMap<String, u64>;
+
+    /// Changes a posted comment of `discussion`: reads it, lets `decide` say what it becomes (it
+    /// gets the time of the change), and writes that unless the comment changed meanwhile, in
+    /// which case it reads again. Returns the comment as it is afterwards.
+    async fn change_comment(
+        &self,
+        discussion: &Discussion,
+        slug: &Slug,
+        decide: &Decide<'_>,
+    ) -> Result<Comment, DomainError>;
+}
+
+/// Storage as the API layer holds it.
+pub type DynStorage = Arc<dyn Storage>;
+
+/// Discussion metadata: creation, lookup, listing, locking.
+#[async_trait]
+pub trait DiscussionStore: Send + Sync {
+    /// Creates a discussion with the given layout.
+    async fn create(&self, title: DiscussionTitle, layout: Layout) -> StoreResult<Discussion>;
+
+    /// The discussions with these ids (missing ones are left out).
+    async fn by_ids(&self, ids: &[DiscussionId]) -> StoreResult<Vec<Discussion>>;
+
+    /// One page of discussions, oldest first.
+    async fn list(&self, window: &Window) -> StoreResult<Page<Discussion>>;
+
+    /// How many discussions exist.
+    async fn count(&self) -> StoreResult<u64>;
+
+    /// Opens or closes a discussion for posting; returns it as it is now (`NotFound` if unknown).
+    async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion>;
+}
 
 /// The result of posting a comment.
 #[derive(Debug, Clone)]
@@ -42,6 +97,16 @@ pub struct Posted {
 pub trait CommentStore: Send + Sync {
     /// Posts a top-level comment or a reply.
     async fn post_comment(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted>;
+
+    /// Replaces a comment's changeable fields (text, edit time and editor, revisions, tombstone)
+    /// with those of `next`, only if they are still those of `current`. `Ok(false)` means the
+    /// comment changed since it was read (read it again and retry; see [`revise`]).
+    async fn replace(
+        &self,
+        discussion: &Discussion,
+        current: &Comment,
+        next: &Comment,
+    ) -> StoreResult<bool>;
 
     /// One page of the discussion's comments.
     async fn list(
@@ -99,6 +164,3 @@ pub trait CommentStore: Send + Sync {
         roots: &[FullSlug],
     ) -> StoreResult<HashMap<FullSlug, u64>>;
 }
-
-/// A layout implementation as the rest of the program holds it.
-pub type DynCommentStore = Arc<dyn CommentStore>;

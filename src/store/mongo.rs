@@ -1,9 +1,10 @@
 //! `Store`: connects to MongoDB, counts commands, creates indexes and hands out the layouts.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use mongodb::bson::{doc, Document};
 use mongodb::options::{ClientOptions, IndexOptions};
 use mongodb::{Client, Database, IndexModel};
@@ -11,9 +12,12 @@ use mongodb::{Client, Database, IndexModel};
 use super::bucketed::Bucketed;
 use super::embedded::Embedded;
 use super::per_comment::PerComment;
-use super::{CommandCounter, Discussions, DynCommentStore, StoreError, StoreResult};
+use super::write::{revise, Decide};
+use super::{
+    CommandCounter, CommentStore, DiscussionStore, Discussions, Storage, StoreError, StoreResult,
+};
 use crate::domain::slug::MonotonicClock;
-use crate::domain::Layout;
+use crate::domain::{Comment, Discussion, DomainError, Layout, Slug};
 
 /// What the store needs to know to connect and to shape comments.
 #[derive(Debug, Clone)]
@@ -31,26 +35,13 @@ pub struct StoreConfig {
     pub embedded_max_bytes: usize,
 }
 
-impl StoreConfig {
-    /// Settings for a connection string and database, with every other value at its default.
-    pub fn new(uri: String, database: String) -> Self {
-        Self {
-            uri,
-            database,
-            max_depth: 32,
-            bucket_size: 100,
-            embedded_max_bytes: 8 * 1024 * 1024,
-        }
-    }
-}
-
-/// The storage layer as the rest of the program holds it.
+/// The MongoDB storage: discussions, the three layouts, and the command counter.
 pub struct Store {
     db: Database,
-    /// Discussion metadata, shared by every layout.
-    pub discussions: Discussions,
-    layouts: HashMap<Layout, DynCommentStore>,
+    discussions: Discussions,
+    layouts: HashMap<Layout, Arc<dyn CommentStore>>,
     commands: CommandCounter,
+    clock: Arc<MonotonicClock>,
 }
 
 impl Store {
@@ -82,14 +73,14 @@ impl Store {
         let bucketed = Bucketed::new(
             &db,
             discussions.clone(),
-            clock,
+            clock.clone(),
             config.max_depth.max(1),
             config.bucket_size,
         );
         discussions.ensure_indexes().await?;
         per_comment.ensure_indexes().await?;
         bucketed.ensure_indexes().await?;
-        let mut layouts: HashMap<Layout, DynCommentStore> = HashMap::new();
+        let mut layouts: HashMap<Layout, Arc<dyn CommentStore>> = HashMap::new();
         layouts.insert(Layout::PerComment, Arc::new(per_comment));
         layouts.insert(Layout::Embedded, Arc::new(embedded));
         layouts.insert(Layout::Bucketed, Arc::new(bucketed));
@@ -98,32 +89,48 @@ impl Store {
             discussions,
             layouts,
             commands,
+            clock,
         })
     }
 
-    /// The implementation of a layout.
-    pub fn layout(&self, layout: Layout) -> StoreResult<&DynCommentStore> {
-        self.layouts.get(&layout).ok_or_else(|| {
-            StoreError::Unsupported(format!(
+    /// Database commands sent so far.
+    pub fn commands(&self) -> &CommandCounter {
+        &self.commands
+    }
+}
+
+#[async_trait]
+impl Storage for Store {
+    fn discussions(&self) -> &dyn DiscussionStore {
+        &self.discussions
+    }
+
+    fn layout(&self, layout: Layout) -> StoreResult<&dyn CommentStore> {
+        match self.layouts.get(&layout) {
+            Some(store) => Ok(store.as_ref()),
+            None => Err(StoreError::Unsupported(format!(
                 "the {layout} layout is not available in this build"
-            ))
-        })
+            ))),
+        }
     }
 
-    /// Whether a layout is available.
-    pub fn supports(&self, layout: Layout) -> bool {
-        self.layouts.contains_key(&layout)
-    }
-
-    /// Checks that the database answers.
-    pub async fn ping(&self) -> StoreResult<()> {
+    async fn ping(&self) -> StoreResult<()> {
         self.db.run_command(doc! { "ping": 1 }).await?;
         Ok(())
     }
 
-    /// Database commands sent so far, by command name.
-    pub fn commands(&self) -> &CommandCounter {
-        &self.commands
+    fn command_counts(&self) -> BTreeMap<String, u64> {
+        self.commands.snapshot()
+    }
+
+    async fn change_comment(
+        &self,
+        discussion: &Discussion,
+        slug: &Slug,
+        decide: &Decide<'_>,
+    ) -> Result<Comment, DomainError> {
+        let layout = self.layout(discussion.layout)?;
+        revise(layout, &self.clock, discussion, slug, decide).await
     }
 }
 

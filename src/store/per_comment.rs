@@ -5,21 +5,19 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::TryStreamExt;
-use mongodb::bson::{doc, from_slice, Bson, Document, RawBsonRef, RawDocumentBuf};
+use mongodb::bson::{doc, Bson, Document, RawDocumentBuf};
 use mongodb::{Collection, Database};
 
+use super::bson::{corrupt, int_field, raw_comment_of, to_count};
 use super::discussions::limit_plus_one;
-use super::docs::CommentDoc;
+use super::docs::{replace_update, unchanged_filter, CommentDoc};
+use super::error::is_duplicate_key;
 use super::mongo::index_model as index;
+use super::order::after_filter;
+use super::write::{self, Attempt, ParentPaths, PostSteps};
 use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
-use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
-use crate::domain::{
-    Comment, Discussion, FullSlug, NewComment, Page, Placement, Slug, SlugPart, Window,
-};
-
-/// How often a slug collision is retried before giving up (each try has a fresh random part).
-const SLUG_ATTEMPTS: usize = 8;
+use crate::domain::{Comment, Discussion, FullSlug, NewComment, Page, Slug, Window};
 
 /// The per-comment layout.
 pub struct PerComment {
@@ -137,12 +135,7 @@ impl PerComment {
                     .map_err(corrupt)?
                     .into_iter()
                     .skip(skip)
-                    .map(|item| match item.map_err(corrupt)? {
-                        RawBsonRef::Document(d) => from_slice::<CommentDoc>(d.as_bytes())
-                            .map(|c| c.into_comment(&discussion.id))
-                            .map_err(corrupt),
-                        _ => Err(StoreError::Corrupt("group item is not a document".into())),
-                    })
+                    .map(|item| raw_comment_of(item.map_err(corrupt)?, &discussion.id))
                     .collect::<StoreResult<Vec<_>>>()?;
                 Ok((key, Page::from_overfetch(items, window.limit())))
             })
@@ -153,22 +146,6 @@ impl PerComment {
 /// A first batch that holds `groups` results (the server still cuts a batch at 16 MB).
 fn first_batch(groups: usize) -> u32 {
     u32::try_from(groups.saturating_add(1)).unwrap_or(u32::MAX)
-}
-
-fn corrupt(err: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(err.to_string())
-}
-
-/// The filter that keeps what sorts strictly after a cursor.
-fn after_filter(cursor: &Cursor) -> Document {
-    match cursor {
-        Cursor::Chronological { posted, slug } => doc! { "$or": [
-            { "posted": { "$gt": posted.0 } },
-            { "posted": posted.0, "slug": { "$gt": slug.as_str() } },
-        ] },
-        Cursor::Threaded(full) => doc! { "full_slug": { "$gt": full.as_str() } },
-        Cursor::Discussion { .. } => doc! {},
-    }
 }
 
 /// How many items each group must keep so that the window can be cut from it.
@@ -201,73 +178,89 @@ fn ranges(roots: &[&FullSlug]) -> Vec<Document> {
 }
 
 #[async_trait]
+impl PostSteps for PerComment {
+    type State = ();
+
+    async fn prepare(
+        &self,
+        discussion: &Discussion,
+        parent: Option<&Slug>,
+    ) -> StoreResult<(Option<ParentPaths>, ())> {
+        let Some(slug) = parent else {
+            return Ok((None, ()));
+        };
+        let found = self
+            .coll
+            .find_one(doc! { "discussion_id": discussion.id.as_str(), "slug": slug.as_str() })
+            .await?
+            .ok_or_else(|| {
+                StoreError::NotFound(format!("no comment {slug} in discussion {}", discussion.id))
+            })?;
+        Ok((Some((&found.into_comment(&discussion.id)).into()), ()))
+    }
+
+    async fn attempt(
+        &self,
+        _discussion: &Discussion,
+        comment: &Comment,
+        _state: &mut (),
+    ) -> StoreResult<Attempt> {
+        match self
+            .coll
+            .insert_one(CommentDoc::from_comment(comment, true))
+            .await
+        {
+            Ok(_) => Ok(Attempt::Stored),
+            Err(err) if is_duplicate_key(&err) => Ok(Attempt::Retry),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    async fn count(
+        &self,
+        discussion: &Discussion,
+        comment: &Comment,
+        _state: &(),
+    ) -> StoreResult<()> {
+        let bump_parent = async {
+            if let Some(parent) = &comment.parent {
+                self.coll
+                    .update_one(
+                        doc! { "discussion_id": discussion.id.as_str(), "slug": parent.as_str() },
+                        doc! { "$inc": { "reply_count": 1_i64 } },
+                    )
+                    .await?;
+            }
+            Ok::<_, StoreError>(())
+        };
+        tokio::try_join!(
+            bump_parent,
+            self.discussions
+                .record_post(&discussion.id, comment.parent.is_none())
+        )?;
+        Ok(())
+    }
+}
+
+#[async_trait]
 impl CommentStore for PerComment {
     async fn post_comment(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
-        let parent = match &new.parent {
-            None => None,
-            Some(slug) => Some(
-                self.coll
-                    .find_one(
-                        doc! { "discussion_id": discussion.id.as_str(), "slug": slug.as_str() },
-                    )
-                    .await?
-                    .ok_or_else(|| {
-                        StoreError::NotFound(format!(
-                            "no comment {slug} in discussion {}",
-                            discussion.id
-                        ))
-                    })?,
-            ),
-        };
-        let parent_paths = parent.as_ref().map(|p| {
-            (
-                Slug::from_stored(p.slug.clone()),
-                FullSlug::from_stored(p.full_slug.clone()),
-            )
-        });
-        for _ in 0..SLUG_ATTEMPTS {
-            let posted = self.clock.now();
-            let placement = Placement::new(
-                parent_paths.as_ref().map(|(s, f)| (s, f)),
-                self.max_depth,
-                posted,
-                &SlugPart::generate(),
-            );
-            let reattached = placement.reattached;
-            let comment = placement.into_comment(discussion.id.clone(), posted, &new);
-            match self
-                .coll
-                .insert_one(CommentDoc::from_comment(&comment, true))
-                .await
-            {
-                Ok(_) => {}
-                Err(err) if super::error::is_duplicate_key(&err) => continue,
-                Err(err) => return Err(err.into()),
-            }
-            let bump_parent = async {
-                if let Some(parent) = &comment.parent {
-                    self.coll
-                        .update_one(
-                            doc! { "discussion_id": discussion.id.as_str(), "slug": parent.as_str() },
-                            doc! { "$inc": { "reply_count": 1_i64 } },
-                        )
-                        .await?;
-                }
-                Ok::<_, StoreError>(())
-            };
-            tokio::try_join!(
-                bump_parent,
-                self.discussions
-                    .record_post(&discussion.id, comment.parent.is_none())
-            )?;
-            return Ok(Posted {
-                comment,
-                reattached,
-            });
-        }
-        Err(StoreError::Exhausted(format!(
-            "no free slug after {SLUG_ATTEMPTS} attempts"
-        )))
+        write::post(self, &self.clock, self.max_depth, discussion, &new).await
+    }
+
+    async fn replace(
+        &self,
+        discussion: &Discussion,
+        current: &Comment,
+        next: &Comment,
+    ) -> StoreResult<bool> {
+        let mut filter = unchanged_filter("", current)?;
+        filter.insert("discussion_id", discussion.id.as_str());
+        let result = self
+            .coll
+            .update_one(filter, replace_update("", next)?)
+            .await?;
+        Ok(result.matched_count == 1)
     }
 
     async fn list(
@@ -444,12 +437,10 @@ impl CommentStore for PerComment {
                 .await?;
             for group in groups {
                 let root = group.get_str("_id").map_err(corrupt)?.to_owned();
-                let n = match group.get("n") {
-                    Some(Bson::Int32(n)) => u64::try_from(*n).unwrap_or(0),
-                    Some(Bson::Int64(n)) => u64::try_from(*n).unwrap_or(0),
-                    _ => return Err(corrupt("count is not an integer")),
-                };
-                result.insert(FullSlug::from_stored(root), n);
+                result.insert(
+                    FullSlug::from_stored(root),
+                    to_count(int_field(&group, "n")?),
+                );
             }
         }
         Ok(result)

@@ -1,63 +1,91 @@
-//! `ReadScope`: a per-request memo so a layout can read a document once per request.
+//! `ReadScope`: what one request has read, in named parts, so a layout reads a document once.
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::OnceCell;
 
-type Slot = Arc<dyn Any + Send + Sync>;
+use super::bucketed::PageInfo;
+use crate::domain::tree::Thread;
+use crate::domain::{Comment, DiscussionId, Slug};
 
-/// A per-request cache of loaded documents, keyed by a string the layout chooses. Concurrent
-/// callers asking for the same key share one load.
-#[derive(Default)]
-pub struct ReadScope {
-    slots: Mutex<HashMap<String, Slot>>,
+/// Values loaded at most once per discussion; concurrent callers share one load.
+pub struct Memo<V> {
+    cells: Mutex<HashMap<DiscussionId, Arc<OnceCell<Arc<V>>>>>,
 }
 
-impl ReadScope {
-    /// A fresh, empty scope (one per request).
-    pub fn new() -> Self {
-        Self::default()
+impl<V> Default for Memo<V> {
+    fn default() -> Self {
+        Self {
+            cells: Mutex::default(),
+        }
     }
+}
 
-    /// The value under `key`, loading it with `load` the first time it is asked for.
-    pub async fn get_or_load<T, E, F, Fut>(&self, key: &str, load: F) -> Result<Arc<T>, E>
+impl<V: Send + Sync> Memo<V> {
+    /// The value for `id`, loading it with `load` the first time it is asked for.
+    pub async fn get_or_load<E, F, Fut>(&self, id: &DiscussionId, load: F) -> Result<Arc<V>, E>
     where
-        T: Send + Sync + 'static,
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
+        Fut: Future<Output = Result<V, E>>,
     {
-        let cell: Arc<OnceCell<Arc<T>>> = {
-            let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-            let slot = slots
-                .entry(key.to_owned())
-                .or_insert_with(|| Arc::new(OnceCell::<Arc<T>>::new()) as Slot)
-                .clone();
-            match slot.downcast::<OnceCell<Arc<T>>>() {
-                Ok(cell) => cell,
-                Err(_) => Arc::new(OnceCell::new()),
-            }
-        };
+        let cell = self
+            .cells
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(id.clone())
+            .or_default()
+            .clone();
         cell.get_or_try_init(|| async { load().await.map(Arc::new) })
             .await
             .cloned()
     }
 
-    /// The value under `key` if it was loaded already in this request (never loads).
-    pub fn peek<T: Send + Sync + 'static>(&self, key: &str) -> Option<Arc<T>> {
-        let slot = self
-            .slots
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(key)
-            .cloned()?;
-        slot.downcast::<OnceCell<Arc<T>>>().ok()?.get().cloned()
+    /// The value for `id` if it was loaded already (never loads).
+    pub fn peek(&self, id: &DiscussionId) -> Option<Arc<V>> {
+        let cells = self.cells.lock().unwrap_or_else(|p| p.into_inner());
+        cells.get(id)?.get().cloned()
+    }
+}
+
+/// Comments already read, by discussion and slug.
+#[derive(Default)]
+pub struct Seen {
+    comments: Mutex<HashMap<(DiscussionId, Slug), Comment>>,
+}
+
+impl Seen {
+    /// Remembers comments.
+    pub fn remember(&self, comments: &[Comment]) {
+        let mut map = self.comments.lock().unwrap_or_else(|p| p.into_inner());
+        for c in comments {
+            map.insert((c.discussion_id.clone(), c.slug.clone()), c.clone());
+        }
     }
 
-    /// Forgets everything (after a write in the same request).
-    pub fn clear(&self) {
-        self.slots.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    /// A comment read before, if any.
+    pub fn get(&self, id: &DiscussionId, slug: &Slug) -> Option<Comment> {
+        let map = self.comments.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(&(id.clone(), slug.clone())).cloned()
+    }
+}
+
+/// What one request has read. Each layout that reads whole documents keeps them in a part of
+/// its own; a write in the request replaces the scope with a fresh one (never clears parts).
+#[derive(Default)]
+pub struct ReadScope {
+    /// Embedded layout: whole discussion documents, as threads.
+    pub(super) documents: Memo<Thread>,
+    /// Bucketed layout: each discussion's list of pages (without their comments).
+    pub(super) page_lists: Memo<Vec<PageInfo>>,
+    /// Bucketed layout: comments read so far (direct links and parents need no second read).
+    pub(super) seen: Seen,
+}
+
+impl ReadScope {
+    /// A fresh, empty scope.
+    pub fn new() -> Self {
+        Self::default()
     }
 }

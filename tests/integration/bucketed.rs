@@ -10,7 +10,7 @@ use threadql::domain::{
     Author, Comment, CommentText, Cursor, CursorKind, Discussion, DiscussionId, Layout, NewComment,
     Page, Slug, Window,
 };
-use threadql::store::{Listing, ReadScope, Store};
+use threadql::store::{Listing, ReadScope, Storage, Store};
 
 use crate::model::build_tree;
 use crate::support::{server_uri, store_config, Settings, TestApp};
@@ -46,7 +46,7 @@ async fn raw_pages(app: &TestApp, d: &str) -> Vec<Document> {
 async fn load(store: &Store, d: &str) -> Discussion {
     let id = DiscussionId::parse(d).expect("id");
     store
-        .discussions
+        .discussions()
         .by_ids(&[id])
         .await
         .expect("discussion")
@@ -149,7 +149,7 @@ async fn many_writers_lose_and_duplicate_nothing() {
     for task in 0..TASKS {
         let (store, discussion) = (app.store().clone(), discussion.clone());
         tasks.push(tokio::spawn(async move {
-            let layout = store.layout(Layout::Bucketed).expect("layout").clone();
+            let layout = store.layout(Layout::Bucketed).expect("layout");
             let mut mine: Vec<Slug> = Vec::new();
             for i in 0..POSTS {
                 // Every third post replies to one of the task's earlier comments, at any depth.

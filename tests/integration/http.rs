@@ -43,7 +43,7 @@ impl Running {
 }
 
 fn config(label: &str) -> Config {
-    let mut config = Config::defaults();
+    let mut config = crate::support::defaults();
     config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
     config.mongodb_uri = Some(server_uri().to_owned());
     config.database = unique_db(label);

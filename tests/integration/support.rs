@@ -2,14 +2,17 @@
 //! run GraphQL against the real schema.
 
 use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use serde_json::{json, Value};
+use threadql::app::App;
 use threadql::auth::JwtKeys;
+use threadql::config::{Config, LayoutArg};
 use threadql::domain::Layout;
-use threadql::graphql::{Api, Limits};
+use threadql::graphql::Api;
 use threadql::store::embedded_db::EmbeddedDb;
 use threadql::store::{Store, StoreConfig};
 
@@ -77,7 +80,7 @@ pub fn unique_db(label: &str) -> String {
     format!("t{}_{}_{}", std::process::id(), n, label)
 }
 
-/// Settings a test may change.
+/// Settings a test may change; everything else is the server's default.
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// Layout of new discussions.
@@ -90,39 +93,66 @@ pub struct Settings {
     pub max_text_chars: usize,
     /// Size cap of an embedded discussion, in bytes.
     pub embedded_max_bytes: usize,
+    /// How long an author may edit a comment after posting it, in seconds (0: never).
+    pub edit_window_secs: u64,
+}
+
+/// The server's defaults, as `threadql` with no flags has them.
+pub fn defaults() -> Config {
+    Config::defaults().expect("THREADQL_* variables in the environment are valid")
 }
 
 impl Settings {
-    /// Defaults for a layout.
+    /// The server's defaults, with new discussions in `layout`.
     pub fn new(layout: Layout) -> Self {
+        let config = defaults();
         Self {
             layout,
-            max_depth: 32,
-            bucket_size: 100,
-            max_text_chars: 10_000,
-            embedded_max_bytes: StoreConfig::new(String::new(), String::new()).embedded_max_bytes,
+            max_depth: config.max_depth as usize,
+            bucket_size: config.bucket_size,
+            max_text_chars: config.max_text_chars,
+            embedded_max_bytes: config.embedded_max_bytes as usize,
+            edit_window_secs: config.edit_window_secs,
         }
+    }
+
+    /// The server configuration for a test database with these settings.
+    pub fn config(&self, database: &str) -> Config {
+        let mut config = defaults();
+        config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+        config.mongodb_uri = Some(server_uri().to_owned());
+        config.database = database.to_owned();
+        config.jwt_secret = Some(SECRET.to_owned());
+        config.default_layout = match self.layout {
+            Layout::PerComment => LayoutArg::PerComment,
+            Layout::Embedded => LayoutArg::Embedded,
+            Layout::Bucketed => LayoutArg::Bucketed,
+        };
+        config.max_depth = self.max_depth as u32;
+        config.bucket_size = self.bucket_size;
+        config.max_text_chars = self.max_text_chars;
+        config.embedded_max_bytes = self.embedded_max_bytes as u64;
+        config.edit_window_secs = self.edit_window_secs;
+        config
     }
 }
 
-/// One test's application: its own database, the real store and schema.
+/// One test's application: its own database, built from a `Config` like the server.
 pub struct TestApp {
-    /// The API (schema + store).
+    /// The API (schema + storage).
     pub api: Api,
     /// The database name.
     pub database: String,
     /// The settings it was built with.
     pub settings: Settings,
+    store: Arc<Store>,
     keys: JwtKeys,
 }
 
 /// The store settings used for a test database.
 pub fn store_config(database: &str, settings: &Settings) -> StoreConfig {
-    let mut config = StoreConfig::new(server_uri().to_owned(), database.to_owned());
-    config.max_depth = settings.max_depth;
-    config.bucket_size = settings.bucket_size;
-    config.embedded_max_bytes = settings.embedded_max_bytes;
-    config
+    let config = settings.config(database);
+    threadql::app::store_config(&config, server_uri().to_owned())
 }
 
 impl TestApp {
@@ -134,32 +164,31 @@ impl TestApp {
     /// A fresh app on a fresh database.
     pub async fn with(label: &str, settings: Settings) -> TestApp {
         let database = unique_db(label);
-        let store = Store::connect(&store_config(&database, &settings))
+        let app = App::build(&settings.config(&database))
             .await
-            .expect("connect to the test database");
-        let keys = JwtKeys::new(SECRET);
-        let limits = Limits {
-            default_page_size: 20,
-            max_page_size: 100,
-            max_text_chars: settings.max_text_chars,
-            default_layout: settings.layout,
-        };
+            .expect("build the app on the test database");
         TestApp {
-            api: Api::new(Arc::new(store), keys.clone(), limits),
+            api: app.api,
+            store: app.store,
             database,
             settings,
-            keys,
+            keys: JwtKeys::new(SECRET),
         }
     }
 
-    /// The store.
+    /// The storage (tests look inside it; the API sees only its traits).
     pub fn store(&self) -> &Arc<Store> {
-        self.api.store()
+        &self.store
     }
 
     /// A valid token for a user.
     pub fn token(&self, sub: &str, name: &str) -> String {
         self.keys.mint(sub, name, &[], 3600)
+    }
+
+    /// A valid token for a moderator.
+    pub fn moderator_token(&self, sub: &str, name: &str) -> String {
+        self.keys.mint(sub, name, &["moderator".to_owned()], 3600)
     }
 
     /// Runs a query with an optional bearer token; returns the whole response as JSON.

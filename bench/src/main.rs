@@ -20,7 +20,7 @@ use threadql::auth::JwtKeys;
 use threadql::config::LayoutArg;
 use threadql::domain::{DiscussionTitle, Layout};
 use threadql::store::embedded_db::EmbeddedDb;
-use threadql::store::{Store, StoreConfig};
+use threadql::store::{Storage, Store};
 
 use crate::client::GraphqlClient;
 use crate::measure::{Effort, WriteTarget};
@@ -246,7 +246,9 @@ async fn bench(
     let sizes = report.sizes.clone();
     let effort = report.effort;
     let db_name = format!("threadql_bench_{}", std::process::id());
-    let store = Store::connect(&StoreConfig::new(database.uri.clone(), db_name.clone()))
+    let mut config = threadql::config::Config::defaults()?;
+    config.database = db_name.clone();
+    let store = Store::connect(&threadql::app::store_config(&config, database.uri.clone()))
         .await
         .context("cannot connect to the benchmark database")?;
     let http = client::http_client()?;
@@ -257,7 +259,7 @@ async fn bench(
         .collect();
     let keys = JwtKeys::new(&secret);
     for layout in args.layouts() {
-        if !store.supports(layout) {
+        if store.layout(layout).is_err() {
             eprintln!("skipping the {layout} layout: this build does not have it");
             report.skipped.push(Skipped {
                 layout: layout.to_string(),
@@ -322,7 +324,7 @@ async fn bench_case(
     let label = format!("{layout} {}", group(size));
     let plan = Plan::generate(size, args.seed);
     let title = DiscussionTitle::parse(&format!("benchmark: {layout}, {size} comments"))?;
-    let discussion = store.discussions.create(title, layout).await?;
+    let discussion = store.discussions().create(title, layout).await?;
     let budget = args
         .load_secs
         .unwrap_or(if args.quick { 30.0 } else { 900.0 });

@@ -6,7 +6,7 @@ use anyhow::{bail, Context as _};
 use serde::Serialize;
 use serde_json::{json, Value};
 use threadql::domain::{Comment, Cursor, Discussion, DiscussionId, Slug, Window};
-use threadql::store::{Listing, ReadScope, Store};
+use threadql::store::{Listing, ReadScope, Storage, Store};
 
 /// Comments per page in the paged reads.
 pub const PAGE: usize = 50;
@@ -182,7 +182,7 @@ impl Fixtures {
     pub async fn direct(&self, store: &Store, read: Read) -> anyhow::Result<Vec<String>> {
         let scope = ReadScope::new();
         let found = store
-            .discussions
+            .discussions()
             .by_ids(std::slice::from_ref(&self.discussion))
             .await?;
         let Some(discussion) = found.into_iter().next() else {

@@ -9,7 +9,7 @@ use anyhow::{bail, Context as _};
 use futures::StreamExt as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use threadql::domain::{Author, CommentText, Discussion, NewComment, Slug};
-use threadql::store::{Store, StoreError};
+use threadql::store::{Storage, Store, StoreError};
 use tokio::sync::Notify;
 
 use crate::plan::{author_name, Plan};
@@ -166,7 +166,7 @@ pub async fn load(
 /// The discussion as stored now.
 pub async fn reload(store: &Store, discussion: &Discussion) -> anyhow::Result<Discussion> {
     let found = store
-        .discussions
+        .discussions()
         .by_ids(std::slice::from_ref(&discussion.id))
         .await?;
     match found.into_iter().next() {

@@ -1,0 +1,214 @@
+//! The bucketed layout: comments in pages of about a hundred in `comment_pages` ("Hybrid").
+//!
+//! A page is `{discussion_id, page, count, roots, thread_total, first_key, last_key, comments}`.
+//! Pages hold disjoint, increasing runs of the chronological order `(posted, slug)` and each page's
+//! array is kept sorted, so walking pages in page order *is* the chronological order: offset
+//! windows are cut from the `{page, count}` list, cursor windows start at the first page whose
+//! `last_key` follows the cursor. See docs/ARCHITECTURE.md for why this holds under concurrency.
+
+mod shapes;
+mod threads;
+mod windows;
+mod write;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use mongodb::bson::{doc, Document};
+use mongodb::{Collection, Database};
+
+pub use shapes::PageInfo;
+
+use super::docs::{replace_update, unchanged_filter};
+use super::mongo::index_model as index;
+use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
+use crate::domain::paging::Cursor;
+use crate::domain::slug::MonotonicClock;
+use crate::domain::tree::Thread;
+use crate::domain::{Comment, Discussion, FullSlug, NewComment, Page, Slug, Window};
+use threads::descendant_ranges;
+
+/// The bucketed layout.
+pub struct Bucketed {
+    pages: Collection<Document>,
+    discussion_docs: Collection<Document>,
+    discussions: Discussions,
+    clock: Arc<MonotonicClock>,
+    max_depth: usize,
+    cap: i64,
+}
+
+impl Bucketed {
+    /// Name of the collection.
+    pub const COLLECTION: &'static str = "comment_pages";
+
+    pub(super) fn new(
+        db: &Database,
+        discussions: Discussions,
+        clock: Arc<MonotonicClock>,
+        max_depth: usize,
+        bucket_size: u32,
+    ) -> Self {
+        Self {
+            pages: db.collection(Self::COLLECTION),
+            discussion_docs: db.collection(Discussions::COLLECTION),
+            discussions,
+            clock,
+            max_depth,
+            cap: i64::from(bucket_size.max(1)),
+        }
+    }
+
+    pub(super) async fn ensure_indexes(&self) -> StoreResult<()> {
+        self.pages
+            .create_indexes([
+                index("page_unique", doc! { "discussion_id": 1, "page": 1 }, true),
+                index("order", doc! { "discussion_id": 1, "last_key": 1 }, false),
+                index(
+                    "slug",
+                    doc! { "discussion_id": 1, "comments.slug": 1 },
+                    false,
+                ),
+                index(
+                    "parent",
+                    doc! { "discussion_id": 1, "comments.parent": 1 },
+                    false,
+                ),
+                index(
+                    "threaded",
+                    doc! { "discussion_id": 1, "comments.full_slug": 1 },
+                    false,
+                ),
+            ])
+            .await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl CommentStore for Bucketed {
+    async fn post_comment(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
+        super::write::post(self, &self.clock, self.max_depth, discussion, &new).await
+    }
+
+    /// One update of the comment inside its page, found by slug (`$elemMatch` also checks that
+    /// its fields are still as read; `$` is the matched element).
+    async fn replace(
+        &self,
+        discussion: &Discussion,
+        current: &Comment,
+        next: &Comment,
+    ) -> StoreResult<bool> {
+        let filter = doc! {
+            "discussion_id": discussion.id.as_str(),
+            "comments": { "$elemMatch": unchanged_filter("", current)? },
+        };
+        let result = self
+            .pages
+            .update_one(filter, replace_update("comments.$.", next)?)
+            .await?;
+        Ok(result.matched_count == 1)
+    }
+
+    async fn list(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        listing: Listing,
+        window: &Window,
+    ) -> StoreResult<Page<Comment>> {
+        let limit = window.limit();
+        let need = limit + 1;
+        let top_level = match listing {
+            Listing::Threaded => return self.threaded(scope, discussion, window).await,
+            Listing::Chronological => false,
+            Listing::Threads => true,
+        };
+        let items = match window {
+            Window::Offset { skip: 0, .. } | Window::After { cursor: None, .. } => {
+                self.stream(scope, discussion, None, top_level, need)
+                    .await?
+            }
+            Window::Offset { skip, .. } => {
+                self.walk(scope, discussion, top_level, *skip, need as u64)
+                    .await?
+            }
+            Window::After {
+                cursor: Some(Cursor::Chronological { posted, slug }),
+                ..
+            } => {
+                self.stream(scope, discussion, Some((*posted, slug)), top_level, need)
+                    .await?
+            }
+            Window::After { .. } => {
+                return Err(StoreError::Unsupported("cursor of another order".into()))
+            }
+        };
+        Ok(Page::from_overfetch(items, limit))
+    }
+
+    async fn by_slugs(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        slugs: &[Slug],
+    ) -> StoreResult<Vec<Comment>> {
+        let mut out = Vec::new();
+        let mut missing: Vec<&str> = Vec::new();
+        for slug in slugs {
+            match scope.seen.get(&discussion.id, slug) {
+                Some(c) => out.push(c),
+                None => missing.push(slug.as_str()),
+            }
+        }
+        if !missing.is_empty() {
+            let found = self
+                .matching_in(scope, discussion, "slug", &missing)
+                .await?;
+            out.extend(found);
+        }
+        Ok(out)
+    }
+
+    async fn replies(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        parents: &[Slug],
+        window: &Window,
+    ) -> StoreResult<HashMap<Slug, Page<Comment>>> {
+        if parents.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let names: Vec<&str> = parents.iter().map(Slug::as_str).collect();
+        let comments = self
+            .matching_in(scope, discussion, "parent", &names)
+            .await?;
+        Ok(Thread::new(comments).replies(parents, window))
+    }
+
+    async fn sub_discussions(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        roots: &[FullSlug],
+        window: &Window,
+    ) -> StoreResult<HashMap<FullSlug, Page<Comment>>> {
+        if roots.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let (query, cond) = descendant_ranges(roots);
+        let comments = self.matching(scope, discussion, query, cond).await?;
+        Ok(Thread::new(comments).sub_discussions(roots, window))
+    }
+
+    async fn sub_discussion_counts(
+        &self,
+        _scope: &ReadScope,
+        discussion: &Discussion,
+        roots: &[FullSlug],
+    ) -> StoreResult<HashMap<FullSlug, u64>> {
+        self.descendant_counts(discussion, roots).await
+    }
+}

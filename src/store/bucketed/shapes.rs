@@ -1,0 +1,99 @@
+//! The stored shapes of the bucketed layout: page headers, the discussion's write target, and
+//! the order key pages are bounded by.
+
+use mongodb::bson::{Bson, Document};
+use serde::Deserialize;
+
+use crate::domain::{Comment, DiscussionId, Micros, Slug};
+use crate::store::bson::{as_i64, comment_of};
+use crate::store::StoreResult;
+
+/// Documents per reply batch: large, so that a read is one command however many pages it returns.
+pub(super) const BATCH_SIZE: u32 = 100_000;
+/// Discussion fields this layout keeps: the page new comments go to, and the last key of the
+/// page before it (every later comment must sort after it).
+pub(super) const NUM_PAGES: &str = "num_comment_pages";
+pub(super) const FLOOR: &str = "comment_pages_floor";
+
+/// The chronological sort key of a comment as one string: fixed-width time, then slug.
+pub(super) fn order_key(posted: Micros, slug: &Slug) -> String {
+    format!("{:016}:{}", posted.0.max(0), slug)
+}
+
+/// The time part of an order key (or of a full slug).
+pub(super) fn key_time(key: &str) -> i64 {
+    key.get(..16).and_then(|t| t.parse().ok()).unwrap_or(0)
+}
+
+/// One entry of a discussion's page list: everything but the comments.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PageInfo {
+    pub(super) page: i64,
+    pub(super) count: i64,
+    /// Top-level comments in the page.
+    #[serde(default)]
+    pub(super) roots: i64,
+    /// Comments in the threads whose top-level comment is in the page.
+    #[serde(default)]
+    pub(super) thread_total: i64,
+    /// Smallest and largest order key in the page.
+    #[serde(default)]
+    pub(super) first_key: String,
+    #[serde(default)]
+    pub(super) last_key: String,
+}
+
+impl PageInfo {
+    pub(super) fn weight(&self, top_level: bool) -> u64 {
+        u64::try_from(if top_level { self.roots } else { self.count }).unwrap_or(0)
+    }
+}
+
+/// Where a post goes next: the current page, and the key every new comment must follow.
+#[derive(Debug, Clone)]
+pub(super) struct Target {
+    pub(super) page: i64,
+    pub(super) floor: String,
+}
+
+impl Target {
+    pub(super) fn from_doc(doc: Option<Document>) -> Self {
+        let doc = doc.unwrap_or_default();
+        let page = doc.get(NUM_PAGES).and_then(as_i64).unwrap_or(0);
+        let floor = doc.get_str(FLOOR).unwrap_or_default().to_owned();
+        Self { page, floor }
+    }
+
+    /// The floor's time: a new comment must be posted strictly after it.
+    pub(super) fn floor_time(&self) -> Micros {
+        if self.floor.is_empty() {
+            Micros(-1)
+        } else {
+            Micros(key_time(&self.floor))
+        }
+    }
+}
+
+/// The comments of a document's `comments` field: an array, or one comment after `$unwind`.
+pub(super) fn comments_of(doc: &Document, id: &DiscussionId) -> StoreResult<Vec<Comment>> {
+    let items = match doc.get("comments") {
+        Some(Bson::Array(items)) => items.as_slice(),
+        Some(one @ Bson::Document(_)) => std::slice::from_ref(one),
+        _ => return Ok(Vec::new()),
+    };
+    items.iter().map(|item| comment_of(item, id)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_keys_sort_like_posted_then_slug() {
+        let a = Slug::from_stored("zzzzzzzz".into());
+        let b = Slug::from_stored("00000000".into());
+        assert!(order_key(Micros(9), &a) < order_key(Micros(10), &b));
+        assert!(order_key(Micros(10), &b) < order_key(Micros(10), &a));
+        assert_eq!(key_time(&order_key(Micros(1234), &a)), 1234);
+    }
+}

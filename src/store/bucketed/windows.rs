@@ -1,0 +1,370 @@
+//! Listing windows over buckets: the page list, offset walks that read only the pages they
+//! need, streams from a cursor, and threaded windows found through thread totals.
+
+use mongodb::bson::{doc, from_document, Bson, Document};
+
+use super::shapes::{key_time, order_key, PageInfo, BATCH_SIZE};
+use super::Bucketed;
+use crate::domain::paging::Cursor;
+use crate::domain::tree::{Listing, Thread};
+use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Micros, Page, Slug, Window};
+use crate::store::bson::corrupt;
+use crate::store::order::after_cond;
+use crate::store::{ReadScope, StoreError, StoreResult};
+use futures::TryStreamExt;
+use std::sync::Arc;
+
+impl Bucketed {
+    /// The discussion's page list (no comments), once per request.
+    pub(super) async fn page_list(
+        &self,
+        scope: &ReadScope,
+        id: &DiscussionId,
+    ) -> StoreResult<Arc<Vec<PageInfo>>> {
+        scope
+            .page_lists
+            .get_or_load(id, || async {
+                let docs: Vec<Document> = self
+                    .pages
+                    .find(doc! { "discussion_id": id.as_str() })
+                    .projection(doc! {
+                        "_id": 0, "page": 1, "count": 1, "roots": 1, "thread_total": 1,
+                        "first_key": 1, "last_key": 1,
+                    })
+                    .sort(doc! { "page": 1 })
+                    .batch_size(BATCH_SIZE)
+                    .await?
+                    .try_collect()
+                    .await?;
+                docs.into_iter()
+                    .map(|d| from_document::<PageInfo>(d).map_err(corrupt))
+                    .collect::<StoreResult<Vec<_>>>()
+            })
+            .await
+    }
+
+    /// The start of a chronological listing (or of the top-level comments), after `after`:
+    /// pages in order from the first whose last key follows the cursor, cut after `need` items.
+    pub(super) async fn stream(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        after: Option<(Micros, &Slug)>,
+        top_level: bool,
+        need: usize,
+    ) -> StoreResult<Vec<Comment>> {
+        let mut matcher = doc! { "discussion_id": discussion.id.as_str() };
+        let mut conds: Vec<Bson> = Vec::new();
+        if let Some((posted, slug)) = after {
+            matcher.insert("last_key", doc! { "$gt": order_key(posted, slug) });
+            let cursor = Cursor::Chronological {
+                posted,
+                slug: slug.clone(),
+            };
+            conds.push(after_cond(&cursor, "c").into());
+        }
+        if top_level {
+            matcher.insert("roots", doc! { "$gt": 0 });
+            conds.push(doc! { "$eq": ["$$c.parent", Bson::Null] }.into());
+        }
+        let mut pipeline = vec![
+            doc! { "$match": matcher },
+            doc! { "$sort": { "last_key": 1 } },
+        ];
+        pipeline.push(if conds.is_empty() {
+            doc! { "$project": { "_id": 0, "comments": 1 } }
+        } else {
+            doc! { "$project": { "_id": 0, "comments": {
+                "$filter": { "input": "$comments", "as": "c", "cond": { "$and": conds } },
+            } } }
+        });
+        pipeline.extend([
+            doc! { "$unwind": "$comments" },
+            doc! { "$limit": i64::try_from(need).unwrap_or(i64::MAX) },
+        ]);
+        self.run(scope, discussion, pipeline).await
+    }
+
+    /// The seed's skip/limit walk: the page list says which pages hold the window; one query
+    /// `$slice`s just those pages.
+    pub(super) async fn walk(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        top_level: bool,
+        skip: u64,
+        need: u64,
+    ) -> StoreResult<Vec<Comment>> {
+        let pages = self.page_list(scope, &discussion.id).await?;
+        let slices = window_slices(&pages, top_level, skip, need);
+        if slices.is_empty() {
+            return Ok(Vec::new());
+        }
+        let input = if top_level {
+            Bson::from(doc! { "$filter": {
+                "input": "$comments", "as": "c", "cond": { "$eq": ["$$c.parent", Bson::Null] },
+            } })
+        } else {
+            Bson::from("$comments")
+        };
+        let branches: Vec<Bson> = slices
+            .iter()
+            .map(|s| {
+                doc! {
+                    "case": { "$eq": ["$page", s.page] },
+                    "then": { "$slice": [input.clone(), to_i64(s.skip), to_i64(s.take)] },
+                }
+                .into()
+            })
+            .collect();
+        let pages_wanted: Vec<i64> = slices.iter().map(|s| s.page).collect();
+        let pipeline = vec![
+            doc! { "$match": { "discussion_id": discussion.id.as_str(), "page": { "$in": pages_wanted } } },
+            doc! { "$sort": { "page": 1 } },
+            doc! { "$project": { "_id": 0, "comments": {
+                "$switch": { "branches": branches, "default": [] },
+            } } },
+        ];
+        self.run(scope, discussion, pipeline).await
+    }
+
+    /// Threaded order: the page list's thread totals say which pages' threads hold the window;
+    /// one range query on `comments.full_slug` fetches those threads.
+    pub(super) async fn threaded(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        window: &Window,
+    ) -> StoreResult<Page<Comment>> {
+        let pages = self.page_list(scope, &discussion.id).await?;
+        let need = window.limit() as u64 + 1;
+        let (span, lower, inner) = match window {
+            Window::Offset { skip, limit } => {
+                let Some((span, inner_skip)) = thread_span(&pages, *skip, need) else {
+                    return Ok(Page::from_overfetch(Vec::new(), *limit));
+                };
+                let first = &pages[span.0];
+                (
+                    span,
+                    doc! { "$gte": first.first_key.as_str() },
+                    Window::Offset {
+                        skip: inner_skip,
+                        limit: *limit,
+                    },
+                )
+            }
+            Window::After { cursor, limit } => {
+                let from = match cursor {
+                    None => None,
+                    Some(Cursor::Threaded(full)) => Some(full),
+                    Some(_) => {
+                        return Err(StoreError::Unsupported("cursor of another order".into()))
+                    }
+                };
+                let Some(span) = thread_span_after(&pages, from, need) else {
+                    return Ok(Page::from_overfetch(Vec::new(), *limit));
+                };
+                let lower = match from {
+                    Some(full) => doc! { "$gt": full.as_str() },
+                    None => doc! { "$gte": pages[span.0].first_key.as_str() },
+                };
+                (span, lower, window.clone())
+            }
+        };
+        let (first, last) = (&pages[span.0], &pages[span.1]);
+        let upper = format!("{:016}", key_time(&last.last_key) + 1);
+        let mut range = lower.clone();
+        range.insert("$lt", upper.as_str());
+        let cond: Vec<Bson> = range
+            .iter()
+            .map(|(op, v)| doc! { op: ["$$c.full_slug", v.clone()] }.into())
+            .collect();
+        let comments = self
+            .matching(
+                scope,
+                discussion,
+                doc! { "comments.full_slug": range },
+                doc! { "$and": cond }.into(),
+            )
+            .await?;
+        let (lo, hi) = (first.first_key.as_str(), last.last_key.as_str());
+        let comments = comments
+            .into_iter()
+            .filter(|c| {
+                let root = c.full_slug.ancestor_at(0);
+                lo <= root.as_str() && root.as_str() <= hi
+            })
+            .collect();
+        Ok(Thread::new(comments).list(Listing::Threaded, &inner))
+    }
+}
+
+/// Part of one page that a window needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Slice {
+    page: i64,
+    skip: u64,
+    take: u64,
+}
+
+/// The slices of the pages that hold items `skip..skip + need` of the walk.
+fn window_slices(pages: &[PageInfo], top_level: bool, skip: u64, need: u64) -> Vec<Slice> {
+    let end = skip.saturating_add(need);
+    let mut before = 0_u64;
+    let mut out = Vec::new();
+    for page in pages {
+        let weight = page.weight(top_level);
+        let (start, stop) = (before, before + weight);
+        before = stop;
+        if stop <= skip || weight == 0 {
+            continue;
+        }
+        if start >= end {
+            break;
+        }
+        let from = skip.saturating_sub(start);
+        let take = stop.min(end) - start.max(skip);
+        out.push(Slice {
+            page: page.page,
+            skip: from,
+            take,
+        });
+    }
+    out
+}
+
+/// The pages whose threads hold threaded items `skip..skip + need`, and the offset of the
+/// window inside their threads.
+fn thread_span(pages: &[PageInfo], skip: u64, need: u64) -> Option<((usize, usize), u64)> {
+    let mut before = 0_u64;
+    let mut first: Option<(usize, u64)> = None;
+    for (i, page) in pages.iter().enumerate() {
+        let stop = before + u64::try_from(page.thread_total).unwrap_or(0);
+        if first.is_none() && stop > skip {
+            first = Some((i, skip - before));
+        }
+        if let Some((start, inner)) = first {
+            if stop >= skip.saturating_add(need) || i + 1 == pages.len() {
+                return Some(((start, i), inner));
+            }
+        }
+        before = stop;
+    }
+    None
+}
+
+/// The pages whose threads hold the `need` threaded items after `from`: from the page holding
+/// `from`'s top-level comment, until the pages after it hold enough.
+fn thread_span_after(
+    pages: &[PageInfo],
+    from: Option<&FullSlug>,
+    need: u64,
+) -> Option<(usize, usize)> {
+    let start = match from {
+        None => 0,
+        Some(full) => {
+            let root = full.ancestor_at(0);
+            pages
+                .iter()
+                .position(|p| p.last_key.as_str() >= root.as_str())?
+        }
+    };
+    if start >= pages.len() {
+        return None;
+    }
+    let mut gathered = if from.is_none() {
+        u64::try_from(pages[start].thread_total).unwrap_or(0)
+    } else {
+        0
+    };
+    let mut end = start;
+    while gathered < need && end + 1 < pages.len() {
+        end += 1;
+        gathered += u64::try_from(pages[end].thread_total).unwrap_or(0);
+    }
+    Some((start, end))
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(page: i64, count: i64, roots: i64) -> PageInfo {
+        PageInfo {
+            page,
+            count,
+            roots,
+            thread_total: count,
+            first_key: String::new(),
+            last_key: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_seeds_worked_example() {
+        // Pages of 100, 102, 101 and 22 comments; skip 300, limit 50 (plus one to see more).
+        let pages = [
+            page(0, 100, 0),
+            page(1, 102, 0),
+            page(2, 101, 0),
+            page(3, 22, 0),
+        ];
+        assert_eq!(
+            window_slices(&pages, false, 300, 51),
+            vec![
+                Slice {
+                    page: 2,
+                    skip: 98,
+                    take: 3
+                },
+                Slice {
+                    page: 3,
+                    skip: 0,
+                    take: 22
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn windows_skip_whole_pages_and_empty_ones() {
+        let pages = [page(0, 5, 2), page(1, 5, 0), page(2, 5, 3), page(3, 2, 1)];
+        assert_eq!(
+            window_slices(&pages, false, 5, 5),
+            vec![Slice {
+                page: 1,
+                skip: 0,
+                take: 5
+            }]
+        );
+        assert_eq!(
+            window_slices(&pages, true, 1, 3),
+            vec![
+                Slice {
+                    page: 0,
+                    skip: 1,
+                    take: 1
+                },
+                Slice {
+                    page: 2,
+                    skip: 0,
+                    take: 2
+                },
+            ]
+        );
+        assert!(window_slices(&pages, false, 17, 5).is_empty());
+    }
+
+    #[test]
+    fn thread_spans_cover_the_window() {
+        let pages = [page(0, 10, 1), page(1, 10, 1), page(2, 10, 1)];
+        assert_eq!(thread_span(&pages, 0, 5), Some(((0, 0), 0)));
+        assert_eq!(thread_span(&pages, 8, 5), Some(((0, 1), 8)));
+        assert_eq!(thread_span(&pages, 25, 50), Some(((2, 2), 5)));
+        assert_eq!(thread_span(&pages, 30, 5), None);
+    }
+}
