@@ -142,10 +142,7 @@ mod tests {
             full_slug: FullSlug::top_level(Micros(1_000_000), &part),
             parent: None,
             posted: Micros(1_000_000),
-            author: Author {
-                id: author.into(),
-                name: author.into(),
-            },
+            author: person(author),
             text: Some("first".into()),
             edited: None,
             edited_by: None,
@@ -161,17 +158,17 @@ mod tests {
 
     const RULES: EditRules = EditRules { window_secs: 10 };
 
+    fn person(id: &str) -> Author {
+        Author {
+            id: id.into(),
+            name: id.to_uppercase(),
+        }
+    }
+
     #[test]
     fn authors_edit_within_the_window_and_moderators_always() {
         let c = comment("ann");
-        let ann = Author {
-            id: "ann".into(),
-            name: "Ann".into(),
-        };
-        let bob = Author {
-            id: "bob".into(),
-            name: "Bob".into(),
-        };
+        let (ann, bob) = (person("ann"), person("bob"));
         let as_ann = Actor {
             author: &ann,
             moderator: false,
@@ -213,7 +210,7 @@ mod tests {
         let by_mod = text("third").apply(&edited, as_mod, closed, true, late);
         let by_mod = by_mod.ok().flatten().unwrap_or_else(|| panic!("edit"));
         assert_eq!(by_mod.edited_by.as_ref(), Some(&bob));
-        assert_eq!(by_mod.revisions[1].editor.id, ann.id);
+        assert_eq!(by_mod.revisions[1].editor, ann);
         assert_eq!(by_mod.revisions[1].edited, soon);
         assert!(matches!(
             text("third").apply(&by_mod, as_mod, RULES, false, late),
@@ -224,14 +221,7 @@ mod tests {
     #[test]
     fn deleting_leaves_a_tombstone_once() {
         let c = comment("ann");
-        let ann = Author {
-            id: "ann".into(),
-            name: "Ann".into(),
-        };
-        let bob = Author {
-            id: "bob".into(),
-            name: "Bob".into(),
-        };
+        let (ann, bob) = (person("ann"), person("bob"));
         let as_ann = Actor {
             author: &ann,
             moderator: false,
