@@ -13,7 +13,7 @@ use crate::model::build_tree;
 use crate::support::{error_code, server_uri, Settings, TestApp};
 
 /// The discussion document as stored.
-async fn raw_discussion(app: &TestApp, id: &str) -> Document {
+pub async fn raw_discussion(app: &TestApp, id: &str) -> Document {
     let client = mongodb::Client::with_uri_str(server_uri()).await.unwrap();
     client
         .database(&app.database)

@@ -6,5 +6,6 @@ mod bucketed;
 mod contract;
 mod embedded;
 mod http;
+mod lifecycle;
 mod model;
 mod support;
