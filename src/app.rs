@@ -3,14 +3,17 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use axum::Router;
 use tokio::net::TcpListener;
 
-use crate::auth::{JwtKeys, DEV_SECRET};
+use crate::auth::{JwtKeys, TokenRules, DEV_SECRET};
 use crate::config::Config;
+use crate::domain::paging::DEFAULT_PAGE_SIZE;
 use crate::domain::EditRules;
+use crate::graphql::limits::DocumentLimits;
 use crate::graphql::{Api, Limits};
 use crate::store::embedded_db::EmbeddedDb;
 use crate::store::{Storage, Store, StoreConfig};
@@ -29,27 +32,78 @@ pub struct App {
     embedded: Option<EmbeddedDb>,
 }
 
-/// The JWT keys from config; warns loudly when the development secret is used.
-pub fn jwt_keys(config: &Config) -> JwtKeys {
-    match &config.jwt_secret {
-        Some(secret) => JwtKeys::new(secret),
-        None => {
-            tracing::warn!("THREADQL_JWT_SECRET is not set: using the built-in DEVELOPMENT secret; anyone can mint tokens. Never run like this in production.");
-            JwtKeys::new(DEV_SECRET)
+/// The JWT keys from config: exactly one of the HS256 secret (`THREADQL_JWT_SECRET`), a PEM public
+/// key (`THREADQL_JWT_PUBLIC_KEY`, RS256 or ES256) or a JWKS file (`THREADQL_JWT_JWKS`), checked
+/// with the configured issuer, audience and leeway. With none of them, the development secret,
+/// with a loud warning; with several, an error.
+pub fn jwt_keys(config: &Config) -> anyhow::Result<JwtKeys> {
+    let rules = TokenRules {
+        issuer: config.jwt_issuer.clone(),
+        audience: config.jwt_audience.clone(),
+        leeway_secs: config.jwt_leeway_secs,
+    };
+    let keys = match (&config.jwt_secret, &config.jwt_public_key, &config.jwt_jwks) {
+        (Some(secret), None, None) => {
+            JwtKeys::hs256(secret, rules).context("THREADQL_JWT_SECRET")?
         }
+        (None, Some(path), None) => {
+            let pem = std::fs::read(path).with_context(|| {
+                format!("cannot read THREADQL_JWT_PUBLIC_KEY {}", path.display())
+            })?;
+            JwtKeys::from_public_key_pem(&pem, rules)
+                .with_context(|| format!("THREADQL_JWT_PUBLIC_KEY {}", path.display()))?
+        }
+        (None, None, Some(path)) => {
+            let json = std::fs::read(path)
+                .with_context(|| format!("cannot read THREADQL_JWT_JWKS {}", path.display()))?;
+            JwtKeys::from_jwks(&json, rules)
+                .with_context(|| format!("THREADQL_JWT_JWKS {}", path.display()))?
+        }
+        (None, None, None) => {
+            tracing::warn!("none of THREADQL_JWT_SECRET, THREADQL_JWT_PUBLIC_KEY, THREADQL_JWT_JWKS is set: using the built-in DEVELOPMENT secret; anyone can mint tokens. Never run like this in production.");
+            JwtKeys::hs256(DEV_SECRET, rules)?
+        }
+        (secret, public_key, jwks) => {
+            let set: Vec<&str> = [
+                (secret.is_some(), "THREADQL_JWT_SECRET"),
+                (public_key.is_some(), "THREADQL_JWT_PUBLIC_KEY"),
+                (jwks.is_some(), "THREADQL_JWT_JWKS"),
+            ]
+            .into_iter()
+            .filter_map(|(is_set, name)| is_set.then_some(name))
+            .collect();
+            anyhow::bail!(
+                "{} are set together: configure exactly one way to verify tokens (THREADQL_JWT_SECRET for HS256, THREADQL_JWT_PUBLIC_KEY for an RS256/ES256 public key, or THREADQL_JWT_JWKS)",
+                set.join(" and ")
+            );
+        }
+    };
+    if !keys.can_mint() && config.jwt_audience.is_none() {
+        tracing::warn!("THREADQL_JWT_AUDIENCE is not set: tokens the identity provider issued for any audience are accepted");
     }
+    tracing::info!(keys = %keys.describe(), "bearer tokens are verified");
+    Ok(keys)
 }
 
 impl From<&Config> for Limits {
     fn from(config: &Config) -> Self {
         Limits {
-            default_page_size: config.default_page_size.min(config.max_page_size),
+            default_page_size: DEFAULT_PAGE_SIZE.min(config.max_page_size),
             max_page_size: config.max_page_size,
             max_text_chars: config.max_text_chars,
             default_layout: config.default_layout.into(),
             edit_rules: EditRules {
                 window_secs: config.edit_window_secs,
             },
+            max_query_depth: config.max_query_depth,
+            max_complexity: config.max_complexity,
+            document: DocumentLimits {
+                max_tokens: config.max_tokens,
+                max_aliases: config.max_aliases,
+                max_root_fields: config.max_root_fields,
+            },
+            introspection: config.introspection,
+            request_timeout: Duration::from_secs(config.request_timeout_secs.max(1)),
         }
     }
 }
@@ -62,6 +116,10 @@ pub fn store_config(config: &Config, uri: String) -> StoreConfig {
         max_depth: config.max_depth as usize,
         bucket_size: config.bucket_size,
         embedded_max_bytes: usize::try_from(config.embedded_max_bytes).unwrap_or(usize::MAX),
+        timeout: Duration::from_millis(config.db_timeout_ms.max(1)),
+        pool_size: config.db_pool_size,
+        write_concern: config.write_concern.clone(),
+        journal: config.write_journal,
     }
 }
 
@@ -90,8 +148,13 @@ impl App {
             .ping()
             .await
             .context("the database does not answer ping")?;
-        let api = Api::new(store.clone(), jwt_keys(config), config.into());
-        let router = crate::http::router(api.clone());
+        let api = Api::new(
+            store.clone(),
+            jwt_keys(config)?,
+            config.into(),
+            config.rate_limit,
+        );
+        let router = crate::http::router(api.clone(), config.into());
         let listener = TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -113,9 +176,13 @@ impl App {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         tracing::info!(addr = %self.addr, "threadql listening: GraphiQL at http://{}/", self.addr);
-        let served = axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let served = axum::serve(
+            self.listener,
+            self.router
+                .into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown)
+        .await;
         if let Some(db) = self.embedded {
             tracing::info!("stopping the embedded database");
             db.stop().await;

@@ -147,14 +147,6 @@ pub struct Config {
         global = true
     )]
     pub max_text_chars: usize,
-    /// Page size when a client gives no `first`.
-    #[arg(
-        long,
-        env = "THREADQL_DEFAULT_PAGE_SIZE",
-        default_value_t = 20,
-        global = true
-    )]
-    pub default_page_size: usize,
     /// How long an author may edit a comment after posting it, in seconds; 0 = authors never
     /// edit (moderators always may).
     #[arg(
@@ -176,6 +168,181 @@ pub struct Config {
     /// ~/.cargo/bin).
     #[arg(long, env = "THREADQL_SECANTUSD", global = true)]
     pub secantusd: Option<PathBuf>,
+
+    // ----- requests -----
+    /// Largest request body, in bytes; a larger one gets 413.
+    #[arg(long, env = "THREADQL_MAX_BODY_BYTES", default_value_t = 256 * 1024, global = true)]
+    pub max_body_bytes: usize,
+    /// Most operations in one batched request (a JSON array); 0 refuses batches.
+    #[arg(long, env = "THREADQL_MAX_BATCH", default_value_t = 10, global = true)]
+    pub max_batch: usize,
+    /// Deepest field nesting a query may have.
+    #[arg(
+        long,
+        env = "THREADQL_MAX_QUERY_DEPTH",
+        default_value_t = 48,
+        global = true
+    )]
+    pub max_query_depth: usize,
+    /// Highest query cost: every field counts 1, and a connection's selection counts once per
+    /// item it may return (`first`, or the default page size).
+    #[arg(
+        long,
+        env = "THREADQL_MAX_COMPLEXITY",
+        default_value_t = 50_000,
+        global = true
+    )]
+    pub max_complexity: usize,
+    /// Most aliased fields in one document.
+    #[arg(
+        long,
+        env = "THREADQL_MAX_ALIASES",
+        default_value_t = 30,
+        global = true
+    )]
+    pub max_aliases: usize,
+    /// Most fields at the root of one operation.
+    #[arg(
+        long,
+        env = "THREADQL_MAX_ROOT_FIELDS",
+        default_value_t = 20,
+        global = true
+    )]
+    pub max_root_fields: usize,
+    /// Most lexical tokens in one document (checked before it is parsed).
+    #[arg(
+        long,
+        env = "THREADQL_MAX_TOKENS",
+        default_value_t = 5_000,
+        global = true
+    )]
+    pub max_tokens: usize,
+    /// Whether the schema can be introspected (GraphiQL needs it).
+    #[arg(long, env = "THREADQL_INTROSPECTION", default_value_t = true, action = clap::ArgAction::Set, global = true)]
+    pub introspection: bool,
+
+    // ----- identity -----
+    /// PEM file with the public key that verifies RS256 or ES256 tokens (instead of the HS256
+    /// secret).
+    #[arg(long, env = "THREADQL_JWT_PUBLIC_KEY", global = true)]
+    pub jwt_public_key: Option<PathBuf>,
+    /// JWKS file (`{"keys": [...]}`) whose keys verify tokens, chosen by the token's `kid`.
+    #[arg(long, env = "THREADQL_JWT_JWKS", global = true)]
+    pub jwt_jwks: Option<PathBuf>,
+    /// Required `iss` claim, when set.
+    #[arg(long, env = "THREADQL_JWT_ISSUER", global = true)]
+    pub jwt_issuer: Option<String>,
+    /// Required `aud` claim, when set.
+    #[arg(long, env = "THREADQL_JWT_AUDIENCE", global = true)]
+    pub jwt_audience: Option<String>,
+    /// Clock skew allowed when checking `exp` and `nbf`, in seconds.
+    #[arg(
+        long,
+        env = "THREADQL_JWT_LEEWAY_SECS",
+        default_value_t = 5,
+        global = true
+    )]
+    pub jwt_leeway_secs: u64,
+
+    // ----- abuse -----
+    /// Mutations per author (token `sub`): `<count>/<seconds>s`, or `off`.
+    #[arg(
+        long,
+        env = "THREADQL_RATE_LIMIT",
+        default_value = "10/10s",
+        global = true
+    )]
+    pub rate_limit: RateLimit,
+    /// Requests per client IP without a token: `<count>/<seconds>s`, or `off`.
+    #[arg(
+        long,
+        env = "THREADQL_RATE_LIMIT_ANON",
+        default_value = "600/60s",
+        global = true
+    )]
+    pub rate_limit_anon: RateLimit,
+    /// Header that holds the client's address when threadql runs behind a proxy (e.g.
+    /// `x-forwarded-for`; its last address is used). Unset: the peer address of the connection.
+    #[arg(long, env = "THREADQL_CLIENT_IP_HEADER", global = true)]
+    pub client_ip_header: Option<String>,
+
+    // ----- database -----
+    /// How long a database operation may wait for a server or an answer, in milliseconds,
+    /// before it fails with UNAVAILABLE.
+    #[arg(
+        long,
+        env = "THREADQL_DB_TIMEOUT_MS",
+        default_value_t = 5_000,
+        global = true
+    )]
+    pub db_timeout_ms: u64,
+    /// Longest a GraphQL request may take, in seconds; past it the client gets UNAVAILABLE (a
+    /// write it started still completes).
+    #[arg(
+        long,
+        env = "THREADQL_REQUEST_TIMEOUT_SECS",
+        default_value_t = 30,
+        global = true
+    )]
+    pub request_timeout_secs: u64,
+    /// Most connections to the database.
+    #[arg(long, env = "THREADQL_DB_POOL_SIZE", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=10_000), global = true)]
+    pub db_pool_size: u32,
+    /// Write concern of every write: `majority`, or a number of nodes.
+    #[arg(
+        long,
+        env = "THREADQL_WRITE_CONCERN",
+        default_value = "majority",
+        global = true
+    )]
+    pub write_concern: String,
+    /// Whether writes wait for the journal.
+    #[arg(long, env = "THREADQL_WRITE_JOURNAL", default_value_t = true, action = clap::ArgAction::Set, global = true)]
+    pub write_journal: bool,
+}
+
+/// A rate limit: `count` per `per`, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateLimit {
+    /// No limit.
+    Off,
+    /// At most `count` in any `per`.
+    Every {
+        /// How many.
+        count: u32,
+        /// In how long.
+        per: std::time::Duration,
+    },
+}
+
+impl std::str::FromStr for RateLimit {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || {
+            format!(
+                "{s:?} is not a rate limit: expected `<count>/<seconds>s` (e.g. 10/10s) or `off`"
+            )
+        };
+        if s.trim().eq_ignore_ascii_case("off") {
+            return Ok(RateLimit::Off);
+        }
+        let (count, per) = s.trim().split_once('/').ok_or_else(bad)?;
+        let count: u32 = count.trim().parse().map_err(|_| bad())?;
+        let secs: u64 = per
+            .trim()
+            .strip_suffix('s')
+            .ok_or_else(bad)?
+            .parse()
+            .map_err(|_| bad())?;
+        if count == 0 || secs == 0 {
+            return Err(bad());
+        }
+        Ok(RateLimit::Every {
+            count,
+            per: std::time::Duration::from_secs(secs),
+        })
+    }
 }
 
 impl Config {
@@ -201,9 +368,29 @@ impl fmt::Debug for Config {
             .field("log", &self.log)
             .field("max_depth", &self.max_depth)
             .field("max_text_chars", &self.max_text_chars)
-            .field("default_page_size", &self.default_page_size)
             .field("max_page_size", &self.max_page_size)
             .field("edit_window_secs", &self.edit_window_secs)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_batch", &self.max_batch)
+            .field("max_query_depth", &self.max_query_depth)
+            .field("max_complexity", &self.max_complexity)
+            .field("max_aliases", &self.max_aliases)
+            .field("max_root_fields", &self.max_root_fields)
+            .field("max_tokens", &self.max_tokens)
+            .field("introspection", &self.introspection)
+            .field("jwt_public_key", &self.jwt_public_key)
+            .field("jwt_jwks", &self.jwt_jwks)
+            .field("jwt_issuer", &self.jwt_issuer)
+            .field("jwt_audience", &self.jwt_audience)
+            .field("jwt_leeway_secs", &self.jwt_leeway_secs)
+            .field("rate_limit", &self.rate_limit)
+            .field("rate_limit_anon", &self.rate_limit_anon)
+            .field("client_ip_header", &self.client_ip_header)
+            .field("db_timeout_ms", &self.db_timeout_ms)
+            .field("request_timeout_secs", &self.request_timeout_secs)
+            .field("db_pool_size", &self.db_pool_size)
+            .field("write_concern", &self.write_concern)
+            .field("write_journal", &self.write_journal)
             .finish()
     }
 }
@@ -222,5 +409,21 @@ mod tests {
         assert!(cap("1000").is_err());
         assert!(cap("16777216").is_err());
         assert!(cap("-1").is_err());
+    }
+
+    #[test]
+    fn rate_limits_parse() {
+        use std::time::Duration;
+        assert_eq!("off".parse(), Ok(RateLimit::Off));
+        assert_eq!(
+            "10/10s".parse(),
+            Ok(RateLimit::Every {
+                count: 10,
+                per: Duration::from_secs(10)
+            })
+        );
+        for bad in ["", "10", "10/10", "0/10s", "10/0s", "x/1s", "-1/1s"] {
+            assert!(bad.parse::<RateLimit>().is_err(), "{bad}");
+        }
     }
 }

@@ -1,22 +1,63 @@
 //! The HTTP surface: /graphql (GET, POST), GraphiQL at /, /healthz, /readyz and /metrics.
 
 use std::fmt::Write as _;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
 use async_graphql::http::GraphiQLSource;
-use async_graphql_axum::rejection::GraphQLRejection;
-use async_graphql_axum::{GraphQLRequest, GraphQLResponse};
-use axum::extract::State;
-use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
-use axum::http::{HeaderMap, Method, StatusCode};
+use async_graphql::{BatchRequest, BatchResponse};
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::header::{ALLOW, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use tower_http::trace::TraceLayer;
 
+use crate::config::{Config, RateLimit};
 use crate::graphql::Api;
+use crate::rate::{retry_after_secs, Limiter};
 
-/// The router over an API.
-pub fn router(api: Api) -> Router {
+/// What the HTTP layer enforces before a request reaches GraphQL.
+#[derive(Debug, Clone)]
+pub struct HttpLimits {
+    /// Largest body, in bytes.
+    pub max_body_bytes: usize,
+    /// Most operations in a batch (0: batches refused).
+    pub max_batch: usize,
+    /// Requests per client address without a token.
+    pub anonymous_rate: RateLimit,
+    /// Header holding the client's address behind a proxy.
+    pub client_ip_header: Option<String>,
+}
+
+impl From<&Config> for HttpLimits {
+    fn from(config: &Config) -> Self {
+        Self {
+            max_body_bytes: config.max_body_bytes,
+            max_batch: config.max_batch,
+            anonymous_rate: config.rate_limit_anon,
+            client_ip_header: config.client_ip_header.clone(),
+        }
+    }
+}
+
+#[derive(Clone)]
+struct HttpState {
+    api: Api,
+    limits: Arc<HttpLimits>,
+    anonymous: Arc<Limiter<IpAddr>>,
+}
+
+/// The router over an API. Serve it with `into_make_service_with_connect_info::<SocketAddr>()`
+/// so anonymous requests are counted per client address.
+pub fn router(api: Api, limits: HttpLimits) -> Router {
+    let state = HttpState {
+        api,
+        anonymous: Arc::new(Limiter::new(limits.anonymous_rate)),
+        limits: Arc::new(limits),
+    };
     Router::new()
         .route("/", get(graphiql))
         .route("/graphql", get(graphql).post(graphql))
@@ -24,32 +65,209 @@ pub fn router(api: Api) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .layer(TraceLayer::new_for_http())
-        .with_state(api)
+        .with_state(state)
 }
 
-async fn graphql(
-    State(api): State<Api>,
-    method: Method,
-    headers: HeaderMap,
-    request: Result<GraphQLRequest, GraphQLRejection>,
-) -> Response {
-    let request = match request {
-        Ok(request) => request.into_inner(),
-        Err(rejection) => return bad_request(&rejection.0.to_string()),
-    };
-    if method == Method::GET && is_mutation(&request) {
-        let mut response = error_body(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "mutations must be sent with POST",
-        );
-        response.headers_mut().insert(
-            axum::http::header::ALLOW,
-            axum::http::HeaderValue::from_static("POST"),
-        );
-        return response;
+/// A refused request: its status and a GraphQL-shaped error body with a code.
+struct Refusal {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    retry_after: Option<u64>,
+}
+
+impl Refusal {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            retry_after: None,
+        }
     }
-    let authorization = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok());
-    GraphQLResponse::from(api.execute(request, authorization).await).into_response()
+
+    fn bad(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "BAD_USER_INPUT", message)
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let mut extensions = serde_json::json!({ "code": self.code });
+        if let Some(secs) = self.retry_after {
+            extensions["retryAfter"] = secs.into();
+        }
+        let body = serde_json::json!({
+            "errors": [{ "message": self.message, "extensions": extensions }]
+        });
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if self.status == StatusCode::METHOD_NOT_ALLOWED {
+            response
+                .headers_mut()
+                .insert(ALLOW, HeaderValue::from_static("POST"));
+        }
+        response
+    }
+}
+
+async fn graphql(State(state): State<HttpState>, request: Request) -> Response {
+    match handle(&state, request).await {
+        Ok(response) => response,
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
+async fn handle(state: &HttpState, request: Request) -> Result<Response, Refusal> {
+    let (parts, body) = request.into_parts();
+    let authorization = parts
+        .headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if authorization.is_none() {
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.ip());
+        let client = client_ip(
+            &parts.headers,
+            state.limits.client_ip_header.as_deref(),
+            peer,
+        );
+        if let Some(client) = client {
+            if let Err(wait) = state.anonymous.check(&client) {
+                let secs = retry_after_secs(wait);
+                return Err(Refusal {
+                    retry_after: Some(secs),
+                    ..Refusal::new(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        "RATE_LIMITED",
+                        format!("too many requests from this address: try again in {secs} s, or sign in"),
+                    )
+                });
+            }
+        }
+    }
+    let batch = if parts.method == Method::GET {
+        let query = parts.uri.query().unwrap_or_default();
+        let request = async_graphql::http::parse_query_string(query).map_err(|e| {
+            Refusal::bad(format!("the request is not a valid GraphQL request: {e}"))
+        })?;
+        if is_mutation(&request) {
+            return Err(Refusal::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "BAD_USER_INPUT",
+                "mutations must be sent with POST",
+            ));
+        }
+        BatchRequest::Single(request)
+    } else {
+        read_post(&parts.headers, body, &state.limits).await?
+    };
+    let auth = authorization.as_deref();
+    let response = match batch {
+        BatchRequest::Single(request) => {
+            BatchResponse::Single(state.api.execute(request, auth).await)
+        }
+        BatchRequest::Batch(requests) => {
+            let mut responses = Vec::with_capacity(requests.len());
+            for request in requests {
+                responses.push(state.api.execute(request, auth).await);
+            }
+            BatchResponse::Batch(responses)
+        }
+    };
+    Ok(Json(response).into_response())
+}
+
+/// Reads a POST body: JSON only (a CSRF guard, as Apollo Server does it), within the size limit,
+/// one operation or a batch of at most the configured size.
+async fn read_post(
+    headers: &HeaderMap,
+    body: Body,
+    limits: &HttpLimits,
+) -> Result<BatchRequest, Refusal> {
+    let content_type = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if !is_json(content_type) && !forces_preflight(headers) {
+        return Err(Refusal::bad(
+            "this request has been refused as a possible cross-site request forgery: send the body as `Content-Type: application/json`, or add a non-empty `Apollo-Require-Preflight` or `X-Apollo-Operation-Name` header",
+        ));
+    }
+    let too_large = || {
+        Refusal::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "REQUEST_TOO_LARGE",
+            format!(
+                "the request body is larger than {} bytes",
+                limits.max_body_bytes
+            ),
+        )
+    };
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limits.max_body_bytes as u64) {
+        return Err(too_large());
+    }
+    let bytes = axum::body::to_bytes(body, limits.max_body_bytes)
+        .await
+        .map_err(|_| too_large())?;
+    let batch: BatchRequest = serde_json::from_slice(&bytes)
+        .map_err(|e| Refusal::bad(format!("the request is not a valid GraphQL request: {e}")))?;
+    if let BatchRequest::Batch(requests) = &batch {
+        if limits.max_batch == 0 {
+            return Err(Refusal::bad(
+                "batched requests are not accepted: send one operation per request",
+            ));
+        }
+        if requests.is_empty() || requests.len() > limits.max_batch {
+            return Err(Refusal::bad(format!(
+                "a batch must hold 1 to {} operations (got {})",
+                limits.max_batch,
+                requests.len()
+            )));
+        }
+    }
+    Ok(batch)
+}
+
+/// Whether a content type is JSON (`application/json`, `application/graphql-response+json`,
+/// any `+json`), parameters such as `charset` aside.
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// Whether the request carries a header that a browser would only send after a CORS preflight.
+fn forces_preflight(headers: &HeaderMap) -> bool {
+    ["apollo-require-preflight", "x-apollo-operation-name"]
+        .iter()
+        .any(|name| headers.get(*name).is_some_and(|v| !v.is_empty()))
+}
+
+/// The client's address: the last address of the configured proxy header, else the peer.
+fn client_ip(headers: &HeaderMap, header: Option<&str>, peer: Option<IpAddr>) -> Option<IpAddr> {
+    let forwarded = header
+        .and_then(|name| headers.get(name))
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.rsplit(',').next())
+        .and_then(|v| v.trim().parse::<IpAddr>().ok());
+    forwarded.or(peer)
 }
 
 /// Whether the operation a request selects is a mutation (unparsable documents are left to the
@@ -71,21 +289,6 @@ fn is_mutation(request: &async_graphql::Request) -> bool {
     selected.is_some_and(|op| op.node.ty == OperationType::Mutation)
 }
 
-/// A GraphQL-shaped error for a request that could not even be read.
-fn bad_request(message: &str) -> Response {
-    error_body(
-        StatusCode::BAD_REQUEST,
-        &format!("the request is not a valid GraphQL request: {message}"),
-    )
-}
-
-fn error_body(status: StatusCode, message: &str) -> Response {
-    let body = serde_json::json!({
-        "errors": [{ "message": message, "extensions": { "code": "BAD_USER_INPUT" } }]
-    });
-    (status, Json(body)).into_response()
-}
-
 async fn graphiql() -> Html<String> {
     Html(
         GraphiQLSource::build()
@@ -99,8 +302,8 @@ async fn healthz() -> &'static str {
     "ok"
 }
 
-async fn readyz(State(api): State<Api>) -> (StatusCode, &'static str) {
-    match api.ping().await {
+async fn readyz(State(state): State<HttpState>) -> (StatusCode, &'static str) {
+    match state.api.ping().await {
         Ok(()) => (StatusCode::OK, "ready"),
         Err(err) => {
             tracing::warn!(%err, "readiness check failed");
@@ -109,15 +312,51 @@ async fn readyz(State(api): State<Api>) -> (StatusCode, &'static str) {
     }
 }
 
-async fn metrics(State(api): State<Api>) -> impl IntoResponse {
+async fn metrics(State(state): State<HttpState>) -> impl IntoResponse {
     let mut body = String::from(
         "# HELP threadql_db_commands_total Database commands sent, by command name.\n# TYPE threadql_db_commands_total counter\n",
     );
-    for (command, count) in api.command_counts() {
+    for (command, count) in state.api.command_counts() {
         let _ = writeln!(
             body,
             "threadql_db_commands_total{{command=\"{command}\"}} {count}"
         );
     }
     ([(CONTENT_TYPE, "text/plain; version=0.0.4")], body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_content_types_and_client_addresses() {
+        assert!(is_json("application/json"));
+        assert!(is_json("Application/JSON; charset=utf-8"));
+        assert!(is_json("application/graphql-response+json"));
+        for no in [
+            "",
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data",
+            "application/jsonp",
+        ] {
+            assert!(!is_json(no), "{no}");
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "x-forwarded-for",
+            HeaderValue::from_static("203.0.113.9, 10.0.0.7"),
+        );
+        let peer = Some(IpAddr::from([127, 0, 0, 1]));
+        assert_eq!(
+            client_ip(&headers, Some("x-forwarded-for"), peer),
+            Some(IpAddr::from([10, 0, 0, 7]))
+        );
+        assert_eq!(client_ip(&headers, None, peer), peer);
+        assert_eq!(
+            client_ip(&HeaderMap::new(), Some("x-forwarded-for"), peer),
+            peer
+        );
+    }
 }

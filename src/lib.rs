@@ -6,6 +6,7 @@ pub mod config; // typed CLI flags and THREADQL_* env vars
 pub mod domain; // comments, slugs, paging, errors (no I/O)
 pub mod graphql; // schema, resolvers, dataloaders, error codes
 pub mod http; // axum routes
+pub mod rate; // rate limits per author and per client
 pub mod store; // CommentStore and the MongoDB layouts
 
 use config::{Cli, Command};
@@ -22,11 +23,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Token(args) => {
-            let keys = app::jwt_keys(&cli.config);
-            println!(
-                "{}",
-                keys.mint(&args.sub, &args.name, &args.roles, args.ttl_secs)
-            );
+            // Only an HS256 secret (or the development secret) can mint: with a public key or
+            // a JWKS, tokens come from the identity provider.
+            let keys = app::jwt_keys(&cli.config)?;
+            let token = anyhow::Context::context(
+                keys.try_mint(&args.sub, &args.name, &args.roles, args.ttl_secs),
+                "`threadql token` mints only with THREADQL_JWT_SECRET or the development secret",
+            )?;
+            println!("{token}");
             Ok(())
         }
     }

@@ -58,6 +58,9 @@ impl Server {
             .env("THREADQL_LISTEN", &listen)
             .env("THREADQL_JWT_SECRET", jwt_secret)
             .env("THREADQL_LOG", "warn")
+            // The harness loads data and measures throughput: no rate limits.
+            .env("THREADQL_RATE_LIMIT", "off")
+            .env("THREADQL_RATE_LIMIT_ANON", "off")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

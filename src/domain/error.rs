@@ -23,6 +23,17 @@ pub enum DomainError {
     /// A write kept meeting concurrent writes and gave up; sending it again is safe.
     #[error("{0}")]
     Conflict(String),
+    /// The caller sent too much too fast; `retry_after_secs` says when to try again.
+    #[error("{message}")]
+    RateLimited {
+        /// What was limited.
+        message: String,
+        /// Whole seconds until the next request would be allowed.
+        retry_after_secs: u64,
+    },
+    /// The database cannot be reached right now; the request may be retried later.
+    #[error("{0}")]
+    Unavailable(String),
     /// The discussion's storage is at its size cap.
     #[error("{0}")]
     DiscussionTooLarge(String),
@@ -51,6 +62,8 @@ impl DomainError {
             Self::Forbidden(_) => "FORBIDDEN",
             Self::CommentDeleted(_) => "COMMENT_DELETED",
             Self::Conflict(_) => "CONFLICT",
+            Self::RateLimited { .. } => "RATE_LIMITED",
+            Self::Unavailable(_) => "UNAVAILABLE",
             Self::DiscussionTooLarge(_) => "DISCUSSION_TOO_LARGE",
             Self::Internal(_) => "INTERNAL",
         }

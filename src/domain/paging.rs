@@ -5,6 +5,9 @@ use base64::Engine;
 
 use super::{Comment, Discussion, DiscussionId, DomainError, FullSlug, Micros, Slug};
 
+/// Items in a page when a client gives no `first`.
+pub const DEFAULT_PAGE_SIZE: usize = 20;
+
 /// The raw paging arguments of a connection field.
 #[derive(Debug, Clone, Default)]
 pub struct PageArgs {

@@ -16,7 +16,18 @@ pub fn gql(err: DomainError) -> async_graphql::Error {
         other => other.to_string(),
     };
     let code = err.code();
-    async_graphql::Error::new(message).extend_with(|_, e| e.set("code", code))
+    let retry_after = match &err {
+        DomainError::RateLimited {
+            retry_after_secs, ..
+        } => Some(*retry_after_secs),
+        _ => None,
+    };
+    async_graphql::Error::new(message).extend_with(|_, e| {
+        e.set("code", code);
+        if let Some(secs) = retry_after {
+            e.set("retryAfter", secs);
+        }
+    })
 }
 
 /// `?`-friendly conversion of results into GraphQL results with codes.

@@ -2,6 +2,7 @@
 
 pub mod batch;
 pub mod error;
+pub mod limits;
 pub mod loaders;
 mod mutation;
 mod query;
@@ -13,7 +14,9 @@ use std::sync::{Arc, Mutex};
 use async_graphql::{Context, EmptySubscription, Schema};
 
 use crate::auth::{AuthState, JwtKeys};
-use crate::domain::{CursorKind, EditRules, Layout, PageArgs, Window};
+use crate::config::RateLimit;
+use crate::domain::{CursorKind, DomainError, EditRules, Layout, PageArgs, Window};
+use crate::rate::Limiter;
 use crate::store::{DynStorage, ReadScope, StoreResult};
 
 pub use mutation::Mutation;
@@ -35,6 +38,16 @@ pub struct Limits {
     pub default_layout: Layout,
     /// How long authors may edit their comments.
     pub edit_rules: EditRules,
+    /// Deepest field nesting of a query.
+    pub max_query_depth: usize,
+    /// Highest query cost (connections cost per item they may return).
+    pub max_complexity: usize,
+    /// Tokens, aliases and root fields of a document.
+    pub document: limits::DocumentLimits,
+    /// Whether the schema can be introspected.
+    pub introspection: bool,
+    /// Longest a request may take.
+    pub request_timeout: std::time::Duration,
 }
 
 impl Limits {
@@ -94,18 +107,13 @@ impl RequestReads {
     }
 }
 
-/// Most fields a query may nest (a tree costs two per level: `replies { nodes { … } }`).
-const MAX_QUERY_DEPTH: usize = 48;
-/// Most fields a query may select in all.
-const MAX_QUERY_COMPLEXITY: usize = 5_000;
-
-/// Builds the schema (without a store: enough to print the SDL).
+/// Builds the schema (without a store and limits: enough to print the SDL).
 pub fn schema_builder() -> async_graphql::SchemaBuilder<Query, Mutation, EmptySubscription> {
-    Schema::build(Query, Mutation, EmptySubscription)
-        .enable_federation()
-        .limit_depth(MAX_QUERY_DEPTH)
-        .limit_complexity(MAX_QUERY_COMPLEXITY)
+    Schema::build(Query, Mutation, EmptySubscription).enable_federation()
 }
+
+/// Mutations per author, counted by token `sub`.
+pub struct AuthorRate(pub Limiter<String>);
 
 /// The SDL of the schema, as committed in `schema.graphql`.
 pub fn sdl() -> String {
@@ -123,9 +131,19 @@ pub struct Api {
 }
 
 impl Api {
-    /// Builds the schema over a storage.
-    pub fn new(storage: DynStorage, keys: JwtKeys, limits: Limits) -> Self {
-        let schema = schema_builder().data(storage.clone()).data(limits).finish();
+    /// Builds the schema over a storage, with its limits and the mutation rate per author.
+    pub fn new(storage: DynStorage, keys: JwtKeys, limits: Limits, author_rate: RateLimit) -> Self {
+        let mut builder = schema_builder()
+            .limit_depth(limits.max_query_depth)
+            .limit_complexity(limits.max_complexity)
+            .extension(limits.document)
+            .data(storage.clone())
+            .data(limits)
+            .data(AuthorRate(Limiter::new(author_rate)));
+        if !limits.introspection {
+            builder = builder.disable_introspection();
+        }
+        let schema = builder.finish();
         Self {
             schema,
             storage,
@@ -160,7 +178,22 @@ impl Api {
             .into()
             .data(auth)
             .data(RequestReads::new(self.storage.clone(), batches.clone()));
-        let mut response = batch::drive(self.schema.execute(request), batches).await;
+        let timeout = self.schema.data::<Limits>().map(|l| l.request_timeout);
+        let run = batch::drive(self.schema.execute(request), batches);
+        let mut response = match timeout {
+            Some(timeout) => tokio::time::timeout(timeout, run)
+                .await
+                .unwrap_or_else(|_| {
+                    let error = error::gql(DomainError::Unavailable(format!(
+                        "the request took longer than {} s; the database may be unavailable",
+                        timeout.as_secs()
+                    )));
+                    async_graphql::Response::from_errors(vec![
+                        error.into_server_error(Default::default())
+                    ])
+                }),
+            None => run.await,
+        };
         error::ensure_codes(&mut response);
         response
     }

@@ -1,26 +1,43 @@
 //! The Mutation root: every mutation needs a valid bearer token.
 
+use std::future::Future;
+
 use async_graphql::{Context, InputObject, Object, ID};
 
 use super::error::OrGql;
 use super::query::load_discussion;
 use super::types::{CommentNode, DiscussionNode, StorageLayout};
-use super::{auth, store, Limits, RequestReads};
+use super::{auth, store, AuthorRate, Limits, RequestReads};
 use crate::auth::{AuthState, Viewer};
 use crate::domain::{
     Actor, Change, CommentText, DiscussionId, DiscussionTitle, DomainError, NewComment, Slug,
 };
+use crate::rate::retry_after_secs;
 
-/// The caller, or `UNAUTHENTICATED`.
+/// The caller (`UNAUTHENTICATED` without a valid token), counted against the mutation rate per
+/// author (`RATE_LIMITED` past it). Every mutation field starts here, so aliases count too.
 fn viewer<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
-    match auth(ctx) {
-        AuthState::Authenticated(viewer) => Ok(viewer),
-        AuthState::Anonymous => Err(DomainError::Unauthenticated(
+    let viewer = match auth(ctx) {
+        AuthState::Authenticated(viewer) => viewer,
+        AuthState::Anonymous => return Err(DomainError::Unauthenticated(
             "this needs a signed-in user: send `Authorization: Bearer <token>` (mint a development token with `threadql token`)".into(),
         ))
         .gql(),
-        AuthState::Rejected(why) => Err(DomainError::Unauthenticated(why.clone())).gql(),
+        AuthState::Rejected(why) => return Err(DomainError::Unauthenticated(why.clone())).gql(),
+    };
+    if let Err(wait) = ctx
+        .data_unchecked::<AuthorRate>()
+        .0
+        .check(&viewer.author.id)
+    {
+        let secs = retry_after_secs(wait);
+        return Err(DomainError::RateLimited {
+            message: format!("too many changes from this author: try again in {secs} s"),
+            retry_after_secs: secs,
+        })
+        .gql();
     }
+    Ok(viewer)
 }
 
 /// The caller, who must be a moderator (`FORBIDDEN` otherwise).
@@ -33,6 +50,22 @@ fn moderator<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
         .gql();
     }
     Ok(viewer)
+}
+
+/// Runs a write in a task of its own: once started, it completes (or fails) whatever happens to
+/// the request that asked for it. A client that hangs up drops its request, and without this the
+/// write would stop halfway.
+async fn detached<T, E>(
+    write: impl Future<Output = Result<T, E>> + Send + 'static,
+) -> async_graphql::Result<T>
+where
+    T: Send + 'static,
+    E: Into<DomainError> + Send + 'static,
+{
+    match tokio::spawn(write).await {
+        Ok(result) => result.map_err(Into::into).gql(),
+        Err(err) => Err(DomainError::Internal(format!("a write task failed: {err}"))).gql(),
+    }
 }
 
 /// Forgets what this request has read, so fields resolved after a write see it.
@@ -82,19 +115,21 @@ impl Mutation {
         slug: &str,
         change: Change,
     ) -> async_graphql::Result<CommentNode> {
-        let viewer = viewer(ctx)?;
+        let viewer = viewer(ctx)?.clone();
         let slug = Slug::parse(slug).gql()?;
         let discussion = load_discussion(ctx, discussion_id).await?;
         let rules = ctx.data_unchecked::<Limits>().edit_rules;
-        let actor = Actor {
-            author: &viewer.author,
-            moderator: viewer.moderator,
-        };
-        let decide = |current: &_, now| change.apply(current, actor, rules, discussion.locked, now);
-        let comment = store(ctx)
-            .change_comment(&discussion, &slug, &decide)
-            .await
-            .gql()?;
+        let storage = store(ctx).clone();
+        let target = discussion.clone();
+        let comment = detached(async move {
+            let actor = Actor {
+                author: &viewer.author,
+                moderator: viewer.moderator,
+            };
+            let decide = |current: &_, now| change.apply(current, actor, rules, target.locked, now);
+            storage.change_comment(&target, &slug, &decide).await
+        })
+        .await?;
         forget_reads(ctx);
         Ok(CommentNode::new(discussion, comment))
     }
@@ -145,19 +180,20 @@ impl Mutation {
             )))
             .gql();
         }
-        let posted = store(ctx)
-            .layout(discussion.layout)
-            .gql()?
-            .post_comment(
-                &discussion,
-                NewComment {
-                    parent,
-                    author: viewer.author.clone(),
-                    text,
-                },
-            )
-            .await
-            .gql()?;
+        let new = NewComment {
+            parent,
+            author: viewer.author.clone(),
+            text,
+        };
+        let storage = store(ctx).clone();
+        let target = discussion.clone();
+        let posted = detached(async move {
+            storage
+                .layout(target.layout)?
+                .post_comment(&target, new)
+                .await
+        })
+        .await?;
         forget_reads(ctx);
         if posted.reattached {
             tracing::info!(

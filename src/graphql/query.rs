@@ -5,6 +5,7 @@ use std::sync::Arc;
 use async_graphql::{Context, Object, ID};
 
 use super::error::OrGql;
+use super::limits::page_cost;
 use super::types::{comment_by_slug, CommentNode, DiscussionConnection, DiscussionNode, PageInfo};
 use super::{reads, store, Limits};
 use crate::domain::paging::Cursor;
@@ -36,6 +37,7 @@ impl Query {
     }
 
     /// All discussions, oldest first.
+    #[graphql(complexity = "page_cost(first, child_complexity)")]
     async fn discussions(
         &self,
         ctx: &Context<'_>,

@@ -6,6 +6,7 @@ use async_graphql::{ComplexObject, Context, Enum, Object, SimpleObject, ID};
 use chrono::{DateTime, Utc};
 
 use super::error::OrGql;
+use super::limits::page_cost;
 use super::loaders::{
     CommentKey, DiscussionRef, RepliesKey, SubDiscussionCountKey, SubDiscussionKey,
 };
@@ -83,6 +84,7 @@ impl DiscussionNode {
     }
 
     /// Its comments, chronological or threaded, paged by `offset` or by cursor (`after`).
+    #[graphql(complexity = "page_cost(first, child_complexity)")]
     async fn comments(
         &self,
         ctx: &Context<'_>,
@@ -120,6 +122,7 @@ impl DiscussionNode {
     }
 
     /// Its top-level comments, oldest first.
+    #[graphql(complexity = "page_cost(first, child_complexity)")]
     async fn threads(
         &self,
         ctx: &Context<'_>,
@@ -386,6 +389,7 @@ impl CommentNode {
     }
 
     /// Its direct replies, oldest first.
+    #[graphql(complexity = "page_cost(first, child_complexity)")]
     async fn replies(
         &self,
         ctx: &Context<'_>,
@@ -421,6 +425,7 @@ impl CommentNode {
     }
 
     /// All its descendants, in threaded order.
+    #[graphql(complexity = "page_cost(first, child_complexity)")]
     async fn sub_discussion(
         &self,
         ctx: &Context<'_>,

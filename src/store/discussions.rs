@@ -83,7 +83,12 @@ impl Discussions {
     }
 
     /// Records a new comment in the discussion's counters.
-    pub async fn record_post(&self, id: &DiscussionId, top_level: bool) -> StoreResult<()> {
+    pub async fn record_post(
+        &self,
+        id: &DiscussionId,
+        top_level: bool,
+        session: &mut mongodb::ClientSession,
+    ) -> StoreResult<()> {
         let inc = if top_level {
             doc! { "comment_count": 1_i64, "thread_count": 1_i64 }
         } else {
@@ -91,6 +96,7 @@ impl Discussions {
         };
         self.coll
             .update_one(doc! { "_id": id.as_str() }, doc! { "$inc": inc })
+            .session(session)
             .await?;
         Ok(())
     }

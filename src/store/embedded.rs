@@ -6,12 +6,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, to_document, Bson, Document};
-use mongodb::{Collection, Database};
+use mongodb::{ClientSession, Collection, Database};
 
 use super::bson::{as_i64, comment_of, corrupt};
 use super::docs::{element_size, replace_update, unchanged_filter, CommentDoc};
 use super::error::is_too_large;
-use super::write::{self, Attempt, ParentPaths, PostSteps};
+use super::write::{self, Attempt, ParentPaths, PostSteps, Writer};
 use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
 use crate::domain::slug::MonotonicClock;
 use crate::domain::tree::Thread;
@@ -36,6 +36,7 @@ const ELEMENT_OVERHEAD: i64 = 12;
 /// there, so array order is chronological order and a page of top-level comments is an array slice.
 pub struct Embedded {
     coll: Collection<Document>,
+    writer: Writer,
     clock: Arc<MonotonicClock>,
     max_depth: usize,
     max_bytes: i64,
@@ -76,12 +77,14 @@ fn chain_of(slug: &Slug) -> Vec<Slug> {
 impl Embedded {
     pub(super) fn new(
         db: &Database,
+        writer: Writer,
         clock: Arc<MonotonicClock>,
         max_depth: usize,
         max_bytes: usize,
     ) -> Self {
         Self {
             coll: db.collection(Discussions::COLLECTION),
+            writer,
             clock,
             max_depth,
             max_bytes: i64::try_from(max_bytes).unwrap_or(i64::MAX),
@@ -401,11 +404,17 @@ impl PostSteps for Embedded {
         at.last_child.get(level).copied().flatten().map(Micros)
     }
 
+    /// A post is one guarded update of the discussion document, counters included.
+    fn single_write(&self) -> bool {
+        true
+    }
+
     async fn attempt(
         &self,
         discussion: &Discussion,
         comment: &Comment,
         state: &mut PostState,
+        _session: &mut ClientSession,
     ) -> StoreResult<Attempt> {
         let parent_at = match &comment.parent {
             None => &[][..],
@@ -427,7 +436,13 @@ impl PostSteps for Embedded {
     }
 
     /// The push counted everything in the same update.
-    async fn count(&self, _: &Discussion, _: &Comment, _: &PostState) -> StoreResult<()> {
+    async fn count(
+        &self,
+        _: &Discussion,
+        _: &Comment,
+        _: &PostState,
+        _: &mut ClientSession,
+    ) -> StoreResult<()> {
         Ok(())
     }
 }
@@ -435,7 +450,15 @@ impl PostSteps for Embedded {
 #[async_trait]
 impl CommentStore for Embedded {
     async fn post_comment(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
-        write::post(self, &self.clock, self.max_depth, discussion, &new).await
+        write::post(
+            self,
+            &self.writer,
+            &self.clock,
+            self.max_depth,
+            discussion,
+            &new,
+        )
+        .await
     }
 
     /// One guarded update at the comment's position: its fields must still be as read, and a

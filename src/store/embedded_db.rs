@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use nix::sys::signal::{kill, Signal};
@@ -9,6 +11,8 @@ use nix::unistd::Pid;
 use thiserror::Error;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
 /// The binary's name.
 pub const BINARY: &str = "secantusd-rs";
@@ -18,6 +22,8 @@ pub const INSTALL_HINT: &str = "install it with: apt-get install -y cmake && car
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a graceful stop may take before the process is killed.
 const STOP_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long to wait before starting a dead server again (doubling up to 10 s while it fails).
+const RESTART_DELAY: Duration = Duration::from_millis(200);
 
 /// Why the embedded database could not start.
 #[derive(Debug, Error)]
@@ -30,11 +36,15 @@ pub enum EmbeddedDbError {
     Start(String),
 }
 
-/// A running `secantusd-rs`, stopped gracefully by [`EmbeddedDb::stop`] (killed if dropped).
+/// A supervised `secantusd-rs`: when the process dies while nobody asked it to stop, it is
+/// started again on the same port and data, so the server's connection string stays valid and
+/// the driver reconnects by itself. Stopped gracefully by [`EmbeddedDb::stop`].
 pub struct EmbeddedDb {
-    child: Child,
     port: u16,
     data_dir: PathBuf,
+    pid: Arc<AtomicU32>,
+    stop: Option<oneshot::Sender<()>>,
+    supervisor: Option<JoinHandle<()>>,
 }
 
 impl EmbeddedDb {
@@ -65,60 +75,40 @@ impl EmbeddedDb {
             .ok_or(EmbeddedDbError::NotInstalled)
     }
 
-    /// Starts the server on a free loopback port with its files in `data_dir`, and waits until it
-    /// reports the port it listens on.
+    /// Starts the server on a free loopback port with its files in `data_dir`, waits until it
+    /// reports the port it listens on, and supervises it from then on.
     pub async fn start(binary: &Path, data_dir: &Path) -> Result<Self, EmbeddedDbError> {
         std::fs::create_dir_all(data_dir).map_err(|e| {
             EmbeddedDbError::Start(format!("cannot create {}: {e}", data_dir.display()))
         })?;
-        let mut child = Command::new(binary)
-            .args([
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--log-level",
-                "WARNING",
-                "--storage-path",
-            ])
-            .arg(data_dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            // Its own process group: a terminal Ctrl-C reaches threadql, which stops the database
-            // only after in-flight requests finish.
-            .process_group(0)
-            .spawn()
-            .map_err(|e| EmbeddedDbError::Start(format!("cannot run {}: {e}", binary.display())))?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| EmbeddedDbError::Start("no stdout".into()))?;
-        let mut lines = BufReader::new(stdout).lines();
-        let port = tokio::time::timeout(START_TIMEOUT, async {
-            while let Some(line) = lines.next_line().await.map_err(|e| e.to_string())? {
-                if let Some(port) = parse_port(&line) {
-                    return Ok(port);
-                }
-            }
-            Err("the server exited before it listened (is the data directory locked by another instance?)".to_owned())
-        })
-        .await
-        .map_err(|_| EmbeddedDbError::Start("timed out waiting for the port".into()))?
-        .map_err(EmbeddedDbError::Start)?;
-        // Keep draining stdout so the child never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Ok(Self {
+        let (child, port) = spawn_child(binary, data_dir, 0).await?;
+        let pid = Arc::new(AtomicU32::new(child.id().unwrap_or(0)));
+        let (stop, stopped) = oneshot::channel();
+        let supervisor = tokio::spawn(supervise(
+            binary.to_path_buf(),
+            data_dir.to_path_buf(),
+            port,
             child,
+            pid.clone(),
+            stopped,
+        ));
+        Ok(Self {
             port,
             data_dir: data_dir.to_path_buf(),
+            pid,
+            stop: Some(stop),
+            supervisor: Some(supervisor),
         })
     }
 
     /// The port it listens on.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The process id of the server process running now.
+    pub fn pid(&self) -> u32 {
+        self.pid.load(Ordering::SeqCst)
     }
 
     /// Where its files are.
@@ -133,17 +123,110 @@ impl EmbeddedDb {
 
     /// Stops it with SIGTERM so it can close its files, killing it if it does not exit in time.
     pub async fn stop(mut self) {
-        if let Some(pid) = self.child.id() {
-            if let Ok(pid) = i32::try_from(pid) {
-                let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(supervisor) = self.supervisor.take() {
+            let _ = supervisor.await;
+        }
+    }
+}
+
+impl Drop for EmbeddedDb {
+    fn drop(&mut self) {
+        // Without a graceful stop the supervisor ends and the child is killed with it.
+        if let Some(supervisor) = self.supervisor.take() {
+            supervisor.abort();
+        }
+    }
+}
+
+/// Runs `secantusd-rs` on `port` (0: any free port) and waits for the port it reports.
+async fn spawn_child(
+    binary: &Path,
+    data_dir: &Path,
+    port: u16,
+) -> Result<(Child, u16), EmbeddedDbError> {
+    let mut child = Command::new(binary)
+        .args(["--host", "127.0.0.1", "--port"])
+        .arg(port.to_string())
+        .args(["--log-level", "WARNING", "--storage-path"])
+        .arg(data_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        // Its own process group: a terminal Ctrl-C reaches threadql, which stops the database
+        // only after in-flight requests finish.
+        .process_group(0)
+        .spawn()
+        .map_err(|e| EmbeddedDbError::Start(format!("cannot run {}: {e}", binary.display())))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| EmbeddedDbError::Start("no stdout".into()))?;
+    let mut lines = BufReader::new(stdout).lines();
+    let port = tokio::time::timeout(START_TIMEOUT, async {
+        while let Some(line) = lines.next_line().await.map_err(|e| e.to_string())? {
+            if let Some(port) = parse_port(&line) {
+                return Ok(port);
             }
         }
-        if tokio::time::timeout(STOP_TIMEOUT, self.child.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!("the embedded database did not stop in time; killing it");
-            let _ = self.child.kill().await;
+        Err("the server exited before it listened (is the data directory locked by another instance?)".to_owned())
+    })
+    .await
+    .map_err(|_| EmbeddedDbError::Start("timed out waiting for the port".into()))?
+    .map_err(EmbeddedDbError::Start)?;
+    // Keep draining stdout so the child never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok((child, port))
+}
+
+/// Watches the child: restarts it on the same port and data when it exits unasked, stops it
+/// gracefully when `stopped` fires.
+async fn supervise(
+    binary: PathBuf,
+    data_dir: PathBuf,
+    port: u16,
+    mut child: Child,
+    pid: Arc<AtomicU32>,
+    mut stopped: oneshot::Receiver<()>,
+) {
+    loop {
+        tokio::select! {
+            status = child.wait() => {
+                let status = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+                tracing::error!(%status, port, "the embedded database exited unexpectedly; starting it again on the same data");
+                let mut delay = RESTART_DELAY;
+                loop {
+                    tokio::select! {
+                        () = tokio::time::sleep(delay) => {}
+                        _ = &mut stopped => return,
+                    }
+                    match spawn_child(&binary, &data_dir, port).await {
+                        Ok((next, _)) => {
+                            child = next;
+                            pid.store(child.id().unwrap_or(0), Ordering::SeqCst);
+                            tracing::info!(port, "the embedded database is running again");
+                            break;
+                        }
+                        Err(err) => {
+                            tracing::error!(%err, "the embedded database did not start again; retrying");
+                            delay = (delay * 2).min(Duration::from_secs(10));
+                        }
+                    }
+                }
+            }
+            _ = &mut stopped => {
+                if let Some(id) = child.id().and_then(|id| i32::try_from(id).ok()) {
+                    let _ = kill(Pid::from_raw(id), Signal::SIGTERM);
+                }
+                if tokio::time::timeout(STOP_TIMEOUT, child.wait()).await.is_err() {
+                    tracing::warn!("the embedded database did not stop in time; killing it");
+                    let _ = child.kill().await;
+                }
+                return;
+            }
         }
     }
 }

@@ -39,6 +39,12 @@ impl From<StoreError> for DomainError {
             StoreError::Exhausted(message) => DomainError::Conflict(format!(
                 "{message}; nothing was written, and sending the request again is safe"
             )),
+            StoreError::Db(err) if is_unavailable(&err) => {
+                tracing::warn!(%err, "the database is unavailable");
+                DomainError::Unavailable(
+                    "the database is unavailable right now; try again in a moment".into(),
+                )
+            }
             other => DomainError::Internal(other.to_string()),
         }
     }
@@ -78,4 +84,27 @@ pub fn is_too_large(err: &mongodb::error::Error) -> bool {
         ErrorKind::Command(e) => too_large(e.code),
         _ => false,
     }
+}
+
+/// Whether a driver error means the database could not be reached or answer in time (no server
+/// to select, a broken or timed-out connection, a cleared pool, a node stepping down), rather
+/// than a problem with the request.
+pub fn is_unavailable(err: &mongodb::error::Error) -> bool {
+    use mongodb::error::{ErrorKind, RETRYABLE_WRITE_ERROR, TRANSIENT_TRANSACTION_ERROR};
+    /// Server codes of a node that is shutting down, stepping down or not primary.
+    const NODE_CODES: [i32; 9] = [6, 7, 89, 91, 189, 10107, 11600, 11602, 13435];
+    let code = match err.kind.as_ref() {
+        ErrorKind::Command(e) => Some(e.code),
+        ErrorKind::Write(mongodb::error::WriteFailure::WriteConcernError(e)) => Some(e.code),
+        _ => None,
+    };
+    matches!(
+        err.kind.as_ref(),
+        ErrorKind::ServerSelection { .. }
+            | ErrorKind::Io(_)
+            | ErrorKind::ConnectionPoolCleared { .. }
+            | ErrorKind::DnsResolve { .. }
+    ) || code.is_some_and(|c| NODE_CODES.contains(&c))
+        || err.contains_label(RETRYABLE_WRITE_ERROR)
+        || err.contains_label(TRANSIENT_TRANSACTION_ERROR)
 }

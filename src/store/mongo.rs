@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mongodb::bson::{doc, Document};
-use mongodb::options::{ClientOptions, IndexOptions};
+use mongodb::options::{Acknowledgment, ClientOptions, IndexOptions, WriteConcern};
 use mongodb::{Client, Database, IndexModel};
 
 use super::bucketed::Bucketed;
 use super::embedded::Embedded;
 use super::per_comment::PerComment;
-use super::write::{revise, Decide};
+use super::write::{revise, Decide, Writer};
 use super::{
     CommandCounter, CommentStore, DiscussionStore, Discussions, Storage, StoreError, StoreResult,
 };
@@ -33,6 +33,28 @@ pub struct StoreConfig {
     /// Size cap of a discussion document in the embedded layout, in bytes (MongoDB refuses
     /// documents over 16 MiB).
     pub embedded_max_bytes: usize,
+    /// How long to wait for a server to talk to (and for a connection to open) before failing.
+    pub timeout: Duration,
+    /// Most connections in the pool.
+    pub pool_size: u32,
+    /// Write concern: `majority`, or a number of nodes.
+    pub write_concern: String,
+    /// Whether writes wait for the journal.
+    pub journal: bool,
+}
+
+impl StoreConfig {
+    fn write_concern(&self) -> StoreResult<WriteConcern> {
+        let w = match self.write_concern.trim() {
+            "majority" => Acknowledgment::Majority,
+            n => Acknowledgment::Nodes(n.parse().map_err(|_| {
+                StoreError::Unsupported(format!(
+                    "write concern {n:?}: expected `majority` or a number of nodes"
+                ))
+            })?),
+        };
+        Ok(WriteConcern::builder().w(w).journal(self.journal).build())
+    }
 }
 
 /// The MongoDB storage: discussions, the three layouts, and the command counter.
@@ -51,21 +73,25 @@ impl Store {
         let commands = CommandCounter::new();
         options.command_event_handler = Some(commands.handler());
         options.app_name = Some("threadql".to_owned());
-        if options.server_selection_timeout.is_none() {
-            options.server_selection_timeout = Some(Duration::from_secs(10));
-        }
+        options.server_selection_timeout = Some(config.timeout);
+        options.connect_timeout = Some(config.timeout);
+        options.max_pool_size = Some(config.pool_size);
+        options.write_concern = Some(config.write_concern()?);
         let client = Client::with_options(options)?;
         let db = client.database(&config.database);
+        let writer = Writer::new(client.clone(), supports_transactions(&db).await?);
         let clock = Arc::new(MonotonicClock::default());
         let discussions = Discussions::new(&db, clock.clone());
         let per_comment = PerComment::new(
             &db,
             discussions.clone(),
+            writer.clone(),
             clock.clone(),
             config.max_depth.max(1),
         );
         let embedded = Embedded::new(
             &db,
+            writer.clone(),
             clock.clone(),
             config.max_depth.max(1),
             config.embedded_max_bytes,
@@ -73,6 +99,7 @@ impl Store {
         let bucketed = Bucketed::new(
             &db,
             discussions.clone(),
+            writer,
             clock.clone(),
             config.max_depth.max(1),
             config.bucket_size,
@@ -132,6 +159,20 @@ impl Storage for Store {
         let layout = self.layout(discussion.layout)?;
         revise(layout, &self.clock, discussion, slug, decide).await
     }
+}
+
+/// Whether the deployment runs multi-document transactions: a replica set member or a mongos
+/// (a standalone server cannot; then a post's writes go one after the other, with a warning).
+async fn supports_transactions(db: &Database) -> StoreResult<bool> {
+    let hello = db.run_command(doc! { "hello": 1 }).await?;
+    let replicated = hello.get_str("setName").is_ok() || hello.get_str("msg") == Ok("isdbgrid");
+    if !replicated {
+        tracing::warn!(
+            "the database is a standalone server: posts are written without transactions, so a \
+             crash between a comment and its counters can leave a counter one low; use a replica set"
+        );
+    }
+    Ok(replicated)
 }
 
 /// An index with a name (so re-creating it at start-up is a no-op), unique or not.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document, RawDocumentBuf};
-use mongodb::{Collection, Database};
+use mongodb::{ClientSession, Collection, Database};
 
 use super::bson::{corrupt, int_field, raw_comment_of, to_count};
 use super::discussions::limit_plus_one;
@@ -14,7 +14,7 @@ use super::docs::{replace_update, unchanged_filter, CommentDoc};
 use super::error::is_duplicate_key;
 use super::mongo::index_model as index;
 use super::order::after_filter;
-use super::write::{self, Attempt, ParentPaths, PostSteps};
+use super::write::{self, Attempt, ParentPaths, PostSteps, Writer};
 use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{Comment, Discussion, FullSlug, NewComment, Page, Slug, Window};
@@ -24,6 +24,7 @@ pub struct PerComment {
     coll: Collection<CommentDoc>,
     raw: Collection<Document>,
     discussions: Discussions,
+    writer: Writer,
     clock: Arc<MonotonicClock>,
     max_depth: usize,
 }
@@ -35,6 +36,7 @@ impl PerComment {
     pub(super) fn new(
         db: &Database,
         discussions: Discussions,
+        writer: Writer,
         clock: Arc<MonotonicClock>,
         max_depth: usize,
     ) -> Self {
@@ -42,6 +44,7 @@ impl PerComment {
             coll: db.collection(Self::COLLECTION),
             raw: db.collection(Self::COLLECTION),
             discussions,
+            writer,
             clock,
             max_depth,
         }
@@ -204,10 +207,12 @@ impl PostSteps for PerComment {
         _discussion: &Discussion,
         comment: &Comment,
         _state: &mut (),
+        session: &mut ClientSession,
     ) -> StoreResult<Attempt> {
         match self
             .coll
             .insert_one(CommentDoc::from_comment(comment, true))
+            .session(session)
             .await
         {
             Ok(_) => Ok(Attempt::Stored),
@@ -221,31 +226,35 @@ impl PostSteps for PerComment {
         discussion: &Discussion,
         comment: &Comment,
         _state: &(),
+        session: &mut ClientSession,
     ) -> StoreResult<()> {
-        let bump_parent = async {
-            if let Some(parent) = &comment.parent {
-                self.coll
-                    .update_one(
-                        doc! { "discussion_id": discussion.id.as_str(), "slug": parent.as_str() },
-                        doc! { "$inc": { "reply_count": 1_i64 } },
-                    )
-                    .await?;
-            }
-            Ok::<_, StoreError>(())
-        };
-        tokio::try_join!(
-            bump_parent,
-            self.discussions
-                .record_post(&discussion.id, comment.parent.is_none())
-        )?;
-        Ok(())
+        if let Some(parent) = &comment.parent {
+            self.coll
+                .update_one(
+                    doc! { "discussion_id": discussion.id.as_str(), "slug": parent.as_str() },
+                    doc! { "$inc": { "reply_count": 1_i64 } },
+                )
+                .session(&mut *session)
+                .await?;
+        }
+        self.discussions
+            .record_post(&discussion.id, comment.parent.is_none(), session)
+            .await
     }
 }
 
 #[async_trait]
 impl CommentStore for PerComment {
     async fn post_comment(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
-        write::post(self, &self.clock, self.max_depth, discussion, &new).await
+        write::post(
+            self,
+            &self.writer,
+            &self.clock,
+            self.max_depth,
+            discussion,
+            &new,
+        )
+        .await
     }
 
     async fn replace(

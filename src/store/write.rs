@@ -2,12 +2,20 @@
 //! and time per attempt, counters, giving up as a retryable conflict) and changing a posted
 //! comment (read, decide, compare-and-set, retry).
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
 use async_trait::async_trait;
+use mongodb::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
+use mongodb::{Client, ClientSession};
+use rand::Rng;
 
 use super::{CommentStore, Posted, ReadScope, StoreError, StoreResult};
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{
-    Comment, Discussion, DomainError, FullSlug, Micros, NewComment, Placement, Slug, SlugPart,
+    Comment, Discussion, DiscussionId, DomainError, FullSlug, Micros, NewComment, Placement, Slug,
+    SlugPart,
 };
 
 /// How often a write is tried before it gives up with a retryable `CONFLICT`: each refused try
@@ -28,6 +36,44 @@ pub(super) enum Attempt {
 
 /// How often a post may move on (see [`Attempt::Moved`]) before it gives up.
 const MOVES: usize = 10_000;
+/// How often a post's transaction may meet a concurrent one (a write conflict) before it gives
+/// up; each time it waits a little, at random, so colliding posts spread out.
+const CONFLICTS: usize = 500;
+
+/// Where posts write: a client to open sessions on, and whether writes that span documents run
+/// in a transaction (a replica set or a sharded cluster; a standalone server cannot).
+#[derive(Clone)]
+pub(super) struct Writer {
+    /// The database client.
+    pub client: Client,
+    /// Whether to wrap a post's writes in a transaction.
+    pub transactions: bool,
+    /// One lock per discussion with a post in flight in this process: transactions that write
+    /// the same documents abort each other instead of waiting, so this process queues its own
+    /// posts to a discussion rather than letting them collide.
+    pub queues: Arc<Mutex<HashMap<DiscussionId, Arc<tokio::sync::Mutex<()>>>>>,
+}
+
+impl Writer {
+    /// A writer over `client`.
+    pub fn new(client: Client, transactions: bool) -> Self {
+        Self {
+            client,
+            transactions,
+            queues: Arc::default(),
+        }
+    }
+
+    /// Waits for this process's turn to post to `discussion`.
+    async fn turn(&self, discussion: &DiscussionId) -> tokio::sync::OwnedMutexGuard<()> {
+        let queue = {
+            let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+            queues.retain(|_, q| Arc::strong_count(q) > 1);
+            queues.entry(discussion.clone()).or_default().clone()
+        };
+        queue.lock_owned().await
+    }
+}
 
 /// A parent as a post needs it: where the reply goes.
 pub(super) struct ParentPaths {
@@ -65,38 +111,116 @@ pub(super) trait PostSteps: Send + Sync {
         None
     }
 
-    /// Tries to store `comment`.
+    /// Whether one try is one single-document write (then it needs no transaction).
+    fn single_write(&self) -> bool {
+        false
+    }
+
+    /// Tries to store `comment`. Writes that must land together with the counters go through
+    /// `session` (inside the post's transaction).
     async fn attempt(
         &self,
         discussion: &Discussion,
         comment: &Comment,
         state: &mut Self::State,
+        session: &mut ClientSession,
     ) -> StoreResult<Attempt>;
 
     /// Counts a stored comment (replies of its parent, comments of the discussion) where the
-    /// write did not already.
+    /// write did not already, in the same transaction as the comment.
     async fn count(
         &self,
         discussion: &Discussion,
         comment: &Comment,
         state: &Self::State,
+        session: &mut ClientSession,
     ) -> StoreResult<()>;
+}
+
+/// What one transaction of a post came to.
+enum Outcome {
+    Done(Attempt),
+    /// A concurrent transaction wrote the same document first; nothing was written.
+    Conflict,
+}
+
+/// One try: the write and the counters, committed together, or nothing.
+async fn try_once<S: PostSteps>(
+    steps: &S,
+    discussion: &Discussion,
+    comment: &Comment,
+    state: &mut S::State,
+    session: &mut ClientSession,
+    transaction: bool,
+) -> StoreResult<Outcome> {
+    if transaction {
+        session.start_transaction().await?;
+    }
+    let result = async {
+        let attempt = steps.attempt(discussion, comment, state, session).await?;
+        if matches!(attempt, Attempt::Stored) {
+            steps.count(discussion, comment, state, session).await?;
+            if transaction {
+                commit(session).await?;
+            }
+        } else if transaction {
+            // A refused write may have ended the transaction on the server already.
+            let _ = session.abort_transaction().await;
+        }
+        Ok::<_, StoreError>(attempt)
+    }
+    .await;
+    match result {
+        Ok(attempt) => Ok(Outcome::Done(attempt)),
+        Err(err) => {
+            if transaction {
+                // The server may have aborted it already; either way nothing of it stays.
+                let _ = session.abort_transaction().await;
+            }
+            match &err {
+                StoreError::Db(e) if e.contains_label(TRANSIENT_TRANSACTION_ERROR) => {
+                    Ok(Outcome::Conflict)
+                }
+                _ => Err(err),
+            }
+        }
+    }
+}
+
+/// Commits, asking again while the outcome is unknown (committing twice is safe).
+async fn commit(session: &mut ClientSession) -> StoreResult<()> {
+    let mut tries = 0;
+    loop {
+        match session.commit_transaction().await {
+            Err(e) if e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) && tries < 3 => {
+                tries += 1;
+            }
+            other => return Ok(other?),
+        }
+    }
 }
 
 /// Posts `new` through a layout's steps: the placement under the depth cap, a fresh slug part and
 /// time for every try, the counters, and a retryable `Exhausted` when every try was refused.
 pub(super) async fn post<S: PostSteps>(
     steps: &S,
+    writer: &Writer,
     clock: &MonotonicClock,
     max_depth: usize,
     discussion: &Discussion,
     new: &NewComment,
 ) -> StoreResult<Posted> {
+    let transaction = writer.transactions && !steps.single_write();
+    let _turn = match transaction {
+        true => Some(writer.turn(&discussion.id).await),
+        false => None,
+    };
     let (parent, mut state) = steps.prepare(discussion, new.parent.as_ref()).await?;
     let parent = parent.as_ref().map(|p| (&p.slug, &p.full_slug));
-    let (mut refused, mut moved) = (0, 0);
+    let mut session = writer.client.start_session().await?;
+    let (mut refused, mut moved, mut conflicts) = (0, 0, 0);
     let mut part = SlugPart::generate();
-    while refused < ATTEMPTS && moved < MOVES {
+    while refused < ATTEMPTS && moved < MOVES && conflicts < CONFLICTS {
         // The placement's parent does not depend on the time; the time must follow the floor
         // of the parent the comment really goes to.
         let target = Placement::new(parent, max_depth, Micros(0), &part).parent;
@@ -107,25 +231,39 @@ pub(super) async fn post<S: PostSteps>(
         let placement = Placement::new(parent, max_depth, posted, &part);
         let reattached = placement.reattached;
         let comment = placement.into_comment(discussion.id.clone(), posted, new);
-        match steps.attempt(discussion, &comment, &mut state).await? {
-            Attempt::Stored => {
-                steps.count(discussion, &comment, &state).await?;
+        let outcome = try_once(
+            steps,
+            discussion,
+            &comment,
+            &mut state,
+            &mut session,
+            transaction,
+        )
+        .await?;
+        match outcome {
+            Outcome::Done(Attempt::Stored) => {
                 return Ok(Posted {
                     comment,
                     reattached,
                 });
             }
-            Attempt::Retry => {
+            Outcome::Done(Attempt::Retry) => {
                 tracing::debug!(discussion = %discussion.id, "post refused by a guard: retrying");
                 refused += 1;
                 part = SlugPart::generate();
             }
-            Attempt::Moved => moved += 1,
+            Outcome::Done(Attempt::Moved) => moved += 1,
+            Outcome::Conflict => {
+                conflicts += 1;
+                let wait = rand::thread_rng().gen_range(0..=(conflicts.min(20) as u64));
+                tokio::time::sleep(Duration::from_millis(wait)).await;
+            }
         }
     }
     Err(StoreError::Exhausted(format!(
-        "the post to discussion {} met concurrent writes {refused} times and moved on {moved} times",
-        discussion.id
+        "the post to discussion {} met concurrent writes {} times and moved on {moved} times",
+        discussion.id,
+        refused + conflicts
     )))
 }
 

@@ -424,10 +424,12 @@ async fn tree_reads_match_the_model_case(settings: Settings) {
 async fn nested_tree_query_has_bounded_round_trips_case(settings: Settings) {
     let app = TestApp::with("round_trips", settings).await;
     let d = app.discussion("round trips").await;
+    // Page sizes keep the query under the complexity limit, which costs each connection by
+    // the items it may return (20 × 10 × 10 × 5 leaves).
     let q = "query($d: ID!) { discussion(id: $d) { title threads(first: 20) { totalCount nodes { slug replyCount
-        replies(first: 20) { totalCount nodes { slug parent { slug }
-            replies(first: 20) { nodes { slug
-                replies(first: 20) { nodes { slug text } } } } } } } } } }";
+        replies(first: 10) { totalCount nodes { slug parent { slug }
+            replies(first: 10) { nodes { slug
+                replies(first: 5) { nodes { slug text } } } } } } } } } }";
     let levels = 3;
     let mut costs = Vec::new();
     for size in [40, 160] {

@@ -48,6 +48,8 @@ fn config(label: &str) -> Config {
     config.mongodb_uri = Some(server_uri().to_owned());
     config.database = unique_db(label);
     config.jwt_secret = Some(SECRET.to_owned());
+    config.rate_limit = threadql::config::RateLimit::Off;
+    config.rate_limit_anon = threadql::config::RateLimit::Off;
     config
 }
 

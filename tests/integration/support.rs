@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::{json, Value};
 use threadql::app::App;
 use threadql::auth::JwtKeys;
-use threadql::config::{Config, LayoutArg};
+use threadql::config::{Config, LayoutArg, RateLimit};
 use threadql::domain::Layout;
 use threadql::graphql::Api;
 use threadql::store::embedded_db::EmbeddedDb;
@@ -95,6 +95,8 @@ pub struct Settings {
     pub embedded_max_bytes: usize,
     /// How long an author may edit a comment after posting it, in seconds (0: never).
     pub edit_window_secs: u64,
+    /// Mutations per author (off by default here: tests load data).
+    pub rate_limit: RateLimit,
 }
 
 /// The server's defaults, as `threadql` with no flags has them.
@@ -113,6 +115,7 @@ impl Settings {
             max_text_chars: config.max_text_chars,
             embedded_max_bytes: config.embedded_max_bytes as usize,
             edit_window_secs: config.edit_window_secs,
+            rate_limit: RateLimit::Off,
         }
     }
 
@@ -133,6 +136,8 @@ impl Settings {
         config.max_text_chars = self.max_text_chars;
         config.embedded_max_bytes = self.embedded_max_bytes as u64;
         config.edit_window_secs = self.edit_window_secs;
+        config.rate_limit = self.rate_limit;
+        config.rate_limit_anon = RateLimit::Off;
         config
     }
 }
@@ -167,9 +172,24 @@ impl TestApp {
         let app = App::build(&settings.config(&database))
             .await
             .expect("build the app on the test database");
+        Self::from_app(app, database, settings)
+    }
+
+    /// A test app around an app built elsewhere (from `settings.config(&database)`, changed).
+    pub fn from_app(app: App, database: String, settings: Settings) -> TestApp {
+        Self::from_parts(app.api, app.store, database, settings)
+    }
+
+    /// A test app over the API and store of an app that is served elsewhere.
+    pub fn from_parts(
+        api: Api,
+        store: Arc<Store>,
+        database: String,
+        settings: Settings,
+    ) -> TestApp {
         TestApp {
-            api: app.api,
-            store: app.store,
+            api,
+            store,
             database,
             settings,
             keys: JwtKeys::new(SECRET),

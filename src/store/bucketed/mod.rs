@@ -22,6 +22,7 @@ pub use shapes::PageInfo;
 
 use super::docs::{replace_update, unchanged_filter};
 use super::mongo::index_model as index;
+use super::write::Writer;
 use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
@@ -34,6 +35,7 @@ pub struct Bucketed {
     pages: Collection<Document>,
     discussion_docs: Collection<Document>,
     discussions: Discussions,
+    writer: Writer,
     clock: Arc<MonotonicClock>,
     max_depth: usize,
     cap: i64,
@@ -46,6 +48,7 @@ impl Bucketed {
     pub(super) fn new(
         db: &Database,
         discussions: Discussions,
+        writer: Writer,
         clock: Arc<MonotonicClock>,
         max_depth: usize,
         bucket_size: u32,
@@ -54,6 +57,7 @@ impl Bucketed {
             pages: db.collection(Self::COLLECTION),
             discussion_docs: db.collection(Discussions::COLLECTION),
             discussions,
+            writer,
             clock,
             max_depth,
             cap: i64::from(bucket_size.max(1)),
@@ -89,7 +93,15 @@ impl Bucketed {
 #[async_trait]
 impl CommentStore for Bucketed {
     async fn post_comment(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
-        super::write::post(self, &self.clock, self.max_depth, discussion, &new).await
+        super::write::post(
+            self,
+            &self.writer,
+            &self.clock,
+            self.max_depth,
+            discussion,
+            &new,
+        )
+        .await
     }
 
     /// One update of the comment inside its page, found by slug (`$elemMatch` also checks that

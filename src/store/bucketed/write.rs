@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use mongodb::bson::{doc, to_bson};
 use mongodb::options::ReturnDocument;
+use mongodb::ClientSession;
 
 use super::shapes::{comments_of, order_key, Target, FLOOR, NUM_PAGES};
 use super::Bucketed;
@@ -85,6 +86,7 @@ impl Bucketed {
         id: &DiscussionId,
         comment: &Comment,
         parent_page: Option<i64>,
+        session: &mut ClientSession,
     ) -> StoreResult<()> {
         let Some(parent) = &comment.parent else {
             return Ok(());
@@ -101,17 +103,23 @@ impl Bucketed {
                     parent_filter,
                     doc! { "$inc": { "comments.$.reply_count": 1_i64, "thread_total": 1_i64 } },
                 )
+                .session(&mut *session)
                 .await?;
         } else {
-            let bump_parent = self.pages.update_one(
-                parent_filter,
-                doc! { "$inc": { "comments.$.reply_count": 1_i64 } },
-            );
-            let bump_thread = self.pages.update_one(
-                doc! { "discussion_id": id.as_str(), "comments.slug": root.as_str() },
-                doc! { "$inc": { "thread_total": 1_i64 } },
-            );
-            tokio::try_join!(bump_parent, bump_thread)?;
+            self.pages
+                .update_one(
+                    parent_filter,
+                    doc! { "$inc": { "comments.$.reply_count": 1_i64 } },
+                )
+                .session(&mut *session)
+                .await?;
+            self.pages
+                .update_one(
+                    doc! { "discussion_id": id.as_str(), "comments.slug": root.as_str() },
+                    doc! { "$inc": { "thread_total": 1_i64 } },
+                )
+                .session(&mut *session)
+                .await?;
         }
         Ok(())
     }
@@ -153,6 +161,7 @@ impl PostSteps for Bucketed {
         discussion: &Discussion,
         comment: &Comment,
         state: &mut PostState,
+        session: &mut ClientSession,
     ) -> StoreResult<Attempt> {
         // Slug uniqueness across pages: looked up once per slug part (see ARCHITECTURE.md).
         if state.free_slug.as_ref() != Some(&comment.slug) {
@@ -178,10 +187,12 @@ impl PostSteps for Bucketed {
                 },
             )
             .upsert(true)
+            .session(&mut *session)
             .await;
         match result {
             Ok(_) => Ok(Attempt::Stored),
             Err(err) if is_duplicate_key(&err) => {
+                // The header is read and the page moved on outside the post's transaction.
                 let header = self
                     .pages
                     .find_one(doc! { "discussion_id": id, "page": page })
@@ -204,17 +215,17 @@ impl PostSteps for Bucketed {
         discussion: &Discussion,
         comment: &Comment,
         state: &PostState,
+        session: &mut ClientSession,
     ) -> StoreResult<()> {
         let parent_page = state
             .parent
             .as_ref()
             .filter(|(_, p)| comment.parent.as_ref() == Some(&p.slug))
             .map(|(page, _)| *page);
-        tokio::try_join!(
-            self.count_reply(&discussion.id, comment, parent_page),
-            self.discussions
-                .record_post(&discussion.id, comment.parent.is_none())
-        )?;
-        Ok(())
+        self.count_reply(&discussion.id, comment, parent_page, session)
+            .await?;
+        self.discussions
+            .record_post(&discussion.id, comment.parent.is_none(), session)
+            .await
     }
 }
