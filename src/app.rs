@@ -101,6 +101,7 @@ impl From<&Config> for Limits {
                 max_tokens: config.max_tokens,
                 max_aliases: config.max_aliases,
                 max_root_fields: config.max_root_fields,
+                introspection: config.introspection,
             },
             introspection: config.introspection,
             request_timeout: Duration::from_secs(config.request_timeout_secs.max(1)),

@@ -30,6 +30,8 @@ pub struct DocumentLimits {
     pub max_aliases: usize,
     /// Most fields at the root of an operation, fragments expanded.
     pub max_root_fields: usize,
+    /// Whether `__schema` and `__type` may be asked for.
+    pub introspection: bool,
 }
 
 impl ExtensionFactory for DocumentLimits {
@@ -64,6 +66,12 @@ impl Extension for DocumentLimits {
         for set in &operations {
             let mut roots = Walk::new(&document.fragments, self.max_root_fields);
             roots.count(set, false, &mut Vec::new());
+            if !self.introspection && roots.introspects {
+                return Err(ServerError::new(
+                    "introspection is turned off on this server",
+                    None,
+                ));
+            }
             if roots.over() {
                 return Err(too_big(format!(
                     "an operation selects more than {} root fields",
@@ -91,6 +99,8 @@ struct Walk<'a> {
     fragments: &'a HashMap<Name, Positioned<FragmentDefinition>>,
     limit: usize,
     seen: usize,
+    /// Whether a counted field is `__schema` or `__type`.
+    introspects: bool,
 }
 
 impl<'a> Walk<'a> {
@@ -99,6 +109,7 @@ impl<'a> Walk<'a> {
             fragments,
             limit,
             seen: 0,
+            introspects: false,
         }
     }
 
@@ -119,6 +130,8 @@ impl<'a> Walk<'a> {
                     let field = &field.node;
                     if !aliased_deep || field.alias.is_some() {
                         self.seen += 1;
+                        let name = field.name.node.as_str();
+                        self.introspects |= name == "__schema" || name == "__type";
                     }
                     if aliased_deep {
                         self.count(&field.selection_set.node, true, path);

@@ -127,3 +127,35 @@ fn a_missing_dev_database_says_how_to_install_it() {
     );
     assert!(message.contains("THREADQL_MONGODB_URI"), "{message}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn introspection_is_on_by_default_and_off_by_config() {
+    let query = "{ __schema { queryType { name } } __type(name: \"Comment\") { name } }";
+    let open = TestApp::new("introspection_on", Layout::PerComment).await;
+    let data = open.ok(query, json!({})).await;
+    assert_eq!(data["__schema"]["queryType"]["name"], "Query");
+    assert_eq!(data["__type"]["name"], "Comment");
+
+    let settings = crate::support::Settings::new(Layout::PerComment);
+    let database = crate::support::unique_db("introspection_off");
+    let mut config = settings.config(&database);
+    config.introspection = false;
+    let app = threadql::app::App::build(&config).await.unwrap();
+    let closed = TestApp::from_app(app, database, settings);
+    let response = closed.exec_as(None, query, json!({})).await;
+    assert!(
+        response["errors"].as_array().is_some_and(|e| !e.is_empty()),
+        "{response:#}"
+    );
+    assert!(response["data"]["__schema"].is_null(), "{response:#}");
+    // Federation's own entry point stays, and ordinary queries still run.
+    let data = closed
+        .ok(
+            "{ _service { sdl } discussions(first: 1) { nodes { id } } }",
+            json!({}),
+        )
+        .await;
+    assert!(data["_service"]["sdl"]
+        .as_str()
+        .is_some_and(|s| s.contains("type Comment")));
+}
