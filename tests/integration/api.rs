@@ -159,3 +159,27 @@ async fn introspection_is_on_by_default_and_off_by_config() {
         .as_str()
         .is_some_and(|s| s.contains("type Comment")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_tree_queries_fit_the_default_limits() {
+    let app = TestApp::new("readme_queries", Layout::PerComment).await;
+    let d = app.discussion("Notes on the Analytical Engine").await;
+    let top = app.post(&d, None, "It weaves algebraic patterns").await;
+    let reply = app.post(&d, Some(&top), "Like a Jacquard loom?").await;
+    app.post(&d, Some(&reply), "Exactly: cards for operations")
+        .await;
+    let tree = "query($d: ID!) { discussion(id: $d) {
+        title commentCount
+        threads(first: 10) { nodes { slug text author { name }
+          replies { nodes { text replies { nodes { text depth } } } } } } } }";
+    let data = app.ok(tree, json!({ "d": d })).await;
+    let leaf =
+        &data["discussion"]["threads"]["nodes"][0]["replies"]["nodes"][0]["replies"]["nodes"][0];
+    assert_eq!(leaf["depth"], 2);
+    let flat = "query($d: ID!) { discussion(id: $d) {
+        comments(order: THREADED, first: 50) { totalCount
+          edges { cursor node { slug depth text } } pageInfo { hasNextPage endCursor } }
+        page3: comments(order: CHRONOLOGICAL, first: 50, offset: 100) { nodes { slug } } } }";
+    let data = app.ok(flat, json!({ "d": d })).await;
+    assert_eq!(data["discussion"]["comments"]["totalCount"], 3);
+}
