@@ -78,10 +78,19 @@ impl EmbeddedDb {
     /// Starts the server on a free loopback port with its files in `data_dir`, waits until it
     /// reports the port it listens on, and supervises it from then on.
     pub async fn start(binary: &Path, data_dir: &Path) -> Result<Self, EmbeddedDbError> {
+        Self::start_on(binary, data_dir, 0).await
+    }
+
+    /// Starts the server on `port` (0: a free one), otherwise like [`EmbeddedDb::start`].
+    pub async fn start_on(
+        binary: &Path,
+        data_dir: &Path,
+        port: u16,
+    ) -> Result<Self, EmbeddedDbError> {
         std::fs::create_dir_all(data_dir).map_err(|e| {
             EmbeddedDbError::Start(format!("cannot create {}: {e}", data_dir.display()))
         })?;
-        let (child, port) = spawn_child(binary, data_dir, 0).await?;
+        let (child, port) = spawn_child(binary, data_dir, port).await?;
         let pid = Arc::new(AtomicU32::new(child.id().unwrap_or(0)));
         let (stop, stopped) = oneshot::channel();
         let supervisor = tokio::spawn(supervise(

@@ -385,3 +385,72 @@ async fn clients_that_hang_up_leave_only_complete_writes() {
         served.task.await.unwrap().unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_fails_fast_and_the_server_recovers_without_a_restart() {
+    let binary = EmbeddedDb::locate(None).expect("secantusd-rs is needed: run ./scripts/test.sh");
+    let dir = tempfile::tempdir().unwrap();
+    let db = EmbeddedDb::start(&binary, dir.path()).await.unwrap();
+    let port = db.port();
+    let settings = Settings::new(Layout::PerComment);
+    let database = unique_db("outage");
+    let mut config = settings.config(&database);
+    config.mongodb_uri = Some(db.uri());
+    config.db_timeout_ms = 500;
+    let app = App::build(&config).await.expect("build the app");
+    let addr = app.addr;
+    let test_app = TestApp::from_parts(app.api.clone(), app.store.clone(), database, settings);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(app.serve(async move {
+        let _ = stopped.await;
+    }));
+    let client = reqwest::Client::new();
+    let ready = || async {
+        client
+            .get(format!("http://{addr}/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    let d = test_app.discussion("outage").await;
+    test_app.post(&d, None, "before").await;
+    assert_eq!(ready().await, 200);
+
+    db.stop().await;
+    assert_eq!(
+        ready().await,
+        503,
+        "/readyz is red while the database is down"
+    );
+    let read = "query($d: ID!) { discussion(id: $d) { commentCount } }";
+    let response = test_app.exec(read, json!({ "d": d })).await;
+    assert_eq!(
+        crate::support::error_code(&response),
+        "UNAVAILABLE",
+        "{response:#}"
+    );
+    let response = post(&test_app, &d, None, "during").await;
+    assert_eq!(
+        crate::support::error_code(&response),
+        "UNAVAILABLE",
+        "{response:#}"
+    );
+
+    // The database comes back on the same address: no restart of threadql is needed.
+    let db = EmbeddedDb::start_on(&binary, dir.path(), port)
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while ready().await != 200 {
+        assert!(tokio::time::Instant::now() < deadline, "/readyz stayed red");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    test_app.post(&d, None, "after").await;
+    let data = test_app.ok(read, json!({ "d": d })).await;
+    assert_eq!(data["discussion"]["commentCount"], 2);
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+    db.stop().await;
+}
