@@ -154,10 +154,7 @@ async fn handle(state: &HttpState, request: Request) -> Result<Response, Refusal
         }
     }
     let batch = if parts.method == Method::GET {
-        let query = parts.uri.query().unwrap_or_default();
-        let request = async_graphql::http::parse_query_string(query).map_err(|e| {
-            Refusal::bad(format!("the request is not a valid GraphQL request: {e}"))
-        })?;
+        let request = read_get(&parts.uri)?;
         if is_mutation(&request) {
             return Err(Refusal::new(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -221,8 +218,19 @@ async fn read_post(
     let bytes = axum::body::to_bytes(body, limits.max_body_bytes)
         .await
         .map_err(|_| too_large())?;
-    let batch: BatchRequest = serde_json::from_slice(&bytes)
-        .map_err(|e| Refusal::bad(format!("the request is not a valid GraphQL request: {e}")))?;
+    let bad = |e: serde_json::Error| {
+        Refusal::bad(format!("the request is not a valid GraphQL request: {e}"))
+    };
+    let batch = match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'[') => BatchRequest::Batch(
+            serde_json::from_slice::<Vec<Operation>>(&bytes)
+                .map_err(bad)?
+                .into_iter()
+                .map(|op| op.0)
+                .collect(),
+        ),
+        _ => BatchRequest::Single(serde_json::from_slice::<Operation>(&bytes).map_err(bad)?.0),
+    };
     if let BatchRequest::Batch(requests) = &batch {
         if limits.max_batch == 0 {
             return Err(Refusal::bad(
@@ -238,6 +246,64 @@ async fn read_post(
         }
     }
     Ok(batch)
+}
+
+/// One operation of a POST body: a JSON object only (serde would also fill a request from a
+/// JSON array, field by field), with duplicate keys refused.
+struct Operation(async_graphql::Request);
+
+impl<'de> serde::Deserialize<'de> for Operation {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Object;
+        impl<'de> serde::de::Visitor<'de> for Object {
+            type Value = Operation;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a GraphQL request as a JSON object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Operation, A::Error> {
+                let fields = serde::de::value::MapAccessDeserializer::new(map);
+                serde::Deserialize::deserialize(fields).map(Operation)
+            }
+        }
+        deserializer.deserialize_map(Object)
+    }
+}
+
+/// The parameters of a GET request, as the GraphQL-over-HTTP spec names them.
+#[derive(serde::Deserialize)]
+struct GetParams {
+    query: Option<String>,
+    #[serde(rename = "operationName", alias = "operation_name")]
+    operation_name: Option<String>,
+    variables: Option<String>,
+}
+
+/// Reads a GET request's query string: `query`, `operationName`, `variables` (JSON).
+fn read_get(uri: &axum::http::Uri) -> Result<async_graphql::Request, Refusal> {
+    let bad = |e: &dyn std::fmt::Display| {
+        Refusal::bad(format!("the request is not a valid GraphQL request: {e}"))
+    };
+    let params = axum::extract::Query::<GetParams>::try_from_uri(uri)
+        .map_err(|e| bad(&e))?
+        .0;
+    let query = params
+        .query
+        .ok_or_else(|| bad(&"the `query` parameter is missing"))?;
+    let mut request = async_graphql::Request::new(query);
+    if let Some(name) = params.operation_name.filter(|n| !n.is_empty()) {
+        request = request.operation_name(name);
+    }
+    if let Some(variables) = params.variables.filter(|v| !v.is_empty()) {
+        let value: serde_json::Value = serde_json::from_str(&variables)
+            .map_err(|e| bad(&format!("`variables` is not JSON: {e}")))?;
+        request = request.variables(async_graphql::Variables::from_json(value));
+    }
+    Ok(request)
 }
 
 /// Whether a content type is JSON (`application/json`, `application/graphql-response+json`,
