@@ -11,13 +11,13 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
 use threadql::app::App;
+use threadql::config::Config;
 use threadql::domain::Layout;
 use threadql::store::embedded_db::EmbeddedDb;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::oneshot;
 
-use crate::support::{unique_db, Settings, TestApp};
+use crate::support::{unique_db, Running, Settings, TestApp};
 
 /// Writers posting at once.
 const WRITERS: usize = 8;
@@ -95,6 +95,42 @@ async fn all_comments(app: &TestApp, d: &str) -> Vec<Value> {
     }
 }
 
+/// Every counter matches what is stored: each comment's `replyCount`, the discussion's
+/// `commentCount` and its number of threads.
+async fn assert_counts_match(app: &TestApp, d: &str, stored: &[Value], what: &str) {
+    let mut replies: HashMap<&str, u64> = HashMap::new();
+    for c in stored {
+        if let Some(parent) = c["parentSlug"].as_str() {
+            *replies.entry(parent).or_default() += 1;
+        }
+    }
+    for c in stored {
+        let slug = c["slug"].as_str().unwrap();
+        assert_eq!(
+            c["replyCount"].as_u64(),
+            Some(replies.get(slug).copied().unwrap_or(0)),
+            "{what}: replyCount of {slug}"
+        );
+    }
+    let counts = app
+        .ok(
+            "query($d: ID!) { discussion(id: $d) { commentCount threads(first: 1) { totalCount } } }",
+            json!({ "d": d }),
+        )
+        .await;
+    let threads = stored.iter().filter(|c| c["parentSlug"].is_null()).count() as u64;
+    assert_eq!(
+        counts["discussion"]["commentCount"].as_u64(),
+        Some(stored.len() as u64),
+        "{what}"
+    );
+    assert_eq!(
+        counts["discussion"]["threads"]["totalCount"].as_u64(),
+        Some(threads),
+        "{what}"
+    );
+}
+
 async fn restart_during_posts(db: &EmbeddedDb, layout: Layout) {
     let settings = Settings {
         bucket_size: 5,
@@ -157,35 +193,7 @@ async fn restart_during_posts(db: &EmbeddedDb, layout: Layout) {
         assert_eq!(c["text"].as_str(), Some(text.as_str()), "{slug}");
         assert_eq!(c["parentSlug"].as_str(), parent.as_deref(), "{slug}");
     }
-    let mut replies: HashMap<&str, u64> = HashMap::new();
-    for c in &stored {
-        if let Some(parent) = c["parentSlug"].as_str() {
-            *replies.entry(parent).or_default() += 1;
-        }
-    }
-    for c in &stored {
-        let slug = c["slug"].as_str().unwrap();
-        assert_eq!(
-            c["replyCount"].as_u64(),
-            Some(replies.get(slug).copied().unwrap_or(0)),
-            "replyCount of {slug}"
-        );
-    }
-    let counts = app
-        .ok(
-            "query($d: ID!) { discussion(id: $d) { commentCount threads(first: 1) { totalCount } } }",
-            json!({ "d": d }),
-        )
-        .await;
-    let threads = stored.iter().filter(|c| c["parentSlug"].is_null()).count() as u64;
-    assert_eq!(
-        counts["discussion"]["commentCount"].as_u64(),
-        Some(stored.len() as u64)
-    );
-    assert_eq!(
-        counts["discussion"]["threads"]["totalCount"].as_u64(),
-        Some(threads)
-    );
+    assert_counts_match(&app, &d, &stored, &layout.to_string()).await;
     for code in seen.failures.keys() {
         assert!(
             ["UNAVAILABLE", "CONFLICT"].contains(&code.as_str()),
@@ -213,36 +221,27 @@ async fn acknowledged_posts_and_counters_survive_a_database_restart() {
     db.stop().await;
 }
 
-/// A server on a loopback socket over a fresh database, and a handle on its API.
+/// A server on a loopback socket over a fresh database, and a test app over its API.
 struct Served {
     app: Arc<TestApp>,
-    addr: std::net::SocketAddr,
-    stop: oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+    server: Running,
 }
 
-async fn serve(label: &str, settings: Settings) -> Served {
+async fn serve(label: &str, settings: Settings, change: impl FnOnce(&mut Config)) -> Served {
     let database = unique_db(label);
-    let app = App::build(&settings.config(&database))
-        .await
-        .expect("build the app");
-    let addr = app.addr;
-    let test_app = TestApp::from_parts(app.api.clone(), app.store.clone(), database, settings);
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(app.serve(async move {
-        let _ = stopped.await;
-    }));
+    let mut config = settings.config(&database);
+    change(&mut config);
+    let server = Running::start(config).await;
+    let app = TestApp::from_parts(server.api.clone(), server.store.clone(), database, settings);
     Served {
-        app: Arc::new(test_app),
-        addr,
-        stop,
-        task,
+        app: Arc::new(app),
+        server,
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graceful_shutdown_finishes_requests_in_flight() {
-    let served = serve("drain", Settings::new(Layout::PerComment)).await;
+    let mut served = serve("drain", Settings::new(Layout::PerComment), |_| {}).await;
     let d = served.app.discussion("drain").await;
     let token = served.app.token("u1", "Ada");
     let body = json!({
@@ -252,20 +251,20 @@ async fn graceful_shutdown_finishes_requests_in_flight() {
     .to_string();
     let head = format!(
         "POST /graphql HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\nauthorization: Bearer {token}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        served.addr,
+        served.server.addr,
         body.len()
     );
     // The request is in flight: its head and half its body have arrived when shutdown starts.
-    let mut socket = TcpStream::connect(served.addr).await.unwrap();
+    let mut socket = TcpStream::connect(served.server.addr).await.unwrap();
     let (first, rest) = body.as_bytes().split_at(body.len() / 2);
     socket.write_all(head.as_bytes()).await.unwrap();
     socket.write_all(first).await.unwrap();
     socket.flush().await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    served.stop.send(()).unwrap();
+    served.server.begin_shutdown();
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(
-        TcpStream::connect(served.addr).await.is_err(),
+        TcpStream::connect(served.server.addr).await.is_err(),
         "a stopping server takes no new connections"
     );
     socket.write_all(rest).await.unwrap();
@@ -273,9 +272,9 @@ async fn graceful_shutdown_finishes_requests_in_flight() {
     socket.read_to_string(&mut answer).await.unwrap();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("\"slug\""), "{answer}");
-    served.task.await.unwrap().unwrap();
-    let count = served
-        .app
+    let app = served.app.clone();
+    served.server.shutdown().await;
+    let count = app
         .ok(
             "query($d: ID!) { discussion(id: $d) { commentCount } }",
             json!({ "d": d }),
@@ -287,11 +286,11 @@ async fn graceful_shutdown_finishes_requests_in_flight() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_that_hang_up_leave_only_complete_writes() {
     for layout in Layout::ALL {
-        let served = serve(&format!("hangups_{layout}"), Settings::new(layout)).await;
+        let served = serve(&format!("hangups_{layout}"), Settings::new(layout), |_| {}).await;
         let d = served.app.discussion("hang-ups").await;
         let token = served.app.token("u1", "Ada");
         let top = served.app.post(&d, None, "the first").await;
-        let url = format!("http://{}/graphql", served.addr);
+        let url = format!("http://{}/graphql", served.server.addr);
         // Writers whose clients give up after a few milliseconds, mid-request.
         let mut writers = Vec::new();
         for w in 0..16u64 {
@@ -321,38 +320,7 @@ async fn clients_that_hang_up_leave_only_complete_writes() {
         // Writes that were cut off by their client finish on their own; give them a moment.
         tokio::time::sleep(Duration::from_secs(2)).await;
         let stored = all_comments(&served.app, &d).await;
-        let mut replies: HashMap<&str, u64> = HashMap::new();
-        for c in &stored {
-            if let Some(parent) = c["parentSlug"].as_str() {
-                *replies.entry(parent).or_default() += 1;
-            }
-        }
-        for c in &stored {
-            let slug = c["slug"].as_str().unwrap();
-            assert_eq!(
-                c["replyCount"].as_u64(),
-                Some(replies.get(slug).copied().unwrap_or(0)),
-                "{layout}: replyCount of {slug}"
-            );
-        }
-        let counts = served
-            .app
-            .ok(
-                "query($d: ID!) { discussion(id: $d) { commentCount threads(first: 1) { totalCount } } }",
-                json!({ "d": d }),
-            )
-            .await;
-        let threads = stored.iter().filter(|c| c["parentSlug"].is_null()).count() as u64;
-        assert_eq!(
-            counts["discussion"]["commentCount"].as_u64(),
-            Some(stored.len() as u64),
-            "{layout}"
-        );
-        assert_eq!(
-            counts["discussion"]["threads"]["totalCount"].as_u64(),
-            Some(threads),
-            "{layout}"
-        );
+        assert_counts_match(&served.app, &d, &stored, &layout.to_string()).await;
         // Nothing is left stuck: every later request is served.
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
@@ -381,8 +349,7 @@ async fn clients_that_hang_up_leave_only_complete_writes() {
             "{layout}: {} comments stored by clients that hung up",
             stored.len()
         );
-        served.stop.send(()).unwrap();
-        served.task.await.unwrap().unwrap();
+        served.server.shutdown().await;
     }
 }
 
@@ -392,18 +359,13 @@ async fn an_outage_fails_fast_and_the_server_recovers_without_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let db = EmbeddedDb::start(&binary, dir.path()).await.unwrap();
     let port = db.port();
-    let settings = Settings::new(Layout::PerComment);
-    let database = unique_db("outage");
-    let mut config = settings.config(&database);
-    config.mongodb_uri = Some(db.uri());
-    config.db_timeout_ms = 500;
-    let app = App::build(&config).await.expect("build the app");
-    let addr = app.addr;
-    let test_app = TestApp::from_parts(app.api.clone(), app.store.clone(), database, settings);
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(app.serve(async move {
-        let _ = stopped.await;
-    }));
+    let uri = db.uri();
+    let served = serve("outage", Settings::new(Layout::PerComment), |config| {
+        config.mongodb_uri = Some(uri);
+        config.db_timeout_ms = 500;
+    })
+    .await;
+    let (test_app, addr) = (served.app.clone(), served.server.addr);
     let client = reqwest::Client::new();
     let ready = || async {
         client
@@ -450,7 +412,6 @@ async fn an_outage_fails_fast_and_the_server_recovers_without_a_restart() {
     test_app.post(&d, None, "after").await;
     let data = test_app.ok(read, json!({ "d": d })).await;
     assert_eq!(data["discussion"]["commentCount"], 2);
-    stop.send(()).unwrap();
-    task.await.unwrap().unwrap();
+    served.server.shutdown().await;
     db.stop().await;
 }

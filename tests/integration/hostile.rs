@@ -12,14 +12,11 @@ use base64::Engine as _;
 use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
 use serde::Serialize;
 use serde_json::{json, Value};
-use threadql::app::App;
 use threadql::config::{Config, RateLimit};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
-use crate::support::{server_uri, unique_db, SECRET};
+use crate::support::{server_uri, unique_db, Running, SECRET};
 
 /// The audience the hostile server requires in every token.
 const AUDIENCE: &str = "threadql-hostile";
@@ -37,37 +34,6 @@ const META: &str = r#".*+?^${}()|[]\/ $where {"$ne": 1} (?i)^a.*$"#;
 const KIB: usize = 1024;
 
 // ----- the server -----
-
-/// A server running on a loopback port until `shutdown`.
-struct Running {
-    addr: SocketAddr,
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<anyhow::Result<()>>,
-}
-
-impl Running {
-    async fn start(config: Config) -> Running {
-        let app = App::build(&config).await.expect("build the app");
-        let addr = app.addr;
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(app.serve(async move {
-            let _ = stopped.await;
-        }));
-        Running { addr, stop, task }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{}", self.addr, path)
-    }
-
-    async fn shutdown(self) {
-        let _ = self.stop.send(());
-        self.task
-            .await
-            .expect("server task")
-            .expect("server ran cleanly");
-    }
-}
 
 fn config(label: &str) -> Config {
     let mut config = crate::support::defaults();

@@ -3,44 +3,10 @@
 use std::net::SocketAddr;
 
 use serde_json::{json, Value};
-use threadql::app::App;
 use threadql::auth::JwtKeys;
 use threadql::config::Config;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
-use crate::support::{server_uri, unique_db, SECRET};
-
-/// A server running on a loopback port until `stop` is called.
-struct Running {
-    addr: SocketAddr,
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<anyhow::Result<()>>,
-}
-
-impl Running {
-    async fn start(config: Config) -> Running {
-        let app = App::build(&config).await.expect("build the app");
-        let addr = app.addr;
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(app.serve(async move {
-            let _ = stopped.await;
-        }));
-        Running { addr, stop, task }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{}", self.addr, path)
-    }
-
-    async fn shutdown(self) {
-        let _ = self.stop.send(());
-        self.task
-            .await
-            .expect("server task")
-            .expect("server ran cleanly");
-    }
-}
+use crate::support::{server_uri, unique_db, Running, SECRET};
 
 fn config(label: &str) -> Config {
     let mut config = crate::support::defaults();

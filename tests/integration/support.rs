@@ -15,6 +15,8 @@ use threadql::domain::Layout;
 use threadql::graphql::Api;
 use threadql::store::embedded_db::EmbeddedDb;
 use threadql::store::{Store, StoreConfig};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
 /// The JWT secret tests sign with.
 pub const SECRET: &str = "integration-test-secret";
@@ -300,5 +302,56 @@ pub fn layout_name(layout: Layout) -> &'static str {
         Layout::PerComment => "PER_COMMENT",
         Layout::Embedded => "EMBEDDED",
         Layout::Bucketed => "BUCKETED",
+    }
+}
+
+/// A server on a loopback socket until `shutdown`, with handles on its API and store.
+pub struct Running {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Its GraphQL API.
+    pub api: Api,
+    /// Its storage.
+    pub store: Arc<Store>,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<anyhow::Result<()>>,
+}
+
+impl Running {
+    /// Builds the app from `config` and serves it.
+    pub async fn start(config: Config) -> Running {
+        let app = App::build(&config).await.expect("build the app");
+        let (addr, api, store) = (app.addr, app.api.clone(), app.store.clone());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(app.serve(async move {
+            let _ = stopped.await;
+        }));
+        Running {
+            addr,
+            api,
+            store,
+            stop,
+            task,
+        }
+    }
+
+    /// The URL of a path on it.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// Starts a graceful shutdown without waiting for it.
+    pub fn begin_shutdown(&mut self) {
+        let (placeholder, _) = oneshot::channel();
+        let _ = std::mem::replace(&mut self.stop, placeholder).send(());
+    }
+
+    /// Stops it gracefully and waits until it has.
+    pub async fn shutdown(mut self) {
+        self.begin_shutdown();
+        self.task
+            .await
+            .expect("server task")
+            .expect("server ran cleanly");
     }
 }
