@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs what threadql needs to build and to run its development database, skipping what is
-# already there: cmake (to build the database) and secantusd-rs (the MongoDB-compatible dev server).
+# Installs what threadql needs to build, to run its development database and to run its tests,
+# skipping what is already there: cmake (to build the database), secantusd-rs (the
+# MongoDB-compatible dev server) and the Node packages of tests/node (the GraphQL-over-HTTP audit).
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 SECANTUS_VERSION="0.5.3-beta.196"
 CARGO_BIN="${CARGO_HOME:-$HOME/.cargo}/bin"
@@ -12,20 +14,41 @@ as_root() {
     echo "need root to run: $*" >&2; exit 1; fi
 }
 
+install_secantus() {
+  if command -v secantusd-rs >/dev/null 2>&1 && secantusd-rs --help 2>&1 | head -1 | grep -q "$SECANTUS_VERSION"; then
+    return 0
+  fi
+
+  if ! command -v cmake >/dev/null 2>&1; then
+    echo "==> installing cmake (needed to build the development database)"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake >/dev/null
+  fi
+
+  echo "==> building the development database secantusd-rs $SECANTUS_VERSION (first time only, ~5-20 minutes)"
+  cargo install secantus-mdb --version "=$SECANTUS_VERSION" --locked --ignore-rust-version
+}
+
+# The packages of tests/node, exactly as tests/node/package-lock.json pins them; reinstalled
+# only when the lock file is newer than the last install.
+install_node_test_deps() {
+  local dir="tests/node"
+  if [ -f "$dir/node_modules/.package-lock.json" ] && ! [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    return 0
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "==> npm not found: skipping the Node test dependencies ($dir); the GraphQL-over-HTTP audit test" \
+      "will fail until Node 20+ and npm are installed and this script is run again" >&2
+    return 0
+  fi
+  echo "==> installing the Node test dependencies ($dir: npm ci)"
+  (cd "$dir" && npm ci --no-audit --no-fund)
+}
+
 if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo is required (Rust toolchain 1.85 or newer): https://rustup.rs" >&2
   exit 1
 fi
 
-if command -v secantusd-rs >/dev/null 2>&1 && secantusd-rs --help 2>&1 | head -1 | grep -q "$SECANTUS_VERSION"; then
-  exit 0
-fi
-
-if ! command -v cmake >/dev/null 2>&1; then
-  echo "==> installing cmake (needed to build the development database)"
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake >/dev/null
-fi
-
-echo "==> building the development database secantusd-rs $SECANTUS_VERSION (first time only, ~5-20 minutes)"
-cargo install secantus-mdb --version "=$SECANTUS_VERSION" --locked --ignore-rust-version
+install_secantus
+install_node_test_deps

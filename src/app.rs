@@ -104,6 +104,7 @@ impl From<&Config> for Limits {
                 introspection: config.introspection,
             },
             introspection: config.introspection,
+            apq_cache: config.apq_cache,
             request_timeout: Duration::from_secs(config.request_timeout_secs.max(1)),
         }
     }

@@ -217,6 +217,15 @@ pub struct Config {
         global = true
     )]
     pub max_tokens: usize,
+    /// Queries kept for automatic persisted queries (Apollo APQ), least recently used dropped
+    /// first; 0 turns APQ off.
+    #[arg(
+        long,
+        env = "THREADQL_APQ_CACHE",
+        default_value_t = 1_000,
+        global = true
+    )]
+    pub apq_cache: usize,
     /// Whether the schema can be introspected (GraphiQL needs it).
     #[arg(long, env = "THREADQL_INTROSPECTION", default_value_t = true, action = clap::ArgAction::Set, global = true)]
     pub introspection: bool,
@@ -377,6 +386,7 @@ impl fmt::Debug for Config {
             .field("max_aliases", &self.max_aliases)
             .field("max_root_fields", &self.max_root_fields)
             .field("max_tokens", &self.max_tokens)
+            .field("apq_cache", &self.apq_cache)
             .field("introspection", &self.introspection)
             .field("jwt_public_key", &self.jwt_public_key)
             .field("jwt_jwks", &self.jwt_jwks)

@@ -8,7 +8,7 @@ use async_graphql::http::GraphiQLSource;
 use async_graphql::{BatchRequest, BatchResponse};
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::header::{ALLOW, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
+use axum::http::header::{ACCEPT, ALLOW, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -115,14 +115,120 @@ impl IntoResponse for Refusal {
     }
 }
 
-async fn graphql(State(state): State<HttpState>, request: Request) -> Response {
-    match handle(&state, request).await {
-        Ok(response) => response,
-        Err(refusal) => refusal.into_response(),
+/// The media type of a GraphQL response, chosen from the request's `Accept` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// `application/json`: every GraphQL result is 200.
+    Json,
+    /// `application/graphql-response+json`: a request that could not run (parse, validation or
+    /// variable errors) is 400 and has no `data`.
+    GraphqlResponse,
+}
+
+impl Format {
+    const GRAPHQL_RESPONSE: &'static str = "application/graphql-response+json; charset=utf-8";
+    const JSON: &'static str = "application/json; charset=utf-8";
+
+    /// The format a client accepts, preferring `application/graphql-response+json` on a tie;
+    /// `application/json` when it names neither or has no `Accept` header; `None` when it
+    /// accepts neither (406).
+    fn negotiate(headers: &HeaderMap) -> Option<Format> {
+        let accept: Vec<&str> = headers
+            .get_all(ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        if accept.iter().all(|v| v.trim().is_empty()) {
+            return Some(Format::Json);
+        }
+        let (mut graphql, mut json) = (0.0_f32, 0.0_f32);
+        for range in accept.iter().flat_map(|v| v.split(',')) {
+            let mut params = range.split(';');
+            let essence = params
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase();
+            let q = params
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .find_map(|q| q.trim().parse::<f32>().ok())
+                .unwrap_or(1.0);
+            match essence.as_str() {
+                "application/graphql-response+json" => graphql = graphql.max(q),
+                "application/json" => json = json.max(q),
+                "*/*" | "application/*" => {
+                    json = json.max(q);
+                }
+                _ => {}
+            }
+        }
+        if graphql > 0.0 && graphql >= json {
+            Some(Format::GraphqlResponse)
+        } else if json > 0.0 {
+            Some(Format::Json)
+        } else {
+            None
+        }
+    }
+
+    fn content_type(self) -> HeaderValue {
+        HeaderValue::from_static(match self {
+            Format::Json => Self::JSON,
+            Format::GraphqlResponse => Self::GRAPHQL_RESPONSE,
+        })
     }
 }
 
-async fn handle(state: &HttpState, request: Request) -> Result<Response, Refusal> {
+/// A GraphQL result as HTTP: in `application/graphql-response+json`, a request that did not
+/// run (no `data`) is 400 and its body has no `data` key.
+fn respond(format: Format, response: BatchResponse) -> Response {
+    let mut status = StatusCode::OK;
+    let body = match response {
+        BatchResponse::Single(single) => {
+            let not_run = single.data == async_graphql::Value::Null && !single.errors.is_empty();
+            let mut body = serde_json::to_value(&single).unwrap_or_default();
+            if format == Format::GraphqlResponse && not_run {
+                status = StatusCode::BAD_REQUEST;
+                if let Some(object) = body.as_object_mut() {
+                    object.remove("data");
+                }
+            }
+            body
+        }
+        batch => serde_json::to_value(&batch).unwrap_or_default(),
+    };
+    let mut response = (status, Json(body)).into_response();
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, format.content_type());
+    response
+}
+
+async fn graphql(State(state): State<HttpState>, request: Request) -> Response {
+    let format = Format::negotiate(request.headers());
+    let result = match format {
+        Some(format) => handle(&state, request, format).await,
+        None => Err(Refusal::new(
+            StatusCode::NOT_ACCEPTABLE,
+            "BAD_USER_INPUT",
+            "the response can be application/graphql-response+json or application/json: say which in `Accept`",
+        )),
+    };
+    match result {
+        Ok(response) => response,
+        Err(refusal) => {
+            let mut response = refusal.into_response();
+            if let Some(format) = format {
+                response
+                    .headers_mut()
+                    .insert(CONTENT_TYPE, format.content_type());
+            }
+            response
+        }
+    }
+}
+
+async fn handle(state: &HttpState, request: Request, format: Format) -> Result<Response, Refusal> {
     let (parts, body) = request.into_parts();
     let authorization = parts
         .headers
@@ -162,7 +268,7 @@ async fn handle(state: &HttpState, request: Request) -> Result<Response, Refusal
                 "mutations must be sent with POST",
             ));
         }
-        BatchRequest::Single(request)
+        BatchRequest::Single(request.data(crate::graphql::limits::ReadOnly))
     } else {
         read_post(&parts.headers, body, &state.limits).await?
     };
@@ -179,7 +285,7 @@ async fn handle(state: &HttpState, request: Request) -> Result<Response, Refusal
             BatchResponse::Batch(responses)
         }
     };
-    Ok(Json(response).into_response())
+    Ok(respond(format, response))
 }
 
 /// Reads a POST body: JSON only (a CSRF guard, as Apollo Server does it), within the size limit,
@@ -281,6 +387,7 @@ struct GetParams {
     #[serde(rename = "operationName", alias = "operation_name")]
     operation_name: Option<String>,
     variables: Option<String>,
+    extensions: Option<String>,
 }
 
 /// Reads a GET request's query string: `query`, `operationName`, `variables` (JSON).
@@ -291,9 +398,12 @@ fn read_get(uri: &axum::http::Uri) -> Result<async_graphql::Request, Refusal> {
     let params = axum::extract::Query::<GetParams>::try_from_uri(uri)
         .map_err(|e| bad(&e))?
         .0;
-    let query = params
-        .query
-        .ok_or_else(|| bad(&"the `query` parameter is missing"))?;
+    // A persisted query (APQ) is sent by hash alone, without `query`.
+    let query = match (params.query, &params.extensions) {
+        (Some(query), _) => query,
+        (None, Some(_)) => String::new(),
+        (None, None) => return Err(bad(&"the `query` parameter is missing")),
+    };
     let mut request = async_graphql::Request::new(query);
     if let Some(name) = params.operation_name.filter(|n| !n.is_empty()) {
         request = request.operation_name(name);
@@ -302,6 +412,10 @@ fn read_get(uri: &axum::http::Uri) -> Result<async_graphql::Request, Refusal> {
         let value: serde_json::Value = serde_json::from_str(&variables)
             .map_err(|e| bad(&format!("`variables` is not JSON: {e}")))?;
         request = request.variables(async_graphql::Variables::from_json(value));
+    }
+    if let Some(extensions) = params.extensions.filter(|v| !v.is_empty()) {
+        request.extensions = serde_json::from_str(&extensions)
+            .map_err(|e| bad(&format!("`extensions` is not a JSON object: {e}")))?;
     }
     Ok(request)
 }

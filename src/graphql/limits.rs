@@ -1,16 +1,21 @@
 //! Limits on the shape of a GraphQL document, checked by an engine extension before anything is
 //! executed: lexical tokens (before parsing), aliased fields and root fields (after parsing, with
 //! fragments expanded). Depth and cost are the engine's own `limit_depth`/`limit_complexity`,
-//! with connection fields costed by their page size (see `page_cost`).
+//! with connection fields costed by their page size (see `page_cost`). The same extension gives
+//! the errors of each stage the code clients and gateways know (Apollo's names).
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 
-use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextParseQuery};
+use async_graphql::extensions::{
+    Extension, ExtensionContext, ExtensionFactory, NextParseQuery, NextPrepareRequest,
+    NextValidation,
+};
 use async_graphql::parser::types::{
     DocumentOperations, ExecutableDocument, FragmentDefinition, Selection, SelectionSet,
 };
-use async_graphql::{Name, Positioned, ServerError, ServerResult, Variables};
+use async_graphql::{Name, Pos, Positioned, ServerError, ServerResult, Variables};
+use async_graphql::{Request, ValidationResult};
 
 use crate::domain::paging::DEFAULT_PAGE_SIZE;
 
@@ -36,12 +41,77 @@ pub struct DocumentLimits {
 
 impl ExtensionFactory for DocumentLimits {
     fn create(&self) -> Arc<dyn Extension> {
-        Arc::new(*self)
+        Arc::new(Checks {
+            limits: *self,
+            variable_arguments: Mutex::default(),
+        })
     }
 }
 
+/// The checks of one request: the limits, and where its document passes a variable as an
+/// argument (so a value that does not fit is told apart as a variable's).
+struct Checks {
+    limits: DocumentLimits,
+    variable_arguments: Mutex<HashSet<Pos>>,
+}
+
+/// Positions of the arguments whose value is a variable, in every selection of a document.
+fn variable_arguments(document: &ExecutableDocument) -> HashSet<Pos> {
+    fn walk(set: &SelectionSet, out: &mut HashSet<Pos>) {
+        for item in &set.items {
+            match &item.node {
+                Selection::Field(field) => {
+                    for (name, value) in &field.node.arguments {
+                        if value.node.clone().into_const().is_none() {
+                            out.insert(name.pos);
+                        }
+                    }
+                    walk(&field.node.selection_set.node, out);
+                }
+                Selection::InlineFragment(f) => walk(&f.node.selection_set.node, out),
+                Selection::FragmentSpread(_) => {}
+            }
+        }
+    }
+    let mut out = HashSet::new();
+    match &document.operations {
+        DocumentOperations::Single(op) => walk(&op.node.selection_set.node, &mut out),
+        DocumentOperations::Multiple(ops) => {
+            for op in ops.values() {
+                walk(&op.node.selection_set.node, &mut out);
+            }
+        }
+    }
+    for fragment in document.fragments.values() {
+        walk(&fragment.node.selection_set.node, &mut out);
+    }
+    out
+}
+
 #[async_trait::async_trait]
-impl Extension for DocumentLimits {
+impl Extension for Checks {
+    async fn prepare_request(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        request: Request,
+        next: NextPrepareRequest<'_>,
+    ) -> ServerResult<Request> {
+        // Counted here, before a persisted-query extension registered after this one parses it.
+        if count_tokens(&request.query, self.limits.max_tokens) > self.limits.max_tokens {
+            return Err(too_big(format!(
+                "the document has more than {} tokens",
+                self.limits.max_tokens
+            )));
+        }
+        next.run(ctx, request).await.map_err(|e| {
+            let code = match e.message.as_str() {
+                "PersistedQueryNotFound" => "PERSISTED_QUERY_NOT_FOUND",
+                _ => "BAD_USER_INPUT",
+            };
+            with_code(e, code)
+        })
+    }
+
     async fn parse_query(
         &self,
         ctx: &ExtensionContext<'_>,
@@ -49,49 +119,108 @@ impl Extension for DocumentLimits {
         variables: &Variables,
         next: NextParseQuery<'_>,
     ) -> ServerResult<ExecutableDocument> {
-        if count_tokens(query, self.max_tokens) > self.max_tokens {
-            return Err(too_big(format!(
-                "the document has more than {} tokens",
-                self.max_tokens
-            )));
+        let document = next
+            .run(ctx, query, variables)
+            .await
+            .map_err(|e| with_code(e, "GRAPHQL_PARSE_FAILED"))?;
+        if ctx.data_opt::<ReadOnly>().is_some() && has_mutation(&document) {
+            return Err(with_code(
+                ServerError::new("mutations must be sent with POST", None),
+                "BAD_USER_INPUT",
+            ));
         }
-        let document = next.run(ctx, query, variables).await?;
         let operations: Vec<&SelectionSet> = match &document.operations {
             DocumentOperations::Single(op) => vec![&op.node.selection_set.node],
             DocumentOperations::Multiple(ops) => {
                 ops.values().map(|op| &op.node.selection_set.node).collect()
             }
         };
-        let mut aliases = Walk::new(&document.fragments, self.max_aliases);
+        let mut aliases = Walk::new(&document.fragments, self.limits.max_aliases);
         for set in &operations {
-            let mut roots = Walk::new(&document.fragments, self.max_root_fields);
+            let mut roots = Walk::new(&document.fragments, self.limits.max_root_fields);
             roots.count(set, false, &mut Vec::new());
-            if !self.introspection && roots.introspects {
-                return Err(ServerError::new(
-                    "introspection is turned off on this server",
-                    None,
+            if !self.limits.introspection && roots.introspects {
+                return Err(with_code(
+                    ServerError::new("introspection is turned off on this server", None),
+                    "GRAPHQL_VALIDATION_FAILED",
                 ));
             }
             if roots.over() {
                 return Err(too_big(format!(
                     "an operation selects more than {} root fields",
-                    self.max_root_fields
+                    self.limits.max_root_fields
                 )));
             }
             aliases.count(set, true, &mut Vec::new());
             if aliases.over() {
                 return Err(too_big(format!(
                     "the document has more than {} aliased fields",
-                    self.max_aliases
+                    self.limits.max_aliases
                 )));
             }
         }
+        *self
+            .variable_arguments
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = variable_arguments(&document);
         Ok(document)
+    }
+
+    async fn validation(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        next: NextValidation<'_>,
+    ) -> Result<ValidationResult, Vec<ServerError>> {
+        next.run(ctx).await.map_err(|errors| {
+            // A variable whose value does not fit its type is bad input, not a bad document:
+            // the engine reports it at the argument the variable is passed to.
+            let variable_arguments = self
+                .variable_arguments
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let variables = errors.iter().any(|e| {
+                e.message.to_ascii_lowercase().contains("variable")
+                    || (e.message.starts_with("Invalid value for argument")
+                        && e.locations.iter().any(|at| variable_arguments.contains(at)))
+            });
+            let code = match variables {
+                true => "BAD_USER_INPUT",
+                false => "GRAPHQL_VALIDATION_FAILED",
+            };
+            errors.into_iter().map(|e| with_code(e, code)).collect()
+        })
     }
 }
 
+/// Marks a request that must not write (an HTTP GET): a document with a mutation is refused,
+/// also when it arrives by persisted-query hash.
+pub struct ReadOnly;
+
+fn has_mutation(document: &ExecutableDocument) -> bool {
+    use async_graphql::parser::types::OperationType;
+    let is_mutation = |op: &Positioned<async_graphql::parser::types::OperationDefinition>| {
+        op.node.ty == OperationType::Mutation
+    };
+    match &document.operations {
+        DocumentOperations::Single(op) => is_mutation(op),
+        DocumentOperations::Multiple(ops) => ops.values().any(is_mutation),
+    }
+}
+
+/// The error with `code` in its extensions, unless it has a code already.
+fn with_code(mut error: ServerError, code: &str) -> ServerError {
+    let extensions = error.extensions.get_or_insert_with(Default::default);
+    if extensions.get("code").is_none() {
+        extensions.set("code", code);
+    }
+    error
+}
+
 fn too_big(message: String) -> ServerError {
-    ServerError::new(format!("query refused: {message}"), None)
+    with_code(
+        ServerError::new(format!("query refused: {message}"), None),
+        "GRAPHQL_VALIDATION_FAILED",
+    )
 }
 
 /// Counts fields through selection sets and fragment spreads, stopping once over the limit.

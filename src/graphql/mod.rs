@@ -46,6 +46,8 @@ pub struct Limits {
     pub document: limits::DocumentLimits,
     /// Whether the schema can be introspected.
     pub introspection: bool,
+    /// Queries kept for automatic persisted queries (0: off).
+    pub apq_cache: usize,
     /// Longest a request may take.
     pub request_timeout: std::time::Duration,
 }
@@ -142,6 +144,14 @@ impl Api {
             .data(AuthorRate(Limiter::new(author_rate)));
         if !limits.introspection {
             builder = builder.disable_introspection();
+        }
+        if let Some(size) = std::num::NonZeroUsize::new(limits.apq_cache) {
+            use async_graphql::extensions::apollo_persisted_queries::{
+                ApolloPersistedQueries, LruCacheStorage,
+            };
+            builder = builder.extension(ApolloPersistedQueries::new(LruCacheStorage::new(
+                size.get(),
+            )));
         }
         let schema = builder.finish();
         Self {

@@ -135,6 +135,8 @@ impl Mutation {
     }
 }
 
+/// Every field is nullable: a failed mutation is `null` with its error, and the other fields of
+/// the same request keep their results (GraphQL's null propagation stops at the field).
 #[Object]
 impl Mutation {
     /// Creates a discussion.
@@ -142,7 +144,7 @@ impl Mutation {
         &self,
         ctx: &Context<'_>,
         input: CreateDiscussionInput,
-    ) -> async_graphql::Result<DiscussionNode> {
+    ) -> async_graphql::Result<Option<DiscussionNode>> {
         viewer(ctx)?;
         let title = DiscussionTitle::parse(&input.title).gql()?;
         let layout = input
@@ -152,7 +154,7 @@ impl Mutation {
         let store = store(ctx);
         store.layout(layout).gql()?;
         let discussion = store.discussions().create(title, layout).await.gql()?;
-        Ok(DiscussionNode(discussion.into()))
+        Ok(Some(DiscussionNode(discussion.into())))
     }
 
     /// Posts a comment: top-level, or a reply when `parentSlug` is given. A reply deeper than the
@@ -162,7 +164,7 @@ impl Mutation {
         &self,
         ctx: &Context<'_>,
         input: PostCommentInput,
-    ) -> async_graphql::Result<CommentNode> {
+    ) -> async_graphql::Result<Option<CommentNode>> {
         let viewer = viewer(ctx)?;
         let limits = ctx.data_unchecked::<Limits>();
         let text = CommentText::parse(&input.text, limits.max_text_chars).gql()?;
@@ -202,7 +204,7 @@ impl Mutation {
                 "reply was deeper than the depth cap: attached to the deepest allowed ancestor"
             );
         }
-        Ok(CommentNode::new(discussion, posted.comment))
+        Ok(Some(CommentNode::new(discussion, posted.comment)))
     }
 
     /// Replaces a comment's text, keeping the previous one in `revisions`. Its author may edit
@@ -212,11 +214,13 @@ impl Mutation {
         &self,
         ctx: &Context<'_>,
         input: EditCommentInput,
-    ) -> async_graphql::Result<CommentNode> {
+    ) -> async_graphql::Result<Option<CommentNode>> {
         viewer(ctx)?;
         let limits = ctx.data_unchecked::<Limits>();
         let text = CommentText::parse(&input.text, limits.max_text_chars).gql()?;
-        Self::change(ctx, &input.discussion_id, &input.slug, Change::Edit(text)).await
+        Self::change(ctx, &input.discussion_id, &input.slug, Change::Edit(text))
+            .await
+            .map(Some)
     }
 
     /// Deletes a comment (its author or a moderator). The comment stays as a tombstone: same
@@ -226,8 +230,10 @@ impl Mutation {
         ctx: &Context<'_>,
         discussion_id: ID,
         slug: String,
-    ) -> async_graphql::Result<CommentNode> {
-        Self::change(ctx, &discussion_id, &slug, Change::Delete).await
+    ) -> async_graphql::Result<Option<CommentNode>> {
+        Self::change(ctx, &discussion_id, &slug, Change::Delete)
+            .await
+            .map(Some)
     }
 
     /// Locks a discussion (no new comments or replies, no edits by authors) or unlocks it.
@@ -237,7 +243,7 @@ impl Mutation {
         ctx: &Context<'_>,
         id: ID,
         locked: bool,
-    ) -> async_graphql::Result<DiscussionNode> {
+    ) -> async_graphql::Result<Option<DiscussionNode>> {
         moderator(ctx)?;
         let id = DiscussionId::parse(&id).gql()?;
         let discussion = store(ctx)
@@ -246,6 +252,6 @@ impl Mutation {
             .await
             .gql()?;
         forget_reads(ctx);
-        Ok(DiscussionNode(discussion.into()))
+        Ok(Some(DiscussionNode(discussion.into())))
     }
 }

@@ -31,9 +31,13 @@ pub struct Query;
 
 #[Object]
 impl Query {
-    /// A discussion by id.
-    async fn discussion(&self, ctx: &Context<'_>, id: ID) -> async_graphql::Result<DiscussionNode> {
-        Ok(DiscussionNode(load_discussion(ctx, &id).await?))
+    /// A discussion by id (`NOT_FOUND` when there is none).
+    async fn discussion(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+    ) -> async_graphql::Result<Option<DiscussionNode>> {
+        Ok(Some(DiscussionNode(load_discussion(ctx, &id).await?)))
     }
 
     /// All discussions, oldest first.
@@ -43,7 +47,7 @@ impl Query {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
-    ) -> async_graphql::Result<DiscussionConnection> {
+    ) -> async_graphql::Result<Option<DiscussionConnection>> {
         let window = ctx.data_unchecked::<Limits>().window(
             &PageArgs {
                 first,
@@ -54,7 +58,7 @@ impl Query {
         )?;
         let page = store(ctx).discussions().list(&window).await.gql()?;
         let cursor = |d: &Discussion| Cursor::of_discussion(d).encode();
-        Ok(DiscussionConnection {
+        Ok(Some(DiscussionConnection {
             page_info: PageInfo {
                 has_next_page: page.has_next,
                 has_previous_page: matches!(
@@ -71,7 +75,7 @@ impl Query {
                 items: page.items.into_iter().map(Arc::new).collect(),
                 has_next: page.has_next,
             },
-        })
+        }))
     }
 
     /// A comment by discussion and slug: the target of a direct link.
@@ -80,9 +84,9 @@ impl Query {
         ctx: &Context<'_>,
         discussion_id: ID,
         slug: String,
-    ) -> async_graphql::Result<CommentNode> {
+    ) -> async_graphql::Result<Option<CommentNode>> {
         let discussion = load_discussion(ctx, &discussion_id).await?;
-        comment_by_slug(ctx, discussion, &slug).await
+        comment_by_slug(ctx, discussion, &slug).await.map(Some)
     }
 
     /// Federation: a discussion entity by key.

@@ -592,8 +592,9 @@ async fn bad_inputs_get_clear_errors_case(settings: Settings) {
         ("malformed cursor", "query($d: ID!) { discussion(id: $d) { comments(after: \"%%%not-base64\") { totalCount } } }", json!({ "d": d }), "BAD_USER_INPUT"),
         ("cursor of another order", "query($d: ID!, $c: String) { discussion(id: $d) { comments(order: THREADED, after: $c) { totalCount } } }", json!({ "d": d, "c": chrono_cursor }), "BAD_USER_INPUT"),
         ("first over the cap (replies)", "query($d: ID!, $s: String!) { comment(discussionId: $d, slug: $s) { replies(first: 1000) { totalCount } } }", json!({ "d": d, "s": top }), "BAD_USER_INPUT"),
-        ("wrong argument type", "query($d: ID!) { discussion(id: $d) { comments(first: \"ten\") { totalCount } } }", json!({ "d": d }), "BAD_USER_INPUT"),
-        ("syntax error", "query { discussion(id: ", json!({}), "BAD_USER_INPUT"),
+        ("wrong argument type", "query($d: ID!) { discussion(id: $d) { comments(first: \"ten\") { totalCount } } }", json!({ "d": d }), "GRAPHQL_VALIDATION_FAILED"),
+        ("wrong variable type", "query($d: ID!, $n: Int) { discussion(id: $d) { comments(first: $n) { totalCount } } }", json!({ "d": d, "n": "ten" }), "BAD_USER_INPUT"),
+        ("syntax error", "query { discussion(id: ", json!({}), "GRAPHQL_PARSE_FAILED"),
     ];
     for (what, query, vars, code) in cases {
         let response = app.exec(query, vars).await;

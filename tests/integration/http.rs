@@ -204,3 +204,153 @@ async fn embedded_database_keeps_data_across_restarts() {
     );
     server.shutdown().await;
 }
+
+/// Posts a raw JSON body with an `Accept` header; returns status, content type and body.
+async fn post_accepting(
+    client: &reqwest::Client,
+    server: &Running,
+    accept: Option<&str>,
+    body: Value,
+) -> (u16, String, Value) {
+    let mut request = client.post(server.url("/graphql")).json(&body);
+    if let Some(accept) = accept {
+        request = request.header("accept", accept);
+    }
+    let response = request.send().await.expect("send");
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    (
+        status,
+        content_type,
+        response.json().await.expect("json body"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graphql_over_http_negotiates_and_codes_its_errors() {
+    let server = Running::start(config("negotiation")).await;
+    let client = reqwest::Client::new();
+    let graphql_response = "application/graphql-response+json";
+    let ok = json!({ "query": "{ discussions(first: 1) { nodes { id } } }" });
+    let parse = json!({ "query": "{ discussions(first: " });
+    let invalid = json!({ "query": "{ nope }" });
+    let bad_variable = json!({
+        "query": "query($n: Int) { discussions(first: $n) { nodes { id } } }",
+        "variables": { "n": "ten" },
+    });
+
+    // application/graphql-response+json: 200 for results, 400 without `data` for requests that
+    // could not run, each error with the code clients know.
+    for accept in [
+        graphql_response,
+        "application/graphql-response+json, application/json;q=0.9",
+    ] {
+        let (status, content_type, body) =
+            post_accepting(&client, &server, Some(accept), ok.clone()).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(content_type.starts_with(graphql_response), "{content_type}");
+        for (request, code) in [
+            (&parse, "GRAPHQL_PARSE_FAILED"),
+            (&invalid, "GRAPHQL_VALIDATION_FAILED"),
+            (&bad_variable, "BAD_USER_INPUT"),
+        ] {
+            let (status, content_type, body) =
+                post_accepting(&client, &server, Some(accept), request.clone()).await;
+            assert_eq!(status, 400, "{request} -> {body}");
+            assert!(content_type.starts_with(graphql_response));
+            assert!(body.get("data").is_none(), "{body}");
+            assert_eq!(body["errors"][0]["extensions"]["code"], code, "{body}");
+        }
+    }
+    // application/json (or no Accept, or */*): 200 for every GraphQL result.
+    for accept in [
+        None,
+        Some("application/json"),
+        Some("*/*"),
+        Some("application/json, application/graphql-response+json;q=0.5"),
+    ] {
+        for (request, code) in [
+            (&parse, "GRAPHQL_PARSE_FAILED"),
+            (&invalid, "GRAPHQL_VALIDATION_FAILED"),
+        ] {
+            let (status, content_type, body) =
+                post_accepting(&client, &server, accept, request.clone()).await;
+            assert_eq!(status, 200, "{accept:?} {body}");
+            assert!(
+                content_type.starts_with("application/json"),
+                "{content_type}"
+            );
+            assert_eq!(body["errors"][0]["extensions"]["code"], code, "{body}");
+        }
+    }
+    let (status, _, body) = post_accepting(&client, &server, Some("text/html"), ok.clone()).await;
+    assert_eq!(status, 406, "{body}");
+
+    // Null propagation stops at the failing root field: the other root fields keep their data.
+    let (status, _, body) = post_accepting(
+        &client,
+        &server,
+        Some(graphql_response),
+        json!({ "query": "{ missing: discussion(id: \"000000000000000000000000\") { id } discussions(first: 1) { nodes { id } } }" }),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["data"]["missing"].is_null(), "{body}");
+    assert!(body["data"]["discussions"]["nodes"].is_array(), "{body}");
+    assert_eq!(body["errors"][0]["extensions"]["code"], "NOT_FOUND");
+
+    // Automatic persisted queries: the hash alone is unknown first, then works after the full
+    // query was sent once, by POST and by GET.
+    let query = "{ discussions(first: 2) { nodes { id } } }";
+    let hash = {
+        use std::fmt::Write as _;
+        let digest = <sha2::Sha256 as sha2::Digest>::digest(query.as_bytes());
+        digest.iter().fold(String::new(), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+    };
+    let persisted = json!({ "persistedQuery": { "version": 1, "sha256Hash": hash } });
+    let (_, _, body) =
+        post_accepting(&client, &server, None, json!({ "extensions": persisted })).await;
+    assert_eq!(
+        body["errors"][0]["extensions"]["code"], "PERSISTED_QUERY_NOT_FOUND",
+        "{body}"
+    );
+    assert_eq!(body["errors"][0]["message"], "PersistedQueryNotFound");
+    let (_, _, body) = post_accepting(
+        &client,
+        &server,
+        None,
+        json!({ "query": query, "extensions": persisted }),
+    )
+    .await;
+    assert!(body["data"]["discussions"]["nodes"].is_array(), "{body}");
+    let (_, _, body) =
+        post_accepting(&client, &server, None, json!({ "extensions": persisted })).await;
+    assert!(body["data"]["discussions"]["nodes"].is_array(), "{body}");
+    let url = format!(
+        "{}?extensions={}",
+        server.url("/graphql"),
+        urlencode(&persisted.to_string())
+    );
+    let body: Value = client.get(url).send().await.unwrap().json().await.unwrap();
+    assert!(body["data"]["discussions"]["nodes"].is_array(), "{body}");
+    server.shutdown().await;
+}
+
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api;
+mod audit;
 mod bucketed;
 mod contract;
 mod embedded;
