@@ -183,3 +183,43 @@ async fn the_readme_tree_queries_fit_the_default_limits() {
     let data = app.ok(flat, json!({ "d": d })).await;
     assert_eq!(data["discussion"]["comments"]["totalCount"], 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn federation_resolves_many_entities_in_a_few_commands() {
+    for layout in Layout::ALL {
+        let app = TestApp::new(&format!("entities_{layout}"), layout).await;
+        let mut reps = Vec::new();
+        for d in 0..2 {
+            let discussion = app.discussion(&format!("federated {d}")).await;
+            reps.push(json!({ "__typename": "Discussion", "id": discussion }));
+            let mut parent: Option<String> = None;
+            for i in 0..100 {
+                let slug = app
+                    .post(&discussion, parent.as_deref(), &format!("c{i}"))
+                    .await;
+                reps.push(
+                    json!({ "__typename": "Comment", "discussionId": discussion, "slug": slug }),
+                );
+                parent = (i % 3 != 2).then_some(slug);
+            }
+        }
+        let before = app.commands();
+        let data = app
+            .ok(
+                "query($reps: [_Any!]!) { _entities(representations: $reps) { ... on Discussion { title } ... on Comment { slug text } } }",
+                json!({ "reps": reps }),
+            )
+            .await;
+        let spent = app.commands() - before;
+        let entities = data["_entities"].as_array().unwrap();
+        assert_eq!(entities.len(), 202);
+        assert!(entities.iter().all(|e| !e.is_null()), "{layout}");
+        for (rep, entity) in reps.iter().zip(entities) {
+            if rep["__typename"] == "Comment" {
+                assert_eq!(entity["slug"], rep["slug"], "{layout}");
+            }
+        }
+        // One query for the discussions, one per discussion for its comments.
+        assert!(spent <= 3, "{layout}: 202 entities cost {spent} commands");
+    }
+}
