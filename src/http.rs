@@ -337,6 +337,19 @@ async fn read_post(
         ),
         _ => BatchRequest::Single(serde_json::from_slice::<Operation>(&bytes).map_err(bad)?.0),
     };
+    let operations: &[async_graphql::Request] = match &batch {
+        BatchRequest::Single(request) => std::slice::from_ref(request),
+        BatchRequest::Batch(requests) => requests,
+    };
+    // Only a persisted query (APQ) may come without its text.
+    if operations
+        .iter()
+        .any(|r| r.query.is_empty() && !r.extensions.contains_key("persistedQuery"))
+    {
+        return Err(Refusal::bad(
+            "the request is not a valid GraphQL request: `query` is missing",
+        ));
+    }
     if let BatchRequest::Batch(requests) = &batch {
         if limits.max_batch == 0 {
             return Err(Refusal::bad(

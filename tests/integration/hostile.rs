@@ -1219,7 +1219,7 @@ fn cases(w: &World) -> Vec<Case> {
         Case::new(
             "object without a query",
             post_bytes("application/json", "{}"),
-            Engine,
+            Code(400, "BAD_USER_INPUT"),
         )
         .no_db(),
     );
