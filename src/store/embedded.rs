@@ -13,7 +13,6 @@ use super::docs::{element_size, replace_update, unchanged_filter, CommentDoc};
 use super::error::is_too_large;
 use super::write::{self, Attempt, ParentPaths, PostSteps, Writer};
 use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
-use crate::domain::slug::MonotonicClock;
 use crate::domain::tree::Thread;
 use crate::domain::{
     Comment, Discussion, DiscussionId, FullSlug, Micros, NewComment, Page, Slug, Window,
@@ -37,8 +36,6 @@ const ELEMENT_OVERHEAD: i64 = 12;
 pub struct Embedded {
     coll: Collection<Document>,
     writer: Writer,
-    clock: Arc<MonotonicClock>,
-    max_depth: usize,
     max_bytes: i64,
 }
 
@@ -75,18 +72,10 @@ fn chain_of(slug: &Slug) -> Vec<Slug> {
 }
 
 impl Embedded {
-    pub(super) fn new(
-        db: &Database,
-        writer: Writer,
-        clock: Arc<MonotonicClock>,
-        max_depth: usize,
-        max_bytes: usize,
-    ) -> Self {
+    pub(super) fn new(db: &Database, writer: Writer, max_bytes: usize) -> Self {
         Self {
             coll: db.collection(Discussions::COLLECTION),
             writer,
-            clock,
-            max_depth,
             max_bytes: i64::try_from(max_bytes).unwrap_or(i64::MAX),
         }
     }
@@ -450,15 +439,7 @@ impl PostSteps for Embedded {
 #[async_trait]
 impl CommentStore for Embedded {
     async fn post_comment(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
-        write::post(
-            self,
-            &self.writer,
-            &self.clock,
-            self.max_depth,
-            discussion,
-            &new,
-        )
-        .await
+        write::post(self, &self.writer, discussion, &new).await
     }
 
     /// One guarded update at the comment's position: its fields must still be as read, and a

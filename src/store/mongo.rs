@@ -79,31 +79,17 @@ impl Store {
         options.write_concern = Some(config.write_concern()?);
         let client = Client::with_options(options)?;
         let db = client.database(&config.database);
-        let writer = Writer::new(client.clone(), supports_transactions(&db).await?);
         let clock = Arc::new(MonotonicClock::default());
+        let writer = Writer::new(
+            client.clone(),
+            supports_transactions(&db).await?,
+            clock.clone(),
+            config.max_depth.max(1),
+        );
         let discussions = Discussions::new(&db, clock.clone());
-        let per_comment = PerComment::new(
-            &db,
-            discussions.clone(),
-            writer.clone(),
-            clock.clone(),
-            config.max_depth.max(1),
-        );
-        let embedded = Embedded::new(
-            &db,
-            writer.clone(),
-            clock.clone(),
-            config.max_depth.max(1),
-            config.embedded_max_bytes,
-        );
-        let bucketed = Bucketed::new(
-            &db,
-            discussions.clone(),
-            writer,
-            clock.clone(),
-            config.max_depth.max(1),
-            config.bucket_size,
-        );
+        let per_comment = PerComment::new(&db, discussions.clone(), writer.clone());
+        let embedded = Embedded::new(&db, writer.clone(), config.embedded_max_bytes);
+        let bucketed = Bucketed::new(&db, discussions.clone(), writer, config.bucket_size);
         discussions.ensure_indexes().await?;
         per_comment.ensure_indexes().await?;
         bucketed.ensure_indexes().await?;

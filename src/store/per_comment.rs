@@ -1,7 +1,6 @@
 //! The per-comment layout: one document per comment in `comments` ("One Document per Comment").
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::TryStreamExt;
@@ -16,7 +15,6 @@ use super::mongo::index_model as index;
 use super::order::after_filter;
 use super::write::{self, Attempt, ParentPaths, PostSteps, Writer};
 use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
-use crate::domain::slug::MonotonicClock;
 use crate::domain::{Comment, Discussion, FullSlug, NewComment, Page, Slug, Window};
 
 /// The per-comment layout.
@@ -25,28 +23,18 @@ pub struct PerComment {
     raw: Collection<Document>,
     discussions: Discussions,
     writer: Writer,
-    clock: Arc<MonotonicClock>,
-    max_depth: usize,
 }
 
 impl PerComment {
     /// Name of the collection.
     pub const COLLECTION: &'static str = "comments";
 
-    pub(super) fn new(
-        db: &Database,
-        discussions: Discussions,
-        writer: Writer,
-        clock: Arc<MonotonicClock>,
-        max_depth: usize,
-    ) -> Self {
+    pub(super) fn new(db: &Database, discussions: Discussions, writer: Writer) -> Self {
         Self {
             coll: db.collection(Self::COLLECTION),
             raw: db.collection(Self::COLLECTION),
             discussions,
             writer,
-            clock,
-            max_depth,
         }
     }
 
@@ -246,15 +234,7 @@ impl PostSteps for PerComment {
 #[async_trait]
 impl CommentStore for PerComment {
     async fn post_comment(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
-        write::post(
-            self,
-            &self.writer,
-            &self.clock,
-            self.max_depth,
-            discussion,
-            &new,
-        )
-        .await
+        write::post(self, &self.writer, discussion, &new).await
     }
 
     async fn replace(

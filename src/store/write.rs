@@ -52,15 +52,26 @@ pub(super) struct Writer {
     /// the same documents abort each other instead of waiting, so this process queues its own
     /// posts to a discussion rather than letting them collide.
     pub queues: Arc<Mutex<HashMap<DiscussionId, Arc<tokio::sync::Mutex<()>>>>>,
+    /// The clock new comments take their time from.
+    pub clock: Arc<MonotonicClock>,
+    /// Deepest comment depth allowed.
+    pub max_depth: usize,
 }
 
 impl Writer {
     /// A writer over `client`.
-    pub fn new(client: Client, transactions: bool) -> Self {
+    pub fn new(
+        client: Client,
+        transactions: bool,
+        clock: Arc<MonotonicClock>,
+        max_depth: usize,
+    ) -> Self {
         Self {
             client,
             transactions,
             queues: Arc::default(),
+            clock,
+            max_depth,
         }
     }
 
@@ -205,11 +216,10 @@ async fn commit(session: &mut ClientSession) -> StoreResult<()> {
 pub(super) async fn post<S: PostSteps>(
     steps: &S,
     writer: &Writer,
-    clock: &MonotonicClock,
-    max_depth: usize,
     discussion: &Discussion,
     new: &NewComment,
 ) -> StoreResult<Posted> {
+    let (clock, max_depth) = (&writer.clock, writer.max_depth);
     let transaction = writer.transactions && !steps.single_write();
     let _turn = match transaction {
         true => Some(writer.turn(&discussion.id).await),

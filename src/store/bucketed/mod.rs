@@ -12,7 +12,6 @@ mod windows;
 mod write;
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use mongodb::bson::{doc, Document};
@@ -25,7 +24,6 @@ use super::mongo::index_model as index;
 use super::write::Writer;
 use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
 use crate::domain::paging::Cursor;
-use crate::domain::slug::MonotonicClock;
 use crate::domain::tree::Thread;
 use crate::domain::{Comment, Discussion, FullSlug, NewComment, Page, Slug, Window};
 use threads::descendant_ranges;
@@ -36,8 +34,6 @@ pub struct Bucketed {
     discussion_docs: Collection<Document>,
     discussions: Discussions,
     writer: Writer,
-    clock: Arc<MonotonicClock>,
-    max_depth: usize,
     cap: i64,
 }
 
@@ -49,8 +45,6 @@ impl Bucketed {
         db: &Database,
         discussions: Discussions,
         writer: Writer,
-        clock: Arc<MonotonicClock>,
-        max_depth: usize,
         bucket_size: u32,
     ) -> Self {
         Self {
@@ -58,8 +52,6 @@ impl Bucketed {
             discussion_docs: db.collection(Discussions::COLLECTION),
             discussions,
             writer,
-            clock,
-            max_depth,
             cap: i64::from(bucket_size.max(1)),
         }
     }
@@ -93,15 +85,7 @@ impl Bucketed {
 #[async_trait]
 impl CommentStore for Bucketed {
     async fn post_comment(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
-        super::write::post(
-            self,
-            &self.writer,
-            &self.clock,
-            self.max_depth,
-            discussion,
-            &new,
-        )
-        .await
+        super::write::post(self, &self.writer, discussion, &new).await
     }
 
     /// One update of the comment inside its page, found by slug (`$elemMatch` also checks that
