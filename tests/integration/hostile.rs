@@ -47,9 +47,12 @@ fn config(label: &str) -> Config {
     config
 }
 
+/// A client that opens a connection per request: the server rightly closes a connection whose
+/// request it refused before reading the body (413), and a pooled client could race that close.
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(60))
+        .pool_max_idle_per_host(0)
         .build()
         .expect("http client")
 }
@@ -559,15 +562,8 @@ async fn ok(
     query: &str,
     variables: Value,
 ) -> Value {
-    let mut request = client
-        .post(server.url("/graphql"))
-        .json(&json!({ "query": query, "variables": variables }));
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let response = request.send().await.expect("send");
-    let status = response.status().as_u16();
-    let body: Value = response.json().await.expect("json");
+    let (status, body) =
+        crate::support::post_graphql(client, server, token, query, variables).await;
     assert!(
         status == 200 && body.get("errors").is_none(),
         "setup failed: {status} {body:#}"

@@ -26,15 +26,7 @@ async fn graphql(
     query: &str,
     variables: Value,
 ) -> (u16, Value) {
-    let mut request = client
-        .post(server.url("/graphql"))
-        .json(&json!({ "query": query, "variables": variables }));
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let response = request.send().await.expect("send");
-    let status = response.status().as_u16();
-    (status, response.json().await.expect("json body"))
+    crate::support::post_graphql(client, server, token, query, variables).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

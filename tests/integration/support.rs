@@ -355,3 +355,23 @@ impl Running {
             .expect("server ran cleanly");
     }
 }
+
+/// Posts a GraphQL request to a running server, with an optional bearer token; returns the HTTP
+/// status and the JSON body.
+pub async fn post_graphql(
+    client: &reqwest::Client,
+    server: &Running,
+    token: Option<&str>,
+    query: &str,
+    variables: Value,
+) -> (u16, Value) {
+    let mut request = client
+        .post(server.url("/graphql"))
+        .json(&json!({ "query": query, "variables": variables }));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.expect("send");
+    let status = response.status().as_u16();
+    (status, response.json().await.expect("json body"))
+}
