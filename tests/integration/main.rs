@@ -11,6 +11,7 @@ mod hostile;
 mod http;
 mod identity;
 mod lifecycle;
+mod live;
 mod model;
 mod properties;
 mod support;
