@@ -3,6 +3,7 @@
 
 mod api;
 mod audit;
+mod browser;
 mod bucketed;
 mod contract;
 mod embedded;
