@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use async_graphql::http::{GraphiQLSource, ALL_WEBSOCKET_PROTOCOLS};
+use async_graphql::http::ALL_WEBSOCKET_PROTOCOLS;
 use async_graphql::{BatchRequest, BatchResponse};
 use async_graphql_axum::GraphQLProtocol;
 use axum::body::Body;
@@ -14,7 +14,7 @@ use axum::http::header::{
     ACCEPT, ALLOW, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER, SEC_WEBSOCKET_PROTOCOL,
 };
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use tower_http::trace::TraceLayer;
@@ -65,7 +65,7 @@ pub fn router(api: Api, limits: HttpLimits) -> Router {
         limits: Arc::new(limits),
     };
     Router::new()
-        .route("/", get(graphiql))
+        .merge(crate::graphiql::routes())
         .route("/graphql", get(graphql).post(graphql))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -516,15 +516,6 @@ fn is_mutation(request: &async_graphql::Request) -> bool {
         _ => None,
     };
     selected.is_some_and(|op| op.node.ty == OperationType::Mutation)
-}
-
-async fn graphiql() -> Html<String> {
-    Html(
-        GraphiQLSource::build()
-            .endpoint("/graphql")
-            .title("threadql")
-            .finish(),
-    )
 }
 
 /// Whether a request asks to become a WebSocket.

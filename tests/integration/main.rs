@@ -3,6 +3,7 @@
 
 mod api;
 mod audit;
+mod browser;
 mod bucketed;
 mod contract;
 mod embedded;
@@ -13,5 +14,6 @@ mod identity;
 mod lifecycle;
 mod live;
 mod model;
+mod node;
 mod properties;
 mod support;
