@@ -27,6 +27,8 @@ const THREAD: [&str; 3] = [
 
 /// The reply tests/node/browser.mjs posts from GraphiQL.
 const REPLY: &str = "Posted from GraphiQL with a bearer token";
+/// What tests/node/browser.mjs posts while GraphiQL runs a subscription.
+const LIVE: &str = "Heard live through the GraphiQL subscription";
 
 /// `data` of a GraphQL request over HTTP, failing the test on any error.
 async fn data(
@@ -189,11 +191,22 @@ async fn graphiql_runs_threaded_queries_and_posts_without_leaving_the_server() {
         json!({ "d": discussion }),
     )
     .await;
-    assert_eq!(stored["discussion"]["commentCount"], THREAD.len() + 1);
+    // The thread, the reply and the comment the subscription heard.
+    assert_eq!(stored["discussion"]["commentCount"], THREAD.len() + 2);
     let last = &stored["discussion"]["comments"]["nodes"][THREAD.len()];
     assert_eq!(
         (&last["slug"], &last["text"]),
         (&posted["slug"], &json!(REPLY))
+    );
+
+    // The subscription run in GraphiQL heard the comment posted from outside the browser.
+    let live = &summary["live"];
+    assert_eq!(live["text"], LIVE, "{summary:#}");
+    assert_eq!(live["author"]["name"], "Ada Lovelace", "{summary:#}");
+    let heard = &stored["discussion"]["comments"]["nodes"][THREAD.len() + 1];
+    assert_eq!(
+        (&heard["slug"], &heard["text"]),
+        (&live["slug"], &json!(LIVE))
     );
 
     let png = std::fs::read(&screenshot)

@@ -5,7 +5,8 @@
 //
 // It loads the page, runs the default query, types a threaded query for the discussion into the
 // editor and runs it, writes a screenshot, then puts the token in the Headers tab and posts a
-// reply to the discussion's last comment. It prints `SCREENSHOT <path>` and one summary line,
+// reply to the discussion's last comment, then runs a subscription and posts a comment from
+// outside the browser for it to hear. It prints `SCREENSHOT <path>` and one summary line,
 // `BROWSER {...}`: what each run showed in the result panel, every outside request, page error,
 // console error and failed request, and `error` (null, or why it stopped early). It always exits
 // with 0: the caller (tests/integration/browser.rs) reads the summary and decides. When it cannot
@@ -18,8 +19,24 @@ const CHROMIUM = '/usr/bin/chromium';
 const STEP_TIMEOUT_MS = 30_000;
 const SETUP = 'run ./scripts/install-deps.sh';
 
-// The reply the last step posts (tests/integration/browser.rs looks for it).
+// The reply the third step posts (tests/integration/browser.rs looks for it).
 const REPLY_TEXT = 'Posted from GraphiQL with a bearer token';
+// The comment posted from outside the browser while GraphiQL runs a subscription.
+const LIVE_TEXT = 'Heard live through the GraphiQL subscription';
+
+// Waits until the server has at least one live subscription in place (its /metrics says so).
+async function awaitSubscriber(base) {
+  const deadline = Date.now() + STEP_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    const metrics = await (await fetch(new URL('/metrics', base))).text();
+    const line = metrics.split('\n').find((l) => l.startsWith('threadql_live_subscribers '));
+    if (line && Number(line.split(' ')[1]) >= 1) {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('the subscription started in GraphiQL never reached the server');
+}
 
 // Where the result panel's JSON is, and its text as shown on screen.
 async function resultPanel(page) {
@@ -50,9 +67,13 @@ async function typeInto(page, editorSelector, text) {
 
 // Clicks the run button and waits until the result panel holds a new JSON result that `ready`
 // accepts and shows on screen every string `ready` returns; returns the parsed result.
-async function run(page, ready) {
+// `afterClick`, when given, runs once the button is clicked (e.g. to cause a live event).
+async function run(page, ready, afterClick) {
   const before = (await resultPanel(page)).value;
   await page.locator('.graphiql-execute-button').click();
+  if (afterClick) {
+    await afterClick();
+  }
   let last = before;
   const deadline = Date.now() + STEP_TIMEOUT_MS;
   while (Date.now() < deadline) {
@@ -114,6 +135,7 @@ async function main() {
     defaultQuery: null,
     threaded: null,
     posted: null,
+    live: null,
     screenshot: null,
     ms: 0,
     error: null,
@@ -225,6 +247,39 @@ async function main() {
         return comment ? [comment.text] : undefined;
       });
       summary.posted = posted.data.postComment;
+
+      // 4. A subscription run in GraphiQL (over its WebSocket to the same origin) hears a
+      // comment posted from outside the browser.
+      await typeInto(
+        page,
+        '.graphiql-query-editor',
+        `subscription {
+  commentPosted(discussionId: "${discussion}") { slug text author { name } }
+}`,
+      );
+      const heard = await run(
+        page,
+        (r) => {
+          const comment = r?.data?.commentPosted;
+          return comment ? [comment.text] : undefined;
+        },
+        async () => {
+          await awaitSubscriber(base);
+          const response = await fetch(new URL('/graphql', base), {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+            body: JSON.stringify({
+              query: 'mutation($d: ID!, $t: String!) { postComment(input: {discussionId: $d, text: $t}) { slug } }',
+              variables: { d: discussion, t: LIVE_TEXT },
+            }),
+          });
+          const body = await response.json();
+          if (body.errors) {
+            throw new Error(`the comment for the subscription was refused: ${JSON.stringify(body.errors)}`);
+          }
+        },
+      );
+      summary.live = heard.data.commentPosted;
     } catch (err) {
       summary.error = String(err?.message ?? err);
       try {
