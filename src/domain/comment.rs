@@ -75,6 +75,10 @@ pub struct Discussion {
     pub thread_count: u64,
     /// Whether posting is closed (a moderator locked it).
     pub locked: bool,
+    /// Whether its comments carry per-discussion sequence numbers in posting order (per-comment
+    /// discussions created on a deployment with transactions), so that pages are read as bounded
+    /// ranges of them.
+    pub sequenced: bool,
 }
 
 /// A validated discussion title: 1 to 300 characters, not blank.

@@ -9,13 +9,13 @@ use mongodb::options::ReturnDocument;
 use mongodb::{Collection, Database};
 use serde::{Deserialize, Serialize};
 
-use super::bson::to_count;
+use super::bson::{int_field, to_count};
 use super::order::after_filter;
 use super::{changes, ChangeKind, DiscussionStore, StoreError, StoreResult};
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{
-    Comment, Discussion, DiscussionId, DiscussionTitle, Layout, Page, Slug, Window,
+    Comment, Discussion, DiscussionId, DiscussionTitle, Layout, Micros, Page, Slug, Window,
 };
 
 /// A discussion's metadata as stored. Layouts may add fields (the embedded layout keeps its
@@ -33,6 +33,8 @@ struct DiscussionDoc {
     thread_count: i64,
     #[serde(default)]
     locked: bool,
+    #[serde(default)]
+    sequenced: bool,
 }
 
 impl DiscussionDoc {
@@ -49,14 +51,19 @@ impl DiscussionDoc {
             comment_count: to_count(self.comment_count),
             thread_count: to_count(self.thread_count),
             locked: self.locked,
+            sequenced: self.sequenced,
         })
     }
 }
+
+/// The posting time of a sequenced discussion's latest comment.
+const LAST_POSTED: &str = "last_posted";
 
 /// Fields a metadata read returns.
 fn metadata_projection() -> Document {
     doc! {
         "title": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1,
+        "sequenced": 1,
     }
 }
 
@@ -65,16 +72,20 @@ fn metadata_projection() -> Document {
 pub struct Discussions {
     coll: Collection<DiscussionDoc>,
     clock: Arc<MonotonicClock>,
+    /// Whether new per-comment discussions number their comments (needs transactions: a number
+    /// is taken in the same transaction as the comment's insert).
+    sequences: bool,
 }
 
 impl Discussions {
     /// Name of the collection.
     pub const COLLECTION: &'static str = "discussions";
 
-    pub(super) fn new(db: &Database, clock: Arc<MonotonicClock>) -> Self {
+    pub(super) fn new(db: &Database, clock: Arc<MonotonicClock>, sequences: bool) -> Self {
         Self {
             coll: db.collection(Self::COLLECTION),
             clock,
+            sequences,
         }
     }
 
@@ -108,6 +119,56 @@ impl Discussions {
         Ok(())
     }
 
+    /// Records a new comment of a sequenced discussion, in the transaction that inserts it: counts
+    /// it, marks it for the change feed, and numbers it. The comment must be posted after every
+    /// earlier comment of the discussion (then the numbers follow the chronological order);
+    /// `None` when it is not, and nothing is written. Returns the comment's number in the
+    /// discussion and, for a top-level comment, among the top-level ones (both from 1).
+    pub async fn number(
+        &self,
+        id: &DiscussionId,
+        comment: &Comment,
+        session: &mut mongodb::ClientSession,
+    ) -> StoreResult<Option<(i64, Option<i64>)>> {
+        let top_level = comment.parent.is_none();
+        let mark = changes::mark(ChangeKind::Posted, &comment.slug);
+        let before = self
+            .coll
+            .clone_with_type::<Document>()
+            .find_one_and_update(
+                doc! { "_id": id.as_str(), LAST_POSTED: { "$not": { "$gte": comment.posted.0 } } },
+                doc! {
+                    "$inc": { "comment_count": 1_i64, "thread_count": i64::from(top_level) },
+                    "$set": { LAST_POSTED: comment.posted.0, changes::FIELD: mark },
+                },
+            )
+            .projection(doc! { "comment_count": 1, "thread_count": 1 })
+            .return_document(ReturnDocument::Before)
+            .session(session)
+            .await?;
+        let Some(before) = before else {
+            return Ok(None);
+        };
+        let count = |field: &str| -> StoreResult<i64> { int_field(&before, field) };
+        let seq = count("comment_count")? + 1;
+        let thread_seq = match top_level {
+            true => Some(count("thread_count")? + 1),
+            false => None,
+        };
+        Ok(Some((seq, thread_seq)))
+    }
+
+    /// When the discussion's latest comment was posted (`None` before the first).
+    pub async fn last_posted(&self, id: &DiscussionId) -> StoreResult<Option<Micros>> {
+        let found = self
+            .coll
+            .clone_with_type::<Document>()
+            .find_one(doc! { "_id": id.as_str() })
+            .projection(doc! { LAST_POSTED: 1 })
+            .await?;
+        Ok(found.and_then(|d| d.get_i64(LAST_POSTED).ok()).map(Micros))
+    }
+
     /// Marks an edit or delete of a comment stored outside the discussion document for the
     /// change feed. The change itself is already stored: when the mark cannot be written, live
     /// subscribers miss it (logged), and the change stands.
@@ -136,6 +197,7 @@ impl DiscussionStore for Discussions {
             comment_count: 0,
             thread_count: 0,
             locked: false,
+            sequenced: self.sequences && layout == Layout::PerComment,
         };
         self.coll.insert_one(&doc).await?;
         doc.into_discussion()

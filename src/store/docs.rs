@@ -79,6 +79,14 @@ pub struct CommentDoc {
     /// Number of direct replies.
     #[serde(default)]
     pub reply_count: i64,
+    /// Position in its discussion's posting order, from 1 (per-comment layout, sequenced
+    /// discussions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<i64>,
+    /// Position among its discussion's top-level comments, from 1 (top-level comments of
+    /// sequenced discussions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_seq: Option<i64>,
 }
 
 impl CommentDoc {
@@ -105,6 +113,8 @@ impl CommentDoc {
                 })
                 .collect(),
             reply_count: i64::try_from(comment.reply_count).unwrap_or(i64::MAX),
+            seq: None,
+            thread_seq: None,
         }
     }
 

@@ -82,13 +82,14 @@ impl Store {
         let client = Client::with_options(options)?;
         let db = client.database(&config.database);
         let clock = Arc::new(MonotonicClock::default());
+        let transactions = supports_transactions(&db).await?;
         let writer = Writer::new(
             client.clone(),
-            supports_transactions(&db).await?,
+            transactions,
             clock.clone(),
             config.max_depth.max(1),
         );
-        let discussions = Discussions::new(&db, clock.clone());
+        let discussions = Discussions::new(&db, clock.clone(), transactions);
         let per_comment = PerComment::new(&db, discussions.clone(), writer.clone());
         let embedded = Embedded::new(&db, writer.clone(), config.embedded_max_bytes);
         let bucketed = Bucketed::new(&db, discussions.clone(), writer, config.bucket_size);

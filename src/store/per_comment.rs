@@ -15,7 +15,9 @@ use super::mongo::index_model as index;
 use super::order::after_filter;
 use super::write::{self, Attempt, ParentPaths, PostSteps, Writer};
 use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
-use crate::domain::{Comment, Discussion, FullSlug, NewComment, Page, Slug, Window};
+use crate::domain::{
+    Comment, Cursor, Discussion, FullSlug, Micros, NewComment, Page, Slug, Window,
+};
 
 /// The per-comment layout.
 pub struct PerComment {
@@ -55,6 +57,12 @@ impl PerComment {
                 index(
                     "replies",
                     doc! { "discussion_id": 1, "parent": 1, "posted": 1, "slug": 1 },
+                    false,
+                ),
+                index("sequence", doc! { "discussion_id": 1, "seq": 1 }, false),
+                index(
+                    "thread_sequence",
+                    doc! { "discussion_id": 1, "thread_seq": 1 },
                     false,
                 ),
             ])
@@ -134,6 +142,100 @@ impl PerComment {
     }
 }
 
+/// A sequence that numbers comments of a listing in its order.
+#[derive(Clone, Copy)]
+struct Numbering {
+    /// The comments' field.
+    field: &'static str,
+    /// Whether it numbers top-level comments only.
+    top_level: bool,
+}
+
+impl Numbering {
+    /// Every comment, in posting (chronological) order.
+    const ALL: Numbering = Numbering {
+        field: "seq",
+        top_level: false,
+    };
+    /// Top-level comments, in posting order.
+    const THREADS: Numbering = Numbering {
+        field: "thread_seq",
+        top_level: true,
+    };
+
+    /// How many comments the discussion numbered this way (as the request read it).
+    fn total(self, discussion: &Discussion) -> u64 {
+        match self.top_level {
+            true => discussion.thread_count,
+            false => discussion.comment_count,
+        }
+    }
+}
+
+impl PerComment {
+    /// A page of a sequenced discussion read as one bounded range of its numbers: an offset
+    /// window is numbers `skip+1 ..= skip+limit+1`, a cursor window the `limit+1` numbers after
+    /// the cursor's comment (found by its slug). `None` when the numbers cannot answer (a
+    /// cursor that names no numbered comment, or a range with a number missing); the caller
+    /// then reads the page the general way.
+    async fn numbered_page(
+        &self,
+        discussion: &Discussion,
+        numbering: Numbering,
+        window: &Window,
+    ) -> StoreResult<Option<Page<Comment>>> {
+        let field = numbering.field;
+        let after = match window {
+            Window::Offset { skip, .. } => i64::try_from(*skip).unwrap_or(i64::MAX / 2),
+            Window::After { cursor: None, .. } => 0,
+            Window::After {
+                cursor: Some(Cursor::Chronological { posted, slug }),
+                ..
+            } => {
+                let found = self
+                    .raw
+                    .find_one(
+                        doc! { "discussion_id": discussion.id.as_str(), "slug": slug.as_str() },
+                    )
+                    .projection(doc! { field: 1, "posted": 1 })
+                    .await?;
+                // The cursor must be that comment's position (a cursor is the client's input).
+                let number = found
+                    .filter(|d| d.get_i64("posted").ok() == Some(posted.0))
+                    .and_then(|d| d.get_i64(field).ok());
+                match number {
+                    Some(number) => number,
+                    None => return Ok(None),
+                }
+            }
+            Window::After { .. } => return Ok(None),
+        };
+        let want = limit_plus_one(window.limit());
+        let docs: Vec<CommentDoc> = self
+            .coll
+            .find(doc! {
+                "discussion_id": discussion.id.as_str(),
+                field: { "$gt": after, "$lte": after.saturating_add(want) },
+            })
+            .sort(doc! { field: 1 })
+            .await?
+            .try_collect()
+            .await?;
+        // Every number up to the total the request knows must be there (a post that failed
+        // without its transaction could leave one out).
+        let total = i64::try_from(numbering.total(discussion)).unwrap_or(i64::MAX);
+        let expected = want.min(total.saturating_sub(after).max(0));
+        if i64::try_from(docs.len()).unwrap_or(i64::MAX) < expected {
+            return Ok(None);
+        }
+        let items = docs
+            .into_iter()
+            .map(|d| d.into_comment(&discussion.id))
+            .collect();
+        Ok(Some(Page::from_overfetch(items, window.limit())))
+    }
+}
+
 /// A first batch that holds `groups` results (the server still cuts a batch at 16 MB).
 fn first_batch(groups: usize) -> u32 {
     u32::try_from(groups.saturating_add(1)).unwrap_or(u32::MAX)
@@ -168,17 +270,31 @@ fn ranges(roots: &[&FullSlug]) -> Vec<Document> {
         .collect()
 }
 
+/// A post in progress: the time the next try must come after (the discussion's latest comment,
+/// once a try learned it).
+pub(super) struct PostState {
+    floor: Option<Micros>,
+}
+
+impl PerComment {
+    /// Whether this post numbers its comment (inside its transaction).
+    fn numbers(&self, discussion: &Discussion) -> bool {
+        discussion.sequenced && self.writer.transactions
+    }
+}
+
 #[async_trait]
 impl PostSteps for PerComment {
-    type State = ();
+    type State = PostState;
 
     async fn prepare(
         &self,
         discussion: &Discussion,
         parent: Option<&Slug>,
-    ) -> StoreResult<(Option<ParentPaths>, ())> {
+    ) -> StoreResult<(Option<ParentPaths>, PostState)> {
+        let state = PostState { floor: None };
         let Some(slug) = parent else {
-            return Ok((None, ()));
+            return Ok((None, state));
         };
         let found = self
             .coll
@@ -187,22 +303,42 @@ impl PostSteps for PerComment {
             .ok_or_else(|| {
                 StoreError::NotFound(format!("no comment {slug} in discussion {}", discussion.id))
             })?;
-        Ok((Some((&found.into_comment(&discussion.id)).into()), ()))
+        Ok((Some((&found.into_comment(&discussion.id)).into()), state))
     }
 
+    /// In a sequenced discussion a comment comes after the latest one, so that numbers follow
+    /// the chronological order.
+    fn floor(&self, state: &PostState, _parent: Option<&Slug>) -> Option<Micros> {
+        state.floor
+    }
+
+    /// In a sequenced discussion: number the comment (refused when another post came in with a
+    /// later time: learn that time and try again after it), then insert it; otherwise insert it.
     async fn attempt(
         &self,
-        _discussion: &Discussion,
+        discussion: &Discussion,
         comment: &Comment,
-        _state: &mut (),
+        state: &mut PostState,
         session: &mut ClientSession,
     ) -> StoreResult<Attempt> {
-        match self
-            .coll
-            .insert_one(CommentDoc::from_comment(comment, true))
-            .session(session)
-            .await
-        {
+        let mut stored = CommentDoc::from_comment(comment, true);
+        if self.numbers(discussion) {
+            match self
+                .discussions
+                .number(&discussion.id, comment, &mut *session)
+                .await?
+            {
+                Some((seq, thread_seq)) => {
+                    stored.seq = Some(seq);
+                    stored.thread_seq = thread_seq;
+                }
+                None => {
+                    state.floor = self.discussions.last_posted(&discussion.id).await?;
+                    return Ok(Attempt::Retry);
+                }
+            }
+        }
+        match self.coll.insert_one(stored).session(session).await {
             Ok(_) => Ok(Attempt::Stored),
             Err(err) if is_duplicate_key(&err) => Ok(Attempt::Retry),
             Err(err) => Err(err.into()),
@@ -213,7 +349,7 @@ impl PostSteps for PerComment {
         &self,
         discussion: &Discussion,
         comment: &Comment,
-        _state: &(),
+        _state: &PostState,
         session: &mut ClientSession,
     ) -> StoreResult<()> {
         if let Some(parent) = &comment.parent {
@@ -224,6 +360,10 @@ impl PostSteps for PerComment {
                 )
                 .session(&mut *session)
                 .await?;
+        }
+        if self.numbers(discussion) {
+            // Numbering counted it already.
+            return Ok(());
         }
         self.discussions
             .record_post(&discussion.id, comment, session)
@@ -265,6 +405,16 @@ impl CommentStore for PerComment {
         listing: Listing,
         window: &Window,
     ) -> StoreResult<Page<Comment>> {
+        let numbered = match listing {
+            Listing::Chronological => Some(Numbering::ALL),
+            Listing::Threads => Some(Numbering::THREADS),
+            Listing::Threaded => None,
+        };
+        if let (Some(numbering), true) = (numbered, discussion.sequenced) {
+            if let Some(page) = self.numbered_page(discussion, numbering, window).await? {
+                return Ok(page);
+            }
+        }
         let mut filter = doc! { "discussion_id": discussion.id.as_str() };
         let sort = match listing {
             Listing::Chronological => doc! { "posted": 1, "slug": 1 },

@@ -16,4 +16,5 @@ mod live;
 mod model;
 mod node;
 mod properties;
+mod sequence;
 mod support;
