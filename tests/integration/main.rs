@@ -12,5 +12,6 @@ mod http;
 mod identity;
 mod lifecycle;
 mod model;
+mod node;
 mod properties;
 mod support;
