@@ -7,6 +7,7 @@ mod bucketed;
 mod contract;
 mod embedded;
 mod faults;
+mod federation;
 mod hostile;
 mod http;
 mod identity;
