@@ -26,8 +26,6 @@
 // where `entities` counts the representations the gateway sent to each subgraph's `_entities`.
 // Exits with 1 when composition failed or any check failed.
 
-import { isDeepStrictEqual } from 'node:util';
-
 import { composeServices } from '@apollo/composition';
 import { ApolloGateway, RemoteGraphQLDataSource } from '@apollo/gateway';
 import { ApolloServer } from '@apollo/server';
@@ -36,7 +34,8 @@ import { startStandaloneServer } from '@apollo/server/standalone';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { parse } from 'graphql';
 
-const REQUEST_TIMEOUT_MS = 15_000;
+import { Checks, postJson, runMain } from './checks.mjs';
+
 const RUN_TIMEOUT_MS = 120_000;
 
 const REVIEWS_SDL = `
@@ -66,39 +65,9 @@ const REVIEWS_SDL = `
 // Hints about keys or entities mean the supergraph cannot join the subgraphs as intended.
 const KEY_HINT = /key|entit|resolvable/i;
 
-const summary = {
-  composed: false,
-  hints: [],
-  checks: [],
-  failures: [],
-  entities: {},
-};
-
-function check(name, actual, expected) {
-  summary.checks.push(name);
-  if (isDeepStrictEqual(actual, expected)) {
-    console.log(`ok    ${name}`);
-  } else {
-    const message = `expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`;
-    summary.failures.push({ name, message });
-    console.log(`FAIL  ${name}: ${message}`);
-  }
-}
-
-async function postJson(url, body, headers = {}) {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-  });
-  const text = await response.text();
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new Error(`${url} answered HTTP ${response.status} with a body that is not JSON: ${text}`);
-  }
-}
+const checks = new Checks({ composed: false, hints: [], entities: {} });
+const { summary } = checks;
+const check = (name, actual, expected) => checks.check(name, actual, expected);
 
 // The reviews subgraph's own data: a rating per discussion, upvotes per comment.
 function reviewsData(seed) {
@@ -239,10 +208,7 @@ async function run(url, seed, servers) {
     for (const error of composition.errors) {
       console.log(`composition error: ${error.extensions?.code ?? ''} ${error.message}`);
     }
-    summary.failures.push({
-      name: 'composition',
-      message: composition.errors.map((e) => e.message).join('; '),
-    });
+    checks.fail('composition', composition.errors.map((e) => e.message).join('; '));
     return;
   }
   summary.composed = true;
@@ -409,21 +375,7 @@ async function run(url, seed, servers) {
   }
 }
 
-const timer = setTimeout(() => {
-  console.error(`federation.mjs did not finish within ${RUN_TIMEOUT_MS} ms`);
-  process.exit(2);
-}, RUN_TIMEOUT_MS);
-timer.unref();
-
-let exitCode = 0;
-try {
-  await main();
-} catch (err) {
-  summary.failures.push({ name: 'run', message: String(err?.stack ?? err) });
-  console.error(`federation run failed: ${err?.stack ?? err}`);
-}
-if (!summary.composed || summary.failures.length > 0) {
-  exitCode = 1;
-}
-console.log(`FEDERATION ${JSON.stringify(summary)}`);
-process.exit(exitCode);
+await runMain('FEDERATION', checks, main, {
+  timeoutMs: RUN_TIMEOUT_MS,
+  failed: (result) => !result.composed,
+});
