@@ -4,6 +4,7 @@
 mod api;
 mod audit;
 mod bucketed;
+mod clients;
 mod contract;
 mod embedded;
 mod faults;
