@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what threadql needs to build, to run its development database and to run its tests,
 # skipping what is already there: cmake (to build the database), secantusd-rs (the
-# MongoDB-compatible dev server) and the Node packages of tests/node (the GraphQL-over-HTTP audit).
+# MongoDB-compatible dev server), the Node packages of tests/node (the GraphQL-over-HTTP audit and
+# the browser test) and Chromium (the GraphiQL browser test drives it headless).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,6 +46,21 @@ install_node_test_deps() {
   (cd "$dir" && npm ci --no-audit --no-fund)
 }
 
+# Chromium from the distribution, at /usr/bin/chromium where tests/node/browser.mjs looks for it.
+install_chromium() {
+  if [ -x /usr/bin/chromium ]; then
+    return 0
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "==> apt-get not found: install Chromium as /usr/bin/chromium yourself; the GraphiQL" \
+      "browser test fails until it is there" >&2
+    return 0
+  fi
+  echo "==> installing Chromium (for the GraphiQL browser test)"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+}
+
 if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo is required (Rust toolchain 1.85 or newer): https://rustup.rs" >&2
   exit 1
@@ -52,3 +68,4 @@ fi
 
 install_secantus
 install_node_test_deps
+install_chromium

@@ -14,6 +14,7 @@ use crate::config::Config;
 use crate::domain::paging::DEFAULT_PAGE_SIZE;
 use crate::domain::EditRules;
 use crate::graphql::limits::DocumentLimits;
+use crate::graphql::live::LiveConfig;
 use crate::graphql::{Api, Limits};
 use crate::store::embedded_db::EmbeddedDb;
 use crate::store::{Storage, Store, StoreConfig};
@@ -106,6 +107,11 @@ impl From<&Config> for Limits {
             introspection: config.introspection,
             apq_cache: config.apq_cache,
             request_timeout: Duration::from_secs(config.request_timeout_secs.max(1)),
+            live: LiveConfig {
+                retry: Duration::from_millis(config.live_retry_ms),
+                open_timeout: Duration::from_secs(config.request_timeout_secs.max(1)),
+            },
+            max_ws_operations: config.max_ws_operations as usize,
         }
     }
 }

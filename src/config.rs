@@ -294,6 +294,18 @@ pub struct Config {
         global = true
     )]
     pub request_timeout_secs: u64,
+    /// Wait before reopening the live-update change stream after it fails, in milliseconds
+    /// (doubling on each failure, up to 5 s); no change made meanwhile is lost.
+    #[arg(
+        long,
+        env = "THREADQL_LIVE_RETRY_MS",
+        default_value_t = 500,
+        global = true
+    )]
+    pub live_retry_ms: u64,
+    /// Most operations (subscriptions) one WebSocket connection may run at once.
+    #[arg(long, env = "THREADQL_MAX_WS_OPERATIONS", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000), global = true)]
+    pub max_ws_operations: u32,
     /// Most connections to the database.
     #[arg(long, env = "THREADQL_DB_POOL_SIZE", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=10_000), global = true)]
     pub db_pool_size: u32,
@@ -398,6 +410,8 @@ impl fmt::Debug for Config {
             .field("client_ip_header", &self.client_ip_header)
             .field("db_timeout_ms", &self.db_timeout_ms)
             .field("request_timeout_secs", &self.request_timeout_secs)
+            .field("live_retry_ms", &self.live_retry_ms)
+            .field("max_ws_operations", &self.max_ws_operations)
             .field("db_pool_size", &self.db_pool_size)
             .field("write_concern", &self.write_concern)
             .field("write_journal", &self.write_journal)

@@ -4,16 +4,22 @@ use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use async_graphql::http::GraphiQLSource;
+use async_graphql::http::ALL_WEBSOCKET_PROTOCOLS;
 use async_graphql::{BatchRequest, BatchResponse};
+use async_graphql_axum::GraphQLProtocol;
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Request, State};
-use axum::http::header::{ACCEPT, ALLOW, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
+use axum::http::header::{
+    ACCEPT, ALLOW, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER, SEC_WEBSOCKET_PROTOCOL,
+};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use tower_http::trace::TraceLayer;
+
+mod live;
 
 use crate::config::{Config, RateLimit};
 use crate::graphql::Api;
@@ -59,7 +65,7 @@ pub fn router(api: Api, limits: HttpLimits) -> Router {
         limits: Arc::new(limits),
     };
     Router::new()
-        .route("/", get(graphiql))
+        .merge(crate::graphiql::routes())
         .route("/graphql", get(graphql).post(graphql))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -123,6 +129,9 @@ enum Format {
     /// `application/graphql-response+json`: a request that could not run (parse, validation or
     /// variable errors) is 400 and has no `data`.
     GraphqlResponse,
+    /// `text/event-stream`: Server-Sent Events in the `graphql-sse` protocol's distinct
+    /// connections mode: a `next` event per result, then `complete`.
+    EventStream,
 }
 
 impl Format {
@@ -141,7 +150,7 @@ impl Format {
         if accept.iter().all(|v| v.trim().is_empty()) {
             return Some(Format::Json);
         }
-        let (mut graphql, mut json) = (0.0_f32, 0.0_f32);
+        let (mut graphql, mut json, mut events) = (0.0_f32, 0.0_f32, 0.0_f32);
         for range in accept.iter().flat_map(|v| v.split(',')) {
             let mut params = range.split(';');
             let essence = params
@@ -156,13 +165,16 @@ impl Format {
             match essence.as_str() {
                 "application/graphql-response+json" => graphql = graphql.max(q),
                 "application/json" => json = json.max(q),
+                "text/event-stream" => events = events.max(q),
                 "*/*" | "application/*" => {
                     json = json.max(q);
                 }
                 _ => {}
             }
         }
-        if graphql > 0.0 && graphql >= json {
+        if events > 0.0 && events > graphql.max(json) {
+            Some(Format::EventStream)
+        } else if graphql > 0.0 && graphql >= json {
             Some(Format::GraphqlResponse)
         } else if json > 0.0 {
             Some(Format::Json)
@@ -175,6 +187,8 @@ impl Format {
         HeaderValue::from_static(match self {
             Format::Json => Self::JSON,
             Format::GraphqlResponse => Self::GRAPHQL_RESPONSE,
+            // Refusals of an event-stream request are plain JSON.
+            Format::EventStream => Self::JSON,
         })
     }
 }
@@ -205,13 +219,18 @@ fn respond(format: Format, response: BatchResponse) -> Response {
 }
 
 async fn graphql(State(state): State<HttpState>, request: Request) -> Response {
+    if is_websocket(request.headers()) {
+        return websocket(state, request)
+            .await
+            .unwrap_or_else(Refusal::into_response);
+    }
     let format = Format::negotiate(request.headers());
     let result = match format {
         Some(format) => handle(&state, request, format).await,
         None => Err(Refusal::new(
             StatusCode::NOT_ACCEPTABLE,
             "BAD_USER_INPUT",
-            "the response can be application/graphql-response+json or application/json: say which in `Accept`",
+            "the response can be application/graphql-response+json, application/json or text/event-stream: say which in `Accept`",
         )),
     };
     match result {
@@ -236,28 +255,7 @@ async fn handle(state: &HttpState, request: Request, format: Format) -> Result<R
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     if authorization.is_none() {
-        let peer = parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.ip());
-        let client = client_ip(
-            &parts.headers,
-            state.limits.client_ip_header.as_deref(),
-            peer,
-        );
-        if let Some(client) = client {
-            if let Err(wait) = state.anonymous.check(&client) {
-                let secs = retry_after_secs(wait);
-                return Err(Refusal {
-                    retry_after: Some(secs),
-                    ..Refusal::new(
-                        StatusCode::TOO_MANY_REQUESTS,
-                        "RATE_LIMITED",
-                        format!("too many requests from this address: try again in {secs} s, or sign in"),
-                    )
-                });
-            }
-        }
+        check_anonymous(state, &parts)?;
     }
     let batch = if parts.method == Method::GET {
         let request = read_get(&parts.uri)?;
@@ -273,6 +271,15 @@ async fn handle(state: &HttpState, request: Request, format: Format) -> Result<R
         read_post(&parts.headers, body, &state.limits).await?
     };
     let auth = authorization.as_deref();
+    if format == Format::EventStream {
+        let BatchRequest::Single(request) = batch else {
+            return Err(Refusal::bad(
+                "a text/event-stream request carries one operation, not a batch",
+            ));
+        };
+        let connection = state.api.connection(auth);
+        return Ok(live::event_stream(&state.api, request, &connection));
+    }
     let response = match batch {
         BatchRequest::Single(request) => {
             BatchResponse::Single(state.api.execute(request, auth).await)
@@ -286,6 +293,35 @@ async fn handle(state: &HttpState, request: Request, format: Format) -> Result<R
         }
     };
     Ok(respond(format, response))
+}
+
+/// Counts a request without a token against its client address's allowance.
+fn check_anonymous(state: &HttpState, parts: &axum::http::request::Parts) -> Result<(), Refusal> {
+    let peer = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    let client = client_ip(
+        &parts.headers,
+        state.limits.client_ip_header.as_deref(),
+        peer,
+    );
+    if let Some(client) = client {
+        if let Err(wait) = state.anonymous.check(&client) {
+            let secs = retry_after_secs(wait);
+            return Err(Refusal {
+                retry_after: Some(secs),
+                ..Refusal::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "RATE_LIMITED",
+                    format!(
+                        "too many requests from this address: try again in {secs} s, or sign in"
+                    ),
+                )
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Reads a POST body: JSON only (a CSRF guard, as Apollo Server does it), within the size limit,
@@ -482,13 +518,56 @@ fn is_mutation(request: &async_graphql::Request) -> bool {
     selected.is_some_and(|op| op.node.ty == OperationType::Mutation)
 }
 
-async fn graphiql() -> Html<String> {
-    Html(
-        GraphiQLSource::build()
-            .endpoint("/graphql")
-            .title("threadql")
-            .finish(),
-    )
+/// Whether a request asks to become a WebSocket.
+fn is_websocket(headers: &HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
+}
+
+/// A GraphQL WebSocket (`graphql-transport-ws` or the legacy `graphql-ws`, by subprotocol);
+/// anonymous upgrades count against the client address's allowance like any request.
+async fn websocket(state: HttpState, request: Request) -> Result<Response, Refusal> {
+    let (mut parts, _body) = request.into_parts();
+    let authorization = parts
+        .headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if authorization.is_none() {
+        check_anonymous(&state, &parts)?;
+    }
+    let protocol = GraphQLProtocol::from_request_parts(&mut parts, &())
+        .await
+        .map_err(|_| {
+            Refusal::bad(
+                "a GraphQL WebSocket needs the subprotocol graphql-transport-ws or graphql-ws (Sec-WebSocket-Protocol)",
+            )
+        })?;
+    // The first of the two protocols the client lists, as the engine picks it.
+    let legacy = parts
+        .headers
+        .get_all(SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .find(|p| {
+            p.eq_ignore_ascii_case("graphql-ws") || p.eq_ignore_ascii_case("graphql-transport-ws")
+        })
+        .is_some_and(|p| p.eq_ignore_ascii_case("graphql-ws"));
+    let upgrade = WebSocketUpgrade::from_request_parts(&mut parts, &())
+        .await
+        .map_err(|rejection| Refusal::bad(format!("cannot open a WebSocket: {rejection}")))?;
+    let max = state.limits.max_body_bytes;
+    Ok(upgrade
+        .protocols(ALL_WEBSOCKET_PROTOCOLS)
+        .max_message_size(max)
+        .max_frame_size(max)
+        .on_upgrade(move |socket| {
+            live::serve_websocket(state.api, socket, protocol, legacy, authorization)
+        }))
 }
 
 async fn healthz() -> &'static str {
@@ -515,6 +594,12 @@ async fn metrics(State(state): State<HttpState>) -> impl IntoResponse {
             "threadql_db_commands_total{{command=\"{command}\"}} {count}"
         );
     }
+    let (subscribers, streams) = state.api.live_counts();
+    let _ = write!(
+        body,
+        "# HELP threadql_live_subscribers Live subscriptions following a discussion now.\n# TYPE threadql_live_subscribers gauge\nthreadql_live_subscribers {subscribers}\n\
+         # HELP threadql_change_streams_opened_total Times this process opened its change stream (once, then after each failure).\n# TYPE threadql_change_streams_opened_total counter\nthreadql_change_streams_opened_total {streams}\n"
+    );
     ([(CONTENT_TYPE, "text/plain; version=0.0.4")], body)
 }
 

@@ -4,6 +4,7 @@ pub mod app; // wiring: config -> store -> API -> router
 pub mod auth; // bearer JWTs
 pub mod config; // typed CLI flags and THREADQL_* env vars
 pub mod domain; // comments, slugs, paging, errors (no I/O)
+pub mod graphiql; // GraphiQL at /, served from the binary
 pub mod graphql; // schema, resolvers, dataloaders, error codes
 pub mod http; // axum routes
 pub mod rate; // rate limits per author and per client

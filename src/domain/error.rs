@@ -37,6 +37,10 @@ pub enum DomainError {
     /// The discussion's storage is at its size cap.
     #[error("{0}")]
     DiscussionTooLarge(String),
+    /// A live subscription missed changes (it fell behind, or the change feed had to start
+    /// afresh); the subscription goes on, and the client should read again what it shows.
+    #[error("{0}")]
+    EventsMissed(String),
     /// Something failed inside the server; the cause is logged, never sent.
     #[error("internal error")]
     Internal(String),
@@ -65,6 +69,7 @@ impl DomainError {
             Self::RateLimited { .. } => "RATE_LIMITED",
             Self::Unavailable(_) => "UNAVAILABLE",
             Self::DiscussionTooLarge(_) => "DISCUSSION_TOO_LARGE",
+            Self::EventsMissed(_) => "EVENTS_MISSED",
             Self::Internal(_) => "INTERNAL",
         }
     }

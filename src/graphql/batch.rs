@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
 use futures::future::BoxFuture;
-use futures::stream::{FuturesUnordered, StreamExt as _};
+use futures::stream::{FuturesUnordered, Stream, StreamExt as _};
 use futures::task::AtomicWaker;
 
 /// How often the request is polled again in a row when it wakes itself (a yielding join) before
@@ -68,16 +68,50 @@ impl Wake for Flag {
 /// without it: every key of the level is in, and nothing waits on a clock.
 pub async fn drive<F: Future>(request: F, batches: Arc<Batches>) -> F::Output {
     let mut request = pin!(request);
-    let mut running: FuturesUnordered<BoxFuture<'static, ()>> = FuturesUnordered::new();
-    poll_fn(move |cx: &mut Context<'_>| {
-        batches.waker.register(cx.waker());
+    let mut runner = Runner::new(batches);
+    poll_fn(move |cx: &mut Context<'_>| runner.poll(cx, |cx| request.as_mut().poll(cx))).await
+}
+
+/// [`drive`] for a stream of responses (a subscription): each item is resolved with its
+/// batches run the same way.
+pub fn drive_stream<S>(stream: S, batches: Arc<Batches>) -> impl Stream<Item = S::Item> + Send
+where
+    S: Stream + Send + 'static,
+{
+    let mut stream = Box::pin(stream);
+    let mut runner = Runner::new(batches);
+    futures::stream::poll_fn(move |cx| runner.poll(cx, |cx| stream.as_mut().poll_next(cx)))
+}
+
+/// Polls a request and runs the batches it queued once it waits.
+struct Runner {
+    batches: Arc<Batches>,
+    running: FuturesUnordered<BoxFuture<'static, ()>>,
+}
+
+impl Runner {
+    fn new(batches: Arc<Batches>) -> Self {
+        Self {
+            batches,
+            running: FuturesUnordered::new(),
+        }
+    }
+
+    /// Polls `request` (again while it wakes itself, up to [`MAX_REPOLLS`] times), then starts
+    /// and polls the batches it queued.
+    fn poll<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut request: impl FnMut(&mut Context<'_>) -> Poll<T>,
+    ) -> Poll<T> {
+        self.batches.waker.register(cx.waker());
         for _ in 0..MAX_REPOLLS {
             let flag = Arc::new(Flag {
                 woken: AtomicBool::new(false),
                 inner: cx.waker().clone(),
             });
             let waker = Waker::from(flag.clone());
-            if let Poll::Ready(output) = request.as_mut().poll(&mut Context::from_waker(&waker)) {
+            if let Poll::Ready(output) = request(&mut Context::from_waker(&waker)) {
                 return Poll::Ready(output);
             }
             if !flag.woken.load(Ordering::SeqCst) {
@@ -85,16 +119,15 @@ pub async fn drive<F: Future>(request: F, batches: Arc<Batches>) -> F::Output {
             }
         }
         loop {
-            let queued = batches.take();
+            let queued = self.batches.take();
             if queued.is_empty() {
                 break;
             }
-            running.extend(queued);
+            self.running.extend(queued);
         }
-        while let Poll::Ready(Some(())) = running.poll_next_unpin(cx) {}
+        while let Poll::Ready(Some(())) = self.running.poll_next_unpin(cx) {}
         Poll::Pending
-    })
-    .await
+    }
 }
 
 #[cfg(test)]

@@ -3,15 +3,17 @@
 pub mod batch;
 pub mod error;
 pub mod limits;
+pub mod live;
 pub mod loaders;
 mod mutation;
 mod query;
+mod subscription;
 pub mod types;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use async_graphql::{Context, EmptySubscription, Schema};
+use async_graphql::{Context, Schema};
 
 use crate::auth::{AuthState, JwtKeys};
 use crate::config::RateLimit;
@@ -21,9 +23,10 @@ use crate::store::{DynStorage, ReadScope, StoreResult};
 
 pub use mutation::Mutation;
 pub use query::Query;
+pub use subscription::Subscription;
 
 /// The threadql schema type.
-pub type AppSchema = Schema<Query, Mutation, EmptySubscription>;
+pub type AppSchema = Schema<Query, Mutation, Subscription>;
 
 /// Page sizes and text limits, from config.
 #[derive(Debug, Clone, Copy)]
@@ -50,6 +53,10 @@ pub struct Limits {
     pub apq_cache: usize,
     /// Longest a request may take.
     pub request_timeout: std::time::Duration,
+    /// Live updates.
+    pub live: live::LiveConfig,
+    /// Most operations one WebSocket connection may run at once.
+    pub max_ws_operations: usize,
 }
 
 impl Limits {
@@ -110,8 +117,10 @@ impl RequestReads {
 }
 
 /// Builds the schema (without a store and limits: enough to print the SDL).
-pub fn schema_builder() -> async_graphql::SchemaBuilder<Query, Mutation, EmptySubscription> {
-    Schema::build(Query, Mutation, EmptySubscription).enable_federation()
+pub fn schema_builder() -> async_graphql::SchemaBuilder<Query, Mutation, Subscription> {
+    Schema::build(Query, Mutation, Subscription)
+        .enable_federation()
+        .enable_subscription_in_federation()
 }
 
 /// Mutations per author, counted by token `sub`.
@@ -130,17 +139,20 @@ pub struct Api {
     schema: AppSchema,
     storage: DynStorage,
     keys: JwtKeys,
+    live: Arc<live::Live>,
 }
 
 impl Api {
     /// Builds the schema over a storage, with its limits and the mutation rate per author.
     pub fn new(storage: DynStorage, keys: JwtKeys, limits: Limits, author_rate: RateLimit) -> Self {
+        let live = Arc::new(live::Live::new(storage.clone(), limits.live));
         let mut builder = schema_builder()
             .limit_depth(limits.max_query_depth)
             .limit_complexity(limits.max_complexity)
             .extension(limits.document)
             .data(storage.clone())
             .data(limits)
+            .data(live.clone())
             .data(AuthorRate(Limiter::new(author_rate)));
         if !limits.introspection {
             builder = builder.disable_introspection();
@@ -158,7 +170,64 @@ impl Api {
             schema,
             storage,
             keys,
+            live,
         }
+    }
+
+    /// Live subscribers now, and how often this process opened its change stream.
+    pub fn live_counts(&self) -> (usize, u64) {
+        (self.live.subscribers(), self.live.streams_opened())
+    }
+
+    /// What a streaming connection (WebSocket or Server-Sent Events) runs its operations with:
+    /// the caller's identity from a bearer `authorization` (an `Authorization` header, or the
+    /// `connection_init` payload of a WebSocket).
+    pub fn connection(&self, authorization: Option<&str>) -> Connection {
+        let auth = self.keys.authenticate(authorization);
+        let max = self
+            .schema
+            .data::<Limits>()
+            .map_or(usize::MAX, |l| l.max_ws_operations);
+        Connection {
+            auth,
+            running: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            max,
+        }
+    }
+
+    /// Runs an operation of a streaming connection: a subscription gives a response per event;
+    /// a query or mutation gives one.
+    pub fn execute_stream(
+        &self,
+        request: async_graphql::Request,
+        connection: &Connection,
+    ) -> futures::stream::BoxStream<'static, async_graphql::Response> {
+        use futures::StreamExt;
+        let Some(slot) = connection.take_slot() else {
+            let error = error::gql(DomainError::RateLimited {
+                message: format!(
+                    "at most {} operations may run at once on one connection",
+                    connection.max
+                ),
+                retry_after_secs: 1,
+            });
+            let response = async_graphql::Response::from_errors(vec![
+                error.into_server_error(Default::default())
+            ]);
+            return futures::stream::once(futures::future::ready(response)).boxed();
+        };
+        let batches = batch::Batches::new();
+        let request = request
+            .data(connection.auth.clone())
+            .data(RequestReads::new(self.storage.clone(), batches.clone()));
+        let responses = self.schema.execute_stream(request);
+        batch::drive_stream(responses, batches)
+            .map(move |mut response| {
+                let _running = &slot;
+                error::ensure_codes(&mut response);
+                response
+            })
+            .boxed()
     }
 
     /// Checks that the database answers.
@@ -206,6 +275,45 @@ impl Api {
         };
         error::ensure_codes(&mut response);
         response
+    }
+}
+
+/// A streaming connection: who is on it, and how many operations it runs.
+#[derive(Clone)]
+pub struct Connection {
+    auth: AuthState,
+    running: Arc<std::sync::atomic::AtomicUsize>,
+    max: usize,
+}
+
+impl Connection {
+    /// Why the connection's credentials were refused, if they were.
+    pub fn rejected(&self) -> Option<&str> {
+        match &self.auth {
+            AuthState::Rejected(why) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// A place for one more operation, given back when the guard drops (`None` when full).
+    fn take_slot(&self) -> Option<Slot> {
+        use std::sync::atomic::Ordering;
+        let taken = self
+            .running
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .is_ok();
+        taken.then(|| Slot(self.running.clone()))
+    }
+}
+
+/// One running operation of a connection.
+struct Slot(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 

@@ -11,10 +11,12 @@ use serde::{Deserialize, Serialize};
 
 use super::bson::to_count;
 use super::order::after_filter;
-use super::{DiscussionStore, StoreError, StoreResult};
+use super::{changes, ChangeKind, DiscussionStore, StoreError, StoreResult};
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
-use crate::domain::{Discussion, DiscussionId, DiscussionTitle, Layout, Page, Window};
+use crate::domain::{
+    Comment, Discussion, DiscussionId, DiscussionTitle, Layout, Page, Slug, Window,
+};
 
 /// A discussion's metadata as stored. Layouts may add fields (the embedded layout keeps its
 /// comments here); metadata reads project those away.
@@ -83,22 +85,42 @@ impl Discussions {
     }
 
     /// Records a new comment in the discussion's counters.
+    /// and marks it for the change feed.
     pub async fn record_post(
         &self,
         id: &DiscussionId,
-        top_level: bool,
+        comment: &Comment,
         session: &mut mongodb::ClientSession,
     ) -> StoreResult<()> {
-        let inc = if top_level {
+        let inc = if comment.parent.is_none() {
             doc! { "comment_count": 1_i64, "thread_count": 1_i64 }
         } else {
             doc! { "comment_count": 1_i64 }
         };
+        let mark = changes::mark(ChangeKind::Posted, &comment.slug);
         self.coll
-            .update_one(doc! { "_id": id.as_str() }, doc! { "$inc": inc })
+            .update_one(
+                doc! { "_id": id.as_str() },
+                doc! { "$inc": inc, "$set": { changes::FIELD: mark } },
+            )
             .session(session)
             .await?;
         Ok(())
+    }
+
+    /// Marks an edit or delete of a comment stored outside the discussion document for the
+    /// change feed. The change itself is already stored: when the mark cannot be written, live
+    /// subscribers miss it (logged), and the change stands.
+    pub async fn record_change(&self, id: &DiscussionId, slug: &Slug) {
+        let mark = changes::mark(ChangeKind::Changed, slug);
+        let update = doc! { "$set": { changes::FIELD: mark } };
+        if let Err(err) = self
+            .coll
+            .update_one(doc! { "_id": id.as_str() }, update)
+            .await
+        {
+            tracing::warn!(%err, discussion = %id, %slug, "a change was stored, but live subscribers will not hear of it");
+        }
     }
 }
 

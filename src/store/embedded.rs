@@ -12,7 +12,10 @@ use super::bson::{as_i64, comment_of, corrupt};
 use super::docs::{element_size, replace_update, unchanged_filter, CommentDoc};
 use super::error::is_too_large;
 use super::write::{self, Attempt, ParentPaths, PostSteps, Writer};
-use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
+use super::{
+    changes, ChangeKind, CommentStore, Discussions, Listing, Posted, ReadScope, StoreError,
+    StoreResult,
+};
 use crate::domain::tree::Thread;
 use crate::domain::{
     Comment, Discussion, DiscussionId, FullSlug, Micros, NewComment, Page, Slug, Window,
@@ -206,7 +209,10 @@ impl Embedded {
         push.insert(siblings, element);
         match self
             .coll
-            .update_one(filter, doc! { "$push": push, "$inc": inc })
+            .update_one(
+                filter,
+                doc! { "$push": push, "$inc": inc, "$set": { changes::FIELD: changes::mark(ChangeKind::Posted, &comment.slug) } },
+            )
             .await
         {
             Ok(result) if result.matched_count == 1 => Ok(Guarded::Done),
@@ -462,6 +468,15 @@ impl CommentStore for Embedded {
         }
         let mut update = replace_update(&prefix, next)?;
         update.insert("$inc", doc! { BYTES: growth });
+        let mark = changes::mark(ChangeKind::Changed, &next.slug);
+        match update.get_document_mut("$set") {
+            Ok(set) => {
+                set.insert(changes::FIELD, mark);
+            }
+            Err(_) => {
+                update.insert("$set", doc! { changes::FIELD: mark });
+            }
+        }
         match self.coll.update_one(filter, update).await {
             Ok(result) if result.matched_count == 1 => Ok(true),
             Ok(_) if growth > 0 => {

@@ -3,6 +3,7 @@
 
 mod bson;
 mod bucketed;
+mod changes;
 mod discussions;
 pub mod docs;
 mod embedded;
@@ -19,6 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures::stream::BoxStream;
 
 pub use discussions::Discussions;
 pub use error::{StoreError, StoreResult};
@@ -57,6 +59,55 @@ pub trait Storage: Send + Sync {
         slug: &Slug,
         decide: &Decide<'_>,
     ) -> Result<Comment, DomainError>;
+
+    /// The feed of posts and changes in every discussion, as the database reports them to this
+    /// process (open it once per process: every call opens a change stream). It never ends; it
+    /// reopens itself after failures, waiting `retry` before the first try.
+    fn changes(&self, retry: std::time::Duration) -> BoxStream<'static, Watched>;
+}
+
+/// What happened to a comment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// It was posted.
+    Posted,
+    /// It was edited or deleted.
+    Changed,
+}
+
+impl ChangeKind {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Posted => "posted",
+            ChangeKind::Changed => "changed",
+        }
+    }
+}
+
+/// A comment that was posted or changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommentChange {
+    /// Its discussion.
+    pub discussion: DiscussionId,
+    /// The comment.
+    pub slug: Slug,
+    /// What happened.
+    pub kind: ChangeKind,
+}
+
+/// What the change feed reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Watched {
+    /// The feed is open: every change from now on is reported.
+    Open,
+    /// A comment was posted or changed.
+    Change(CommentChange),
+    /// The feed failed and is being reopened; changes made meanwhile are reported once it is
+    /// open again.
+    Interrupted,
+    /// The feed had to start afresh: changes made while it was down were lost.
+    Gap,
 }
 
 /// Storage as the API layer holds it.

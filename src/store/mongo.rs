@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::stream::BoxStream;
 use mongodb::bson::{doc, Document};
 use mongodb::options::{Acknowledgment, ClientOptions, IndexOptions, WriteConcern};
 use mongodb::{Client, Database, IndexModel};
@@ -13,6 +14,7 @@ use super::bucketed::Bucketed;
 use super::embedded::Embedded;
 use super::per_comment::PerComment;
 use super::write::{revise, Decide, Writer};
+use super::{changes, Watched};
 use super::{
     CommandCounter, CommentStore, DiscussionStore, Discussions, Storage, StoreError, StoreResult,
 };
@@ -144,6 +146,10 @@ impl Storage for Store {
     ) -> Result<Comment, DomainError> {
         let layout = self.layout(discussion.layout)?;
         revise(layout, &self.clock, discussion, slug, decide).await
+    }
+
+    fn changes(&self, retry: Duration) -> BoxStream<'static, Watched> {
+        changes::feed(self.db.collection(Discussions::COLLECTION), retry)
     }
 }
 

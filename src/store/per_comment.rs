@@ -226,7 +226,7 @@ impl PostSteps for PerComment {
                 .await?;
         }
         self.discussions
-            .record_post(&discussion.id, comment.parent.is_none(), session)
+            .record_post(&discussion.id, comment, session)
             .await
     }
 }
@@ -249,7 +249,13 @@ impl CommentStore for PerComment {
             .coll
             .update_one(filter, replace_update("", next)?)
             .await?;
-        Ok(result.matched_count == 1)
+        let replaced = result.matched_count == 1;
+        if replaced {
+            self.discussions
+                .record_change(&discussion.id, &next.slug)
+                .await;
+        }
+        Ok(replaced)
     }
 
     async fn list(

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use threadql::auth::JwtKeys;
 use threadql::domain::Layout;
 
-use crate::node::{require_node, run_script};
+use crate::node;
 use crate::support::{layout_name, unique_db, Running, Settings, SECRET};
 
 /// The longest one run of clients.mjs may take.
@@ -32,7 +32,9 @@ fn users() -> Value {
 /// Runs clients.mjs with `steps` against a fresh server; returns its summary after checking
 /// that no check failed and that it exited cleanly.
 async fn run_clients(label: &str, steps: &[&str]) -> Value {
-    require_node().await;
+    for package in ["@apollo/client", "@urql/core", "graphql-ws", "ws"] {
+        node::require(package).await;
+    }
     let server = Running::start(Settings::new(Layout::PerComment).config(&unique_db(label))).await;
     let setup = json!({
         "users": users(),
@@ -40,7 +42,7 @@ async fn run_clients(label: &str, steps: &[&str]) -> Value {
         "steps": steps,
     });
     let url = server.url("/graphql");
-    let (summary, _, output) = run_script(
+    let (summary, output) = node::summary(
         "clients.mjs",
         &[&url, &setup.to_string()],
         "CLIENTS",

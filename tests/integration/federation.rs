@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use threadql::domain::Layout;
 
-use crate::node::{require_node, run_script};
+use crate::node;
 use crate::support::{layout_name, unique_db, Running, Settings, TestApp};
 
 /// The longest the whole federation run may take.
@@ -149,7 +149,14 @@ async fn seed_discussion(app: &TestApp, layout: Layout) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_joins_threadql_entities_with_another_subgraph_on_every_layout() {
-    require_node().await;
+    for package in [
+        "@apollo/composition",
+        "@apollo/gateway",
+        "@apollo/server",
+        "@apollo/subgraph",
+    ] {
+        node::require(package).await;
+    }
     let settings = Settings::new(Layout::PerComment);
     let database = unique_db("federation");
     let server = Running::start(settings.config(&database)).await;
@@ -168,7 +175,7 @@ async fn a_gateway_joins_threadql_entities_with_another_subgraph_on_every_layout
     });
 
     let url = server.url("/graphql");
-    let (summary, _, output) = run_script(
+    let (summary, output) = node::summary(
         "federation.mjs",
         &[&url, &seed.to_string()],
         "FEDERATION",

@@ -1235,8 +1235,9 @@ async fn edits_racing_replies_lose_nothing_case(settings: Settings) {
 // 8. Round trips
 
 /// Most database commands an edit or a delete may send, whatever the discussion's size: the
-/// discussion, the comment, the write (3 on `PER_COMMENT` and `BUCKETED`), and on `EMBEDDED` the
-/// aggregation that finds the comment's position (4).
+/// discussion, the comment, the write and the change-feed mark on the discussion (4 on
+/// `PER_COMMENT` and `BUCKETED`); on `EMBEDDED` the aggregation that finds the comment's position
+/// and the write, which carries the mark (4).
 const WRITE_COMMANDS: u64 = 4;
 
 async fn edits_and_deletes_have_bounded_round_trips_case(settings: Settings) {

@@ -3,6 +3,7 @@
 
 mod api;
 mod audit;
+mod browser;
 mod bucketed;
 mod clients;
 mod contract;
@@ -13,6 +14,7 @@ mod hostile;
 mod http;
 mod identity;
 mod lifecycle;
+mod live;
 mod model;
 mod node;
 mod properties;

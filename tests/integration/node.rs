@@ -1,5 +1,6 @@
-//! Running the Node tools of tests/node (audit, federation, clients) from a test, and reading the
-//! one-line JSON summary each prints.
+//! Runs the Node scripts of tests/node (the GraphQL-over-HTTP audit, the GraphiQL browser test,
+//! federation, real clients) with a time limit, failing the test with setup instructions when
+//! Node cannot run them.
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -9,22 +10,23 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::process::Command;
 
-/// What to do when a Node test cannot run at all.
-pub const SETUP: &str = "the Node tests need Node 20 (or newer) and npm: install them, then run \
+/// What to do when a Node script cannot run at all.
+pub const SETUP: &str = "this test needs Node 20 (or newer) and npm: install them, then run \
                          ./scripts/install-deps.sh (it runs `npm ci` in tests/node)";
 
-/// The directory of the Node tools and their packages.
-pub fn node_dir() -> PathBuf {
+/// tests/node, where the scripts and their packages are.
+pub fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node")
 }
 
-/// Runs `node` with `args` in tests/node, killing it and failing the test after `timeout`, and
-/// failing the test with setup instructions when there is no `node` to run.
-pub async fn node(args: &[&str], timeout: Duration) -> Output {
+/// Runs `node` with `args` and extra environment variables in tests/node, failing the test with
+/// setup instructions when there is no `node` to run, or when it runs longer than `timeout`.
+pub async fn run(args: &[&str], envs: &[(&str, &str)], timeout: Duration) -> Output {
     let mut command = Command::new("node");
     command
         .args(args)
-        .current_dir(node_dir())
+        .envs(envs.iter().copied())
+        .current_dir(dir())
         .stdin(Stdio::null())
         .kill_on_drop(true);
     match tokio::time::timeout(timeout, command.output()).await {
@@ -38,9 +40,9 @@ pub async fn node(args: &[&str], timeout: Duration) -> Output {
     }
 }
 
-/// Fails the test unless Node 20+ and every package of tests/node/package.json are installed.
-pub async fn require_node() {
-    let output = node(&["--version"], Duration::from_secs(30)).await;
+/// Fails the test unless Node 20+ runs and the package `package` of tests/node is installed.
+pub async fn require(package: &str) {
+    let output = run(&["--version"], &[], Duration::from_secs(30)).await;
     let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
     let major = version
         .strip_prefix('v')
@@ -50,40 +52,32 @@ pub async fn require_node() {
         output.status.success() && major.is_some_and(|m| m >= 20),
         "`node --version` gave {version:?}: {SETUP}"
     );
-    let manifest = std::fs::read_to_string(node_dir().join("package.json"))
-        .expect("read tests/node/package.json");
-    let manifest: Value = serde_json::from_str(&manifest).expect("tests/node/package.json is JSON");
-    let packages = manifest["dependencies"]
-        .as_object()
-        .expect("tests/node/package.json has dependencies");
-    for package in packages.keys() {
-        let installed = node_dir()
-            .join("node_modules")
-            .join(package)
-            .join("package.json");
-        assert!(
-            installed.is_file(),
-            "{} is missing: {SETUP}",
-            installed.display()
-        );
-    }
+    let manifest = dir()
+        .join("node_modules")
+        .join(package)
+        .join("package.json");
+    assert!(
+        manifest.is_file(),
+        "{} is missing: {SETUP}",
+        manifest.display()
+    );
 }
 
-/// Runs a script of tests/node with `args`, echoes its output, and returns the JSON of its last
-/// line starting with `<label> ` together with its stdout and exit status (fails the test when
-/// there is no such line).
-pub async fn run_script(
+/// Runs the script `script` of tests/node with `args`, echoes its output, and returns the JSON of
+/// its last line that starts with `<label> ` (failing the test when there is none), with the
+/// output itself.
+pub async fn summary(
     script: &str,
     args: &[&str],
     label: &str,
     timeout: Duration,
-) -> (Value, String, Output) {
-    let path = node_dir().join(script);
+) -> (Value, Output) {
+    let path = dir().join(script);
     let path = path.to_string_lossy();
     let mut all = vec![path.as_ref()];
     all.extend_from_slice(args);
-    let output = node(&all, timeout).await;
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let output = run(&all, &[], timeout).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     print!("{stdout}");
     eprint!("{stderr}");
@@ -100,5 +94,5 @@ pub async fn run_script(
         });
     let summary: Value = serde_json::from_str(line)
         .unwrap_or_else(|e| panic!("the {label} summary is not JSON ({e}): {line}"));
-    (summary, stdout, output)
+    (summary, output)
 }

@@ -104,7 +104,13 @@ impl CommentStore for Bucketed {
             .pages
             .update_one(filter, replace_update("comments.$.", next)?)
             .await?;
-        Ok(result.matched_count == 1)
+        let replaced = result.matched_count == 1;
+        if replaced {
+            self.discussions
+                .record_change(&discussion.id, &next.slug)
+                .await;
+        }
+        Ok(replaced)
     }
 
     async fn list(

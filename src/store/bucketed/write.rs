@@ -225,7 +225,7 @@ impl PostSteps for Bucketed {
         self.count_reply(&discussion.id, comment, parent_page, session)
             .await?;
         self.discussions
-            .record_post(&discussion.id, comment.parent.is_none(), session)
+            .record_post(&discussion.id, comment, session)
             .await
     }
 }

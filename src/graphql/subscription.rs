@@ -1,0 +1,87 @@
+//! The Subscription root: comments posted and changed in a discussion, live.
+
+use std::sync::Arc;
+
+use async_graphql::{Context, Subscription as GqlSubscription, ID};
+use futures::{Stream, StreamExt};
+use tokio::sync::broadcast::{self, error::RecvError};
+
+use super::error::{gql, OrGql};
+use super::live::{Event, Live};
+use super::query::load_discussion;
+use super::types::CommentNode;
+use super::RequestReads;
+use crate::domain::DomainError;
+use crate::store::ChangeKind;
+
+/// Live updates.
+pub struct Subscription;
+
+#[GqlSubscription]
+impl Subscription {
+    /// Every comment posted to the discussion from now on (replies included), as it is
+    /// posted. An event with `EVENTS_MISSED` says some were missed: read the discussion again.
+    async fn comment_posted<'ctx>(
+        &self,
+        ctx: &Context<'ctx>,
+        discussion_id: ID,
+    ) -> async_graphql::Result<impl Stream<Item = async_graphql::Result<CommentNode>> + 'ctx> {
+        follow(ctx, &discussion_id, ChangeKind::Posted).await
+    }
+
+    /// Every comment of the discussion edited or deleted from now on, as it is afterwards.
+    /// An event with `EVENTS_MISSED` says some were missed: read the discussion again.
+    async fn comment_changed<'ctx>(
+        &self,
+        ctx: &Context<'ctx>,
+        discussion_id: ID,
+    ) -> async_graphql::Result<impl Stream<Item = async_graphql::Result<CommentNode>> + 'ctx> {
+        follow(ctx, &discussion_id, ChangeKind::Changed).await
+    }
+}
+
+/// The comments of one kind of change in a discussion (`NOT_FOUND` for an unknown discussion).
+async fn follow<'ctx>(
+    ctx: &Context<'ctx>,
+    discussion_id: &str,
+    kind: ChangeKind,
+) -> async_graphql::Result<impl Stream<Item = async_graphql::Result<CommentNode>> + 'ctx> {
+    let discussion = load_discussion(ctx, discussion_id).await?;
+    let receiver = ctx
+        .data_unchecked::<Arc<Live>>()
+        .subscribe(&discussion.id)
+        .await
+        .gql()?;
+    let reads = ctx.data_unchecked::<RequestReads>();
+    Ok(events(receiver).filter_map(move |event| {
+        let node = match event {
+            Event::Comment {
+                kind: happened,
+                discussion,
+                comment,
+            } if happened == kind => {
+                // Fields below the comment read the store as it is now, not as it was at the
+                // last event.
+                reads.invalidate();
+                Some(Ok(CommentNode::new(discussion, (*comment).clone())))
+            }
+            Event::Comment { .. } => None,
+            Event::Missed(why) => Some(Err(gql(DomainError::EventsMissed(why)))),
+        };
+        futures::future::ready(node)
+    }))
+}
+
+/// A receiver as a stream; falling behind is reported as missed changes.
+fn events(receiver: broadcast::Receiver<Event>) -> impl Stream<Item = Event> {
+    futures::stream::unfold(receiver, |mut receiver| async move {
+        match receiver.recv().await {
+            Ok(event) => Some((event, receiver)),
+            Err(RecvError::Lagged(missed)) => {
+                let why = format!("this subscription fell behind and missed {missed} changes");
+                Some((Event::Missed(why), receiver))
+            }
+            Err(RecvError::Closed) => None,
+        }
+    })
+}

@@ -1,0 +1,204 @@
+//! Streaming transports of `/graphql`: WebSockets (`graphql-transport-ws` and the legacy
+//! `graphql-ws`) and Server-Sent Events (`graphql-sse`, distinct connections mode).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_graphql::{Data, Executor};
+use async_graphql_axum::{GraphQLProtocol, GraphQLWebSocket};
+use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::stream::{BoxStream, SplitSink, StreamExt};
+use futures::SinkExt;
+use serde_json::{json, Value};
+
+use crate::graphql::{Api, Connection};
+
+/// The API as the WebSocket protocol runs it: each operation with its connection's identity.
+#[derive(Clone)]
+struct Streaming(Api);
+
+impl Executor for Streaming {
+    async fn execute(&self, request: async_graphql::Request) -> async_graphql::Response {
+        self.0.execute(request, None).await
+    }
+
+    fn execute_stream(
+        &self,
+        request: async_graphql::Request,
+        session: Option<Arc<Data>>,
+    ) -> BoxStream<'static, async_graphql::Response> {
+        let connection = session
+            .as_deref()
+            .and_then(|data| data.get(&std::any::TypeId::of::<Connection>()))
+            .and_then(|any| any.downcast_ref::<Connection>())
+            .cloned()
+            .unwrap_or_else(|| self.0.connection(None));
+        self.0.execute_stream(request, &connection)
+    }
+}
+
+/// How long a new WebSocket may take to send `connection_init`.
+const INIT_WAIT: Duration = Duration::from_secs(10);
+
+/// Serves a GraphQL WebSocket. The caller's identity comes from the `connection_init` payload
+/// (`{"Authorization": "Bearer …"}`, also under `headers`, or `{"authToken": "…"}`), else from
+/// the upgrade request's `Authorization` header. Credentials that cannot be accepted close the
+/// connection as each protocol says: 4403 in `graphql-transport-ws`, `connection_error` in the
+/// legacy `graphql-ws`.
+pub(super) async fn serve_websocket(
+    api: Api,
+    socket: WebSocket,
+    protocol: GraphQLProtocol,
+    legacy: bool,
+    header: Option<String>,
+) {
+    let (mut sink, mut stream) = socket.split();
+    let first = match tokio::time::timeout(INIT_WAIT, stream.next()).await {
+        Ok(Some(Ok(message))) => message,
+        Ok(_) => return,
+        Err(_) => {
+            close(&mut sink, 4408, "Connection initialisation timeout").await;
+            return;
+        }
+    };
+    let authorization = init_payload(&first)
+        .as_ref()
+        .and_then(authorization_of)
+        .or(header);
+    let connection = api.connection(authorization.as_deref());
+    if let Some(why) = connection.rejected() {
+        if legacy {
+            let error = json!({
+                "type": "connection_error",
+                "payload": { "message": why, "extensions": { "code": "UNAUTHENTICATED" } },
+            });
+            let _ = sink.send(Message::Text(error.to_string().into())).await;
+            close(&mut sink, 1000, "").await;
+        } else {
+            close(&mut sink, 4403, "Forbidden").await;
+        }
+        return;
+    }
+    let messages = futures::stream::once(async move { Ok(first) }).chain(stream);
+    GraphQLWebSocket::new_with_pair(sink, messages, Streaming(api), protocol)
+        .on_connection_init(move |_| async move {
+            let mut data = Data::default();
+            data.insert(connection);
+            Ok(data)
+        })
+        .serve()
+        .await;
+}
+
+async fn close(sink: &mut SplitSink<WebSocket, Message>, code: u16, reason: &'static str) {
+    let frame = CloseFrame {
+        code,
+        reason: reason.into(),
+    };
+    let _ = sink.send(Message::Close(Some(frame))).await;
+}
+
+/// The payload of a `connection_init` message (`None` for any other message).
+fn init_payload(message: &Message) -> Option<Value> {
+    let Message::Text(text) = message else {
+        return None;
+    };
+    let mut message: Value = serde_json::from_str(text.as_str()).ok()?;
+    if message.get("type")? != "connection_init" {
+        return None;
+    }
+    Some(
+        message
+            .get_mut("payload")
+            .map(Value::take)
+            .unwrap_or_default(),
+    )
+}
+
+/// The bearer credentials of a `connection_init` payload, in the shapes clients send them.
+fn authorization_of(payload: &Value) -> Option<String> {
+    let field = |object: &Value, names: &[&str]| {
+        names
+            .iter()
+            .find_map(|name| object.get(*name).and_then(Value::as_str))
+            .map(str::to_owned)
+    };
+    const HEADER: [&str; 2] = ["Authorization", "authorization"];
+    field(payload, &HEADER)
+        .or_else(|| payload.get("headers").and_then(|h| field(h, &HEADER)))
+        .or_else(|| {
+            field(payload, &["authToken", "token"]).map(|token| {
+                match token.starts_with("Bearer ") {
+                    true => token,
+                    false => format!("Bearer {token}"),
+                }
+            })
+        })
+}
+
+/// Runs one operation as Server-Sent Events: a `next` event per result (one for a query or a
+/// mutation, one per change for a subscription), then `complete`.
+pub(super) fn event_stream(
+    api: &Api,
+    request: async_graphql::Request,
+    connection: &Connection,
+) -> Response {
+    let next = api.execute_stream(request, connection).map(|response| {
+        let json = serde_json::to_string(&response).unwrap_or_else(|_| {
+            r#"{"errors":[{"message":"internal error","extensions":{"code":"INTERNAL"}}]}"#
+                .to_owned()
+        });
+        Ok::<_, Infallible>(Event::default().event("next").data(json))
+    });
+    let complete = futures::stream::once(async {
+        Ok::<_, Infallible>(Event::default().event("complete").data(""))
+    });
+    Sse::new(next.chain(complete))
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn only_connection_init_has_an_init_payload() {
+        let init = |text: &str| init_payload(&Message::Text(text.to_owned().into()));
+        assert_eq!(
+            init(r#"{"type":"connection_init","payload":{"a":1}}"#),
+            Some(json!({"a": 1}))
+        );
+        assert_eq!(init(r#"{"type":"connection_init"}"#), Some(Value::Null));
+        assert_eq!(init(r#"{"type":"subscribe","payload":{}}"#), None);
+        assert_eq!(init("not json"), None);
+        assert_eq!(init_payload(&Message::Binary(vec![1].into())), None);
+    }
+
+    #[test]
+    fn connection_init_payloads_give_bearer_credentials() {
+        let bearer = Some("Bearer abc".to_owned());
+        assert_eq!(
+            authorization_of(&json!({"Authorization": "Bearer abc"})),
+            bearer
+        );
+        assert_eq!(
+            authorization_of(&json!({"authorization": "Bearer abc"})),
+            bearer
+        );
+        assert_eq!(
+            authorization_of(&json!({"headers": {"Authorization": "Bearer abc"}})),
+            bearer
+        );
+        assert_eq!(authorization_of(&json!({"authToken": "abc"})), bearer);
+        assert_eq!(authorization_of(&json!({"token": "Bearer abc"})), bearer);
+        assert_eq!(authorization_of(&json!({})), None);
+        assert_eq!(authorization_of(&json!(null)), None);
+        assert_eq!(authorization_of(&json!({"Authorization": 7})), None);
+    }
+}

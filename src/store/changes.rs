@@ -1,0 +1,196 @@
+//! The change feed: every post, edit and delete leaves a small mark (`last_change`) on its
+//! discussion document, in a write the change already makes (posts) or right after it (edits on
+//! the layouts that keep comments elsewhere). One change stream on the discussions collection,
+//! filtered and projected on the server to those marks, tells every live subscriber of a process
+//! what changed; it resumes from its last resume token after the database comes back.
+
+use std::time::Duration;
+
+use futures::stream::{BoxStream, StreamExt};
+use mongodb::bson::{doc, oid::ObjectId, Document};
+use mongodb::change_stream::event::ResumeToken;
+use mongodb::change_stream::ChangeStream;
+use mongodb::Collection;
+
+use super::{ChangeKind, CommentChange, Watched};
+use crate::domain::{DiscussionId, Slug};
+
+/// The field of a discussion document that holds its latest change.
+pub(super) const FIELD: &str = "last_change";
+
+/// Longest wait between two tries to reopen the feed.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// The mark a change leaves on its discussion: what happened to which comment, and a fresh id so
+/// that two marks are never equal (an update that sets an equal value changes nothing, and then
+/// the database reports no change at all).
+pub(super) fn mark(kind: ChangeKind, slug: &Slug) -> Document {
+    doc! {
+        "kind": kind.as_str(),
+        "slug": slug.as_str(),
+        "id": ObjectId::new(),
+    }
+}
+
+/// The stream's pipeline: updates that set a mark, projected on the server to the mark and the
+/// document key, so an embedded discussion's comments never travel with the event.
+fn pipeline() -> Vec<Document> {
+    let marked = format!("updateDescription.updatedFields.{FIELD}");
+    vec![
+        doc! { "$match": { "operationType": "update", &marked: { "$exists": true } } },
+        doc! { "$project": { "documentKey": 1, &marked: 1 } },
+    ]
+}
+
+/// Reads the change an event reports (`None` for an event this feed does not understand, which
+/// is logged and skipped).
+fn change_of(event: &Document) -> Option<CommentChange> {
+    let discussion = event
+        .get_document("documentKey")
+        .ok()?
+        .get_str("_id")
+        .ok()?;
+    let mark = event
+        .get_document("updateDescription")
+        .ok()?
+        .get_document("updatedFields")
+        .ok()?
+        .get_document(FIELD)
+        .ok()?;
+    let kind = match mark.get_str("kind").ok()? {
+        "posted" => ChangeKind::Posted,
+        "changed" => ChangeKind::Changed,
+        _ => return None,
+    };
+    Some(CommentChange {
+        discussion: DiscussionId::parse(discussion).ok()?,
+        slug: Slug::parse(mark.get_str("slug").ok()?).ok()?,
+        kind,
+    })
+}
+
+/// Where the feed is.
+enum Step {
+    /// Not open: open it (after `wait`), resuming after `token` when there is one.
+    Closed {
+        token: Option<ResumeToken>,
+        wait: Duration,
+    },
+    /// Open and reading.
+    Open(Box<ChangeStream<Document>>),
+}
+
+/// The feed over the discussions collection, forever: `Open` each time the stream is (re)opened,
+/// a `Change` per marked update, `Interrupted` when the stream fails (it is then reopened from its
+/// last resume token, waiting longer each time up to [`MAX_BACKOFF`]), and `Gap` when the
+/// database no longer has the history after that token, so changes in between were lost.
+pub(super) fn feed(coll: Collection<Document>, retry: Duration) -> BoxStream<'static, Watched> {
+    let start = Step::Closed {
+        token: None,
+        wait: Duration::ZERO,
+    };
+    futures::stream::unfold((coll, start), move |(coll, step)| async move {
+        match step {
+            Step::Closed { token, wait } => {
+                tokio::time::sleep(wait).await;
+                let resuming = token.is_some();
+                match coll
+                    .watch()
+                    .pipeline(pipeline())
+                    .resume_after(token.clone())
+                    .await
+                {
+                    Ok(stream) => {
+                        let stream = Box::new(stream.with_type::<Document>());
+                        Some((Watched::Open, (coll, Step::Open(stream))))
+                    }
+                    Err(err) if resuming && is_history_lost(&err) => {
+                        tracing::warn!(%err, "the change feed cannot resume where it stopped: changes in between are lost");
+                        let next = Step::Closed {
+                            token: None,
+                            wait: Duration::ZERO,
+                        };
+                        Some((Watched::Gap, (coll, next)))
+                    }
+                    Err(err) => {
+                        tracing::warn!(%err, "cannot open the change feed; trying again");
+                        let wait = (wait * 2).clamp(retry, MAX_BACKOFF.max(retry));
+                        Some((Watched::Interrupted, (coll, Step::Closed { token, wait })))
+                    }
+                }
+            }
+            Step::Open(mut stream) => loop {
+                match stream.next().await {
+                    Some(Ok(event)) => match change_of(&event) {
+                        Some(change) => {
+                            return Some((Watched::Change(change), (coll, Step::Open(stream))));
+                        }
+                        None => tracing::warn!(?event, "skipping a change event without a valid mark"),
+                    },
+                    failed => {
+                        match failed {
+                            Some(Err(err)) => {
+                                tracing::warn!(%err, "the change feed failed; reopening it")
+                            }
+                            _ => tracing::warn!("the change feed ended; reopening it"),
+                        }
+                        let next = Step::Closed {
+                            token: stream.resume_token(),
+                            wait: retry,
+                        };
+                        return Some((Watched::Interrupted, (coll, next)));
+                    }
+                }
+            },
+        }
+    })
+    .boxed()
+}
+
+/// Whether opening a stream failed because its resume token is no longer in the history
+/// (`ChangeStreamHistoryLost`, or the fatal error a server gives for an unknown token).
+fn is_history_lost(err: &mongodb::error::Error) -> bool {
+    matches!(
+        err.kind.as_ref(),
+        mongodb::error::ErrorKind::Command(e) if e.code == 286 || e.code == 280
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use mongodb::bson::Bson;
+
+    use super::*;
+    use crate::domain::SlugPart;
+
+    fn event(mark: Document) -> Document {
+        doc! {
+            "_id": { "_data": "00" },
+            "documentKey": { "_id": DiscussionId::generate().to_string() },
+            "updateDescription": { "updatedFields": { FIELD: Bson::Document(mark) } },
+        }
+    }
+
+    #[test]
+    fn marks_read_back_as_changes() {
+        let slug = Slug::top_level(&SlugPart::generate());
+        for kind in [ChangeKind::Posted, ChangeKind::Changed] {
+            let change = change_of(&event(mark(kind, &slug))).unwrap();
+            assert_eq!(change.kind, kind);
+            assert_eq!(change.slug, slug);
+        }
+        assert_ne!(
+            mark(ChangeKind::Posted, &slug),
+            mark(ChangeKind::Posted, &slug)
+        );
+    }
+
+    #[test]
+    fn unknown_marks_are_skipped() {
+        let slug = Slug::top_level(&SlugPart::generate());
+        let mut odd = mark(ChangeKind::Posted, &slug);
+        odd.insert("kind", "renamed");
+        assert!(change_of(&event(odd)).is_none());
+        assert!(change_of(&doc! { "_id": 1 }).is_none());
+    }
+}
