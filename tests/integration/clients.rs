@@ -1,5 +1,6 @@
 //! Real GraphQL clients against a live server (tests/node/clients.mjs): Apollo Client 4 and urql 6
-//! post, read, page and use persisted queries on every layout.
+//! post, read, page and use persisted queries on every layout; graphql-ws, urql, Apollo Client
+//! and a legacy `graphql-ws` client receive live comment events.
 
 use std::time::Duration;
 
@@ -99,4 +100,29 @@ async fn apollo_client_and_urql_post_read_page_and_persist_queries_on_every_layo
         ]),
         "{summary:#}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_clients_receive_comment_events_on_every_layout() {
+    let summary = run_clients("clients_live", &["subscriptions"]).await;
+
+    // Per layout: commentPosted and commentChanged over graphql-ws; then urql, Apollo Client, the
+    // forged tokens, and the legacy subprotocol's handshake and event.
+    let checks = summary["checks"].as_array().expect("checks");
+    assert_eq!(checks.len(), 2 * LAYOUTS.len() + 5, "{summary:#}");
+    let first = layout_name(LAYOUTS[0]);
+    let mut expected: Vec<Value> = LAYOUTS
+        .iter()
+        .flat_map(|layout| {
+            ["commentPosted", "commentChanged"].map(|field| {
+                json!({ "via": "graphql-transport-ws", "field": field, "layout": layout_name(*layout), "received": true })
+            })
+        })
+        .collect();
+    expected.push(
+        json!({ "via": "urql", "field": "commentPosted", "layout": first, "received": true }),
+    );
+    expected.push(json!({ "via": "Apollo Client", "field": "commentPosted", "layout": first, "received": true }));
+    expected.push(json!({ "via": "graphql-ws (legacy)", "field": "commentPosted", "layout": first, "received": true }));
+    assert_eq!(summary["events"], json!(expected), "{summary:#}");
 }

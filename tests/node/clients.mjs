@@ -1,31 +1,42 @@
-// Uses threadql the way applications do, with real GraphQL clients: Apollo Client 4 and urql 6.
+// Uses threadql the way applications do, with real GraphQL clients: Apollo Client 4, urql 6 and
+// graphql-ws 6.
 //
 //   node tests/node/clients.mjs http://127.0.0.1:8080/graphql '<setup JSON>'
 //
 // The setup (written by tests/integration/clients.rs) is
 //   { "users": [{ "name": "Ada Lovelace", "token": "<JWT>" }, { "name": "Grace Hopper", ... }],
-//     "layouts": ["PER_COMMENT", ...], "steps": ["http"] }
+//     "layouts": ["PER_COMMENT", ...], "steps": ["http"] or ["subscriptions"] }
 //
 // "http": for each layout, creates a discussion and posts a thread (top-level comments and replies
 // five levels deep), alternating Apollo Client as the first user and urql as the second; reads it
 // back as a tree of nested `replies` with both clients (and once more from Apollo's normalized
 // cache), pages a sub-discussion and both comment orders by cursor until `hasNextPage` is false,
 // reads offset windows; then checks Apollo's automatic persisted queries over POST and GET.
+// "subscriptions": on every layout, graphql-ws receives `commentPosted` (and nothing posted to
+// another discussion) and `commentChanged`; once, urql's subscriptionExchange, Apollo Client's
+// GraphQLWsLink and the legacy `graphql-ws` subprotocol receive `commentPosted`, and a forged
+// token is refused with 4403.
 //
 // Prints one line per check, then
 //   CLIENTS {"layouts":{"<LAYOUT>":{"comments":n,"pages":{...}}},"apq":[...],
-//            "checks":[...],"failures":[...]}
+//            "events":[{"via","field","layout","received"}],"checks":[...],"failures":[...]}
 // and exits with 1 when a check failed.
 
 import { createHash } from 'node:crypto';
 
 import { ApolloClient, ApolloLink, HttpLink, InMemoryCache, gql } from '@apollo/client';
 import { PersistedQueryLink } from '@apollo/client/link/persisted-queries';
-import { Client, cacheExchange, fetchExchange } from '@urql/core';
+import { GraphQLWsLink } from '@apollo/client/link/subscriptions';
+import { Client, cacheExchange, fetchExchange, subscriptionExchange } from '@urql/core';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
 
 import { Checks, REQUEST_TIMEOUT_MS, runMain } from './checks.mjs';
 
 const RUN_TIMEOUT_MS = 150_000;
+const EVENT_TIMEOUT_MS = 5_000;
+const PROBE_WAIT_MS = 500;
+const PROBES = 20;
 
 // The thread every layout gets, in posting order: a label and its parent's label. Replies are
 // interleaved with other threads so that chronological and threaded order differ; A1a1a1 is five
@@ -69,6 +80,10 @@ const POST = `mutation Post($d: ID!, $p: String, $t: String!) {
   postComment(input: {discussionId: $d, parentSlug: $p, text: $t}) {
     id discussionId slug parentSlug depth text author { name }
   }
+}`;
+
+const EDIT = `mutation Edit($d: ID!, $s: String!, $t: String!) {
+  editComment(input: {discussionId: $d, slug: $s, text: $t}) { slug text }
 }`;
 
 const COMMENT_FIELDS = 'id slug text depth parentSlug replyCount author { name }';
@@ -521,6 +536,337 @@ async function httpStep(checks, env) {
   await persistedQueries(checks, env, ids[0]);
 }
 
+// Events of one subscription, awaited one at a time.
+class Events {
+  constructor() {
+    this.queued = [];
+    this.waiting = null;
+    this.failure = null;
+  }
+
+  push(event) {
+    if (this.waiting) {
+      const { resolve } = this.waiting;
+      this.waiting = null;
+      resolve(event);
+    } else {
+      this.queued.push(event);
+    }
+  }
+
+  error(err) {
+    this.failure = err;
+    if (this.waiting) {
+      const { reject } = this.waiting;
+      this.waiting = null;
+      reject(err);
+    }
+  }
+
+  // The next event, or null after `ms` without one.
+  next(ms) {
+    if (this.queued.length > 0) {
+      return Promise.resolve(this.queued.shift());
+    }
+    if (this.failure) {
+      return Promise.reject(this.failure);
+    }
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting = null;
+        resolve(null);
+      }, ms);
+      this.waiting = {
+        resolve: (event) => {
+          clearTimeout(timer);
+          resolve(event);
+        },
+        reject: (err) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      };
+    });
+  }
+}
+
+// A subscription is live once an event arrives: `probe(n)` causes one (a post or an edit), and
+// is repeated until one does. Probe events that arrive later are recognised by `isProbe`.
+async function waitUntilLive(events, probe) {
+  for (let n = 0; n < PROBES; n += 1) {
+    await probe(n);
+    const event = await events.next(PROBE_WAIT_MS);
+    if (event) {
+      console.log(`      live after ${n + 1} probe(s)`);
+      return;
+    }
+  }
+  throw new Error(`no event arrived after ${PROBES} probes`);
+}
+
+// Reads events until `isTarget` matches one; returns it and every other event that was neither
+// the target nor a probe.
+async function awaitTarget(events, isTarget, isProbe) {
+  const unexpected = [];
+  for (;;) {
+    const event = await events.next(EVENT_TIMEOUT_MS);
+    if (!event) {
+      return { target: null, unexpected };
+    }
+    if (isTarget(event)) {
+      return { target: event, unexpected };
+    }
+    if (!isProbe(event)) {
+      unexpected.push(event);
+    }
+  }
+}
+
+const POSTED = `subscription Posted($id: ID!) {
+  commentPosted(discussionId: $id) { discussionId slug text author { name } }
+}`;
+
+const CHANGED = `subscription Changed($id: ID!) {
+  commentChanged(discussionId: $id) { discussionId slug text author { name } }
+}`;
+
+// A graphql-ws sink that feeds `events` with the subscription's field `field`.
+function sinkInto(events, field) {
+  return {
+    next: (result) =>
+      result.errors
+        ? events.error(new Error(JSON.stringify(result.errors)))
+        : events.push(plain(result.data[field])),
+    error: (err) =>
+      events.error(err instanceof Error ? err : new Error(`closed with ${err?.code} ${err?.reason ?? ''}`)),
+    complete: () => events.error(new Error('the subscription completed')),
+  };
+}
+
+// One discussion to watch and one not to, in `layout`, with helpers to post and edit there.
+async function watchedDiscussion(env, layout) {
+  const [ada] = env.users;
+  const apollo = wrapApollo(apolloClient(env.url, ada));
+  const create = async (title) => (await apollo.mutate(CREATE, { title, layout })).createDiscussion.id;
+  const id = await create(`Watched over a WebSocket (${layout})`);
+  const otherId = await create(`Not watched (${layout})`);
+  const post = async (d, t) => (await apollo.mutate(POST, { d, p: null, t })).postComment;
+  const edit = async (slug, t) => (await apollo.mutate(EDIT, { d: id, s: slug, t })).editComment;
+  return {
+    id,
+    otherId,
+    post,
+    edit,
+    probePost: (n) => post(id, `probe ${n}`),
+    isProbe: (event) => event.discussionId === id && event.text.startsWith('probe '),
+    expected: (comment, text = comment.text) => ({
+      discussionId: id,
+      slug: comment.slug,
+      text,
+      author: { name: ada.name },
+    }),
+  };
+}
+
+function recordEvent(env, via, field, layout, result) {
+  env.summary.events.push({ via, field, layout, received: result.target !== null });
+}
+
+// graphql-ws (graphql-transport-ws) with the token in connectionParams: commentPosted, with a
+// post to another discussion that must not arrive, and commentChanged.
+async function graphqlWs(checks, env, ws, layout) {
+  const watched = await watchedDiscussion(env, layout);
+  const label = `graphql-ws (${layout})`;
+
+  const posts = new Events();
+  const stopPosts = ws.subscribe({ query: POSTED, variables: { id: watched.id } }, sinkInto(posts, 'commentPosted'));
+  await waitUntilLive(posts, watched.probePost);
+  await watched.post(watched.otherId, 'posted in the other discussion');
+  const posted = await watched.post(watched.id, 'posted while subscribed');
+  const postedEvent = await awaitTarget(posts, (e) => e.slug === posted.slug, watched.isProbe);
+  checks.check(`${label}: commentPosted delivers the new comment, and nothing from another discussion`, postedEvent, {
+    target: watched.expected(posted),
+    unexpected: [],
+  });
+  recordEvent(env, 'graphql-transport-ws', 'commentPosted', layout, postedEvent);
+  stopPosts();
+
+  const changes = new Events();
+  const stopChanges = ws.subscribe({ query: CHANGED, variables: { id: watched.id } }, sinkInto(changes, 'commentChanged'));
+  await waitUntilLive(changes, (n) => watched.edit(posted.slug, `probe edit ${n}`));
+  const finalText = 'edited while subscribed';
+  await watched.edit(posted.slug, finalText);
+  const changedEvent = await awaitTarget(
+    changes,
+    (e) => e.text === finalText,
+    (e) => e.slug === posted.slug && e.text.startsWith('probe edit '),
+  );
+  checks.check(`${label}: commentChanged delivers the edited comment`, changedEvent, {
+    target: watched.expected(posted, finalText),
+    unexpected: [],
+  });
+  recordEvent(env, 'graphql-transport-ws', 'commentChanged', layout, changedEvent);
+  stopChanges();
+}
+
+// urql's subscriptionExchange, forwarding to a graphql-ws client.
+async function urqlSubscription(checks, env, ws, layout) {
+  const watched = await watchedDiscussion(env, layout);
+  const urql = urqlClient(env.url, null, [
+    cacheExchange,
+    fetchExchange,
+    subscriptionExchange({
+      forwardSubscription: (request) => ({
+        subscribe: (sink) => ({ unsubscribe: ws.subscribe({ ...request, query: request.query ?? '' }, sink) }),
+      }),
+    }),
+  ]);
+  const events = new Events();
+  const { unsubscribe } = urql.subscription(POSTED, { id: watched.id }).subscribe((result) => {
+    if (result.error) {
+      events.error(new Error(result.error.message));
+    } else if (result.data) {
+      events.push(plain(result.data.commentPosted));
+    }
+  });
+  try {
+    await waitUntilLive(events, watched.probePost);
+    const posted = await watched.post(watched.id, 'posted while urql listens');
+    const result = await awaitTarget(events, (e) => e.slug === posted.slug, watched.isProbe);
+    checks.check(`urql subscriptionExchange (${layout}): commentPosted delivers the new comment`, result, {
+      target: watched.expected(posted),
+      unexpected: [],
+    });
+    recordEvent(env, 'urql', 'commentPosted', layout, result);
+  } finally {
+    unsubscribe();
+  }
+}
+
+// Apollo Client's GraphQLWsLink over a graphql-ws client.
+async function apolloSubscription(checks, env, ws, layout) {
+  const watched = await watchedDiscussion(env, layout);
+  const apollo = new ApolloClient({ cache: new InMemoryCache(), link: new GraphQLWsLink(ws) });
+  const events = new Events();
+  const subscription = apollo.subscribe({ query: gql(POSTED), variables: { id: watched.id } }).subscribe({
+    next: (result) =>
+      result.error ? events.error(result.error) : events.push(plain(result.data.commentPosted)),
+    error: (err) => events.error(err),
+  });
+  try {
+    await waitUntilLive(events, watched.probePost);
+    const posted = await watched.post(watched.id, 'posted while Apollo Client listens');
+    const result = await awaitTarget(events, (e) => e.slug === posted.slug, watched.isProbe);
+    checks.check(`Apollo Client GraphQLWsLink (${layout}): commentPosted delivers the new comment`, result, {
+      target: watched.expected(posted),
+      unexpected: [],
+    });
+    recordEvent(env, 'Apollo Client', 'commentPosted', layout, result);
+  } finally {
+    subscription.unsubscribe();
+  }
+}
+
+// How a graphql-transport-ws connection with `connectionParams` ends: its close code.
+async function closeCode(wsUrl, connectionParams, discussionId) {
+  const ws = createClient({ url: wsUrl, webSocketImpl: WebSocket, connectionParams, retryAttempts: 0 });
+  const closed = new Promise((resolve) => {
+    ws.subscribe(
+      { query: POSTED, variables: { id: discussionId } },
+      {
+        next: () => resolve('an event'),
+        error: (err) => resolve(err?.code ?? String(err)),
+        complete: () => resolve('completed'),
+      },
+    );
+  });
+  const timeout = new Promise((resolve) => setTimeout(() => resolve('no answer'), EVENT_TIMEOUT_MS));
+  const code = await Promise.race([closed, timeout]);
+  await ws.dispose();
+  return code;
+}
+
+// A forged token closes a graphql-transport-ws connection with 4403 (Forbidden), whether it comes
+// as `Authorization` (browsers, graphql-ws users) or as `token` (what the Apollo Router sends).
+async function refusedToken(checks, wsUrl, discussionId) {
+  const codes = [
+    await closeCode(wsUrl, { Authorization: 'Bearer not.a.token' }, discussionId),
+    await closeCode(wsUrl, { token: 'not.a.token' }, discussionId),
+  ];
+  checks.check('graphql-ws: a forged token in connectionParams (Authorization, token) closes with 4403', codes, [4403, 4403]);
+}
+
+// The legacy `graphql-ws` subprotocol (subscriptions-transport-ws), spoken by hand.
+async function legacyProtocol(checks, env, wsUrl, layout) {
+  const watched = await watchedDiscussion(env, layout);
+  const [, grace] = env.users;
+  const socket = new WebSocket(wsUrl, 'graphql-ws');
+  const events = new Events();
+  const control = new Events();
+  socket.on('message', (raw) => {
+    const message = JSON.parse(String(raw));
+    if (message.type === 'data' && message.id === '1') {
+      if (message.payload.errors) {
+        events.error(new Error(JSON.stringify(message.payload.errors)));
+      } else {
+        events.push(message.payload.data.commentPosted);
+      }
+    } else if (message.type !== 'ka') {
+      control.push(message);
+    }
+  });
+  socket.on('error', (err) => control.error(err));
+  await new Promise((resolve, reject) => {
+    socket.once('open', resolve);
+    socket.once('error', reject);
+  });
+  try {
+    socket.send(JSON.stringify({ type: 'connection_init', payload: { Authorization: `Bearer ${grace.token}` } }));
+    const ack = await control.next(EVENT_TIMEOUT_MS);
+    checks.check('legacy graphql-ws: the subprotocol is accepted and connection_init acknowledged', [socket.protocol, ack?.type], [
+      'graphql-ws',
+      'connection_ack',
+    ]);
+    socket.send(JSON.stringify({ id: '1', type: 'start', payload: { query: POSTED, variables: { id: watched.id } } }));
+    await waitUntilLive(events, watched.probePost);
+    const posted = await watched.post(watched.id, 'posted while a legacy client listens');
+    const result = await awaitTarget(events, (e) => e.slug === posted.slug, watched.isProbe);
+    checks.check(`legacy graphql-ws (${layout}): commentPosted arrives as a \`data\` message`, result, {
+      target: watched.expected(posted),
+      unexpected: [],
+    });
+    recordEvent(env, 'graphql-ws (legacy)', 'commentPosted', layout, result);
+    socket.send(JSON.stringify({ id: '1', type: 'stop' }));
+  } finally {
+    socket.close();
+  }
+}
+
+// Subscriptions over a WebSocket on /graphql: graphql-ws on every layout, then urql, Apollo
+// Client, refused tokens and the legacy subprotocol once.
+async function subscriptionStep(checks, env) {
+  const [, grace] = env.users;
+  const wsUrl = env.url.replace(/^http/, 'ws');
+  const ws = createClient({
+    url: wsUrl,
+    webSocketImpl: WebSocket,
+    connectionParams: { Authorization: `Bearer ${grace.token}` },
+    retryAttempts: 0,
+  });
+  try {
+    for (const layout of env.layouts) {
+      await graphqlWs(checks, env, ws, layout);
+    }
+    await urqlSubscription(checks, env, ws, env.layouts[0]);
+    await apolloSubscription(checks, env, ws, env.layouts[0]);
+  } finally {
+    await ws.dispose();
+  }
+  const anyDiscussion = await watchedDiscussion(env, env.layouts[0]);
+  await refusedToken(checks, wsUrl, anyDiscussion.id);
+  await legacyProtocol(checks, env, wsUrl, env.layouts[0]);
+}
+
 async function main(checks) {
   const [url, setupJson] = process.argv.slice(2);
   if (!url || !setupJson) {
@@ -531,12 +877,14 @@ async function main(checks) {
   for (const step of setup.steps) {
     if (step === 'http') {
       await httpStep(checks, env);
+    } else if (step === 'subscriptions') {
+      await subscriptionStep(checks, env);
     } else {
       throw new Error(`unknown step ${step}`);
     }
   }
 }
 
-await runMain('CLIENTS', new Checks({ layouts: {}, apq: [] }), main, {
+await runMain('CLIENTS', new Checks({ layouts: {}, apq: [], events: [] }), main, {
   timeoutMs: RUN_TIMEOUT_MS,
 });
