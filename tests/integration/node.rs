@@ -1,11 +1,13 @@
-//! Runs the Node scripts of tests/node (the GraphQL-over-HTTP audit, the GraphiQL browser test)
-//! with a time limit, failing the test with setup instructions when Node cannot run them.
+//! Runs the Node scripts of tests/node (the GraphQL-over-HTTP audit, the GraphiQL browser test,
+//! federation, real clients) with a time limit, failing the test with setup instructions when
+//! Node cannot run them.
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
+use serde_json::Value;
 use tokio::process::Command;
 
 /// What to do when a Node script cannot run at all.
@@ -59,4 +61,38 @@ pub async fn require(package: &str) {
         "{} is missing: {SETUP}",
         manifest.display()
     );
+}
+
+/// Runs the script `script` of tests/node with `args`, echoes its output, and returns the JSON of
+/// its last line that starts with `<label> ` (failing the test when there is none), with the
+/// output itself.
+pub async fn summary(
+    script: &str,
+    args: &[&str],
+    label: &str,
+    timeout: Duration,
+) -> (Value, Output) {
+    let path = dir().join(script);
+    let path = path.to_string_lossy();
+    let mut all = vec![path.as_ref()];
+    all.extend_from_slice(args);
+    let output = run(&all, &[], timeout).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    print!("{stdout}");
+    eprint!("{stderr}");
+    let prefix = format!("{label} ");
+    let line = stdout
+        .lines()
+        .rev()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .unwrap_or_else(|| {
+            panic!(
+                "tests/node/{script} printed no {label} summary (exit status {}); stderr:\n{stderr}",
+                output.status
+            )
+        });
+    let summary: Value = serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("the {label} summary is not JSON ({e}): {line}"));
+    (summary, output)
 }
