@@ -4,7 +4,7 @@
 # --mongodb-uri URI, --out FILE, ... (`--help` lists them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh
+./scripts/install-deps.sh --database-only
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 cargo build --release --locked --workspace --bins
 exec "${CARGO_TARGET_DIR:-target}/release/threadql-bench" "$@"

@@ -67,5 +67,9 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 install_secantus
+# The server needs only the database; the tests also need Node packages and Chromium.
+if [ "${1:-}" = "--database-only" ]; then
+  exit 0
+fi
 install_node_test_deps
 install_chromium

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${THREADQL_MONGODB_URI:-}" ]; then
-  ./scripts/install-deps.sh
+  ./scripts/install-deps.sh --database-only
 fi
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 exec cargo run --release --locked --bin threadql -- serve "$@"

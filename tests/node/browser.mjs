@@ -24,18 +24,11 @@ const REPLY_TEXT = 'Posted from GraphiQL with a bearer token';
 // The comment posted from outside the browser while GraphiQL runs a subscription.
 const LIVE_TEXT = 'Heard live through the GraphiQL subscription';
 
-// Waits until the server has at least one live subscription in place (its /metrics says so).
-async function awaitSubscriber(base) {
-  const deadline = Date.now() + STEP_TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    const metrics = await (await fetch(new URL('/metrics', base))).text();
-    const line = metrics.split('\n').find((l) => l.startsWith('threadql_live_subscribers '));
-    if (line && Number(line.split(' ')[1]) >= 1) {
-      return;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('the subscription started in GraphiQL never reached the server');
+// How many live subscriptions the server has in place (its /metrics says so).
+async function liveSubscribers(base) {
+  const metrics = await (await fetch(new URL('/metrics', base))).text();
+  const line = metrics.split('\n').find((l) => l.startsWith('threadql_live_subscribers '));
+  return line ? Number(line.split(' ')[1]) : 0;
 }
 
 // Where the result panel's JSON is, and its text as shown on screen.
@@ -67,13 +60,15 @@ async function typeInto(page, editorSelector, text) {
 
 // Clicks the run button and waits until the result panel holds a new JSON result that `ready`
 // accepts and shows on screen every string `ready` returns; returns the parsed result.
-// `afterClick`, when given, runs once the button is clicked (e.g. to cause a live event).
-async function run(page, ready, afterClick) {
+async function run(page, ready) {
   const before = (await resultPanel(page)).value;
   await page.locator('.graphiql-execute-button').click();
-  if (afterClick) {
-    await afterClick();
-  }
+  return awaitResult(page, ready, before);
+}
+
+// Waits until the result panel holds a JSON result other than `before` that `ready` accepts and
+// shows on screen every string `ready` returns; returns the parsed result.
+async function awaitResult(page, ready, before) {
   let last = before;
   const deadline = Date.now() + STEP_TIMEOUT_MS;
   while (Date.now() < deadline) {
@@ -257,28 +252,44 @@ async function main() {
   commentPosted(discussionId: "${discussion}") { slug text author { name } }
 }`,
       );
-      const heard = await run(
-        page,
-        (r) => {
-          const comment = r?.data?.commentPosted;
-          return comment ? [comment.text] : undefined;
-        },
-        async () => {
-          await awaitSubscriber(base);
-          const response = await fetch(new URL('/graphql', base), {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-            body: JSON.stringify({
-              query: 'mutation($d: ID!, $t: String!) { postComment(input: {discussionId: $d, text: $t}) { slug } }',
-              variables: { d: discussion, t: LIVE_TEXT },
-            }),
-          });
-          const body = await response.json();
-          if (body.errors) {
-            throw new Error(`the comment for the subscription was refused: ${JSON.stringify(body.errors)}`);
+      // GraphiQL picks the WebSocket for a subscription from the document it last parsed; when
+      // the click comes before it parsed the typed text, the operation goes over HTTP and is
+      // refused ("not supported on this transport"): run it again then.
+      let started = false;
+      for (let attempt = 0; attempt < 5 && !started; attempt += 1) {
+        await page.waitForTimeout(200 * attempt);
+        await page.locator('.graphiql-execute-button').click();
+        const deadline = Date.now() + STEP_TIMEOUT_MS;
+        while (Date.now() < deadline) {
+          if ((await liveSubscribers(base)) >= 1) {
+            started = true;
+            break;
           }
-        },
-      );
+          if ((await resultPanel(page)).value.includes('not supported on this transport')) {
+            break;
+          }
+          await page.waitForTimeout(50);
+        }
+      }
+      if (!started) {
+        throw new Error('the subscription started in GraphiQL never reached the server');
+      }
+      const response = await fetch(new URL('/graphql', base), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({
+          query: 'mutation($d: ID!, $t: String!) { postComment(input: {discussionId: $d, text: $t}) { slug } }',
+          variables: { d: discussion, t: LIVE_TEXT },
+        }),
+      });
+      const body = await response.json();
+      if (body.errors) {
+        throw new Error(`the comment for the subscription was refused: ${JSON.stringify(body.errors)}`);
+      }
+      const heard = await awaitResult(page, (r) => {
+        const comment = r?.data?.commentPosted;
+        return comment ? [comment.text] : undefined;
+      });
       summary.live = heard.data.commentPosted;
     } catch (err) {
       summary.error = String(err?.message ?? err);
