@@ -3,7 +3,7 @@
 
 use mongodb::bson::{doc, from_document, Bson, Document};
 
-use super::shapes::{key_time, order_key, PageInfo, BATCH_SIZE};
+use super::shapes::{comments_of, key_time, order_key, PageInfo, BATCH_SIZE};
 use super::Bucketed;
 use crate::domain::paging::Cursor;
 use crate::domain::tree::{Listing, Thread};
@@ -53,6 +53,13 @@ impl Bucketed {
         top_level: bool,
         need: usize,
     ) -> StoreResult<Vec<Comment>> {
+        // The first page of `threads` streams: with few threads per page, a bounded guess would
+        // often fall short and cost a second query, and the tree's round trips are bounded.
+        if after.is_none() && !top_level {
+            if let Some(found) = self.first_pages(scope, discussion, need).await? {
+                return Ok(found);
+            }
+        }
         let mut matcher = doc! { "discussion_id": discussion.id.as_str() };
         let mut conds: Vec<Bson> = Vec::new();
         if let Some((posted, slug)) = after {
@@ -83,6 +90,49 @@ impl Bucketed {
             doc! { "$limit": i64::try_from(need).unwrap_or(i64::MAX) },
         ]);
         self.run(scope, discussion, pipeline).await
+    }
+
+    /// The first `need` comments read from a bounded range of page numbers, wide enough when
+    /// pages are full: the database reads those pages only, however many the discussion has.
+    /// `None` when the range's last page exists and the range still held too few (pages of an
+    /// older, smaller size): the caller then streams on.
+    async fn first_pages(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        need: usize,
+    ) -> StoreResult<Option<Vec<Comment>>> {
+        let pages = (need as u64).div_ceil(self.cap.unsigned_abs());
+        let span = i64::try_from(pages).unwrap_or(i64::MAX / 2) + 1;
+        let docs: Vec<Document> = self
+            .pages
+            .aggregate(vec![
+                doc! { "$match": {
+                    "discussion_id": discussion.id.as_str(),
+                    "page": { "$gte": 0_i64, "$lt": span },
+                } },
+                doc! { "$sort": { "page": 1 } },
+                doc! { "$project": { "_id": 0, "page": 1, "comments": 1 } },
+            ])
+            .batch_size(BATCH_SIZE)
+            .await?
+            .try_collect()
+            .await?;
+        let last_page = docs
+            .last()
+            .and_then(|d| d.get("page"))
+            .and_then(crate::store::bson::as_i64);
+        let mut out = Vec::new();
+        for doc in &docs {
+            out.extend(comments_of(doc, &discussion.id)?);
+        }
+        // Page numbers have no gaps: when the range's last page is missing, there is no later one.
+        if out.len() < need && last_page == Some(span - 1) {
+            return Ok(None);
+        }
+        out.truncate(need);
+        scope.seen.remember(&out);
+        Ok(Some(out))
     }
 
     /// The seed's skip/limit walk: the page list says which pages hold the window; one query
