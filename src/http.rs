@@ -249,11 +249,7 @@ async fn graphql(State(state): State<HttpState>, request: Request) -> Response {
 
 async fn handle(state: &HttpState, request: Request, format: Format) -> Result<Response, Refusal> {
     let (parts, body) = request.into_parts();
-    let authorization = parts
-        .headers
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let authorization = authorization(&parts.headers);
     if authorization.is_none() {
         check_anonymous(state, &parts)?;
     }
@@ -293,6 +289,14 @@ async fn handle(state: &HttpState, request: Request, format: Format) -> Result<R
         }
     };
     Ok(respond(format, response))
+}
+
+/// The `Authorization` header's value, when it is text.
+fn authorization(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// Counts a request without a token against its client address's allowance.
@@ -530,11 +534,7 @@ fn is_websocket(headers: &HeaderMap) -> bool {
 /// anonymous upgrades count against the client address's allowance like any request.
 async fn websocket(state: HttpState, request: Request) -> Result<Response, Refusal> {
     let (mut parts, _body) = request.into_parts();
-    let authorization = parts
-        .headers
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let authorization = authorization(&parts.headers);
     if authorization.is_none() {
         check_anonymous(&state, &parts)?;
     }

@@ -169,10 +169,20 @@ impl Discussions {
         Ok(found.and_then(|d| d.get_i64(LAST_POSTED).ok()).map(Micros))
     }
 
+    /// After a compare-and-set replace of a comment stored outside the discussion document
+    /// (`replaced` tells whether it matched): marks the change for the change feed, and passes
+    /// `replaced` on.
+    pub async fn after_replace(&self, id: &DiscussionId, slug: &Slug, replaced: bool) -> bool {
+        if replaced {
+            self.record_change(id, slug).await;
+        }
+        replaced
+    }
+
     /// Marks an edit or delete of a comment stored outside the discussion document for the
     /// change feed. The change itself is already stored: when the mark cannot be written, live
     /// subscribers miss it (logged), and the change stands.
-    pub async fn record_change(&self, id: &DiscussionId, slug: &Slug) {
+    async fn record_change(&self, id: &DiscussionId, slug: &Slug) {
         let mark = changes::mark(ChangeKind::Changed, slug);
         let update = doc! { "$set": { changes::FIELD: mark } };
         if let Err(err) = self

@@ -389,13 +389,10 @@ impl CommentStore for PerComment {
             .coll
             .update_one(filter, replace_update("", next)?)
             .await?;
-        let replaced = result.matched_count == 1;
-        if replaced {
-            self.discussions
-                .record_change(&discussion.id, &next.slug)
-                .await;
-        }
-        Ok(replaced)
+        Ok(self
+            .discussions
+            .after_replace(&discussion.id, &next.slug, result.matched_count == 1)
+            .await)
     }
 
     async fn list(

@@ -27,27 +27,10 @@ async fn graphql_over_http_audit_passes_every_must_and_should() {
     let server =
         Running::start(Settings::new(Layout::PerComment).config(&unique_db("audit"))).await;
     let url = server.url("/graphql");
-    let script = node::dir().join("audit.mjs");
-    let output = node::run(&[&script.to_string_lossy(), &url], &[], AUDIT_TIMEOUT).await;
+    let (summary, output) = node::summary("audit.mjs", &[&url], &[], "AUDIT", AUDIT_TIMEOUT).await;
     server.shutdown().await;
-
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    print!("{stdout}");
-    eprint!("{stderr}");
 
-    let line = stdout
-        .lines()
-        .rev()
-        .find_map(|line| line.strip_prefix("AUDIT "))
-        .unwrap_or_else(|| {
-            panic!(
-                "tests/node/audit.mjs printed no AUDIT summary (exit status {}); stderr:\n{stderr}",
-                output.status
-            )
-        });
-    let summary: Value = serde_json::from_str(line)
-        .unwrap_or_else(|e| panic!("the AUDIT summary is not JSON ({e}): {line}"));
     let (must_ok, must_total) = level(&summary, "must");
     let (should_ok, should_total) = level(&summary, "should");
     let (may_ok, may_total) = level(&summary, "may");

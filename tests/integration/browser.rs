@@ -100,32 +100,14 @@ async fn graphiql_runs_threaded_queries_and_posts_without_leaving_the_server() {
 
     let screenshot = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/browser/graphiql.png");
     let _ = std::fs::remove_file(&screenshot);
-    let script = node::dir().join("browser.mjs");
-    let output = node::run(
-        &[
-            &script.to_string_lossy(),
-            &server.url("/"),
-            &screenshot.to_string_lossy(),
-            &discussion,
-        ],
+    let (summary, _) = node::summary(
+        "browser.mjs",
+        &[&server.url("/"), &screenshot.to_string_lossy(), &discussion],
         &[("THREADQL_TOKEN", &token)],
+        "BROWSER",
         BROWSER_TIMEOUT,
     )
     .await;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let line = stdout
-        .lines()
-        .rev()
-        .find_map(|line| line.strip_prefix("BROWSER "))
-        .unwrap_or_else(|| {
-            panic!(
-                "tests/node/browser.mjs printed no BROWSER summary (exit status {}); stdout:\n{stdout}\nstderr:\n{stderr}",
-                output.status
-            )
-        });
-    let summary: Value = serde_json::from_str(line)
-        .unwrap_or_else(|e| panic!("the BROWSER summary is not JSON ({e}): {line}"));
     println!(
         "GraphiQL in Chromium: {} requests, all to {}, in {} ms; screenshot: {}",
         summary["requests"],

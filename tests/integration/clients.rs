@@ -46,6 +46,7 @@ async fn run_clients(label: &str, steps: &[&str]) -> Value {
     let (summary, output) = node::summary(
         "clients.mjs",
         &[&url, &setup.to_string()],
+        &[],
         "CLIENTS",
         CLIENTS_TIMEOUT,
     )

@@ -178,6 +178,7 @@ async fn a_gateway_joins_threadql_entities_with_another_subgraph_on_every_layout
     let (summary, output) = node::summary(
         "federation.mjs",
         &[&url, &seed.to_string()],
+        &[],
         "FEDERATION",
         FEDERATION_TIMEOUT,
     )

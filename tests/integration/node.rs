@@ -63,12 +63,13 @@ pub async fn require(package: &str) {
     );
 }
 
-/// Runs the script `script` of tests/node with `args`, echoes its output, and returns the JSON of
-/// its last line that starts with `<label> ` (failing the test when there is none), with the
-/// output itself.
+/// Runs the script `script` of tests/node with `args` and environment `envs`, echoes its output,
+/// and returns the JSON of its last line that starts with `<label> ` (failing the test when there
+/// is none), with the output itself.
 pub async fn summary(
     script: &str,
     args: &[&str],
+    envs: &[(&str, &str)],
     label: &str,
     timeout: Duration,
 ) -> (Value, Output) {
@@ -76,7 +77,7 @@ pub async fn summary(
     let path = path.to_string_lossy();
     let mut all = vec![path.as_ref()];
     all.extend_from_slice(args);
-    let output = run(&all, &[], timeout).await;
+    let output = run(&all, envs, timeout).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     print!("{stdout}");

@@ -104,13 +104,10 @@ impl CommentStore for Bucketed {
             .pages
             .update_one(filter, replace_update("comments.$.", next)?)
             .await?;
-        let replaced = result.matched_count == 1;
-        if replaced {
-            self.discussions
-                .record_change(&discussion.id, &next.slug)
-                .await;
-        }
-        Ok(replaced)
+        Ok(self
+            .discussions
+            .after_replace(&discussion.id, &next.slug, result.matched_count == 1)
+            .await)
     }
 
     async fn list(
