@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use async_graphql::http::ALL_WEBSOCKET_PROTOCOLS;
+use async_graphql::http::{WebSocketProtocols, ALL_WEBSOCKET_PROTOCOLS};
 use async_graphql::{BatchRequest, BatchResponse};
 use async_graphql_axum::GraphQLProtocol;
 use axum::body::Body;
@@ -545,18 +545,17 @@ async fn websocket(state: HttpState, request: Request) -> Result<Response, Refus
                 "a GraphQL WebSocket needs the subprotocol graphql-transport-ws or graphql-ws (Sec-WebSocket-Protocol)",
             )
         })?;
-    // The first of the two protocols the client lists, as the engine picks it.
+    // The protocol the engine picked (the first one it knows in the client's list), by the
+    // engine's own parser.
     let legacy = parts
         .headers
-        .get_all(SEC_WEBSOCKET_PROTOCOL)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .find(|p| {
-            p.eq_ignore_ascii_case("graphql-ws") || p.eq_ignore_ascii_case("graphql-transport-ws")
+        .get(SEC_WEBSOCKET_PROTOCOL)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.split(',')
+                .find_map(|p| p.trim().parse::<WebSocketProtocols>().ok())
         })
-        .is_some_and(|p| p.eq_ignore_ascii_case("graphql-ws"));
+        == Some(WebSocketProtocols::SubscriptionsTransportWS);
     let upgrade = WebSocketUpgrade::from_request_parts(&mut parts, &())
         .await
         .map_err(|rejection| Refusal::bad(format!("cannot open a WebSocket: {rejection}")))?;

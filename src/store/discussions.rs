@@ -59,6 +59,15 @@ impl DiscussionDoc {
 /// The posting time of a sequenced discussion's latest comment.
 const LAST_POSTED: &str = "last_posted";
 
+/// What a new comment changes on its discussion: the counters, and the change-feed mark.
+fn post_update(comment: &Comment) -> Document {
+    let top_level = i64::from(comment.parent.is_none());
+    doc! {
+        "$inc": { "comment_count": 1_i64, "thread_count": top_level },
+        "$set": { changes::FIELD: changes::mark(ChangeKind::Posted, &comment.slug) },
+    }
+}
+
 /// Fields a metadata read returns.
 fn metadata_projection() -> Document {
     doc! {
@@ -103,17 +112,8 @@ impl Discussions {
         comment: &Comment,
         session: &mut mongodb::ClientSession,
     ) -> StoreResult<()> {
-        let inc = if comment.parent.is_none() {
-            doc! { "comment_count": 1_i64, "thread_count": 1_i64 }
-        } else {
-            doc! { "comment_count": 1_i64 }
-        };
-        let mark = changes::mark(ChangeKind::Posted, &comment.slug);
         self.coll
-            .update_one(
-                doc! { "_id": id.as_str() },
-                doc! { "$inc": inc, "$set": { changes::FIELD: mark } },
-            )
+            .update_one(doc! { "_id": id.as_str() }, post_update(comment))
             .session(session)
             .await?;
         Ok(())
@@ -131,16 +131,16 @@ impl Discussions {
         session: &mut mongodb::ClientSession,
     ) -> StoreResult<Option<(i64, Option<i64>)>> {
         let top_level = comment.parent.is_none();
-        let mark = changes::mark(ChangeKind::Posted, &comment.slug);
+        let mut update = post_update(comment);
+        if let Ok(set) = update.get_document_mut("$set") {
+            set.insert(LAST_POSTED, comment.posted.0);
+        }
         let before = self
             .coll
             .clone_with_type::<Document>()
             .find_one_and_update(
                 doc! { "_id": id.as_str(), LAST_POSTED: { "$not": { "$gte": comment.posted.0 } } },
-                doc! {
-                    "$inc": { "comment_count": 1_i64, "thread_count": i64::from(top_level) },
-                    "$set": { LAST_POSTED: comment.posted.0, changes::FIELD: mark },
-                },
+                update,
             )
             .projection(doc! { "comment_count": 1, "thread_count": 1 })
             .return_document(ReturnDocument::Before)

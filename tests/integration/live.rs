@@ -16,7 +16,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use crate::support::{layout_name, post_graphql, unique_db, Running, Settings, SECRET};
+use crate::support::{unique_db, Running, Settings, SECRET};
 
 /// Longest wait for one message.
 const WAIT: Duration = Duration::from_secs(20);
@@ -173,38 +173,6 @@ async fn await_subscribers(server: &Running, count: u64) {
 }
 
 /// Runs a mutation over HTTP and returns its data, failing on errors.
-async fn mutate(server: &Running, token: &str, query: &str, variables: Value) -> Value {
-    let client = reqwest::Client::new();
-    let (status, body) = post_graphql(&client, server, Some(token), query, variables).await;
-    assert!(
-        status == 200 && body.get("errors").is_none(),
-        "{status} {body}"
-    );
-    body["data"].clone()
-}
-
-async fn discussion(server: &Running, token: &str, layout: Layout) -> String {
-    let data = mutate(
-        server,
-        token,
-        "mutation($l: StorageLayout) { createDiscussion(input: {title: \"live\", layout: $l}) { id } }",
-        json!({ "l": layout_name(layout) }),
-    )
-    .await;
-    data["createDiscussion"]["id"].as_str().unwrap().to_owned()
-}
-
-async fn post(server: &Running, token: &str, d: &str, parent: Option<&str>, text: &str) -> String {
-    let data = mutate(
-        server,
-        token,
-        "mutation($d: ID!, $p: String, $t: String!) { postComment(input: {discussionId: $d, parentSlug: $p, text: $t}) { slug } }",
-        json!({ "d": d, "p": parent, "t": text }),
-    )
-    .await;
-    data["postComment"]["slug"].as_str().unwrap().to_owned()
-}
-
 fn config(label: &str, layout: Layout) -> Config {
     Settings::new(layout).config(&unique_db(label))
 }
@@ -219,8 +187,8 @@ async fn changes_written_through_one_server_reach_subscribers_of_another() {
         let a = Running::start(config.clone()).await;
         let b = Running::start(config).await;
         let ada = token("u1", "Ada");
-        let followed = discussion(&b, &ada, layout).await;
-        let other = discussion(&b, &ada, layout).await;
+        let followed = b.discussion(&ada, layout).await;
+        let other = b.discussion(&ada, layout).await;
 
         let auth = json!({ "Authorization": format!("Bearer {}", token("u2", "Lin")) });
         let mut modern = Ws::connect(&a, Protocol::TransportWs, auth.clone()).await;
@@ -235,9 +203,9 @@ async fn changes_written_through_one_server_reach_subscribers_of_another() {
 
         // The other discussion's comment is written first: a subscriber of `followed` that
         // heard it would hear it before its own.
-        let stranger = post(&b, &ada, &other, None, "elsewhere").await;
-        let top = post(&b, &ada, &followed, None, "first").await;
-        let reply = post(&b, &ada, &followed, Some(&top), "a reply").await;
+        let stranger = b.post(&ada, &other, None, "elsewhere").await;
+        let top = b.post(&ada, &followed, None, "first").await;
+        let reply = b.post(&ada, &followed, Some(&top), "a reply").await;
 
         for ws in [&mut modern, &mut legacy] {
             let mut heard = Vec::new();
@@ -257,15 +225,13 @@ async fn changes_written_through_one_server_reach_subscribers_of_another() {
         assert_eq!(id, "o");
         assert_eq!(payload["data"]["commentPosted"]["slug"], stranger.as_str());
 
-        mutate(
-            &b,
+        b.mutate(
             &ada,
             "mutation($d: ID!, $s: String!) { editComment(input: {discussionId: $d, slug: $s, text: \"edited\"}) { slug } }",
             json!({ "d": followed, "s": top }),
         )
         .await;
-        mutate(
-            &b,
+        b.mutate(
             &ada,
             "mutation($d: ID!, $s: String!) { deleteComment(discussionId: $d, slug: $s) { slug } }",
             json!({ "d": followed, "s": reply }),
@@ -307,7 +273,7 @@ async fn changes_written_through_one_server_reach_subscribers_of_another() {
 async fn connection_init_carries_the_caller() {
     let server = Running::start(config("live_auth", Layout::PerComment)).await;
     let ada = token("u1", "Ada");
-    let d = discussion(&server, &ada, Layout::PerComment).await;
+    let d = server.discussion(&ada, Layout::PerComment).await;
 
     // A mutation over the socket, as the token of connection_init.
     let mut ws = Ws::connect(
@@ -415,7 +381,7 @@ async fn a_connection_runs_a_bounded_number_of_operations() {
     config.max_ws_operations = 2;
     let server = Running::start(config).await;
     let ada = token("u1", "Ada");
-    let d = discussion(&server, &ada, Layout::PerComment).await;
+    let d = server.discussion(&ada, Layout::PerComment).await;
     let mut ws = Ws::connect(&server, Protocol::TransportWs, json!({})).await;
     ws.start("1", POSTED, json!({ "d": d })).await;
     ws.start("2", POSTED, json!({ "d": d })).await;
@@ -469,7 +435,7 @@ async fn sse_events(response: &mut reqwest::Response, count: usize) -> Vec<(Stri
 async fn server_sent_events_stream_results() {
     let server = Running::start(config("live_sse", Layout::Bucketed)).await;
     let ada = token("u1", "Ada");
-    let d = discussion(&server, &ada, Layout::Bucketed).await;
+    let d = server.discussion(&ada, Layout::Bucketed).await;
     let client = reqwest::Client::new();
     let sse = |body: Value| {
         client
@@ -498,7 +464,7 @@ async fn server_sent_events_stream_results() {
         .unwrap();
     assert_eq!(live.status(), 200);
     await_subscribers(&server, 1).await;
-    let slug = post(&server, &ada, &d, None, "over sse").await;
+    let slug = server.post(&ada, &d, None, "over sse").await;
     let events = sse_events(&mut live, 1).await;
     assert_eq!(events[0].0, "next");
     let result: Value = serde_json::from_str(&events[0].1).unwrap();
@@ -532,11 +498,11 @@ async fn the_change_stream_resumes_after_a_database_outage() {
     config.live_retry_ms = 4_000;
     let reader = Running::start(config).await;
     let ada = token("u1", "Ada");
-    let d = discussion(&writer, &ada, Layout::PerComment).await;
+    let d = writer.discussion(&ada, Layout::PerComment).await;
     let mut ws = Ws::connect(&reader, Protocol::TransportWs, json!({})).await;
     ws.start("p", POSTED, json!({ "d": d })).await;
     await_subscribers(&reader, 1).await;
-    let before = post(&writer, &ada, &d, None, "before").await;
+    let before = writer.post(&ada, &d, None, "before").await;
     assert_eq!(
         ws.next().await.1["data"]["commentPosted"]["slug"],
         before.as_str()
@@ -546,7 +512,9 @@ async fn the_change_stream_resumes_after_a_database_outage() {
     let db = EmbeddedDb::start_on(&binary, dir.path(), port)
         .await
         .unwrap();
-    let during = post(&writer, &ada, &d, None, "while the stream was down").await;
+    let during = writer
+        .post(&ada, &d, None, "while the stream was down")
+        .await;
     let (_, payload) = ws.next().await;
     assert_eq!(
         payload["data"]["commentPosted"]["slug"],

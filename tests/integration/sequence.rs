@@ -15,28 +15,6 @@ const WRITERS: usize = 6;
 /// Posts per writer.
 const POSTS: usize = 20;
 
-async fn post(
-    client: &reqwest::Client,
-    server: &Running,
-    token: &str,
-    d: &str,
-    parent: Option<&str>,
-) -> String {
-    let (status, body) = post_graphql(
-        client,
-        server,
-        Some(token),
-        "mutation($d: ID!, $p: String) { postComment(input: {discussionId: $d, parentSlug: $p, text: \"x\"}) { slug } }",
-        json!({ "d": d, "p": parent }),
-    )
-    .await;
-    assert!(status == 200 && body.get("errors").is_none(), "{body}");
-    body["data"]["postComment"]["slug"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 /// Every slug of a listing (`comments` or `threads`), read through the API seven at a time, by
 /// offset or by cursor.
 async fn walk(
@@ -81,29 +59,18 @@ async fn numbers_are_dense_and_chronological_under_concurrent_writers() {
     ];
     let token = JwtKeys::new(SECRET).mint("u1", "Ada", &[], 600);
     let client = reqwest::Client::new();
-    let (_, body) = post_graphql(
-        &client,
-        &servers[0],
-        Some(&token),
-        "mutation { createDiscussion(input: {title: \"numbers\"}) { id } }",
-        json!({}),
-    )
-    .await;
-    let d = body["data"]["createDiscussion"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let d = servers[0].discussion(&token, Layout::PerComment).await;
 
     // Writers on both servers post top-level comments and replies to their own last comment.
     let mut writers = Vec::new();
     for w in 0..WRITERS * servers.len() {
-        let (client, token, d) = (client.clone(), token.clone(), d.clone());
+        let (token, d) = (token.clone(), d.clone());
         let server = &servers[w % servers.len()];
         writers.push(async move {
             let mut last: Option<String> = None;
             for i in 0..POSTS {
                 let parent = if i % 3 == 0 { None } else { last.as_deref() };
-                last = Some(post(&client, server, &token, &d, parent).await);
+                last = Some(server.post(&token, &d, parent, "x").await);
             }
         });
     }

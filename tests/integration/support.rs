@@ -335,6 +335,47 @@ impl Running {
         }
     }
 
+    /// Runs a mutation over HTTP with a token and returns its data, failing on errors.
+    pub async fn mutate(&self, token: &str, query: &str, variables: Value) -> Value {
+        let client = reqwest::Client::new();
+        let (status, body) = post_graphql(&client, self, Some(token), query, variables).await;
+        assert!(
+            status == 200 && body.get("errors").is_none(),
+            "{status} {body}"
+        );
+        body["data"].clone()
+    }
+
+    /// Creates a discussion in `layout` over HTTP; returns its id.
+    pub async fn discussion(&self, token: &str, layout: Layout) -> String {
+        let data = self
+            .mutate(
+                token,
+                "mutation($l: StorageLayout) { createDiscussion(input: {title: \"over http\", layout: $l}) { id } }",
+                json!({ "l": layout_name(layout) }),
+            )
+            .await;
+        data["createDiscussion"]["id"]
+            .as_str()
+            .expect("id")
+            .to_owned()
+    }
+
+    /// Posts a comment over HTTP; returns its slug.
+    pub async fn post(&self, token: &str, d: &str, parent: Option<&str>, text: &str) -> String {
+        let data = self
+            .mutate(
+                token,
+                "mutation($d: ID!, $p: String, $t: String!) { postComment(input: {discussionId: $d, parentSlug: $p, text: $t}) { slug } }",
+                json!({ "d": d, "p": parent, "t": text }),
+            )
+            .await;
+        data["postComment"]["slug"]
+            .as_str()
+            .expect("slug")
+            .to_owned()
+    }
+
     /// The URL of a path on it.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
