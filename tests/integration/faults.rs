@@ -78,6 +78,24 @@ async fn writer(
     }
 }
 
+/// Waits until the discussion's comment count has stopped moving (unchanged for a second):
+/// writes whose clients hung up run on in the server, queued behind each other.
+async fn settle(app: &TestApp, d: &str) {
+    let q = "query($d: ID!) { discussion(id: $d) { commentCount } }";
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    let (mut last, mut steady) = (None, 0);
+    while steady < 4 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "writes kept landing for two minutes after their clients hung up"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let count = app.ok(q, json!({ "d": d })).await["discussion"]["commentCount"].as_u64();
+        steady = if count == last { steady + 1 } else { 0 };
+        last = count;
+    }
+}
+
 /// Every comment of the discussion by a chronological cursor walk.
 async fn all_comments(app: &TestApp, d: &str) -> Vec<Value> {
     let q = "query($d: ID!, $after: String) { discussion(id: $d) { comments(first: 100, after: $after) {
@@ -317,8 +335,8 @@ async fn clients_that_hang_up_leave_only_complete_writes() {
         for w in writers {
             w.await.unwrap();
         }
-        // Writes that were cut off by their client finish on their own; give them a moment.
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        // Writes that were cut off by their client finish on their own: wait until they have.
+        settle(&served.app, &d).await;
         let stored = all_comments(&served.app, &d).await;
         assert_counts_match(&served.app, &d, &stored, &layout.to_string()).await;
         // Nothing is left stuck: every later request is served.
