@@ -216,6 +216,23 @@ impl Placement {
         }
     }
 
+    /// The parent a comment placed under `parent` is attached to, and its slug: what
+    /// [`Placement::new`] gives, known before the parent's full slug is.
+    pub fn slug_under(
+        parent: Option<&Slug>,
+        max_depth: usize,
+        part: &SlugPart,
+    ) -> (Option<Slug>, Slug) {
+        match parent {
+            Some(slug) if max_depth > 1 => {
+                let attached = slug.ancestor_at(slug.depth().min(max_depth - 2));
+                let child = attached.child(part);
+                (Some(attached), child)
+            }
+            _ => (None, Slug::top_level(part)),
+        }
+    }
+
     /// Builds the stored comment for this placement.
     pub fn into_comment(
         self,
@@ -262,6 +279,30 @@ mod tests {
             CommentText::parse("  hi  ", 10).map(|t| t.0),
             Ok("  hi".into())
         );
+    }
+
+    #[test]
+    fn slugs_under_a_parent_are_those_placement_gives() {
+        for max_depth in [0, 1, 2, 3, 32] {
+            let mut parent: Option<(Slug, FullSlug)> = None;
+            for i in 0..6 {
+                let part = SlugPart::generate();
+                let p = Placement::new(
+                    parent.as_ref().map(|(s, f)| (s, f)),
+                    max_depth,
+                    Micros(i + 1),
+                    &part,
+                );
+                let (attached, slug) =
+                    Placement::slug_under(parent.as_ref().map(|(s, _)| s), max_depth, &part);
+                assert_eq!(
+                    (&attached, &slug),
+                    (&p.parent, &p.slug),
+                    "depth cap {max_depth}"
+                );
+                parent = Some((p.slug, p.full_slug));
+            }
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use super::{
 };
 use crate::domain::tree::Thread;
 use crate::domain::{
-    Comment, Discussion, DiscussionId, FullSlug, Micros, NewComment, Page, Slug, Window,
+    Comment, Discussion, DiscussionId, FullSlug, Micros, NewComment, Page, Slug, SlugPart, Window,
 };
 
 /// Field of the discussion document, and of every comment in it, that holds the direct replies.
@@ -359,6 +359,7 @@ impl PostSteps for Embedded {
         &self,
         discussion: &Discussion,
         parent: Option<&Slug>,
+        _part: &SlugPart,
     ) -> StoreResult<(Option<ParentPaths>, PostState)> {
         // A reply needs its parent's position first. A top-level comment is written blind and
         // reads the document only when a guard refuses it.
@@ -400,7 +401,14 @@ impl PostSteps for Embedded {
     }
 
     /// A post is one guarded update of the discussion document, counters included.
-    fn single_write(&self) -> bool {
+    fn transactional(&self) -> bool {
+        false
+    }
+
+    /// Concurrent posts to one document refuse each other (a sibling with the same or a later
+    /// time fails the guard) and every post rewrites the whole document, so running them side
+    /// by side only adds refusals: a process posts to one discussion one at a time.
+    fn queued(&self) -> bool {
         true
     }
 

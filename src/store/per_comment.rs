@@ -16,7 +16,7 @@ use super::order::after_filter;
 use super::write::{self, Attempt, ParentPaths, PostSteps, Writer};
 use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
 use crate::domain::{
-    Comment, Cursor, Discussion, FullSlug, Micros, NewComment, Page, Slug, Window,
+    Comment, Cursor, Discussion, FullSlug, Micros, NewComment, Page, Slug, SlugPart, Window,
 };
 
 /// The per-comment layout.
@@ -291,6 +291,7 @@ impl PostSteps for PerComment {
         &self,
         discussion: &Discussion,
         parent: Option<&Slug>,
+        _part: &SlugPart,
     ) -> StoreResult<(Option<ParentPaths>, PostState)> {
         let state = PostState { floor: None };
         let Some(slug) = parent else {

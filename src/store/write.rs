@@ -110,11 +110,13 @@ pub(super) trait PostSteps: Send + Sync {
     type State: Send + Sync;
 
     /// Finds the requested parent (`NotFound` when it does not exist) and reads what the
-    /// layout needs before writing.
+    /// layout needs before writing. `part` is the slug part the first try will use (a layout
+    /// that checks slugs itself can look it up in the same read).
     async fn prepare(
         &self,
         discussion: &Discussion,
         parent: Option<&Slug>,
+        part: &SlugPart,
     ) -> StoreResult<(Option<ParentPaths>, Self::State)>;
 
     /// A time the new comment under `parent` must come after, when the layout orders by it.
@@ -122,9 +124,17 @@ pub(super) trait PostSteps: Send + Sync {
         None
     }
 
-    /// Whether one try is one single-document write (then it needs no transaction).
-    fn single_write(&self) -> bool {
-        false
+    /// Whether a post's writes run in one transaction (when the deployment has them). A layout
+    /// whose try is one single-document write needs none; one that accepts a counter left one low
+    /// by a crash between its writes may do without (see docs/ARCHITECTURE.md).
+    fn transactional(&self) -> bool {
+        true
+    }
+
+    /// Whether this process's posts to one discussion wait for each other (always when they run
+    /// in transactions, which would abort each other instead of waiting).
+    fn queued(&self) -> bool {
+        self.transactional()
     }
 
     /// Tries to store `comment`. Writes that must land together with the counters go through
@@ -220,16 +230,18 @@ pub(super) async fn post<S: PostSteps>(
     new: &NewComment,
 ) -> StoreResult<Posted> {
     let (clock, max_depth) = (&writer.clock, writer.max_depth);
-    let transaction = writer.transactions && !steps.single_write();
-    let _turn = match transaction {
+    let transaction = writer.transactions && steps.transactional();
+    let _turn = match transaction || steps.queued() {
         true => Some(writer.turn(&discussion.id).await),
         false => None,
     };
-    let (parent, mut state) = steps.prepare(discussion, new.parent.as_ref()).await?;
+    let mut part = SlugPart::generate();
+    let (parent, mut state) = steps
+        .prepare(discussion, new.parent.as_ref(), &part)
+        .await?;
     let parent = parent.as_ref().map(|p| (&p.slug, &p.full_slug));
     let mut session = writer.client.start_session().await?;
     let (mut refused, mut moved, mut conflicts) = (0, 0, 0);
-    let mut part = SlugPart::generate();
     while refused < ATTEMPTS && moved < MOVES && conflicts < CONFLICTS {
         // The placement's parent does not depend on the time; the time must follow the floor
         // of the parent the comment really goes to.

@@ -592,3 +592,124 @@ async fn a_changed_bucket_size_keeps_old_pages_readable() {
         assert_eq!(slugs(&by_cursor), posted, "cursor pages of {size}");
     }
 }
+
+/// Posts one comment through `store`'s bucketed layout.
+async fn post_via(
+    store: &Store,
+    discussion: &Discussion,
+    parent: Option<&Slug>,
+    text: &str,
+) -> Slug {
+    store
+        .layout(Layout::Bucketed)
+        .expect("layout")
+        .post_comment(
+            discussion,
+            NewComment {
+                parent: parent.cloned(),
+                author: Author {
+                    id: "u1".into(),
+                    name: "Ada".into(),
+                },
+                text: CommentText::parse(text, 100).expect("text"),
+            },
+        )
+        .await
+        .expect("post")
+        .comment
+        .slug
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_costs_four_commands() {
+    let app = TestApp::with("bucketed_post_cost", settings(100)).await;
+    let d = app.discussion("post cost").await;
+    let store = app.store();
+    let discussion = load(store, &d).await;
+    // The first post of a process also reads where posts go; later ones remember it.
+    let root = post_via(store, &discussion, None, "first").await;
+    let mut parent = root.clone();
+    let mut costs = Vec::new();
+    for depth in 0..5 {
+        let before = store.commands().snapshot();
+        let top = post_via(store, &discussion, None, &format!("top {depth}")).await;
+        let top_cost = diff(&before, &store.commands().snapshot());
+        let before = store.commands().snapshot();
+        parent = post_via(store, &discussion, Some(&parent), &format!("reply {depth}")).await;
+        let reply_cost = diff(&before, &store.commands().snapshot());
+        assert_eq!(top.depth(), 0);
+        assert_eq!(parent.depth(), depth + 1);
+        costs.push((top_cost, reply_cost));
+    }
+    eprintln!("post costs (top-level, reply) by depth: {costs:?}");
+    for cost in costs.iter().flat_map(|(top, reply)| [top, reply]) {
+        // One read (parent, root, is the slug free), one update command on the pages (the
+        // push and the reply counters), the discussion's counters, and the commit of their
+        // transaction (the development database has transactions).
+        let expected: BTreeMap<String, u64> =
+            [("aggregate", 1), ("update", 2), ("commitTransaction", 1)]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect();
+        assert_eq!(cost, &expected);
+    }
+    // The reply counters landed with the push.
+    let pages = raw_pages(&app, &d).await;
+    let stored: HashMap<String, &Document> = pages
+        .iter()
+        .flat_map(|p| comments(p))
+        .map(|c| (c.get_str("slug").expect("slug").to_owned(), c))
+        .collect();
+    assert_eq!(stored.len(), 11);
+    let mut chain = Some(root.clone());
+    while let Some(slug) = chain {
+        let c = stored[slug.as_str()];
+        let children = stored
+            .values()
+            .filter(|o| o.get_str("parent").ok() == Some(slug.as_str()))
+            .count() as i64;
+        assert_eq!(int(c, "reply_count"), children, "reply count of {slug}");
+        chain = stored
+            .values()
+            .find(|o| o.get_str("parent").ok() == Some(slug.as_str()))
+            .map(|o| Slug::parse(o.get_str("slug").expect("slug")).expect("slug"));
+    }
+    assert_eq!(int(&pages[0], "thread_total"), 11);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_that_missed_page_changes_still_posts_in_order() {
+    let app = TestApp::with("bucketed_stale_target", settings(5)).await;
+    let d = app.discussion("stale target").await;
+    let other = Store::connect(&store_config(&app.database, &settings(5)))
+        .await
+        .expect("connect");
+    let discussion = load(app.store(), &d).await;
+    let mut posted = Vec::new();
+    for i in 0..3 {
+        posted.push(post_via(app.store(), &discussion, None, &format!("a {i}")).await);
+    }
+    // Another process fills page 0 and two more; this one still remembers page 0.
+    for i in 0..12 {
+        posted.push(post_via(&other, &discussion, None, &format!("b {i}")).await);
+    }
+    for i in 0..4 {
+        let parent = posted[i * 3].clone();
+        posted.push(post_via(app.store(), &discussion, Some(&parent), &format!("c {i}")).await);
+    }
+    let counts: Vec<i64> = raw_pages(&app, &d)
+        .await
+        .iter()
+        .map(|p| int(p, "count"))
+        .collect();
+    assert_eq!(counts, vec![5, 5, 5, 4]);
+    let discussion = load(app.store(), &d).await;
+    assert_eq!(discussion.comment_count, 19);
+    let strings: Vec<String> = posted.iter().map(ToString::to_string).collect();
+    for size in [1, 4, 5, 7] {
+        let by_offset = all_by_offset(app.store(), &discussion, Listing::Chronological, size).await;
+        assert_eq!(slugs(&by_offset), strings, "offset pages of {size}");
+        let by_cursor = all_by_cursor(app.store(), &discussion, Listing::Chronological, size).await;
+        assert_eq!(slugs(&by_cursor), strings, "cursor pages of {size}");
+    }
+}

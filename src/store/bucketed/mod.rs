@@ -30,11 +30,13 @@ use threads::descendant_ranges;
 
 /// The bucketed layout.
 pub struct Bucketed {
+    database: Database,
     pages: Collection<Document>,
     discussion_docs: Collection<Document>,
     discussions: Discussions,
     writer: Writer,
     cap: i64,
+    targets: write::Targets,
 }
 
 impl Bucketed {
@@ -48,11 +50,13 @@ impl Bucketed {
         bucket_size: u32,
     ) -> Self {
         Self {
+            database: db.clone(),
             pages: db.collection(Self::COLLECTION),
             discussion_docs: db.collection(Discussions::COLLECTION),
             discussions,
             writer,
             cap: i64::from(bucket_size.max(1)),
+            targets: write::Targets::default(),
         }
     }
 

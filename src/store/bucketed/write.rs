@@ -1,40 +1,110 @@
 //! Posting into buckets: the seed's loop made safe under concurrency (see docs/ARCHITECTURE.md).
+//!
+//! In the steady state a post is one read (the parent, its thread's root and whether the new
+//! slug is free), one `update` command on the pages (the `$push`, the parent's `reply_count` and
+//! the thread's `thread_total`, as ordered statements) and the discussion's counters, plus the
+//! commit of the transaction that holds them where the deployment has transactions. The page
+//! new comments go to is remembered per process.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use mongodb::bson::{doc, to_bson};
+use mongodb::bson::{doc, to_bson, to_document, Bson, Document};
 use mongodb::options::ReturnDocument;
 use mongodb::ClientSession;
 
 use super::shapes::{comments_of, order_key, Target, FLOOR, NUM_PAGES};
 use super::Bucketed;
-use crate::domain::{Comment, Discussion, DiscussionId, Micros, Slug};
-use crate::store::bson::{corrupt, int_field};
+use crate::domain::{Comment, Discussion, DiscussionId, Micros, Placement, Slug, SlugPart};
+use crate::store::bson::{as_i64, corrupt, int_field};
 use crate::store::docs::CommentDoc;
-use crate::store::error::is_duplicate_key;
 use crate::store::write::{Attempt, ParentPaths, PostSteps};
 use crate::store::{StoreError, StoreResult};
 
-/// A post in progress: where posts go, the parent and its page, and the last slug found free.
+/// Field set on a page once the discussion has moved on from it: no post may land there later,
+/// whatever bucket size the poster runs with.
+const SEALED: &str = "sealed";
+/// Discussions whose write target a process remembers (the map is emptied beyond this).
+const REMEMBERED: usize = 10_000;
+
+/// Where each discussion's posts go, as this process last saw it. A stale entry costs one
+/// refused `$push` (the page is full or sealed) and a read of the current target.
+#[derive(Clone, Default)]
+pub(super) struct Targets(Arc<Mutex<HashMap<DiscussionId, Target>>>);
+
+impl Targets {
+    fn get(&self, id: &DiscussionId) -> Option<Target> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .cloned()
+    }
+
+    fn set(&self, id: &DiscussionId, target: &Target) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= REMEMBERED && !map.contains_key(id) {
+            map.clear();
+        }
+        let newer = map.get(id).is_none_or(|known| known.page <= target.page);
+        if newer {
+            map.insert(id.clone(), target.clone());
+        }
+    }
+}
+
+/// A stored comment a post needs: its page and its stored form.
+type Located = (i64, Comment);
+
+/// A post in progress: where posts go, the parent and its thread's root with their pages, and
+/// what is known about slugs.
 pub(in crate::store) struct PostState {
     target: Target,
-    parent: Option<(i64, Comment)>,
-    free_slug: Option<Slug>,
+    parent: Option<Located>,
+    root: Option<Located>,
+    /// The slug last looked up, and whether it was free.
+    checked: Option<(Slug, bool)>,
+}
+
+/// What the `update` command on the pages did with its first statement (the `$push`).
+enum Pushed {
+    Stored,
+    /// The page exists and did not take the comment (full, sealed, or created a moment ago).
+    Refused,
 }
 
 impl Bucketed {
     /// The page new comments go to, as the discussion records it.
     async fn target(&self, id: &DiscussionId) -> StoreResult<Target> {
+        if let Some(known) = self.targets.get(id) {
+            return Ok(known);
+        }
         let doc = self
             .discussion_docs
             .find_one(doc! { "_id": id.as_str() })
             .projection(doc! { NUM_PAGES: 1, FLOOR: 1 })
             .await?;
-        Ok(Target::from_doc(doc))
+        let target = Target::from_doc(doc);
+        self.targets.set(id, &target);
+        Ok(target)
     }
 
-    /// Page `full` is full: move the discussion on to the next page (a no-op when another post
-    /// already did) and return where posts go now.
-    async fn next_page(&self, id: &DiscussionId, full: i64, last_key: &str) -> StoreResult<Target> {
+    /// Page `full` is full: seal it (so no post lands there any more, and its last key is
+    /// final), move the discussion on to the next page (a no-op when another post already did)
+    /// and return where posts go now.
+    async fn next_page(&self, id: &DiscussionId, full: i64) -> StoreResult<Target> {
+        let sealed = self
+            .pages
+            .find_one_and_update(
+                doc! { "discussion_id": id.as_str(), "page": full },
+                doc! { "$set": { SEALED: true } },
+            )
+            .projection(doc! { "last_key": 1 })
+            .return_document(ReturnDocument::After)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt(format!("page {full} of {id} vanished")))?;
+        let last_key = sealed.get_str("last_key").unwrap_or_default();
         let doc = self
             .discussion_docs
             .find_one_and_update(
@@ -44,105 +114,199 @@ impl Bucketed {
             .projection(doc! { NUM_PAGES: 1, FLOOR: 1 })
             .return_document(ReturnDocument::After)
             .await?;
-        Ok(Target::from_doc(doc))
+        let target = Target::from_doc(doc);
+        self.targets.set(id, &target);
+        Ok(target)
     }
 
-    /// The parent's page and stored form.
-    async fn find_parent(
-        &self,
-        id: &DiscussionId,
-        parent: Option<&Slug>,
-    ) -> StoreResult<Option<(i64, Comment)>> {
-        let Some(slug) = parent else {
-            return Ok(None);
-        };
-        let found = self
-            .pages
-            .find_one(doc! { "discussion_id": id.as_str(), "comments.slug": slug.as_str() })
-            .projection(doc! { "page": 1, "comments.$": 1 })
-            .await?
-            .ok_or_else(|| StoreError::NotFound(format!("no comment {slug} in discussion {id}")))?;
-        let page = int_field(&found, "page")?;
-        let comment = comments_of(&found, id)?
-            .into_iter()
-            .find(|c| &c.slug == slug)
-            .ok_or_else(|| StoreError::Corrupt(format!("page {page} lost comment {slug}")))?;
-        Ok(Some((page, comment)))
+    /// One read for a post: the stored comments among `slugs` (the parent, its thread's root,
+    /// the new comment's slug), each with its page.
+    async fn locate(&self, id: &DiscussionId, slugs: &[&Slug]) -> StoreResult<Vec<Located>> {
+        let wanted: Vec<&str> = slugs.iter().map(|s| s.as_str()).collect();
+        let pipeline = vec![
+            doc! { "$match": { "discussion_id": id.as_str(), "comments.slug": { "$in": &wanted } } },
+            doc! { "$project": {
+                "page": 1,
+                "comments": { "$filter": {
+                    "input": "$comments",
+                    "cond": { "$in": ["$$this.slug", &wanted] },
+                } },
+            } },
+        ];
+        let mut cursor = self.pages.aggregate(pipeline).await?;
+        let mut found = Vec::new();
+        while cursor.advance().await? {
+            let page: Document = cursor.deserialize_current()?;
+            let number = int_field(&page, "page")?;
+            for comment in comments_of(&page, id)? {
+                found.push((number, comment));
+            }
+        }
+        Ok(found)
     }
 
     /// Whether a slug is in use anywhere in the discussion.
     async fn slug_taken(&self, id: &DiscussionId, slug: &Slug) -> StoreResult<bool> {
-        Ok(self
-            .pages
-            .find_one(doc! { "discussion_id": id.as_str(), "comments.slug": slug.as_str() })
-            .projection(doc! { "_id": 1 })
-            .await?
-            .is_some())
+        Ok(!self.locate(id, &[slug]).await?.is_empty())
     }
 
-    /// Counts a new reply in its parent's `reply_count` and in its thread's page total.
-    async fn count_reply(
+    /// One `update` command with ordered statements: the `$push` into the current page (refused
+    /// when the page is full or sealed), then the counters of the reply's parent and thread.
+    /// The counters run only when the push stored the comment.
+    async fn push(
+        &self,
+        discussion: &DiscussionId,
+        comment: &Comment,
+        state: &PostState,
+        session: &mut ClientSession,
+    ) -> StoreResult<Pushed> {
+        let id = discussion.as_str();
+        let key = order_key(comment.posted, &comment.slug);
+        let element = to_bson(&CommentDoc::from_comment(comment, false)).map_err(corrupt)?;
+        let top = i64::from(comment.parent.is_none());
+        let mut updates = vec![doc! {
+            "q": {
+                "discussion_id": id, "page": state.target.page,
+                "count": { "$lt": self.cap }, SEALED: { "$exists": false },
+            },
+            "u": {
+                "$push": { "comments": { "$each": [element], "$sort": { "posted": 1, "slug": 1 } } },
+                "$inc": { "count": 1_i64, "roots": top, "thread_total": top },
+                "$min": { "first_key": &key },
+                "$max": { "last_key": &key },
+            },
+            "upsert": true,
+        }];
+        updates.extend(self.reply_counters(discussion, comment, state)?);
+        let mut command = doc! { "update": Self::COLLECTION, "updates": updates, "ordered": true };
+        // Inside a transaction the commit carries the write concern.
+        let concern = self
+            .pages
+            .write_concern()
+            .filter(|_| !self.writer.transactions);
+        if let Some(concern) = concern {
+            command.insert("writeConcern", to_document(concern).map_err(corrupt)?);
+        }
+        let reply = self
+            .database
+            .run_command(command)
+            .session(&mut *session)
+            .await?;
+        write_outcome(&reply, discussion, &comment.slug)
+    }
+
+    /// The statements that count a new reply: `reply_count` on its parent and `thread_total` on
+    /// its thread's page (one statement when the parent is the root). Both are found by slug
+    /// within the page read for the post.
+    fn reply_counters(
         &self,
         id: &DiscussionId,
         comment: &Comment,
-        parent_page: Option<i64>,
-        session: &mut ClientSession,
-    ) -> StoreResult<()> {
+        state: &PostState,
+    ) -> StoreResult<Vec<Document>> {
         let Some(parent) = &comment.parent else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         let root = comment.slug.ancestor_at(0);
-        let mut parent_filter =
-            doc! { "discussion_id": id.as_str(), "comments.slug": parent.as_str() };
-        if let Some(page) = parent_page {
-            parent_filter.insert("page", page);
-        }
+        let page_of = |slug: &Slug| -> StoreResult<i64> {
+            [&state.parent, &state.root]
+                .into_iter()
+                .flatten()
+                .find(|(_, c)| &c.slug == slug)
+                .map(|(page, _)| *page)
+                .ok_or_else(|| StoreError::Corrupt(format!("comment {slug} of {id} has no page")))
+        };
+        let at = |slug: &Slug, update: Document| -> StoreResult<Document> {
+            Ok(doc! {
+                "q": { "discussion_id": id.as_str(), "page": page_of(slug)?, "comments.slug": slug.as_str() },
+                "u": update,
+            })
+        };
         if *parent == root {
-            self.pages
-                .update_one(
-                    parent_filter,
-                    doc! { "$inc": { "comments.$.reply_count": 1_i64, "thread_total": 1_i64 } },
-                )
-                .session(&mut *session)
-                .await?;
-        } else {
-            self.pages
-                .update_one(
-                    parent_filter,
-                    doc! { "$inc": { "comments.$.reply_count": 1_i64 } },
-                )
-                .session(&mut *session)
-                .await?;
-            self.pages
-                .update_one(
-                    doc! { "discussion_id": id.as_str(), "comments.slug": root.as_str() },
-                    doc! { "$inc": { "thread_total": 1_i64 } },
-                )
-                .session(&mut *session)
-                .await?;
+            return Ok(vec![at(
+                parent,
+                doc! { "$inc": { "comments.$.reply_count": 1_i64, "thread_total": 1_i64 } },
+            )?]);
         }
-        Ok(())
+        Ok(vec![
+            at(parent, doc! { "$inc": { "comments.$.reply_count": 1_i64 } })?,
+            at(&root, doc! { "$inc": { "thread_total": 1_i64 } })?,
+        ])
     }
+}
+
+/// What an `update` command's reply says about its first statement. A duplicate key there is
+/// the upsert meeting an existing page that did not match; any other write error, or a failed
+/// counter statement after a stored comment, is reported (the comment is stored either way, so
+/// a failed counter is only logged: answering with an error would invite a duplicate post).
+fn write_outcome(reply: &Document, id: &DiscussionId, slug: &Slug) -> StoreResult<Pushed> {
+    let errors = match reply.get("writeErrors") {
+        Some(Bson::Array(errors)) => errors.as_slice(),
+        _ => &[],
+    };
+    for error in errors {
+        let Bson::Document(error) = error else {
+            continue;
+        };
+        let index = error.get("index").and_then(as_i64).unwrap_or(-1);
+        let code = error.get("code").and_then(as_i64).unwrap_or(0);
+        let message = error.get_str("errmsg").unwrap_or_default();
+        match (index, code) {
+            (0, 11000) => return Ok(Pushed::Refused),
+            (0, _) => {
+                return Err(StoreError::Corrupt(format!(
+                    "posting {slug} to {id} failed: {message} (code {code})"
+                )))
+            }
+            _ => {
+                tracing::error!(discussion = %id, %slug, code, message, "a reply counter was not updated")
+            }
+        }
+    }
+    if let Ok(concern) = reply.get_document("writeConcernError") {
+        tracing::warn!(discussion = %id, %slug, ?concern, "post stored without its write concern");
+    }
+    Ok(Pushed::Stored)
 }
 
 #[async_trait]
 impl PostSteps for Bucketed {
     type State = PostState;
 
+    /// One read finds the parent, its thread's root and whether the first try's slug is free
+    /// (with the write target, which the process usually remembers).
     async fn prepare(
         &self,
         discussion: &Discussion,
         parent: Option<&Slug>,
+        part: &SlugPart,
     ) -> StoreResult<(Option<ParentPaths>, PostState)> {
-        let (target, parent) = tokio::try_join!(
-            self.target(&discussion.id),
-            self.find_parent(&discussion.id, parent)
-        )?;
-        let paths = parent.as_ref().map(|(_, c)| c.into());
+        let id = &discussion.id;
+        let (attached, slug) = Placement::slug_under(parent, self.writer.max_depth, part);
+        let root = attached.as_ref().map(|a| a.ancestor_at(0));
+        let mut wanted: Vec<&Slug> = vec![&slug];
+        wanted.extend(parent);
+        wanted.extend(&attached);
+        wanted.extend(&root);
+        wanted.dedup();
+        let (target, found) = tokio::try_join!(self.target(id), self.locate(id, &wanted))?;
+        let pick = |want: Option<&Slug>| -> Option<Located> {
+            let want = want?;
+            found.iter().find(|(_, c)| &c.slug == want).cloned()
+        };
+        let requested = match parent {
+            Some(p) => Some(pick(Some(p)).ok_or_else(|| {
+                StoreError::NotFound(format!("no comment {p} in discussion {id}"))
+            })?),
+            None => None,
+        };
+        let paths = requested.as_ref().map(|(_, c)| c.into());
+        let free = pick(Some(&slug)).is_none();
         let state = PostState {
             target,
-            parent,
-            free_slug: None,
+            parent: pick(attached.as_ref()),
+            root: pick(root.as_ref()),
+            checked: Some((slug, free)),
         };
         Ok((paths, state))
     }
@@ -153,9 +317,10 @@ impl PostSteps for Bucketed {
         Some(state.target.floor_time())
     }
 
-    /// `$push`+`$inc` into the current page while it has room, with upsert; E11000 means the
-    /// page exists and did not match: full (move the discussion on to the next page, a no-op
-    /// when another post did) or created by a concurrent post a moment ago (try it again).
+    /// The `$push` into the current page while it has room and is not sealed, with upsert; a
+    /// duplicate key means the page exists and did not match: full or sealed (seal it and move
+    /// the discussion on, a no-op when another post did) or created by a concurrent post a
+    /// moment ago (try it again).
     async fn attempt(
         &self,
         discussion: &Discussion,
@@ -163,50 +328,32 @@ impl PostSteps for Bucketed {
         state: &mut PostState,
         session: &mut ClientSession,
     ) -> StoreResult<Attempt> {
-        // Slug uniqueness across pages: looked up once per slug part (see ARCHITECTURE.md).
-        if state.free_slug.as_ref() != Some(&comment.slug) {
-            if self.slug_taken(&discussion.id, &comment.slug).await? {
-                return Ok(Attempt::Retry);
-            }
-            state.free_slug = Some(comment.slug.clone());
+        // Slug uniqueness across pages: looked up once per slug (see ARCHITECTURE.md).
+        let free = match &state.checked {
+            Some((slug, free)) if *slug == comment.slug => *free,
+            _ => !self.slug_taken(&discussion.id, &comment.slug).await?,
+        };
+        state.checked = Some((comment.slug.clone(), free));
+        if !free {
+            return Ok(Attempt::Retry);
         }
-        let id = discussion.id.as_str();
-        let page = state.target.page;
-        let key = order_key(comment.posted, &comment.slug);
-        let element = to_bson(&CommentDoc::from_comment(comment, false)).map_err(corrupt)?;
-        let top = i64::from(comment.parent.is_none());
-        let result = self
-            .pages
-            .update_one(
-                doc! { "discussion_id": id, "page": page, "count": { "$lt": self.cap } },
-                doc! {
-                    "$push": { "comments": { "$each": [element], "$sort": { "posted": 1, "slug": 1 } } },
-                    "$inc": { "count": 1_i64, "roots": top, "thread_total": top },
-                    "$min": { "first_key": &key },
-                    "$max": { "last_key": &key },
-                },
-            )
-            .upsert(true)
-            .session(&mut *session)
-            .await;
-        match result {
-            Ok(_) => Ok(Attempt::Stored),
-            Err(err) if is_duplicate_key(&err) => {
-                // The header is read and the page moved on outside the post's transaction.
+        match self.push(&discussion.id, comment, state, session).await? {
+            Pushed::Stored => Ok(Attempt::Stored),
+            Pushed::Refused => {
+                let page = state.target.page;
                 let header = self
                     .pages
-                    .find_one(doc! { "discussion_id": id, "page": page })
-                    .projection(doc! { "count": 1, "last_key": 1 })
+                    .find_one(doc! { "discussion_id": discussion.id.as_str(), "page": page })
+                    .projection(doc! { "count": 1, SEALED: 1 })
                     .await?;
                 if let Some(header) = header {
-                    if int_field(&header, "count")? >= self.cap {
-                        let last_key = header.get_str("last_key").unwrap_or_default();
-                        state.target = self.next_page(&discussion.id, page, last_key).await?;
+                    let sealed = header.get_bool(SEALED).unwrap_or(false);
+                    if sealed || int_field(&header, "count")? >= self.cap {
+                        state.target = self.next_page(&discussion.id, page).await?;
                     }
                 }
                 Ok(Attempt::Moved)
             }
-            Err(err) => Err(err.into()),
         }
     }
 
@@ -214,16 +361,9 @@ impl PostSteps for Bucketed {
         &self,
         discussion: &Discussion,
         comment: &Comment,
-        state: &PostState,
+        _state: &PostState,
         session: &mut ClientSession,
     ) -> StoreResult<()> {
-        let parent_page = state
-            .parent
-            .as_ref()
-            .filter(|(_, p)| comment.parent.as_ref() == Some(&p.slug))
-            .map(|(page, _)| *page);
-        self.count_reply(&discussion.id, comment, parent_page, session)
-            .await?;
         self.discussions
             .record_post(&discussion.id, comment, session)
             .await
