@@ -53,10 +53,8 @@ impl Bucketed {
         top_level: bool,
         need: usize,
     ) -> StoreResult<Vec<Comment>> {
-        // The first page of `threads` streams: with few threads per page, a bounded guess would
-        // often fall short and cost a second query, and the tree's round trips are bounded.
-        if after.is_none() && !top_level {
-            if let Some(found) = self.first_pages(scope, discussion, need).await? {
+        if after.is_none() {
+            if let Some(found) = self.first_pages(scope, discussion, need, top_level).await? {
                 return Ok(found);
             }
         }
@@ -92,18 +90,40 @@ impl Bucketed {
         self.run(scope, discussion, pipeline).await
     }
 
-    /// The first `need` comments read from a bounded range of page numbers, wide enough when
-    /// pages are full: the database reads those pages only, however many the discussion has.
-    /// `None` when the range's last page exists and the range still held too few (pages of an
-    /// older, smaller size): the caller then streams on.
+    /// The first `need` comments (or top-level comments) read from a bounded range of page
+    /// numbers: the database reads those pages only, however many the discussion has. The range
+    /// is wide enough when pages are full and, for top-level comments, twice what the
+    /// discussion's share of them says. `None` when the range's last page exists and the range
+    /// still held too few (pages of an older, smaller size, or threads started unevenly): the
+    /// caller then streams on, which costs one more command.
     async fn first_pages(
         &self,
         scope: &ReadScope,
         discussion: &Discussion,
         need: usize,
+        top_level: bool,
     ) -> StoreResult<Option<Vec<Comment>>> {
-        let pages = (need as u64).div_ceil(self.cap.unsigned_abs());
+        let per_page = self.cap.unsigned_abs();
+        let pages = if top_level {
+            if discussion.thread_count == 0 {
+                return Ok(None);
+            }
+            // need × comments per thread × 2, in pages.
+            let spread = (need as u64)
+                .saturating_mul(discussion.comment_count.max(1))
+                .saturating_mul(2);
+            spread.div_ceil(discussion.thread_count.saturating_mul(per_page).max(1))
+        } else {
+            (need as u64).div_ceil(per_page)
+        };
         let span = i64::try_from(pages).unwrap_or(i64::MAX / 2) + 1;
+        let comments = if top_level {
+            Bson::from(doc! { "$filter": {
+                "input": "$comments", "as": "c", "cond": { "$eq": ["$$c.parent", Bson::Null] },
+            } })
+        } else {
+            Bson::from("$comments")
+        };
         let docs: Vec<Document> = self
             .pages
             .aggregate(vec![
@@ -112,7 +132,7 @@ impl Bucketed {
                     "page": { "$gte": 0_i64, "$lt": span },
                 } },
                 doc! { "$sort": { "page": 1 } },
-                doc! { "$project": { "_id": 0, "page": 1, "comments": 1 } },
+                doc! { "$project": { "_id": 0, "page": 1, "comments": comments } },
             ])
             .batch_size(BATCH_SIZE)
             .await?
