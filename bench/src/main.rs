@@ -1,6 +1,7 @@
 //! threadql-bench: compares the storage layouts and the GraphQL overhead on generated discussions.
 
 mod client;
+mod floor;
 mod load;
 mod measure;
 mod plan;
@@ -40,6 +41,13 @@ struct Args {
     /// Discussion sizes, comma-separated [default: 1000,10000,100000; quick: 100,500].
     #[arg(long, value_delimiter = ',')]
     sizes: Option<Vec<usize>>,
+    /// Sizes of the embedded layout, whose every post rewrites the whole document, comma-separated
+    /// [default: 1000,5000,10000; quick: 100,500].
+    #[arg(long, value_delimiter = ',')]
+    embedded_sizes: Option<Vec<usize>>,
+    /// Concurrent writers for the embedded layout.
+    #[arg(long, default_value_t = 16)]
+    embedded_writers: usize,
     /// Layouts to measure, comma-separated [default: every layout this build has].
     #[arg(long, value_enum, value_delimiter = ',')]
     layouts: Option<Vec<LayoutArg>>,
@@ -59,14 +67,14 @@ struct Args {
     /// Measured runs per read and write measurement [default: 3; quick: 2].
     #[arg(long)]
     runs: Option<usize>,
-    /// Timed requests per run [default: 200; quick: 20].
+    /// Timed requests per run [default: 100; quick: 20].
     #[arg(long)]
     requests: Option<usize>,
     /// Untimed warm-up requests before each run [default: 20; quick: 3].
     #[arg(long)]
     warmup: Option<usize>,
     /// Longest a run of one read or write measurement may take, in seconds (slow ones make fewer
-    /// requests: at least 5 per read, one post per writer) [default: 8; quick: 0.5].
+    /// requests: at least 5 per read, one post per writer) [default: 5; quick: 1].
     #[arg(long)]
     run_secs: Option<f64>,
     /// Posts per run with one writer [default: 300; quick: 20].
@@ -97,11 +105,20 @@ struct Args {
 }
 
 impl Args {
-    fn sizes(&self) -> Vec<usize> {
-        match &self.sizes {
-            Some(sizes) => sizes.clone(),
-            None if self.quick => vec![100, 500],
-            None => vec![1_000, 10_000, 100_000],
+    fn sizes(&self, layout: Layout) -> Vec<usize> {
+        match (layout, &self.sizes, &self.embedded_sizes) {
+            (Layout::Embedded, _, Some(sizes)) | (_, Some(sizes), _) => sizes.clone(),
+            _ if self.quick => vec![100, 500],
+            (Layout::Embedded, ..) => vec![1_000, 5_000, 10_000],
+            _ => vec![1_000, 10_000, 100_000],
+        }
+    }
+
+    /// Concurrent writers of the concurrent write measurement.
+    fn writers(&self, layout: Layout) -> usize {
+        match layout {
+            Layout::Embedded => self.embedded_writers.max(1),
+            _ => self.writers.max(1),
         }
     }
 
@@ -111,9 +128,9 @@ impl Args {
         };
         Effort {
             runs: pick(self.runs, 2, 3).max(1),
-            requests: pick(self.requests, 20, 200).max(1),
+            requests: pick(self.requests, 20, 100).max(1),
             warmup: pick(self.warmup, 5, 20),
-            run_secs: self.run_secs.unwrap_or(if self.quick { 1.0 } else { 8.0 }),
+            run_secs: self.run_secs.unwrap_or(if self.quick { 1.0 } else { 5.0 }),
             posts_single: pick(self.posts, 30, 300).max(1),
             posts_concurrent: pick(self.concurrent_posts, 128, 1_600).max(1),
             writers: self.writers.max(1),
@@ -201,7 +218,11 @@ impl Database {
 async fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
     let started_at = chrono::Utc::now().to_rfc3339();
-    let sizes = args.sizes();
+    let sizes: Vec<(String, Vec<usize>)> = args
+        .layouts()
+        .into_iter()
+        .map(|layout| (layout.to_string(), args.sizes(layout)))
+        .collect();
     let effort = args.effort();
     let server_bin = server::locate(args.server_bin.as_deref())?;
     let database = Database::open(&args).await?;
@@ -243,7 +264,6 @@ async fn bench(
     server_bin: &std::path::Path,
     started: Instant,
 ) -> anyhow::Result<()> {
-    let sizes = report.sizes.clone();
     let effort = report.effort;
     let db_name = format!("threadql_bench_{}", std::process::id());
     let mut config = threadql::config::Config::defaults()?;
@@ -268,7 +288,7 @@ async fn bench(
             continue;
         }
         let mut capped_at: Option<usize> = None;
-        for &size in &sizes {
+        for size in args.sizes(layout) {
             if let Some(cap) = capped_at.filter(|cap| size > *cap) {
                 eprintln!(
                     "skipping {layout} at {}: it stopped at {} comments already",
@@ -351,7 +371,8 @@ async fn bench_case(
     };
     let link = stored(plan.link_target(3))?;
     let sub_root = stored(plan.largest_thread_root())?;
-    let fixtures = Fixtures::new(store, &loaded.discussion, link, sub_root).await?;
+    let busiest = stored(plan.busiest())?;
+    let fixtures = Fixtures::new(store, &loaded.discussion, link, sub_root, busiest).await?;
     let parents: Vec<_> = loaded
         .slugs
         .iter()
@@ -368,8 +389,15 @@ async fn bench_case(
             measure::reads(store, &server, &client, &fixtures, &args.reads(), effort).await?;
         if args.no_writes {
             let peak = server.peak_rss_bytes()?;
-            return anyhow::Ok((reads, Vec::new(), peak));
+            return anyhow::Ok((reads, Vec::new(), peak, None));
         }
+        let floor = match layout {
+            Layout::Embedded => {
+                eprintln!("{label}: measuring the database's floor for rewriting the document");
+                Some(floor::measure(uri, db_name, &loaded.discussion.id, effort).await?)
+            }
+            _ => None,
+        };
         eprintln!("{label}: measuring writes");
         let target = WriteTarget {
             discussion: &loaded.discussion.id,
@@ -383,17 +411,17 @@ async fn bench_case(
             &server,
             &client,
             &target,
-            effort.writers,
+            args.writers(layout),
             effort.posts_concurrent,
             effort,
         )
         .await?;
         let peak = server.peak_rss_bytes()?;
-        anyhow::Ok((reads, vec![single, many], peak))
+        anyhow::Ok((reads, vec![single, many], peak, floor))
     }
     .await;
     server.stop().await;
-    let (reads, writes, peak) = measured?;
+    let (reads, writes, peak, floor) = measured?;
     let after = load::reload(store, &loaded.discussion).await?;
     Ok(Case {
         layout: layout.to_string(),
@@ -407,6 +435,7 @@ async fn bench_case(
         deep_offset: fixtures.deep_offset,
         reads,
         writes,
+        floor,
         comments_after_writes: after.comment_count,
         server_peak_rss_mib: peak as f64 / (1024.0 * 1024.0),
     })

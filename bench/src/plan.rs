@@ -231,6 +231,17 @@ impl Plan {
         (0..size.len()).max_by_key(|&i| (size[i], std::cmp::Reverse(i)))
     }
 
+    /// The comment with the most direct replies (the earliest of them on a tie).
+    pub fn busiest(&self) -> Option<usize> {
+        let mut replies = vec![0usize; self.comments.len()];
+        for c in &self.comments {
+            if let Some(parent) = c.parent {
+                replies[parent] += 1;
+            }
+        }
+        (0..replies.len()).max_by_key(|&i| (replies[i], std::cmp::Reverse(i)))
+    }
+
     /// A comment at `depth` (or the deepest there is below it) near the middle of the plan: the
     /// target of the direct-link read.
     pub fn link_target(&self, depth: usize) -> Option<usize> {

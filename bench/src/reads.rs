@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use anyhow::{bail, Context as _};
 use serde::Serialize;
 use serde_json::{json, Value};
-use threadql::domain::{Comment, Cursor, Discussion, DiscussionId, Slug, Window};
+use threadql::domain::{Comment, Cursor, CursorKind, Discussion, DiscussionId, Slug, Window};
 use threadql::store::{Listing, ReadScope, Storage, Store};
 
 /// Comments per page in the paged reads.
@@ -38,16 +38,31 @@ pub enum Read {
     DirectLink,
     /// The first 50 comments of the largest thread's sub-discussion.
     SubDiscussion,
+    /// The first 50 top-level comments (`threads`).
+    Threads,
+    /// The first 50 comments in threaded order.
+    ThreadedFirst,
+    /// 50 comments at the deep offset in threaded order.
+    ThreadedOffset,
+    /// The same 50 comments by cursor, in threaded order.
+    ThreadedCursor,
+    /// The first 50 replies of the comment with the most direct replies.
+    Replies,
 }
 
 impl Read {
     /// Every read, in report order.
-    pub const ALL: [Read; 6] = [
+    pub const ALL: [Read; 11] = [
         Read::FirstPage,
         Read::OffsetPage,
         Read::CursorPage,
+        Read::ThreadedFirst,
+        Read::ThreadedOffset,
+        Read::ThreadedCursor,
+        Read::Threads,
         Read::Tree,
         Read::DirectLink,
+        Read::Replies,
         Read::SubDiscussion,
     ];
 
@@ -60,6 +75,11 @@ impl Read {
             Read::Tree => "tree 20×4 levels",
             Read::DirectLink => "direct link",
             Read::SubDiscussion => "sub-discussion (50)",
+            Read::Threads => "threads (50)",
+            Read::ThreadedFirst => "threaded first page (50)",
+            Read::ThreadedOffset => "threaded deep page by offset",
+            Read::ThreadedCursor => "threaded deep page by cursor",
+            Read::Replies => "replies of the busiest comment (50)",
         }
     }
 }
@@ -77,6 +97,10 @@ pub struct Fixtures {
     pub link: Slug,
     /// The sub-discussion's root.
     pub sub_root: Slug,
+    /// The cursor of the comment right before the deep offset in threaded order.
+    pub deep_threaded_cursor: Cursor,
+    /// The comment with the most direct replies.
+    pub busiest: Slug,
 }
 
 impl Fixtures {
@@ -86,31 +110,37 @@ impl Fixtures {
         discussion: &Discussion,
         link: Slug,
         sub_root: Slug,
+        busiest: Slug,
     ) -> anyhow::Result<Fixtures> {
         let comments = discussion.comment_count;
         let deep_offset = DEEP_OFFSET.min(comments.saturating_sub(PAGE as u64)).max(1);
-        let before = store
-            .layout(discussion.layout)?
-            .list(
-                &ReadScope::new(),
-                discussion,
-                Listing::Chronological,
-                &Window::Offset {
-                    skip: deep_offset - 1,
-                    limit: 1,
-                },
-            )
-            .await?;
-        let last = before
-            .items
-            .first()
-            .context("the discussion is shorter than the deep offset")?;
+        let cursor_before = |listing: Listing, kind: CursorKind| async move {
+            let before = store
+                .layout(discussion.layout)?
+                .list(
+                    &ReadScope::new(),
+                    discussion,
+                    listing,
+                    &Window::Offset {
+                        skip: deep_offset - 1,
+                        limit: 1,
+                    },
+                )
+                .await?;
+            let last = before
+                .items
+                .first()
+                .context("the discussion is shorter than the deep offset")?;
+            anyhow::Ok(Cursor::of_comment(last, kind))
+        };
         Ok(Fixtures {
             discussion: discussion.id.clone(),
             deep_offset,
-            deep_cursor: Cursor::of_comment(last, threadql::domain::CursorKind::Chronological),
+            deep_cursor: cursor_before(Listing::Chronological, CursorKind::Chronological).await?,
+            deep_threaded_cursor: cursor_before(Listing::Threaded, CursorKind::Threaded).await?,
             link,
             sub_root,
+            busiest,
         })
     }
 
@@ -152,6 +182,26 @@ impl Fixtures {
                 format!("query($d: ID!, $s: String!) {{ comment(discussionId: $d, slug: $s) {{ slug subDiscussion(first: {PAGE}) {{ {page} }} }} }}"),
                 json!({ "d": d, "s": self.sub_root.as_str() }),
             ),
+            Read::Threads => (
+                format!("query($d: ID!) {{ discussion(id: $d) {{ threads(first: {PAGE}) {{ {page} }} }} }}"),
+                json!({ "d": d }),
+            ),
+            Read::ThreadedFirst => (
+                format!("query($d: ID!) {{ discussion(id: $d) {{ comments(order: THREADED, first: {PAGE}) {{ {page} }} }} }}"),
+                json!({ "d": d }),
+            ),
+            Read::ThreadedOffset => (
+                format!("query($d: ID!, $o: Int!) {{ discussion(id: $d) {{ comments(order: THREADED, first: {PAGE}, offset: $o) {{ {page} }} }} }}"),
+                json!({ "d": d, "o": self.deep_offset }),
+            ),
+            Read::ThreadedCursor => (
+                format!("query($d: ID!, $c: String!) {{ discussion(id: $d) {{ comments(order: THREADED, first: {PAGE}, after: $c) {{ {page} }} }} }}"),
+                json!({ "d": d, "c": self.deep_threaded_cursor.encode() }),
+            ),
+            Read::Replies => (
+                format!("query($d: ID!, $s: String!) {{ comment(discussionId: $d, slug: $s) {{ slug replies(first: {PAGE}) {{ {page} }} }} }}"),
+                json!({ "d": d, "s": self.busiest.as_str() }),
+            ),
         };
         (format!("{body} {FIELDS}"), variables)
     }
@@ -159,10 +209,14 @@ impl Fixtures {
     /// The slugs a GraphQL answer holds, in answer order (the tree depth-first).
     pub fn graphql_slugs(read: Read, data: &Value) -> anyhow::Result<Vec<String>> {
         let nodes = match read {
-            Read::FirstPage | Read::OffsetPage | Read::CursorPage => {
-                &data["discussion"]["comments"]["nodes"]
-            }
-            Read::Tree => &data["discussion"]["threads"]["nodes"],
+            Read::FirstPage
+            | Read::OffsetPage
+            | Read::CursorPage
+            | Read::ThreadedFirst
+            | Read::ThreadedOffset
+            | Read::ThreadedCursor => &data["discussion"]["comments"]["nodes"],
+            Read::Tree | Read::Threads => &data["discussion"]["threads"]["nodes"],
+            Read::Replies => &data["comment"]["replies"]["nodes"],
             Read::DirectLink => {
                 let slug = data["comment"]["slug"]
                     .as_str()
@@ -195,22 +249,62 @@ impl Fixtures {
         };
         let slugs = |items: &[Comment]| items.iter().map(|c| c.slug.to_string()).collect();
         Ok(match read {
-            Read::FirstPage | Read::OffsetPage | Read::CursorPage => {
-                let window = match read {
-                    Read::OffsetPage => Window::Offset {
-                        skip: self.deep_offset,
-                        limit: PAGE,
-                    },
-                    Read::CursorPage => Window::After {
-                        cursor: Some(self.deep_cursor.clone()),
-                        limit: PAGE,
-                    },
-                    _ => first(PAGE),
+            Read::FirstPage
+            | Read::OffsetPage
+            | Read::CursorPage
+            | Read::ThreadedFirst
+            | Read::ThreadedOffset
+            | Read::ThreadedCursor
+            | Read::Threads => {
+                let (listing, window) = match read {
+                    Read::OffsetPage => (
+                        Listing::Chronological,
+                        Window::Offset {
+                            skip: self.deep_offset,
+                            limit: PAGE,
+                        },
+                    ),
+                    Read::CursorPage => (
+                        Listing::Chronological,
+                        Window::After {
+                            cursor: Some(self.deep_cursor.clone()),
+                            limit: PAGE,
+                        },
+                    ),
+                    Read::ThreadedFirst => (Listing::Threaded, first(PAGE)),
+                    Read::ThreadedOffset => (
+                        Listing::Threaded,
+                        Window::Offset {
+                            skip: self.deep_offset,
+                            limit: PAGE,
+                        },
+                    ),
+                    Read::ThreadedCursor => (
+                        Listing::Threaded,
+                        Window::After {
+                            cursor: Some(self.deep_threaded_cursor.clone()),
+                            limit: PAGE,
+                        },
+                    ),
+                    Read::Threads => (Listing::Threads, first(PAGE)),
+                    _ => (Listing::Chronological, first(PAGE)),
                 };
-                let page = layout
-                    .list(&scope, &discussion, Listing::Chronological, &window)
-                    .await?;
+                let page = layout.list(&scope, &discussion, listing, &window).await?;
                 slugs(&page.items)
+            }
+            Read::Replies => {
+                let mut pages = layout
+                    .replies(
+                        &scope,
+                        &discussion,
+                        std::slice::from_ref(&self.busiest),
+                        &first(PAGE),
+                    )
+                    .await?;
+                pages
+                    .remove(&self.busiest)
+                    .map(|page| slugs(&page.items))
+                    .unwrap_or_default()
             }
             Read::Tree => {
                 let threads = layout

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::floor::Floor;
 use crate::measure::{Effort, ReadResult, WriteResult};
 use crate::plan::Shape;
 use crate::reads::Read;
@@ -86,6 +87,8 @@ pub struct Case {
     pub reads: Vec<ReadResult>,
     /// Posting through GraphQL.
     pub writes: Vec<WriteResult>,
+    /// The database's floor for rewriting the discussion's document (embedded layout).
+    pub floor: Option<Floor>,
     /// The discussion's size after the write measurements.
     pub comments_after_writes: u64,
     /// Peak resident memory of the server process (VmHWM), MiB.
@@ -118,8 +121,8 @@ pub struct Report {
     pub database: String,
     /// Quick mode or not.
     pub quick: bool,
-    /// Discussion sizes.
-    pub sizes: Vec<usize>,
+    /// Discussion sizes, by layout.
+    pub sizes: Vec<(String, Vec<usize>)>,
     /// Requests per measurement.
     pub effort: Effort,
     /// Seed of the generated discussions and writers.
@@ -250,7 +253,10 @@ impl Report {
         for case in &self.cases {
             for r in &case.reads {
                 let label = match r.read {
-                    Read::OffsetPage | Read::CursorPage => {
+                    Read::OffsetPage
+                    | Read::CursorPage
+                    | Read::ThreadedOffset
+                    | Read::ThreadedCursor => {
                         format!("{} {}", r.label, group(case.deep_offset as usize))
                     }
                     _ => r.label.to_owned(),
@@ -274,8 +280,8 @@ impl Report {
         }
 
         let _ = writeln!(out, "\n## Writes, bulk load and memory\n");
-        let _ = writeln!(out, "| layout | comments | posts/s, 1 writer | posts/s, {} writers | post p50 / p99 ms, 1 writer | post p50 / p99 ms, {} writers | DB round trips per post | bulk load posts/s (in-process) | server peak RSS MiB |", self.effort.writers, self.effort.writers);
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(out, "| layout | comments | posts/s, 1 writer | posts/s, N writers (N) | N ÷ 1 | post p50 / p99 ms, 1 writer | post p50 / p99 ms, N writers | DB commands per post (1 / N writers) | bulk load posts/s (in-process) | server peak RSS MiB |");
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         for case in &self.cases {
             let single = case.writes.iter().find(|w| w.writers == 1);
             let many = case.writes.iter().find(|w| w.writers > 1);
@@ -287,18 +293,169 @@ impl Report {
                     format!("{} / {}", ms(w.latency.p50_ms), ms(w.latency.p99_ms))
                 })
             };
+            let scale = match (single, many) {
+                (Some(one), Some(n)) => {
+                    format!("{:.2}", n.posts_per_sec / one.posts_per_sec.max(1e-9))
+                }
+                _ => "–".into(),
+            };
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} |",
+                "| {} | {} | {} | {} ({}) | {} | {} | {} | {} / {} | {:.0} | {:.0} |",
                 layout_label(case),
                 size_label(case),
                 rate(single),
                 rate(many),
+                many.map_or(0, |w| w.writers),
+                scale,
                 lat(single),
                 lat(many),
                 single.map_or("–".into(), |w| trips(w.round_trips)),
+                many.map_or("–".into(), |w| trips(w.round_trips)),
                 case.load_posts_per_sec,
                 case.server_peak_rss_mib,
+            );
+        }
+
+        let floors: Vec<&Case> = self.cases.iter().filter(|c| c.floor.is_some()).collect();
+        if !floors.is_empty() {
+            let _ = writeln!(out, "\n## Embedded posts against the database's floor\n");
+            let _ = writeln!(out, "The floor is one `$set` of a changing value on the discussion's document (the database rewrites the whole document for any update).\n");
+            let _ = writeln!(out, "| comments | document MiB | floor p50 ms | post p50 ms, 1 writer | post ÷ floor (≤ 2.5) |");
+            let _ = writeln!(out, "|---:|---:|---:|---:|---:|");
+            for case in floors {
+                let Some(floor) = &case.floor else { continue };
+                let single = case.writes.iter().find(|w| w.writers == 1);
+                let ratio = single.map(|w| w.latency.p50_ms / floor.set_p50_ms.max(1e-9));
+                let _ = writeln!(
+                    out,
+                    "| {} | {:.2} | {} | {} | {} |",
+                    size_label(case),
+                    floor.document_bytes as f64 / (1024.0 * 1024.0),
+                    ms(floor.set_p50_ms),
+                    single.map_or("–".into(), |w| ms(w.latency.p50_ms)),
+                    ratio.map_or("–".into(), |r| format!("{r:.2} {}", check(r <= 2.5))),
+                );
+            }
+        }
+
+        let many_rate = |layout: &str, size: usize| {
+            self.cases
+                .iter()
+                .find(|c| c.layout == layout && c.size == size)
+                .and_then(|c| c.writes.iter().find(|w| w.writers > 1))
+                .map(|w| w.posts_per_sec)
+        };
+        let mut compared = false;
+        for case in self.cases.iter().filter(|c| c.layout == "BUCKETED") {
+            if let (Some(b), Some(p)) = (
+                many_rate("BUCKETED", case.size),
+                many_rate("PER_COMMENT", case.size),
+            ) {
+                if !compared {
+                    let _ = writeln!(
+                        out,
+                        "\n## Bucketed against per-comment, concurrent writers\n"
+                    );
+                    let _ = writeln!(
+                        out,
+                        "| comments | bucketed posts/s | per-comment posts/s | ratio (≥ 0.5) |"
+                    );
+                    let _ = writeln!(out, "|---:|---:|---:|---:|");
+                    compared = true;
+                }
+                let r = b / p.max(1e-9);
+                let _ = writeln!(
+                    out,
+                    "| {} | {b:.0} | {p:.0} | {r:.2} {} |",
+                    size_label(case),
+                    check(r >= 0.5)
+                );
+            }
+        }
+
+        let _ = writeln!(
+            out,
+            "\n## How reads scale: GraphQL p50 at the largest size ÷ at the smallest\n"
+        );
+        let mut layouts: Vec<&str> = self.cases.iter().map(|c| c.layout.as_str()).collect();
+        layouts.dedup();
+        let _ = writeln!(
+            out,
+            "| read | {} |",
+            layouts
+                .iter()
+                .map(|l| {
+                    let sizes: Vec<usize> = self
+                        .cases
+                        .iter()
+                        .filter(|c| c.layout == *l)
+                        .map(|c| c.size)
+                        .collect();
+                    format!(
+                        "{l} ({} → {})",
+                        group(sizes.iter().copied().min().unwrap_or(0)),
+                        group(sizes.iter().copied().max().unwrap_or(0))
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        let _ = writeln!(out, "|---|{}", "---:|".repeat(layouts.len()));
+        let mut reads: Vec<Read> = Vec::new();
+        for case in &self.cases {
+            for r in &case.reads {
+                if !reads.contains(&r.read) {
+                    reads.push(r.read);
+                }
+            }
+        }
+        for read in reads {
+            let cells: Vec<String> = layouts
+                .iter()
+                .map(|l| {
+                    let cases: Vec<&Case> = self.cases.iter().filter(|c| c.layout == *l).collect();
+                    let p50 = |c: Option<&&Case>| {
+                        c.and_then(|c| read_of(c, read)).map(|r| r.graphql.p50_ms)
+                    };
+                    let small = p50(cases.iter().min_by_key(|c| c.size));
+                    let large = p50(cases.iter().max_by_key(|c| c.size));
+                    match (small, large) {
+                        (Some(a), Some(b)) => {
+                            let r = b / a.max(1e-9);
+                            format!("{r:.2} {}", check(r <= 1.5))
+                        }
+                        _ => "–".into(),
+                    }
+                })
+                .collect();
+            let _ = writeln!(out, "| {} | {} |", read.label(), cells.join(" | "));
+        }
+        let _ = writeln!(
+            out,
+            "\n## First page and tree against the deep cursor page (GraphQL p50)\n"
+        );
+        let _ = writeln!(
+            out,
+            "| layout | comments | first page ÷ cursor page | tree ÷ cursor page |"
+        );
+        let _ = writeln!(out, "|---|---:|---:|---:|");
+        for case in &self.cases {
+            let (Some(first), Some(cursor), Some(tree)) = (
+                read_of(case, Read::FirstPage),
+                read_of(case, Read::CursorPage),
+                read_of(case, Read::Tree),
+            ) else {
+                continue;
+            };
+            let c = cursor.graphql.p50_ms.max(1e-9);
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.2} | {:.2} |",
+                layout_label(case),
+                size_label(case),
+                first.graphql.p50_ms / c,
+                tree.graphql.p50_ms / c,
             );
         }
 
@@ -329,13 +486,11 @@ impl Report {
                 trips(tree.graphql_round_trips),
             );
         }
-        let mut layouts: Vec<&str> = self.cases.iter().map(|c| c.layout.as_str()).collect();
-        layouts.dedup();
-        for layout in layouts {
+        for layout in &layouts {
             let counts: Vec<f64> = self
                 .cases
                 .iter()
-                .filter(|c| c.layout == layout)
+                .filter(|c| c.layout == *layout)
                 .filter_map(|c| read_of(c, Read::Tree).map(|r| r.graphql_round_trips))
                 .collect();
             let flat = counts
