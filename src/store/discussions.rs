@@ -35,6 +35,8 @@ struct DiscussionDoc {
     locked: bool,
     #[serde(default)]
     sequenced: bool,
+    #[serde(default)]
+    replies_numbered: bool,
 }
 
 impl DiscussionDoc {
@@ -52,6 +54,7 @@ impl DiscussionDoc {
             thread_count: to_count(self.thread_count),
             locked: self.locked,
             sequenced: self.sequenced,
+            replies_numbered: self.replies_numbered,
         })
     }
 }
@@ -72,7 +75,7 @@ fn post_update(comment: &Comment) -> Document {
 fn metadata_projection() -> Document {
     doc! {
         "title": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1,
-        "sequenced": 1,
+        "sequenced": 1, "replies_numbered": 1,
     }
 }
 
@@ -158,6 +161,18 @@ impl Discussions {
         Ok(Some((seq, thread_seq)))
     }
 
+    /// Marks a discussion as no longer numbering its comments (a post was stored without its
+    /// numbers), so that its pages are read the general way from now on.
+    pub async fn stop_numbering(&self, id: &DiscussionId) -> StoreResult<()> {
+        self.coll
+            .update_one(
+                doc! { "_id": id.as_str() },
+                doc! { "$set": { "sequenced": false, "replies_numbered": false } },
+            )
+            .await?;
+        Ok(())
+    }
+
     /// When the discussion's latest comment was posted (`None` before the first).
     pub async fn last_posted(&self, id: &DiscussionId) -> StoreResult<Option<Micros>> {
         let found = self
@@ -208,6 +223,7 @@ impl DiscussionStore for Discussions {
             thread_count: 0,
             locked: false,
             sequenced: self.sequences && layout == Layout::PerComment,
+            replies_numbered: self.sequences && layout == Layout::PerComment,
         };
         self.coll.insert_one(&doc).await?;
         doc.into_discussion()
