@@ -10,8 +10,8 @@ use futures::stream::{BoxStream, StreamExt};
 use mongodb::bson::{doc, oid::ObjectId, Document};
 use mongodb::change_stream::event::ResumeToken;
 use mongodb::change_stream::ChangeStream;
-use mongodb::Collection;
 
+use super::metrics::Counted;
 use super::{ChangeKind, CommentChange, Watched};
 use crate::domain::{DiscussionId, Slug};
 
@@ -84,7 +84,7 @@ enum Step {
 /// a `Change` per marked update, `Interrupted` when the stream fails (it is then reopened from its
 /// last resume token, waiting longer each time up to [`MAX_BACKOFF`]), and `Gap` when the
 /// database no longer has the history after that token, so changes in between were lost.
-pub(super) fn feed(coll: Collection<Document>, retry: Duration) -> BoxStream<'static, Watched> {
+pub(super) fn feed(coll: Counted<Document>, retry: Duration) -> BoxStream<'static, Watched> {
     let start = Step::Closed {
         token: None,
         wait: Duration::ZERO,

@@ -6,11 +6,13 @@ use async_trait::async_trait;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Document};
 use mongodb::options::ReturnDocument;
-use mongodb::{Collection, Database};
+use mongodb::Database;
 use serde::{Deserialize, Serialize};
 
 use super::bson::{int_field, to_count};
+use super::metrics::Counted;
 use super::order::after_filter;
+use super::CommandCounter;
 use super::{changes, ChangeKind, DiscussionStore, StoreError, StoreResult};
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
@@ -82,7 +84,7 @@ fn metadata_projection() -> Document {
 /// The discussions collection.
 #[derive(Clone)]
 pub struct Discussions {
-    coll: Collection<DiscussionDoc>,
+    coll: Counted<DiscussionDoc>,
     clock: Arc<MonotonicClock>,
     /// Whether new per-comment discussions number their comments (needs transactions: a number
     /// is taken in the same transaction as the comment's insert).
@@ -93,9 +95,14 @@ impl Discussions {
     /// Name of the collection.
     pub const COLLECTION: &'static str = "discussions";
 
-    pub(super) fn new(db: &Database, clock: Arc<MonotonicClock>, sequences: bool) -> Self {
+    pub(super) fn new(
+        db: &Database,
+        clock: Arc<MonotonicClock>,
+        sequences: bool,
+        commands: &CommandCounter,
+    ) -> Self {
         Self {
-            coll: db.collection(Self::COLLECTION),
+            coll: Counted::new(db, Self::COLLECTION, commands),
             clock,
             sequences,
         }

@@ -8,11 +8,12 @@ use futures::TryStreamExt;
 use mongodb::bson::{
     doc, to_document, Bson, Document, RawArray, RawBsonRef, RawDocument, RawDocumentBuf,
 };
-use mongodb::{ClientSession, Collection, Database};
+use mongodb::{ClientSession, Database};
 
 use super::bson::{as_i64, comment_of, corrupt};
 use super::docs::{element_size, replace_update, unchanged_filter, CommentDoc};
 use super::error::is_too_large;
+use super::metrics::Counted;
 use super::write::{self, Attempt, ParentPaths, PostSteps, Writer};
 use super::{
     changes, ChangeKind, CommentStore, Discussions, Listing, Posted, ReadScope, StoreError,
@@ -39,7 +40,7 @@ const ELEMENT_OVERHEAD: i64 = 12;
 /// in posting order: a write is refused when a sibling with the same or a later time is already
 /// there, so array order is chronological order and a page of top-level comments is an array slice.
 pub struct Embedded {
-    coll: Collection<Document>,
+    coll: Counted<Document>,
     writer: Writer,
     max_bytes: i64,
 }
@@ -143,7 +144,7 @@ fn chain_of(slug: &Slug) -> Vec<Slug> {
 impl Embedded {
     pub(super) fn new(db: &Database, writer: Writer, max_bytes: usize) -> Self {
         Self {
-            coll: db.collection(Discussions::COLLECTION),
+            coll: Counted::new(db, Discussions::COLLECTION, &writer.commands),
             writer,
             max_bytes: i64::try_from(max_bytes).unwrap_or(i64::MAX),
         }

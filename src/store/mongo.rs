@@ -12,6 +12,7 @@ use mongodb::{Client, Database, IndexModel};
 
 use super::bucketed::Bucketed;
 use super::embedded::Embedded;
+use super::metrics::Counted;
 use super::per_comment::PerComment;
 use super::write::{revise, Decide, Writer};
 use super::{changes, Watched};
@@ -73,7 +74,7 @@ impl Store {
     pub async fn connect(config: &StoreConfig) -> StoreResult<Self> {
         let mut options = ClientOptions::parse(&config.uri).await?;
         let commands = CommandCounter::new();
-        options.command_event_handler = Some(commands.handler());
+        options.cmap_event_handler = Some(commands.handler());
         options.app_name = Some("threadql".to_owned());
         options.server_selection_timeout = Some(config.timeout);
         options.connect_timeout = Some(config.timeout);
@@ -82,14 +83,16 @@ impl Store {
         let client = Client::with_options(options)?;
         let db = client.database(&config.database);
         let clock = Arc::new(MonotonicClock::default());
+        commands.sent("hello");
         let transactions = supports_transactions(&db).await?;
         let writer = Writer::new(
             client.clone(),
             transactions,
             clock.clone(),
             config.max_depth.max(1),
+            commands.clone(),
         );
-        let discussions = Discussions::new(&db, clock.clone(), transactions);
+        let discussions = Discussions::new(&db, clock.clone(), transactions, &commands);
         let per_comment = PerComment::new(&db, discussions.clone(), writer.clone());
         let embedded = Embedded::new(&db, writer.clone(), config.embedded_max_bytes);
         let bucketed = Bucketed::new(&db, discussions.clone(), writer, config.bucket_size);
@@ -131,6 +134,7 @@ impl Storage for Store {
     }
 
     async fn ping(&self) -> StoreResult<()> {
+        self.commands.sent("ping");
         self.db.run_command(doc! { "ping": 1 }).await?;
         Ok(())
     }
@@ -150,7 +154,10 @@ impl Storage for Store {
     }
 
     fn changes(&self, retry: Duration) -> BoxStream<'static, Watched> {
-        changes::feed(self.db.collection(Discussions::COLLECTION), retry)
+        changes::feed(
+            Counted::new(&self.db, Discussions::COLLECTION, &self.commands),
+            retry,
+        )
     }
 }
 

@@ -5,13 +5,14 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document, RawDocumentBuf};
-use mongodb::options::ReturnDocument;
-use mongodb::{ClientSession, Collection, Database};
+use mongodb::options::{Hint, ReturnDocument};
+use mongodb::{ClientSession, Database};
 
 use super::bson::{as_i64, corrupt, int_field, raw_comment_of, to_count};
 use super::discussions::limit_plus_one;
 use super::docs::{replace_update, unchanged_filter, CommentDoc};
 use super::error::is_duplicate_key;
+use super::metrics::Counted;
 use super::mongo::index_model as index;
 use super::order::after_filter;
 use super::write::{self, Attempt, ParentPaths, PostSteps, Writer};
@@ -22,11 +23,15 @@ use crate::domain::{
 
 /// The per-comment layout.
 pub struct PerComment {
-    coll: Collection<CommentDoc>,
-    raw: Collection<Document>,
+    coll: Counted<CommentDoc>,
+    raw: Counted<Document>,
     discussions: Discussions,
     writer: Writer,
 }
+
+/// The index of replies by their number among their siblings: a numbered replies page names it,
+/// since the index of replies by time starts with the same fields and would read every reply.
+const REPLY_SEQUENCE: &str = "reply_sequence";
 
 impl PerComment {
     /// Name of the collection.
@@ -34,8 +39,8 @@ impl PerComment {
 
     pub(super) fn new(db: &Database, discussions: Discussions, writer: Writer) -> Self {
         Self {
-            coll: db.collection(Self::COLLECTION),
-            raw: db.collection(Self::COLLECTION),
+            coll: Counted::new(db, Self::COLLECTION, &writer.commands),
+            raw: Counted::new(db, Self::COLLECTION, &writer.commands),
             discussions,
             writer,
         }
@@ -67,7 +72,7 @@ impl PerComment {
                     false,
                 ),
                 index(
-                    "reply_sequence",
+                    REPLY_SEQUENCE,
                     doc! { "discussion_id": 1, "parent": 1, "reply_seq": 1 },
                     false,
                 ),
@@ -116,6 +121,7 @@ impl PerComment {
         &self,
         discussion: &Discussion,
         pipeline: Vec<Document>,
+        index: Option<&str>,
         groups: usize,
         window: &Window,
     ) -> StoreResult<Vec<(String, Page<Comment>)>> {
@@ -123,10 +129,11 @@ impl PerComment {
             Window::Offset { skip, .. } => usize::try_from(*skip).unwrap_or(usize::MAX),
             Window::After { .. } => 0,
         };
-        let groups: Vec<RawDocumentBuf> = self
-            .raw
-            .aggregate(pipeline)
-            .batch_size(first_batch(groups))
+        let mut aggregate = self.raw.aggregate(pipeline).batch_size(first_batch(groups));
+        if let Some(name) = index {
+            aggregate = aggregate.hint(Hint::Name(name.to_owned()));
+        }
+        let groups: Vec<RawDocumentBuf> = aggregate
             .with_type::<RawDocumentBuf>()
             .await?
             .try_collect()
@@ -277,7 +284,13 @@ impl PerComment {
         // A reply's number is given in the transaction that stores it, so a parent's numbers
         // have no gaps; a discussion that once stored a reply without one stopped numbering.
         let pages = self
-            .grouped_pages(discussion, pipeline, parents.len(), &first)
+            .grouped_pages(
+                discussion,
+                pipeline,
+                Some(REPLY_SEQUENCE),
+                parents.len(),
+                &first,
+            )
             .await?;
         Ok(Some(
             pages
@@ -574,7 +587,7 @@ impl CommentStore for PerComment {
             } },
         ];
         for (parent, page) in self
-            .grouped_pages(discussion, pipeline, parents.len(), window)
+            .grouped_pages(discussion, pipeline, None, parents.len(), window)
             .await?
         {
             result.insert(Slug::from_stored(parent), page);
@@ -636,7 +649,7 @@ impl CommentStore for PerComment {
                 } },
             ];
             for (root, page) in self
-                .grouped_pages(discussion, pipeline, group.len(), window)
+                .grouped_pages(discussion, pipeline, None, group.len(), window)
                 .await?
             {
                 result.insert(FullSlug::from_stored(root), page);

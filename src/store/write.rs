@@ -11,7 +11,7 @@ use mongodb::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RES
 use mongodb::{Client, ClientSession};
 use rand::Rng;
 
-use super::{CommentStore, Posted, ReadScope, StoreError, StoreResult};
+use super::{CommandCounter, CommentStore, Posted, ReadScope, StoreError, StoreResult};
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{
     Comment, Discussion, DiscussionId, DomainError, FullSlug, Micros, NewComment, Placement, Slug,
@@ -56,6 +56,8 @@ pub(super) struct Writer {
     pub clock: Arc<MonotonicClock>,
     /// Deepest comment depth allowed.
     pub max_depth: usize,
+    /// Counts the commands the layouts send.
+    pub commands: CommandCounter,
 }
 
 impl Writer {
@@ -65,6 +67,7 @@ impl Writer {
         transactions: bool,
         clock: Arc<MonotonicClock>,
         max_depth: usize,
+        commands: CommandCounter,
     ) -> Self {
         Self {
             client,
@@ -72,6 +75,7 @@ impl Writer {
             queues: Arc::default(),
             clock,
             max_depth,
+            commands,
         }
     }
 
@@ -168,6 +172,7 @@ enum Outcome {
 /// One try: the write and the counters, committed together, or nothing.
 async fn try_once<S: PostSteps>(
     steps: &S,
+    commands: &CommandCounter,
     discussion: &Discussion,
     comment: &Comment,
     state: &mut S::State,
@@ -182,11 +187,11 @@ async fn try_once<S: PostSteps>(
         if matches!(attempt, Attempt::Stored) {
             steps.count(discussion, comment, state, session).await?;
             if transaction {
-                commit(session).await?;
+                commit(session, commands).await?;
             }
         } else if transaction {
             // A refused write may have ended the transaction on the server already.
-            let _ = session.abort_transaction().await;
+            abort(session, commands).await;
         }
         Ok::<_, StoreError>(attempt)
     }
@@ -196,7 +201,7 @@ async fn try_once<S: PostSteps>(
         Err(err) => {
             if transaction {
                 // The server may have aborted it already; either way nothing of it stays.
-                let _ = session.abort_transaction().await;
+                abort(session, commands).await;
             }
             match &err {
                 StoreError::Db(e) if e.contains_label(TRANSIENT_TRANSACTION_ERROR) => {
@@ -208,10 +213,17 @@ async fn try_once<S: PostSteps>(
     }
 }
 
+/// Aborts the session's transaction (an error only means there is nothing left to abort).
+async fn abort(session: &mut ClientSession, commands: &CommandCounter) {
+    commands.sent("abortTransaction");
+    let _ = session.abort_transaction().await;
+}
+
 /// Commits, asking again while the outcome is unknown (committing twice is safe).
-async fn commit(session: &mut ClientSession) -> StoreResult<()> {
+async fn commit(session: &mut ClientSession, commands: &CommandCounter) -> StoreResult<()> {
     let mut tries = 0;
     loop {
+        commands.sent("commitTransaction");
         match session.commit_transaction().await {
             Err(e) if e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) && tries < 3 => {
                 tries += 1;
@@ -255,6 +267,7 @@ pub(super) async fn post<S: PostSteps>(
         let comment = placement.into_comment(discussion.id.clone(), posted, new);
         let outcome = try_once(
             steps,
+            &writer.commands,
             discussion,
             &comment,
             &mut state,

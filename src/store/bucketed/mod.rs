@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use mongodb::bson::{doc, Document};
-use mongodb::{Collection, Database};
+use mongodb::Database;
 
 pub use shapes::PageInfo;
 
@@ -26,13 +26,14 @@ use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, S
 use crate::domain::paging::Cursor;
 use crate::domain::tree::Thread;
 use crate::domain::{Comment, Discussion, FullSlug, NewComment, Page, Slug, Window};
+use crate::store::metrics::Counted;
 use threads::descendant_ranges;
 
 /// The bucketed layout.
 pub struct Bucketed {
     database: Database,
-    pages: Collection<Document>,
-    discussion_docs: Collection<Document>,
+    pages: Counted<Document>,
+    discussion_docs: Counted<Document>,
     discussions: Discussions,
     writer: Writer,
     cap: i64,
@@ -51,8 +52,8 @@ impl Bucketed {
     ) -> Self {
         Self {
             database: db.clone(),
-            pages: db.collection(Self::COLLECTION),
-            discussion_docs: db.collection(Discussions::COLLECTION),
+            pages: Counted::new(db, Self::COLLECTION, &writer.commands),
+            discussion_docs: Counted::new(db, Discussions::COLLECTION, &writer.commands),
             discussions,
             writer,
             cap: i64::from(bucket_size.max(1)),

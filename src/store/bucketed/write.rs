@@ -187,6 +187,7 @@ impl Bucketed {
         if let Some(concern) = concern {
             command.insert("writeConcern", to_document(concern).map_err(corrupt)?);
         }
+        self.writer.commands.sent("update");
         let reply = self
             .database
             .run_command(command)
