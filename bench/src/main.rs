@@ -90,7 +90,7 @@ struct Args {
     #[arg(long, default_value_t = 8)]
     load_concurrency: usize,
     /// Longest the bulk load of one discussion may take, in seconds; a layout whose posts are too
-    /// slow is measured at the size it reached, and not at larger sizes [default: 900; quick: 30].
+    /// slow is measured at the size it reached, and not at larger sizes [default: 1800; quick: 30].
     #[arg(long)]
     load_secs: Option<f64>,
     /// Seed of the generated discussions and writers.
@@ -347,7 +347,7 @@ async fn bench_case(
     let discussion = store.discussions().create(title, layout).await?;
     let budget = args
         .load_secs
-        .unwrap_or(if args.quick { 30.0 } else { 900.0 });
+        .unwrap_or(if args.quick { 30.0 } else { 1800.0 });
     let loaded = load::load(
         store,
         discussion,
