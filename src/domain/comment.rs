@@ -79,10 +79,6 @@ pub struct Discussion {
     /// discussions created on a deployment with transactions), so that pages are read as bounded
     /// ranges of them.
     pub sequenced: bool,
-    /// Whether its replies also carry their number among their siblings (sequenced
-    /// discussions created since replies were numbered), so that pages of replies are bounded
-    /// ranges of them too.
-    pub replies_numbered: bool,
 }
 
 /// A validated discussion title: 1 to 300 characters, not blank.

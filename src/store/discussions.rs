@@ -37,8 +37,6 @@ struct DiscussionDoc {
     locked: bool,
     #[serde(default)]
     sequenced: bool,
-    #[serde(default)]
-    replies_numbered: bool,
 }
 
 impl DiscussionDoc {
@@ -56,7 +54,6 @@ impl DiscussionDoc {
             thread_count: to_count(self.thread_count),
             locked: self.locked,
             sequenced: self.sequenced,
-            replies_numbered: self.replies_numbered,
         })
     }
 }
@@ -77,7 +74,7 @@ fn post_update(comment: &Comment) -> Document {
 fn metadata_projection() -> Document {
     doc! {
         "title": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1,
-        "sequenced": 1, "replies_numbered": 1,
+        "sequenced": 1,
     }
 }
 
@@ -168,18 +165,6 @@ impl Discussions {
         Ok(Some((seq, thread_seq)))
     }
 
-    /// Marks a discussion as no longer numbering its comments (a post was stored without its
-    /// numbers), so that its pages are read the general way from now on.
-    pub async fn stop_numbering(&self, id: &DiscussionId) -> StoreResult<()> {
-        self.coll
-            .update_one(
-                doc! { "_id": id.as_str() },
-                doc! { "$set": { "sequenced": false, "replies_numbered": false } },
-            )
-            .await?;
-        Ok(())
-    }
-
     /// When the discussion's latest comment was posted (`None` before the first).
     pub async fn last_posted(&self, id: &DiscussionId) -> StoreResult<Option<Micros>> {
         let found = self
@@ -230,7 +215,6 @@ impl DiscussionStore for Discussions {
             thread_count: 0,
             locked: false,
             sequenced: self.sequences && layout == Layout::PerComment,
-            replies_numbered: self.sequences && layout == Layout::PerComment,
         };
         self.coll.insert_one(&doc).await?;
         doc.into_discussion()

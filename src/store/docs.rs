@@ -87,10 +87,6 @@ pub struct CommentDoc {
     /// sequenced discussions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_seq: Option<i64>,
-    /// Position among its parent's replies, from 1 (replies in discussions whose replies are
-    /// numbered).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reply_seq: Option<i64>,
 }
 
 impl CommentDoc {
@@ -119,7 +115,6 @@ impl CommentDoc {
             reply_count: i64::try_from(comment.reply_count).unwrap_or(i64::MAX),
             seq: None,
             thread_seq: None,
-            reply_seq: None,
         }
     }
 

@@ -5,10 +5,9 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document, RawDocumentBuf};
-use mongodb::options::{Hint, ReturnDocument};
 use mongodb::{ClientSession, Database};
 
-use super::bson::{as_i64, corrupt, int_field, raw_comment_of, to_count};
+use super::bson::{corrupt, int_field, raw_comment_of, to_count};
 use super::discussions::limit_plus_one;
 use super::docs::{replace_update, unchanged_filter, CommentDoc};
 use super::error::is_duplicate_key;
@@ -28,10 +27,6 @@ pub struct PerComment {
     discussions: Discussions,
     writer: Writer,
 }
-
-/// The index of replies by their number among their siblings: a numbered replies page names it,
-/// since the index of replies by time starts with the same fields and would read every reply.
-const REPLY_SEQUENCE: &str = "reply_sequence";
 
 impl PerComment {
     /// Name of the collection.
@@ -69,11 +64,6 @@ impl PerComment {
                 index(
                     "thread_sequence",
                     doc! { "discussion_id": 1, "thread_seq": 1 },
-                    false,
-                ),
-                index(
-                    REPLY_SEQUENCE,
-                    doc! { "discussion_id": 1, "parent": 1, "reply_seq": 1 },
                     false,
                 ),
             ])
@@ -121,7 +111,6 @@ impl PerComment {
         &self,
         discussion: &Discussion,
         pipeline: Vec<Document>,
-        index: Option<&str>,
         groups: usize,
         window: &Window,
     ) -> StoreResult<Vec<(String, Page<Comment>)>> {
@@ -129,11 +118,10 @@ impl PerComment {
             Window::Offset { skip, .. } => usize::try_from(*skip).unwrap_or(usize::MAX),
             Window::After { .. } => 0,
         };
-        let mut aggregate = self.raw.aggregate(pipeline).batch_size(first_batch(groups));
-        if let Some(name) = index {
-            aggregate = aggregate.hint(Hint::Name(name.to_owned()));
-        }
-        let groups: Vec<RawDocumentBuf> = aggregate
+        let groups: Vec<RawDocumentBuf> = self
+            .raw
+            .aggregate(pipeline)
+            .batch_size(first_batch(groups))
             .with_type::<RawDocumentBuf>()
             .await?
             .try_collect()
@@ -249,58 +237,6 @@ impl PerComment {
     }
 }
 
-impl PerComment {
-    /// Replies pages of numbered replies, by offset (a first page is offset 0): one bounded
-    /// range of numbers per parent, `skip+1 ..= skip+limit+1`, in one aggregation. `None` when
-    /// the discussion's replies are not numbered or the window is a cursor (the caller then
-    /// reads the general way).
-    async fn numbered_replies(
-        &self,
-        discussion: &Discussion,
-        parents: &[Slug],
-        window: &Window,
-    ) -> StoreResult<Option<Vec<(Slug, Page<Comment>)>>> {
-        let skip = match window {
-            _ if !discussion.replies_numbered => return Ok(None),
-            Window::Offset { skip, .. } => i64::try_from(*skip).unwrap_or(i64::MAX / 2),
-            Window::After { cursor: None, .. } => 0,
-            Window::After { .. } => return Ok(None),
-        };
-        let want = limit_plus_one(window.limit());
-        let names: Vec<&str> = parents.iter().map(Slug::as_str).collect();
-        let pipeline = vec![
-            doc! { "$match": {
-                "discussion_id": discussion.id.as_str(),
-                "parent": { "$in": names },
-                "reply_seq": { "$gt": skip, "$lte": skip.saturating_add(want) },
-            } },
-            doc! { "$sort": { "parent": 1, "reply_seq": 1 } },
-            doc! { "$group": { "_id": "$parent", "items": { "$push": "$$ROOT" } } },
-        ];
-        let first = Window::After {
-            cursor: None,
-            limit: window.limit(),
-        };
-        // A reply's number is given in the transaction that stores it, so a parent's numbers
-        // have no gaps; a discussion that once stored a reply without one stopped numbering.
-        let pages = self
-            .grouped_pages(
-                discussion,
-                pipeline,
-                Some(REPLY_SEQUENCE),
-                parents.len(),
-                &first,
-            )
-            .await?;
-        Ok(Some(
-            pages
-                .into_iter()
-                .map(|(parent, page)| (Slug::from_stored(parent), page))
-                .collect(),
-        ))
-    }
-}
-
 /// A first batch that holds `groups` results (the server still cuts a batch at 16 MB).
 fn first_batch(groups: usize) -> u32 {
     u32::try_from(groups.saturating_add(1)).unwrap_or(u32::MAX)
@@ -345,38 +281,6 @@ impl PerComment {
     /// Whether this post numbers its comment (inside its transaction).
     fn numbers(&self, discussion: &Discussion) -> bool {
         discussion.sequenced && self.writer.transactions
-    }
-
-    /// Whether this post numbers its comment among its parent's replies (inside its
-    /// transaction): counting the reply in its parent gives the number.
-    fn numbers_reply(&self, discussion: &Discussion, comment: &Comment) -> bool {
-        discussion.replies_numbered && self.writer.transactions && comment.parent.is_some()
-    }
-
-    /// Counts a new reply in its parent's `reply_count`; returns the count from before.
-    async fn count_reply(
-        &self,
-        discussion: &Discussion,
-        parent: &Slug,
-        session: &mut ClientSession,
-    ) -> StoreResult<i64> {
-        let before = self
-            .raw
-            .find_one_and_update(
-                doc! { "discussion_id": discussion.id.as_str(), "slug": parent.as_str() },
-                doc! { "$inc": { "reply_count": 1_i64 } },
-            )
-            .projection(doc! { "reply_count": 1 })
-            .return_document(ReturnDocument::Before)
-            .session(session)
-            .await?
-            .ok_or_else(|| {
-                StoreError::NotFound(format!(
-                    "no comment {parent} in discussion {}",
-                    discussion.id
-                ))
-            })?;
-        Ok(before.get("reply_count").and_then(as_i64).unwrap_or(0))
     }
 }
 
@@ -436,11 +340,6 @@ impl PostSteps for PerComment {
                 }
             }
         }
-        if let (true, Some(parent)) = (self.numbers_reply(discussion, comment), &comment.parent) {
-            // Undone with the transaction when the insert is refused.
-            let before = self.count_reply(discussion, parent, &mut *session).await?;
-            stored.reply_seq = Some(before + 1);
-        }
         match self.coll.insert_one(stored).session(session).await {
             Ok(_) => Ok(Attempt::Stored),
             Err(err) if is_duplicate_key(&err) => Ok(Attempt::Retry),
@@ -455,22 +354,18 @@ impl PostSteps for PerComment {
         _state: &PostState,
         session: &mut ClientSession,
     ) -> StoreResult<()> {
-        match &comment.parent {
-            // Numbering the reply counted it already.
-            Some(_) if self.numbers_reply(discussion, comment) => {}
-            Some(parent) => {
-                self.count_reply(discussion, parent, &mut *session).await?;
-            }
-            None => {}
+        if let Some(parent) = &comment.parent {
+            self.coll
+                .update_one(
+                    doc! { "discussion_id": discussion.id.as_str(), "slug": parent.as_str() },
+                    doc! { "$inc": { "reply_count": 1_i64 } },
+                )
+                .session(&mut *session)
+                .await?;
         }
         if self.numbers(discussion) {
             // Numbering counted it already.
             return Ok(());
-        }
-        if discussion.replies_numbered || discussion.sequenced {
-            // Posted without numbers (the deployment lost its transactions): from now on the
-            // discussion is read the general way.
-            self.discussions.stop_numbering(&discussion.id).await?;
         }
         self.discussions
             .record_post(&discussion.id, comment, session)
@@ -564,10 +459,6 @@ impl CommentStore for PerComment {
         if parents.is_empty() {
             return Ok(result);
         }
-        if let Some(pages) = self.numbered_replies(discussion, parents, window).await? {
-            result.extend(pages);
-            return Ok(result);
-        }
         let names: Vec<&str> = parents.iter().map(Slug::as_str).collect();
         let mut filter =
             doc! { "discussion_id": discussion.id.as_str(), "parent": { "$in": names } };
@@ -587,7 +478,7 @@ impl CommentStore for PerComment {
             } },
         ];
         for (parent, page) in self
-            .grouped_pages(discussion, pipeline, None, parents.len(), window)
+            .grouped_pages(discussion, pipeline, parents.len(), window)
             .await?
         {
             result.insert(Slug::from_stored(parent), page);
@@ -649,7 +540,7 @@ impl CommentStore for PerComment {
                 } },
             ];
             for (root, page) in self
-                .grouped_pages(discussion, pipeline, None, group.len(), window)
+                .grouped_pages(discussion, pipeline, group.len(), window)
                 .await?
             {
                 result.insert(FullSlug::from_stored(root), page);
