@@ -239,6 +239,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         seed: args.seed,
         cases: Vec::new(),
         skipped: Vec::new(),
+        counting_ns_per_command: report::counting_cost_ns(),
     };
     // Ctrl-C or SIGTERM stop the run, and still stop the servers and remove the temporary files.
     let result = tokio::select! {

@@ -131,6 +131,25 @@ pub struct Report {
     pub cases: Vec<Case>,
     /// Layouts not measured.
     pub skipped: Vec<Skipped>,
+    /// What counting one database command costs the server, ns (see [`counting_cost_ns`]).
+    pub counting_ns_per_command: f64,
+}
+
+/// What the server's command counting costs per command, ns: naming the command
+/// (`CommandCounter::sent`) and the connection checkout's atomic increment, timed over a million
+/// commands on one thread.
+pub fn counting_cost_ns() -> f64 {
+    const COMMANDS: u32 = 1_000_000;
+    let counter = threadql::store::CommandCounter::new();
+    let checkouts = std::sync::atomic::AtomicU64::new(0);
+    let started = std::time::Instant::now();
+    for _ in 0..COMMANDS {
+        counter.sent(std::hint::black_box("find"));
+        checkouts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    let elapsed = started.elapsed();
+    std::hint::black_box(counter.snapshot());
+    elapsed.as_secs_f64() * 1e9 / f64::from(COMMANDS)
 }
 
 fn read_of(case: &Case, read: Read) -> Option<&ReadResult> {
@@ -430,6 +449,31 @@ impl Report {
                 })
                 .collect();
             let _ = writeln!(out, "| {} | {} |", read.label(), cells.join(" | "));
+        }
+        let _ = writeln!(
+            out,
+            "\n## What counting database commands costs the server\n"
+        );
+        let _ = writeln!(out, "Counting one command costs {:.0} ns (naming it, and the connection checkout's increment).\n", self.counting_ns_per_command);
+        let _ = writeln!(out, "| layout | comments | tree: commands | tree: server CPU µs | counting, % of it (≤ 5 %) |");
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|");
+        for case in &self.cases {
+            let Some(tree) = read_of(case, Read::Tree) else {
+                continue;
+            };
+            let share = tree.graphql_round_trips * self.counting_ns_per_command
+                / 1e3
+                / tree.graphql_server_cpu_us.max(1e-9)
+                * 100.0;
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {:.0} | {share:.4} {} |",
+                layout_label(case),
+                size_label(case),
+                trips(tree.graphql_round_trips),
+                tree.graphql_server_cpu_us,
+                check(share <= 5.0),
+            );
         }
         let _ = writeln!(
             out,
