@@ -366,10 +366,10 @@ impl Report {
                 .map(|w| w.posts_per_sec)
         };
         let mut compared = false;
-        for case in self.cases.iter().filter(|c| c.layout == "BUCKETED") {
+        for case in self.cases.iter().filter(|c| c.layout == "bucketed") {
             if let (Some(b), Some(p)) = (
-                many_rate("BUCKETED", case.size),
-                many_rate("PER_COMMENT", case.size),
+                many_rate("bucketed", case.size),
+                many_rate("per_comment", case.size),
             ) {
                 if !compared {
                     let _ = writeln!(
