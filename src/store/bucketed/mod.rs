@@ -203,7 +203,9 @@ impl CommentStore for Bucketed {
             return Ok(HashMap::new());
         }
         let (query, cond) = descendant_ranges(roots);
-        let comments = self.matching(scope, discussion, query, cond).await?;
+        let comments = self
+            .matching(scope, discussion, (threads::FULL_SLUGS, query), cond)
+            .await?;
         Ok(Thread::new(comments).sub_discussions(roots, window))
     }
 

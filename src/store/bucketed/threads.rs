@@ -43,24 +43,28 @@ impl Bucketed {
         field: &str,
         values: &[&str],
     ) -> StoreResult<Vec<Comment>> {
-        let filter = doc! { format!("comments.{field}"): { "$in": values } };
+        let path = format!("comments.{field}");
+        let filter = doc! { &path: { "$in": values } };
         let cond = doc! { "$in": [format!("$$c.{field}"), values] };
-        self.matching(scope, discussion, filter, cond.into()).await
+        self.matching(scope, discussion, (&path, filter), cond.into())
+            .await
     }
 
-    /// The comments matching `cond` (an expression over `$$c`) from the pages matching `filter`:
-    /// one indexed query, and only the matching comments travel.
+    /// The comments matching `cond` (an expression over `$$c`) from the pages matching `filter`
+    /// on the indexed array field `path`: one indexed query, and only the matching comments
+    /// travel.
     pub(super) async fn matching(
         &self,
         scope: &ReadScope,
         discussion: &Discussion,
-        filter: Document,
+        (path, filter): (&str, Document),
         cond: Bson,
     ) -> StoreResult<Vec<Comment>> {
         let mut matcher = doc! { "discussion_id": discussion.id.as_str() };
         matcher.extend(filter);
         let pipeline = vec![
             doc! { "$match": matcher },
+            by_index(path),
             doc! { "$project": { "_id": 0, "comments": {
                 "$filter": { "input": "$comments", "as": "c", "cond": cond },
             } } },
@@ -84,6 +88,7 @@ impl Bucketed {
         // Only the full slugs travel: a count needs nothing else.
         let pipeline = vec![
             doc! { "$match": matcher },
+            by_index(FULL_SLUGS),
             doc! { "$project": { "_id": 0, "s": { "$map": {
                 "input": { "$filter": { "input": "$comments", "as": "c", "cond": cond } },
                 "as": "c",
@@ -115,13 +120,26 @@ impl Bucketed {
     }
 }
 
+/// The indexed array field of the full slugs, which descendant ranges query.
+pub(super) const FULL_SLUGS: &str = "comments.full_slug";
+
+/// A `$sort` on the indexed field a `$match` on pages filters by. The order of pages does not
+/// matter to the callers (they order comments themselves); the stage names the index to use.
+/// The development database otherwise answers a `$in`, `$or` or range on a multikey field (and a
+/// range of page numbers) by reading the whole collection: 120-200 ms whatever the discussion's
+/// size, where the sorted form reads only the matching keys (1-5 ms, measured). On MongoDB the
+/// same index serves the filter and the order.
+pub(super) fn by_index(path: &str) -> Document {
+    doc! { "$sort": { path: 1 } }
+}
+
 /// The `$or` of full-slug ranges, as a query on pages and as a condition on `$$c`.
 pub(super) fn descendant_ranges(roots: &[FullSlug]) -> (Document, Bson) {
     let mut query = Vec::new();
     let mut cond = Vec::new();
     for root in roots {
         let (lo, hi) = root.descendant_range();
-        query.push(doc! { "comments.full_slug": { "$gte": &lo, "$lt": &hi } });
+        query.push(doc! { FULL_SLUGS: { "$gte": &lo, "$lt": &hi } });
         cond.push(doc! { "$and": [
             { "$gte": ["$$c.full_slug", &lo] },
             { "$lt": ["$$c.full_slug", &hi] },

@@ -4,6 +4,7 @@
 use mongodb::bson::{doc, from_document, Bson, Document};
 
 use super::shapes::{comments_of, key_time, order_key, PageInfo, BATCH_SIZE};
+use super::threads::FULL_SLUGS;
 use super::Bucketed;
 use crate::domain::paging::Cursor;
 use crate::domain::tree::{Listing, Thread};
@@ -253,7 +254,7 @@ impl Bucketed {
             .matching(
                 scope,
                 discussion,
-                doc! { "comments.full_slug": range },
+                (FULL_SLUGS, doc! { FULL_SLUGS: range }),
                 doc! { "$and": cond }.into(),
             )
             .await?;

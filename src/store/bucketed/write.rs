@@ -15,6 +15,7 @@ use mongodb::options::ReturnDocument;
 use mongodb::ClientSession;
 
 use super::shapes::{comments_of, order_key, Target, FLOOR, NUM_PAGES};
+use super::threads::by_index;
 use super::Bucketed;
 use crate::domain::{Comment, Discussion, DiscussionId, Micros, Placement, Slug, SlugPart};
 use crate::store::bson::{as_i64, corrupt, int_field};
@@ -125,6 +126,7 @@ impl Bucketed {
         let wanted: Vec<&str> = slugs.iter().map(|s| s.as_str()).collect();
         let pipeline = vec![
             doc! { "$match": { "discussion_id": id.as_str(), "comments.slug": { "$in": &wanted } } },
+            by_index("comments.slug"),
             doc! { "$project": {
                 "page": 1,
                 "comments": { "$filter": {
