@@ -17,7 +17,7 @@ use crate::graphql::limits::DocumentLimits;
 use crate::graphql::live::LiveConfig;
 use crate::graphql::{Api, Limits};
 use crate::store::embedded_db::EmbeddedDb;
-use crate::store::{Storage, Store, StoreConfig};
+use crate::store::{MoveTiming, Storage, Store, StoreConfig};
 
 /// A built application: its router, the address it is bound to, and what it owns.
 pub struct App {
@@ -128,34 +128,20 @@ pub fn store_config(config: &Config, uri: String) -> StoreConfig {
         pool_size: config.db_pool_size,
         write_concern: config.write_concern.clone(),
         journal: config.write_journal,
+        promote_embedded: config.promote_embedded,
+        moves: MoveTiming {
+            lease: Duration::from_secs(config.move_lease_secs),
+            wait: Duration::from_secs(config.move_wait_secs),
+            chunk: usize::try_from(config.move_chunk).unwrap_or(1000),
+            ..MoveTiming::default()
+        },
     }
 }
 
 impl App {
     /// Starts the embedded database when no URI is configured, connects, and binds the listener.
     pub async fn build(config: &Config) -> anyhow::Result<App> {
-        let (uri, embedded) = match &config.mongodb_uri {
-            Some(uri) => (uri.clone(), None),
-            None => {
-                let binary = EmbeddedDb::locate(config.secantusd.as_deref())?;
-                let db = EmbeddedDb::start(&binary, &config.data_dir).await?;
-                tracing::info!(
-                    data_dir = %config.data_dir.display(),
-                    port = db.port(),
-                    "using the EMBEDDED DEVELOPMENT database (secantusd-rs); set THREADQL_MONGODB_URI to use MongoDB"
-                );
-                (db.uri(), Some(db))
-            }
-        };
-        let store = Arc::new(
-            Store::connect(&store_config(config, uri))
-                .await
-                .context("cannot connect to the database")?,
-        );
-        store
-            .ping()
-            .await
-            .context("the database does not answer ping")?;
+        let (store, embedded) = connect(config).await?;
         let api = Api::new(
             store.clone(),
             jwt_keys(config)?,
@@ -217,4 +203,32 @@ pub async fn shutdown_signal() {
         () = term => {},
     }
     tracing::info!("shutting down: finishing in-flight requests");
+}
+
+/// Connects to the configured database, starting the embedded development database when no URI
+/// is configured (it is returned, to be stopped when done).
+pub async fn connect(config: &Config) -> anyhow::Result<(Arc<Store>, Option<EmbeddedDb>)> {
+    let (uri, embedded) = match &config.mongodb_uri {
+        Some(uri) => (uri.clone(), None),
+        None => {
+            let binary = EmbeddedDb::locate(config.secantusd.as_deref())?;
+            let db = EmbeddedDb::start(&binary, &config.data_dir).await?;
+            tracing::info!(
+                data_dir = %config.data_dir.display(),
+                port = db.port(),
+                "using the EMBEDDED DEVELOPMENT database (secantusd-rs); set THREADQL_MONGODB_URI to use MongoDB"
+            );
+            (db.uri(), Some(db))
+        }
+    };
+    let store = Arc::new(
+        Store::connect(&store_config(config, uri))
+            .await
+            .context("cannot connect to the database")?,
+    );
+    store
+        .ping()
+        .await
+        .context("the database does not answer ping")?;
+    Ok((store, embedded))
 }

@@ -33,6 +33,24 @@ pub enum Command {
     PrintSchema,
     /// Mint a development JWT signed with the configured secret.
     Token(TokenArgs),
+    /// Move discussions to another storage layout while the servers keep running (safe to run
+    /// again after an interruption).
+    Migrate(MigrateArgs),
+}
+
+/// Arguments of `threadql migrate`.
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["discussion", "all_from"])))]
+pub struct MigrateArgs {
+    /// The discussion to move (its id).
+    #[arg(long)]
+    pub discussion: Option<String>,
+    /// Move every discussion that has this layout.
+    #[arg(long, value_enum)]
+    pub all_from: Option<LayoutArg>,
+    /// The layout to move to.
+    #[arg(long, value_enum)]
+    pub to: LayoutArg,
 }
 
 /// Arguments of `threadql token`.
@@ -125,6 +143,21 @@ pub struct Config {
     /// 16 MiB); a post that would cross it fails with DISCUSSION_TOO_LARGE.
     #[arg(long, env = "THREADQL_EMBEDDED_MAX_BYTES", default_value_t = 8 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(16 * 1024..=16_000_000), global = true)]
     pub embedded_max_bytes: u64,
+    /// Move an embedded discussion to the bucketed layout when a post does not fit under its
+    /// size cap, then post it there (`false` keeps DISCUSSION_TOO_LARGE).
+    #[arg(long, env = "THREADQL_PROMOTE_EMBEDDED", default_value_t = true, action = clap::ArgAction::Set, global = true)]
+    pub promote_embedded: bool,
+    /// How long a move between layouts holds its discussion without renewing its hold, in
+    /// seconds: a move that stops for longer (a crash) is taken over by writers and later moves.
+    #[arg(long, env = "THREADQL_MOVE_LEASE_SECS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=3600), global = true)]
+    pub move_lease_secs: u64,
+    /// How long a write waits for a move of its discussion to end before it answers
+    /// UNAVAILABLE, in seconds.
+    #[arg(long, env = "THREADQL_MOVE_WAIT_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600), global = true)]
+    pub move_wait_secs: u64,
+    /// Comments a move between layouts reads, and writes, per database command.
+    #[arg(long, env = "THREADQL_MOVE_CHUNK", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=100_000), global = true)]
+    pub move_chunk: u64,
     /// HS256 secret for JWTs; unset = a development secret (never use it in production).
     #[arg(
         long,
@@ -385,6 +418,10 @@ impl fmt::Debug for Config {
             .field("default_layout", &self.default_layout)
             .field("bucket_size", &self.bucket_size)
             .field("embedded_max_bytes", &self.embedded_max_bytes)
+            .field("promote_embedded", &self.promote_embedded)
+            .field("move_lease_secs", &self.move_lease_secs)
+            .field("move_wait_secs", &self.move_wait_secs)
+            .field("move_chunk", &self.move_chunk)
             .field("jwt_secret", &self.jwt_secret.as_ref().map(|_| "<set>"))
             .field("log", &self.log)
             .field("max_depth", &self.max_depth)

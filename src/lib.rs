@@ -7,6 +7,7 @@ pub mod domain; // comments, slugs, paging, errors (no I/O)
 pub mod graphiql; // GraphiQL at /, served from the binary
 pub mod graphql; // schema, resolvers, dataloaders, error codes
 pub mod http; // axum routes
+pub mod migrate; // `threadql migrate`: moving discussions between layouts
 pub mod rate; // rate limits per author and per client
 pub mod store; // CommentStore and the MongoDB layouts
 
@@ -34,5 +35,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{token}");
             Ok(())
         }
+        Command::Migrate(args) => migrate::run(&cli.config, &args).await,
     }
 }

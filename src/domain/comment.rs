@@ -79,6 +79,9 @@ pub struct Discussion {
     /// discussions created on a deployment with transactions), so that pages are read as bounded
     /// ranges of them.
     pub sequenced: bool,
+    /// How many times it moved from one layout to another (what a process remembers about its
+    /// storage is valid only for the same count).
+    pub moves: u64,
 }
 
 /// A validated discussion title: 1 to 300 characters, not blank.

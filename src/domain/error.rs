@@ -34,6 +34,10 @@ pub enum DomainError {
     /// The database cannot be reached right now; the request may be retried later.
     #[error("{0}")]
     Unavailable(String),
+    /// The discussion is moving to another layout: the write was not made and may be sent
+    /// again once the move is over (clients see `UNAVAILABLE`, which is retryable).
+    #[error("{0}")]
+    Moving(String),
     /// The discussion's storage is at its size cap.
     #[error("{0}")]
     DiscussionTooLarge(String),
@@ -67,7 +71,7 @@ impl DomainError {
             Self::CommentDeleted(_) => "COMMENT_DELETED",
             Self::Conflict(_) => "CONFLICT",
             Self::RateLimited { .. } => "RATE_LIMITED",
-            Self::Unavailable(_) => "UNAVAILABLE",
+            Self::Unavailable(_) | Self::Moving(_) => "UNAVAILABLE",
             Self::DiscussionTooLarge(_) => "DISCUSSION_TOO_LARGE",
             Self::EventsMissed(_) => "EVENTS_MISSED",
             Self::Internal(_) => "INTERNAL",

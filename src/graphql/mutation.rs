@@ -10,7 +10,8 @@ use super::types::{CommentNode, DiscussionNode, StorageLayout};
 use super::{auth, store, AuthorRate, Limits, RequestReads};
 use crate::auth::{AuthState, Viewer};
 use crate::domain::{
-    Actor, Change, CommentText, DiscussionId, DiscussionTitle, DomainError, NewComment, Slug,
+    Actor, Change, CommentText, DiscussionId, DiscussionTitle, DomainError, Layout, NewComment,
+    Slug,
 };
 use crate::rate::retry_after_secs;
 
@@ -189,13 +190,7 @@ impl Mutation {
         };
         let storage = store(ctx).clone();
         let target = discussion.clone();
-        let posted = detached(async move {
-            storage
-                .layout(target.layout)?
-                .post_comment(&target, new)
-                .await
-        })
-        .await?;
+        let posted = detached(async move { storage.post(&target, new).await }).await?;
         forget_reads(ctx);
         if posted.reattached {
             tracing::info!(
@@ -204,6 +199,8 @@ impl Mutation {
                 "reply was deeper than the depth cap: attached to the deepest allowed ancestor"
             );
         }
+        // A post that met a move of the discussion was made in its new layout.
+        let discussion = posted.moved.map(std::sync::Arc::new).unwrap_or(discussion);
         Ok(Some(CommentNode::new(discussion, posted.comment)))
     }
 
@@ -253,5 +250,30 @@ impl Mutation {
             .gql()?;
         forget_reads(ctx);
         Ok(Some(DiscussionNode(discussion.into())))
+    }
+
+    /// Moves a discussion to another storage layout while it stays online: reads keep
+    /// answering from the old layout until the copy is complete, and posts, edits and deletes
+    /// made meanwhile wait for the switch (a few seconds for tens of thousands of comments) and
+    /// are then made in the new layout. Every comment keeps its slug, time, author, text, edit
+    /// history and tombstone. Returns the discussion in its new layout (moving it to the layout
+    /// it has only removes what an interrupted earlier move left behind). `CONFLICT` while
+    /// another move of it runs; `DISCUSSION_TOO_LARGE` when it would not fit in one EMBEDDED
+    /// document. Moderators only.
+    async fn migrate_discussion(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+        layout: StorageLayout,
+    ) -> async_graphql::Result<Option<DiscussionNode>> {
+        moderator(ctx)?;
+        let id = DiscussionId::parse(&id).gql()?;
+        let to: Layout = layout.into();
+        let storage = store(ctx).clone();
+        storage.layout(to).gql()?;
+        let moved = detached(async move { storage.migrate(&id, to, &|_| {}).await }).await?;
+        tracing::info!(discussion = %moved.discussion.id, from = %moved.from, to = %to, comments = moved.comments, "discussion moved");
+        forget_reads(ctx);
+        Ok(Some(DiscussionNode(moved.discussion.into())))
     }
 }

@@ -37,6 +37,8 @@ struct DiscussionDoc {
     locked: bool,
     #[serde(default)]
     sequenced: bool,
+    #[serde(default)]
+    moves: i64,
 }
 
 impl DiscussionDoc {
@@ -54,12 +56,28 @@ impl DiscussionDoc {
             thread_count: to_count(self.thread_count),
             locked: self.locked,
             sequenced: self.sequenced,
+            moves: to_count(self.moves),
         })
     }
 }
 
 /// The posting time of a sequenced discussion's latest comment.
-const LAST_POSTED: &str = "last_posted";
+pub(super) const LAST_POSTED: &str = "last_posted";
+/// The field a move to another layout holds while it runs: every write to the discussion's
+/// comments is refused while it is there (see `migrate`).
+pub(super) const FENCE: &str = "moving";
+
+/// The discussion, while no move of it is under way.
+pub(super) fn unfenced(id: &DiscussionId) -> Document {
+    doc! { "_id": id.as_str(), FENCE: { "$exists": false } }
+}
+
+/// The error of a write refused because the discussion is moving (or is gone).
+pub(super) fn moving(id: &DiscussionId) -> StoreError {
+    StoreError::Moving(format!(
+        "discussion {id} is moving to another layout (or no longer exists)"
+    ))
+}
 
 /// What a new comment changes on its discussion: the counters, and the change-feed mark.
 fn post_update(comment: &Comment) -> Document {
@@ -74,7 +92,7 @@ fn post_update(comment: &Comment) -> Document {
 fn metadata_projection() -> Document {
     doc! {
         "title": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1,
-        "sequenced": 1,
+        "sequenced": 1, "moves": 1,
     }
 }
 
@@ -119,11 +137,51 @@ impl Discussions {
         comment: &Comment,
         session: &mut mongodb::ClientSession,
     ) -> StoreResult<()> {
-        self.coll
-            .update_one(doc! { "_id": id.as_str() }, post_update(comment))
+        let result = self
+            .coll
+            .update_one(unfenced(id), post_update(comment))
             .session(session)
             .await?;
+        if result.matched_count == 0 {
+            return Err(moving(id));
+        }
         Ok(())
+    }
+
+    /// Marks a change of a comment stored outside the discussion document for the change feed,
+    /// in the transaction that changes it: the mark takes the discussion document into the
+    /// transaction, so a move of the discussion cannot begin until it is over, and it is
+    /// refused (`Moving`) once one has begun.
+    pub async fn mark_change(
+        &self,
+        id: &DiscussionId,
+        slug: &Slug,
+        session: &mut mongodb::ClientSession,
+    ) -> StoreResult<()> {
+        let mark = changes::mark(ChangeKind::Changed, slug);
+        let result = self
+            .coll
+            .update_one(unfenced(id), doc! { "$set": { changes::FIELD: mark } })
+            .session(session)
+            .await?;
+        if result.matched_count == 0 {
+            return Err(moving(id));
+        }
+        Ok(())
+    }
+
+    /// The discussion (`NotFound` when there is none).
+    pub(super) async fn by_id(&self, id: &DiscussionId) -> StoreResult<Discussion> {
+        self.by_ids(std::slice::from_ref(id))
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| StoreError::NotFound(format!("no discussion {id}")))
+    }
+
+    /// The raw discussion collection, for moves between layouts.
+    pub(super) fn raw(&self) -> Counted<Document> {
+        self.coll.clone_with_type()
     }
 
     /// Records a new comment of a sequenced discussion, in the transaction that inserts it: counts
@@ -146,7 +204,10 @@ impl Discussions {
             .coll
             .clone_with_type::<Document>()
             .find_one_and_update(
-                doc! { "_id": id.as_str(), LAST_POSTED: { "$not": { "$gte": comment.posted.0 } } },
+                doc! {
+                    "_id": id.as_str(), FENCE: { "$exists": false },
+                    LAST_POSTED: { "$not": { "$gte": comment.posted.0 } },
+                },
                 update,
             )
             .projection(doc! { "comment_count": 1, "thread_count": 1 })
@@ -165,14 +226,18 @@ impl Discussions {
         Ok(Some((seq, thread_seq)))
     }
 
-    /// When the discussion's latest comment was posted (`None` before the first).
+    /// When the discussion's latest comment was posted (`None` before the first); `Moving` when
+    /// a move of the discussion has begun.
     pub async fn last_posted(&self, id: &DiscussionId) -> StoreResult<Option<Micros>> {
         let found = self
             .coll
             .clone_with_type::<Document>()
             .find_one(doc! { "_id": id.as_str() })
-            .projection(doc! { LAST_POSTED: 1 })
+            .projection(doc! { LAST_POSTED: 1, FENCE: 1 })
             .await?;
+        if found.as_ref().is_some_and(|d| d.contains_key(FENCE)) {
+            return Err(moving(id));
+        }
         Ok(found.and_then(|d| d.get_i64(LAST_POSTED).ok()).map(Micros))
     }
 
@@ -215,6 +280,7 @@ impl DiscussionStore for Discussions {
             thread_count: 0,
             locked: false,
             sequenced: self.sequences && layout == Layout::PerComment,
+            moves: 0,
         };
         self.coll.insert_one(&doc).await?;
         doc.into_discussion()

@@ -11,9 +11,11 @@ use mongodb::bson::{
 use mongodb::{ClientSession, Database};
 
 use super::bson::{as_i64, comment_of, corrupt};
+use super::discussions::{moving, unfenced, FENCE};
 use super::docs::{element_size, replace_update, unchanged_filter, CommentDoc};
 use super::error::is_too_large;
 use super::metrics::Counted;
+use super::migrate::{Lease, Movable};
 use super::write::{self, Attempt, ParentPaths, PostSteps, Writer};
 use super::{
     changes, ChangeKind, CommentStore, Discussions, Listing, Posted, ReadScope, StoreError,
@@ -162,6 +164,9 @@ impl Embedded {
             .find_one(doc! { "_id": id.as_str() })
             .await?
             .ok_or_else(|| StoreError::NotFound(format!("no discussion {id}")))?;
+        if raw.get(FENCE).map_err(corrupt)?.is_some() {
+            return Err(moving(id));
+        }
         walk(&raw, id, chain)
     }
 
@@ -177,7 +182,7 @@ impl Embedded {
         let growth = element_size(comment, true)?.saturating_add(ELEMENT_OVERHEAD);
         let budget = self.budget(id, growth)?;
         let siblings = array_path(parent_at);
-        let mut filter = doc! { "_id": id.as_str() };
+        let mut filter = unfenced(id);
         filter.insert(BYTES, doc! { "$not": { "$gt": budget } });
         filter.insert(
             format!("{siblings}.slug"),
@@ -241,9 +246,9 @@ impl Embedded {
     fn too_large(&self, id: &DiscussionId) -> StoreError {
         StoreError::TooLarge(format!(
             "discussion {id} is full: the EMBEDDED layout keeps all of a discussion's comments in \
-             one document, capped at {} bytes, and this comment does not fit. Continue in a \
-             discussion created with layout PER_COMMENT or BUCKETED, which have no size limit \
-             (moving an existing discussion to another layout is planned).",
+             one document, capped at {} bytes, and this comment does not fit. A moderator can move it to the BUCKETED or PER_COMMENT \
+             layout, which have no size limit (`migrateDiscussion`); servers that promote full \
+             discussions do so on their own.",
             self.max_bytes
         ))
     }
@@ -462,7 +467,7 @@ impl CommentStore for Embedded {
         let at = self.locate(id, &chain_of(&current.slug)).await?;
         let prefix = format!("{}.", element_path(&at.path));
         let growth = element_size(next, true)? - element_size(current, true)?;
-        let mut filter = doc! { "_id": id.as_str() };
+        let mut filter = unfenced(id);
         filter.extend(unchanged_filter(&prefix, current)?);
         let budget = self.budget(id, growth.max(0))?;
         if growth > 0 {
@@ -485,7 +490,11 @@ impl CommentStore for Embedded {
                 let at = self.locate(id, &chain_of(&current.slug)).await?;
                 self.refused(id, &at, budget).map(|_| false)
             }
-            Ok(_) => Ok(false),
+            // A guard refused it: read again (`Moving` when the discussion is moving).
+            Ok(_) => self
+                .locate(id, &chain_of(&current.slug))
+                .await
+                .map(|_| false),
             Err(err) if is_too_large(&err) => Err(self.too_large(id)),
             Err(err) => Err(err.into()),
         }
@@ -569,6 +578,62 @@ impl CommentStore for Embedded {
             .thread(scope, discussion)
             .await?
             .sub_discussion_counts(roots))
+    }
+}
+
+#[async_trait]
+impl Movable for Embedded {
+    async fn clear(&self, id: &DiscussionId) -> StoreResult<()> {
+        self.coll
+            .update_one(
+                doc! { "_id": id.as_str() },
+                doc! { "$unset": { REPLIES: "", BYTES: "" } },
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The nested document, built here and written by the update that switches the layout
+    /// (`TooLarge`, and nothing written, when it would not fit under the cap).
+    async fn import(
+        &self,
+        discussion: &Discussion,
+        comments: &[Comment],
+        lease: &Lease<'_>,
+    ) -> StoreResult<Document> {
+        let mut children: HashMap<Option<&Slug>, Vec<&Comment>> = HashMap::new();
+        let mut bytes = 0_i64;
+        for comment in comments {
+            children
+                .entry(comment.parent.as_ref())
+                .or_default()
+                .push(comment);
+            bytes = bytes
+                .saturating_add(element_size(comment, true)?)
+                .saturating_add(ELEMENT_OVERHEAD);
+        }
+        if bytes > self.max_bytes.saturating_sub(METADATA_ALLOWANCE) {
+            return Err(self.too_large(&discussion.id));
+        }
+        fn nest(
+            children: &HashMap<Option<&Slug>, Vec<&Comment>>,
+            parent: Option<&Slug>,
+        ) -> StoreResult<Vec<Bson>> {
+            let Some(list) = children.get(&parent) else {
+                return Ok(Vec::new());
+            };
+            list.iter()
+                .map(|comment| {
+                    let mut element =
+                        to_document(&CommentDoc::from_comment(comment, false)).map_err(corrupt)?;
+                    element.insert(REPLIES, nest(children, Some(&comment.slug))?);
+                    Ok(Bson::Document(element))
+                })
+                .collect()
+        }
+        let top = nest(&children, None)?;
+        lease.written(comments.len() as u64).await?;
+        Ok(doc! { REPLIES: top, BYTES: bytes })
     }
 }
 

@@ -22,6 +22,13 @@ pub enum StoreError {
     /// The request cannot be served by this deployment (e.g. a layout that is not enabled).
     #[error("{0}")]
     Unsupported(String),
+    /// The discussion is moving to another layout (see `migrate`): the write was not made;
+    /// make it again once the move is over.
+    #[error("{0}")]
+    Moving(String),
+    /// Another move of the discussion is under way.
+    #[error("{0}")]
+    Busy(String),
     /// Retries were exhausted (e.g. slug collisions that kept happening).
     #[error("gave up after retries: {0}")]
     Exhausted(String),
@@ -36,6 +43,10 @@ impl From<StoreError> for DomainError {
             StoreError::NotFound(message) => DomainError::NotFound(message),
             StoreError::TooLarge(message) => DomainError::DiscussionTooLarge(message),
             StoreError::Unsupported(message) => DomainError::BadInput(message),
+            StoreError::Moving(message) => DomainError::Moving(format!(
+                "{message}; nothing was written, and sending the request again is safe"
+            )),
+            StoreError::Busy(message) => DomainError::Conflict(message),
             StoreError::Exhausted(message) => DomainError::Conflict(format!(
                 "{message}; nothing was written, and sending the request again is safe"
             )),

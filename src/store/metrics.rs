@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use mongodb::action::{
-    Aggregate, CountDocuments, CreateIndex, Find, FindOne, FindOneAndUpdate, InsertOne, Multiple,
-    Update, Watch,
+    Aggregate, CountDocuments, CreateIndex, Delete, Find, FindOne, FindOneAndUpdate, InsertMany,
+    InsertOne, Multiple, Update, Watch,
 };
 use mongodb::bson::Document;
 use mongodb::event::cmap::CmapEvent;
@@ -129,6 +129,11 @@ impl<T: Send + Sync> Counted<T> {
         self.coll.update_one(query, update)
     }
 
+    pub fn delete_many(&self, query: Document) -> Delete<'_> {
+        self.commands.sent("delete");
+        self.coll.delete_many(query)
+    }
+
     /// Counting documents is an aggregation on the server.
     pub fn count_documents(&self, filter: Document) -> CountDocuments<'_> {
         self.commands.sent("aggregate");
@@ -174,6 +179,11 @@ impl<T: Serialize + Send + Sync> Counted<T> {
     pub fn insert_one(&self, doc: impl Borrow<T>) -> InsertOne<'_> {
         self.commands.sent("insert");
         self.coll.insert_one(doc)
+    }
+
+    pub fn insert_many(&self, docs: impl IntoIterator<Item = impl Borrow<T>>) -> InsertMany<'_> {
+        self.commands.sent("insert");
+        self.coll.insert_many(docs)
     }
 }
 

@@ -10,6 +10,7 @@ mod embedded;
 pub mod embedded_db;
 mod error;
 mod metrics;
+mod migrate;
 mod mongo;
 mod order;
 mod per_comment;
@@ -25,6 +26,7 @@ use futures::stream::BoxStream;
 pub use discussions::Discussions;
 pub use error::{StoreError, StoreResult};
 pub use metrics::CommandCounter;
+pub use migrate::{MoveTiming, Moved, Step};
 pub use mongo::{Store, StoreConfig};
 pub use scope::ReadScope;
 pub use write::Decide;
@@ -49,6 +51,21 @@ pub trait Storage: Send + Sync {
 
     /// Database commands sent so far, by command name.
     fn command_counts(&self) -> BTreeMap<String, u64>;
+
+    /// Posts a comment in the discussion's layout. A post that meets a move of the discussion
+    /// to another layout waits for it and is posted in the new layout; one that does not fit an
+    /// embedded discussion moves it to the bucketed layout first, where the store is configured
+    /// to promote.
+    async fn post(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted>;
+
+    /// Moves a discussion to another layout while it stays online (see `migrate`), reporting
+    /// its progress.
+    async fn migrate(
+        &self,
+        id: &DiscussionId,
+        to: Layout,
+        report: &(dyn Fn(Step) + Send + Sync),
+    ) -> StoreResult<Moved>;
 
     /// Changes a posted comment of `discussion`: reads it, lets `decide` say what it becomes (it
     /// gets the time of the change), and writes that unless the comment changed meanwhile, in
@@ -139,6 +156,9 @@ pub struct Posted {
     pub comment: Comment,
     /// True when the requested parent was too deep and the comment went to an ancestor.
     pub reattached: bool,
+    /// The discussion as it is after the post, when the post met a move of it to another layout
+    /// (or made one).
+    pub moved: Option<Discussion>,
 }
 
 /// The comment operations every storage layout provides. Batched reads take many parents or roots

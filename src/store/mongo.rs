@@ -13,14 +13,15 @@ use mongodb::{Client, Database, IndexModel};
 use super::bucketed::Bucketed;
 use super::embedded::Embedded;
 use super::metrics::Counted;
+use super::migrate::{self, MoveTiming, Moved, Movers, Step};
 use super::per_comment::PerComment;
 use super::write::{revise, Decide, Writer};
-use super::{changes, Watched};
+use super::{changes, Posted, Watched};
 use super::{
     CommandCounter, CommentStore, DiscussionStore, Discussions, Storage, StoreError, StoreResult,
 };
 use crate::domain::slug::MonotonicClock;
-use crate::domain::{Comment, Discussion, DomainError, Layout, Slug};
+use crate::domain::{Comment, Discussion, DiscussionId, DomainError, Layout, NewComment, Slug};
 
 /// What the store needs to know to connect and to shape comments.
 #[derive(Debug, Clone)]
@@ -44,6 +45,11 @@ pub struct StoreConfig {
     pub write_concern: String,
     /// Whether writes wait for the journal.
     pub journal: bool,
+    /// Whether a post that does not fit in an embedded discussion moves it to the bucketed
+    /// layout (and is then posted there) instead of failing with `TooLarge`.
+    pub promote_embedded: bool,
+    /// How moves between layouts hold their discussion, and how long writes wait for them.
+    pub moves: MoveTiming,
 }
 
 impl StoreConfig {
@@ -65,8 +71,14 @@ pub struct Store {
     db: Database,
     discussions: Discussions,
     layouts: HashMap<Layout, Arc<dyn CommentStore>>,
+    per_comment: Arc<PerComment>,
+    embedded: Arc<Embedded>,
+    bucketed: Arc<Bucketed>,
     commands: CommandCounter,
     clock: Arc<MonotonicClock>,
+    transactions: bool,
+    promote_embedded: bool,
+    moves: MoveTiming,
 }
 
 impl Store {
@@ -99,17 +111,43 @@ impl Store {
         discussions.ensure_indexes().await?;
         per_comment.ensure_indexes().await?;
         bucketed.ensure_indexes().await?;
+        let (per_comment, embedded, bucketed) = (
+            Arc::new(per_comment),
+            Arc::new(embedded),
+            Arc::new(bucketed),
+        );
         let mut layouts: HashMap<Layout, Arc<dyn CommentStore>> = HashMap::new();
-        layouts.insert(Layout::PerComment, Arc::new(per_comment));
-        layouts.insert(Layout::Embedded, Arc::new(embedded));
-        layouts.insert(Layout::Bucketed, Arc::new(bucketed));
+        layouts.insert(Layout::PerComment, per_comment.clone());
+        layouts.insert(Layout::Embedded, embedded.clone());
+        layouts.insert(Layout::Bucketed, bucketed.clone());
         Ok(Self {
             db,
             discussions,
             layouts,
+            per_comment,
+            embedded,
+            bucketed,
             commands,
             clock,
+            transactions,
+            promote_embedded: config.promote_embedded,
+            moves: config.moves,
         })
+    }
+
+    /// The layouts as a move sees them.
+    fn movers(&self) -> Movers<'_> {
+        let mut movers: Movers<'_> = HashMap::new();
+        movers.insert(Layout::PerComment, self.per_comment.as_ref());
+        movers.insert(Layout::Embedded, self.embedded.as_ref());
+        movers.insert(Layout::Bucketed, self.bucketed.as_ref());
+        movers
+    }
+
+    /// Waits while a move of the discussion holds it, then reads it again.
+    async fn after_move(&self, id: &DiscussionId) -> StoreResult<Discussion> {
+        migrate::until_unfenced(&self.discussions.raw(), id, self.moves.wait).await?;
+        self.discussions.by_id(id).await
     }
 
     /// Database commands sent so far.
@@ -149,8 +187,74 @@ impl Storage for Store {
         slug: &Slug,
         decide: &Decide<'_>,
     ) -> Result<Comment, DomainError> {
-        let layout = self.layout(discussion.layout)?;
-        revise(layout, &self.clock, discussion, slug, decide).await
+        let mut discussion = discussion.clone();
+        loop {
+            let layout = self.layout(discussion.layout)?;
+            match revise(layout, &self.clock, &discussion, slug, decide).await {
+                Err(DomainError::Moving(_)) => {
+                    discussion = self.after_move(&discussion.id).await?;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn post(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
+        let start = discussion.moves;
+        let mut discussion = discussion.clone();
+        let mut promoted = false;
+        loop {
+            let layout = self.layout(discussion.layout)?;
+            match layout.post_comment(&discussion, new.clone()).await {
+                Err(StoreError::Moving(_)) => {
+                    discussion = self.after_move(&discussion.id).await?;
+                }
+                Err(StoreError::TooLarge(why))
+                    if discussion.layout == Layout::Embedded
+                        && self.promote_embedded
+                        && !promoted =>
+                {
+                    promoted = true;
+                    tracing::info!(discussion = %discussion.id, %why, "promoting a full embedded discussion to the bucketed layout");
+                    match self
+                        .migrate(&discussion.id, Layout::Bucketed, &|_| {})
+                        .await
+                    {
+                        Ok(moved) => discussion = moved.discussion,
+                        // Another post is promoting it already.
+                        Err(StoreError::Busy(_)) => {
+                            discussion = self.after_move(&discussion.id).await?;
+                        }
+                        Err(err) => return Err(err),
+                    }
+                }
+                Ok(mut posted) => {
+                    if discussion.moves != start {
+                        posted.moved = Some(discussion);
+                    }
+                    return Ok(posted);
+                }
+                Err(err) => return Err(err),
+            }
+        }
+    }
+
+    async fn migrate(
+        &self,
+        id: &DiscussionId,
+        to: Layout,
+        report: &(dyn Fn(Step) + Send + Sync),
+    ) -> StoreResult<Moved> {
+        if !self.transactions {
+            return Err(StoreError::Unsupported(
+                "moving a discussion between layouts needs transactions (a replica set or a \
+                 sharded cluster): on a standalone server a write could land in the old layout \
+                 after it was copied"
+                    .into(),
+            ));
+        }
+        let movers = self.movers();
+        migrate::run(&self.discussions, &movers, id, to, self.moves, report).await
     }
 
     fn changes(&self, retry: Duration) -> BoxStream<'static, Watched> {

@@ -9,15 +9,18 @@ use mongodb::{ClientSession, Database};
 
 use super::bson::{corrupt, int_field, raw_comment_of, to_count};
 use super::discussions::limit_plus_one;
+use super::discussions::LAST_POSTED;
 use super::docs::{replace_update, unchanged_filter, CommentDoc};
 use super::error::is_duplicate_key;
 use super::metrics::Counted;
+use super::migrate::{Lease, Movable};
 use super::mongo::index_model as index;
 use super::order::after_filter;
 use super::write::{self, Attempt, ParentPaths, PostSteps, Writer};
 use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
 use crate::domain::{
-    Comment, Cursor, Discussion, FullSlug, Micros, NewComment, Page, Slug, SlugPart, Window,
+    Comment, Cursor, Discussion, DiscussionId, FullSlug, Micros, NewComment, Page, Slug, SlugPart,
+    Window,
 };
 
 /// The per-comment layout.
@@ -387,14 +390,15 @@ impl CommentStore for PerComment {
     ) -> StoreResult<bool> {
         let mut filter = unchanged_filter("", current)?;
         filter.insert("discussion_id", discussion.id.as_str());
-        let result = self
-            .coll
-            .update_one(filter, replace_update("", next)?)
-            .await?;
-        Ok(self
-            .discussions
-            .after_replace(&discussion.id, &next.slug, result.matched_count == 1)
-            .await)
+        write::replace_outside(
+            &self.writer,
+            &self.discussions,
+            (&discussion.id, &next.slug),
+            &self.coll,
+            filter,
+            replace_update("", next)?,
+        )
+        .await
     }
 
     async fn list(
@@ -599,5 +603,52 @@ fn strip_cursor(window: &Window) -> Window {
             limit: *limit,
         },
         other => other.clone(),
+    }
+}
+
+#[async_trait]
+impl Movable for PerComment {
+    async fn clear(&self, id: &DiscussionId) -> StoreResult<()> {
+        self.coll
+            .delete_many(doc! { "discussion_id": id.as_str() })
+            .await?;
+        Ok(())
+    }
+
+    /// One document per comment, inserted in chunks; numbered in posting order where the
+    /// deployment numbers new discussions (the numbering of posts needs transactions).
+    async fn import(
+        &self,
+        _discussion: &Discussion,
+        comments: &[Comment],
+        lease: &Lease<'_>,
+    ) -> StoreResult<Document> {
+        let sequenced = self.writer.transactions;
+        let (mut seq, mut thread_seq, mut done) = (0_i64, 0_i64, 0_u64);
+        for chunk in comments.chunks(lease.chunk()) {
+            let docs: Vec<CommentDoc> = chunk
+                .iter()
+                .map(|comment| {
+                    let mut stored = CommentDoc::from_comment(comment, true);
+                    if sequenced {
+                        seq += 1;
+                        stored.seq = Some(seq);
+                        if comment.parent.is_none() {
+                            thread_seq += 1;
+                            stored.thread_seq = Some(thread_seq);
+                        }
+                    }
+                    stored
+                })
+                .collect();
+            self.coll.insert_many(docs).await?;
+            done += chunk.len() as u64;
+            lease.written(done).await?;
+        }
+        let mut fields = doc! { "sequenced": sequenced };
+        if let Some(last) = comments.last() {
+            fields.insert(LAST_POSTED, last.posted.0);
+        }
+        Ok(fields)
     }
 }

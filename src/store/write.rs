@@ -7,11 +7,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use mongodb::bson::Document;
 use mongodb::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
 use mongodb::{Client, ClientSession};
 use rand::Rng;
 
-use super::{CommandCounter, CommentStore, Posted, ReadScope, StoreError, StoreResult};
+use super::metrics::Counted;
+use super::{
+    CommandCounter, CommentStore, Discussions, Posted, ReadScope, StoreError, StoreResult,
+};
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{
     Comment, Discussion, DiscussionId, DomainError, FullSlug, Micros, NewComment, Placement, Slug,
@@ -280,6 +284,7 @@ pub(super) async fn post<S: PostSteps>(
                 return Ok(Posted {
                     comment,
                     reattached,
+                    moved: None,
                 });
             }
             Outcome::Done(Attempt::Retry) => {
@@ -341,4 +346,54 @@ pub(super) async fn revise(
         discussion.id
     ))
     .into())
+}
+
+/// Replaces a comment stored outside its discussion document: one update of `coll` (`filter`
+/// matches the comment only while it is as read). With transactions, the discussion's change
+/// mark goes in the same transaction, which a move of the discussion to another layout cannot
+/// overlap (`Moving` once one has begun); without, the mark follows the change. `Ok(false)` when
+/// the comment changed meanwhile.
+pub(super) async fn replace_outside<T: Send + Sync>(
+    writer: &Writer,
+    discussions: &Discussions,
+    (id, slug): (&DiscussionId, &Slug),
+    coll: &Counted<T>,
+    filter: Document,
+    update: Document,
+) -> StoreResult<bool> {
+    let mut session = writer.client.start_session().await?;
+    if !writer.transactions {
+        let result = coll.update_one(filter, update).await?;
+        return Ok(discussions
+            .after_replace(id, slug, result.matched_count == 1)
+            .await);
+    }
+    session.start_transaction().await?;
+    let result = async {
+        discussions.mark_change(id, slug, &mut session).await?;
+        let result = coll
+            .update_one(filter, update)
+            .session(&mut session)
+            .await?;
+        Ok::<_, StoreError>(result.matched_count == 1)
+    }
+    .await;
+    match result {
+        Ok(true) => {
+            commit(&mut session, &writer.commands).await?;
+            Ok(true)
+        }
+        Ok(false) => {
+            abort(&mut session, &writer.commands).await;
+            Ok(false)
+        }
+        Err(StoreError::Db(e)) if e.contains_label(TRANSIENT_TRANSACTION_ERROR) => {
+            abort(&mut session, &writer.commands).await;
+            Ok(false)
+        }
+        Err(err) => {
+            abort(&mut session, &writer.commands).await;
+            Err(err)
+        }
+    }
 }

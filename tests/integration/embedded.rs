@@ -157,6 +157,7 @@ async fn the_size_cap_refuses_posts_with_discussion_too_large() {
     let cap = 16 * 1024;
     let mut settings = Settings::new(Layout::Embedded);
     settings.embedded_max_bytes = cap;
+    settings.promote_embedded = false;
     let app = TestApp::with("embedded_cap", settings).await;
     let d = app.discussion("fills up").await;
     let text = "y".repeat(1000);
@@ -219,6 +220,7 @@ async fn mongodbs_own_limit_is_discussion_too_large_too() {
     // the client still gets DISCUSSION_TOO_LARGE, not an internal error.
     let mut settings = Settings::new(Layout::Embedded);
     settings.embedded_max_bytes = 64 * 1024 * 1024;
+    settings.promote_embedded = false;
     settings.max_text_chars = 2_000_000;
     let app = TestApp::with("embedded_16mb", settings).await;
     let d = app.discussion("huge").await;

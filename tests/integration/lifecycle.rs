@@ -1473,6 +1473,7 @@ async fn embedded_size_counter_follows_edits_and_deletes() {
 async fn embedded_edits_past_the_size_cap_are_refused() {
     let mut settings = Settings::new(Layout::Embedded);
     settings.embedded_max_bytes = 16 * 1024;
+    settings.promote_embedded = false;
     let app = TestApp::with("lc_embedded_cap", settings).await;
     let api = Calls::new(&app);
     let filler = "y".repeat(1000);

@@ -15,6 +15,7 @@ mod http;
 mod identity;
 mod lifecycle;
 mod live;
+mod migrate;
 mod model;
 mod node;
 mod properties;

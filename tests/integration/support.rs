@@ -99,6 +99,8 @@ pub struct Settings {
     pub edit_window_secs: u64,
     /// Mutations per author (off by default here: tests load data).
     pub rate_limit: RateLimit,
+    /// Whether a full embedded discussion moves to the bucketed layout (as the server's default).
+    pub promote_embedded: bool,
 }
 
 /// The server's defaults, as `threadql` with no flags has them.
@@ -118,6 +120,7 @@ impl Settings {
             embedded_max_bytes: config.embedded_max_bytes as usize,
             edit_window_secs: config.edit_window_secs,
             rate_limit: RateLimit::Off,
+            promote_embedded: config.promote_embedded,
         }
     }
 
@@ -139,6 +142,7 @@ impl Settings {
         config.embedded_max_bytes = self.embedded_max_bytes as u64;
         config.edit_window_secs = self.edit_window_secs;
         config.rate_limit = self.rate_limit;
+        config.promote_embedded = self.promote_embedded;
         config.rate_limit_anon = RateLimit::Off;
         config
     }

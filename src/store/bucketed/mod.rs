@@ -6,6 +6,7 @@
 //! windows are cut from the `{page, count}` list, cursor windows start at the first page whose
 //! `last_key` follows the cursor. See docs/ARCHITECTURE.md for why this holds under concurrency.
 
+mod moving;
 mod shapes;
 mod threads;
 mod windows;
@@ -105,14 +106,15 @@ impl CommentStore for Bucketed {
             "discussion_id": discussion.id.as_str(),
             "comments": { "$elemMatch": unchanged_filter("", current)? },
         };
-        let result = self
-            .pages
-            .update_one(filter, replace_update("comments.$.", next)?)
-            .await?;
-        Ok(self
-            .discussions
-            .after_replace(&discussion.id, &next.slug, result.matched_count == 1)
-            .await)
+        crate::store::write::replace_outside(
+            &self.writer,
+            &self.discussions,
+            (&discussion.id, &next.slug),
+            &self.pages,
+            filter,
+            replace_update("comments.$.", next)?,
+        )
+        .await
     }
 
     async fn list(

@@ -25,32 +25,38 @@ use crate::store::{StoreError, StoreResult};
 
 /// Field set on a page once the discussion has moved on from it: no post may land there later,
 /// whatever bucket size the poster runs with.
-const SEALED: &str = "sealed";
+pub(super) const SEALED: &str = "sealed";
 /// Discussions whose write target a process remembers (the map is emptied beyond this).
 const REMEMBERED: usize = 10_000;
 
 /// Where each discussion's posts go, as this process last saw it. A stale entry costs one
 /// refused `$push` (the page is full or sealed) and a read of the current target.
+/// Entries hold the discussion's count of moves between layouts: pages written by an earlier
+/// stay in the bucketed layout are never a target.
 #[derive(Clone, Default)]
-pub(super) struct Targets(Arc<Mutex<HashMap<DiscussionId, Target>>>);
+pub(super) struct Targets(Arc<Mutex<HashMap<DiscussionId, (u64, Target)>>>);
 
 impl Targets {
-    fn get(&self, id: &DiscussionId) -> Option<Target> {
+    fn get(&self, discussion: &Discussion) -> Option<Target> {
         self.0
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .get(id)
-            .cloned()
+            .get(&discussion.id)
+            .filter(|(moves, _)| *moves == discussion.moves)
+            .map(|(_, target)| target.clone())
     }
 
-    fn set(&self, id: &DiscussionId, target: &Target) {
+    fn set(&self, discussion: &Discussion, target: &Target) {
+        let id = &discussion.id;
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if map.len() >= REMEMBERED && !map.contains_key(id) {
             map.clear();
         }
-        let newer = map.get(id).is_none_or(|known| known.page <= target.page);
+        let newer = map
+            .get(id)
+            .is_none_or(|(moves, known)| *moves != discussion.moves || known.page <= target.page);
         if newer {
-            map.insert(id.clone(), target.clone());
+            map.insert(id.clone(), (discussion.moves, target.clone()));
         }
     }
 }
@@ -77,8 +83,9 @@ enum Pushed {
 
 impl Bucketed {
     /// The page new comments go to, as the discussion records it.
-    async fn target(&self, id: &DiscussionId) -> StoreResult<Target> {
-        if let Some(known) = self.targets.get(id) {
+    async fn target(&self, discussion: &Discussion) -> StoreResult<Target> {
+        let id = &discussion.id;
+        if let Some(known) = self.targets.get(discussion) {
             return Ok(known);
         }
         let doc = self
@@ -87,14 +94,15 @@ impl Bucketed {
             .projection(doc! { NUM_PAGES: 1, FLOOR: 1 })
             .await?;
         let target = Target::from_doc(doc);
-        self.targets.set(id, &target);
+        self.targets.set(discussion, &target);
         Ok(target)
     }
 
     /// Page `full` is full: seal it (so no post lands there any more, and its last key is
     /// final), move the discussion on to the next page (a no-op when another post already did)
     /// and return where posts go now.
-    async fn next_page(&self, id: &DiscussionId, full: i64) -> StoreResult<Target> {
+    async fn next_page(&self, discussion: &Discussion, full: i64) -> StoreResult<Target> {
+        let id = &discussion.id;
         let sealed = self
             .pages
             .find_one_and_update(
@@ -116,7 +124,7 @@ impl Bucketed {
             .return_document(ReturnDocument::After)
             .await?;
         let target = Target::from_doc(doc);
-        self.targets.set(id, &target);
+        self.targets.set(discussion, &target);
         Ok(target)
     }
 
@@ -292,7 +300,7 @@ impl PostSteps for Bucketed {
         wanted.extend(&attached);
         wanted.extend(&root);
         wanted.dedup();
-        let (target, found) = tokio::try_join!(self.target(id), self.locate(id, &wanted))?;
+        let (target, found) = tokio::try_join!(self.target(discussion), self.locate(id, &wanted))?;
         let pick = |want: Option<&Slug>| -> Option<Located> {
             let want = want?;
             found.iter().find(|(_, c)| &c.slug == want).cloned()
@@ -352,7 +360,7 @@ impl PostSteps for Bucketed {
                 if let Some(header) = header {
                     let sealed = header.get_bool(SEALED).unwrap_or(false);
                     if sealed || int_field(&header, "count")? >= self.cap {
-                        state.target = self.next_page(&discussion.id, page).await?;
+                        state.target = self.next_page(discussion, page).await?;
                     }
                 }
                 Ok(Attempt::Moved)

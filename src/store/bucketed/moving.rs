@@ -1,0 +1,92 @@
+//! Moving a discussion into or out of buckets.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use mongodb::bson::{doc, to_bson, Document};
+
+use super::shapes::{order_key, FLOOR, NUM_PAGES};
+use super::write::SEALED;
+use super::Bucketed;
+use crate::domain::{Comment, Discussion, DiscussionId, Slug};
+use crate::store::bson::corrupt;
+use crate::store::docs::CommentDoc;
+use crate::store::migrate::{Lease, Movable};
+use crate::store::StoreResult;
+
+#[async_trait]
+impl Movable for Bucketed {
+    async fn clear(&self, id: &DiscussionId) -> StoreResult<()> {
+        self.pages
+            .delete_many(doc! { "discussion_id": id.as_str() })
+            .await?;
+        self.discussion_docs
+            .update_one(
+                doc! { "_id": id.as_str() },
+                doc! { "$unset": { NUM_PAGES: "", FLOOR: "" } },
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Full pages in posting order, as posts would have filled them: every page but the last
+    /// sealed, each with its counts and keys; the discussion's write target is the last page.
+    async fn import(
+        &self,
+        discussion: &Discussion,
+        comments: &[Comment],
+        lease: &Lease<'_>,
+    ) -> StoreResult<Document> {
+        let mut thread_sizes: HashMap<Slug, i64> = HashMap::new();
+        for comment in comments {
+            *thread_sizes.entry(comment.slug.ancestor_at(0)).or_default() += 1;
+        }
+        let cap = usize::try_from(self.cap).unwrap_or(usize::MAX).max(1);
+        let chunks: Vec<&[Comment]> = comments.chunks(cap).collect();
+        let last = chunks.len().saturating_sub(1);
+        let mut pages = Vec::with_capacity(chunks.len());
+        let mut floor = String::new();
+        for (number, chunk) in chunks.iter().enumerate() {
+            let (Some(first), Some(end)) = (chunk.first(), chunk.last()) else {
+                continue;
+            };
+            let roots: Vec<&Comment> = chunk.iter().filter(|c| c.parent.is_none()).collect();
+            let thread_total: i64 = roots
+                .iter()
+                .map(|r| thread_sizes.get(&r.slug).copied().unwrap_or(1))
+                .sum();
+            let stored = chunk
+                .iter()
+                .map(|c| to_bson(&CommentDoc::from_comment(c, false)).map_err(corrupt))
+                .collect::<StoreResult<Vec<_>>>()?;
+            let last_key = order_key(end.posted, &end.slug);
+            let mut page = doc! {
+                "discussion_id": discussion.id.as_str(),
+                "page": i64::try_from(number).unwrap_or(i64::MAX),
+                "count": i64::try_from(chunk.len()).unwrap_or(i64::MAX),
+                "roots": i64::try_from(roots.len()).unwrap_or(i64::MAX),
+                "thread_total": thread_total,
+                "first_key": order_key(first.posted, &first.slug),
+                "last_key": &last_key,
+                "comments": stored,
+            };
+            if number < last {
+                page.insert(SEALED, true);
+                floor = last_key;
+            }
+            pages.push(page);
+        }
+        let mut done = 0_u64;
+        let per_insert = (lease.chunk() / cap).max(1);
+        for batch in pages.chunks(per_insert) {
+            self.pages.insert_many(batch).await?;
+            done += batch
+                .iter()
+                .map(|p| p.get_i64("count").unwrap_or(0))
+                .sum::<i64>()
+                .unsigned_abs();
+            lease.written(done).await?;
+        }
+        Ok(doc! { NUM_PAGES: i64::try_from(last).unwrap_or(0), FLOOR: floor })
+    }
+}
