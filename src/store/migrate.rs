@@ -278,8 +278,13 @@ async fn acquire(
             .return_document(ReturnDocument::After)
             .await;
         match attempt {
-            Err(err) if tries < 50 && is_write_conflict(&err) => {
+            Err(err) if is_write_conflict(&err) => {
                 tries += 1;
+                if tries == 50 {
+                    return Err(StoreError::Busy(format!(
+                        "discussion {id} kept being written to for a second: no move began; try again"
+                    )));
+                }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             other => break other?,
