@@ -16,6 +16,9 @@ use crate::domain::EditRules;
 use crate::graphql::limits::DocumentLimits;
 use crate::graphql::live::LiveConfig;
 use crate::graphql::{Api, Limits};
+use mongodb::event::command::CommandEvent;
+use mongodb::event::EventHandler;
+
 use crate::store::embedded_db::EmbeddedDb;
 use crate::store::{MoveTiming, Storage, Store, StoreConfig};
 
@@ -135,13 +138,22 @@ pub fn store_config(config: &Config, uri: String) -> StoreConfig {
             chunk: usize::try_from(config.move_chunk).unwrap_or(1000),
             ..MoveTiming::default()
         },
+        command_events: None,
     }
 }
 
 impl App {
     /// Starts the embedded database when no URI is configured, connects, and binds the listener.
     pub async fn build(config: &Config) -> anyhow::Result<App> {
-        let (store, embedded) = connect(config).await?;
+        Self::build_observed(config, None).await
+    }
+
+    /// [`App::build`], with every database command the store sends reported to `events`.
+    pub async fn build_observed(
+        config: &Config,
+        events: Option<EventHandler<CommandEvent>>,
+    ) -> anyhow::Result<App> {
+        let (store, embedded) = connect_observed(config, events).await?;
         let api = Api::new(
             store.clone(),
             jwt_keys(config)?,
@@ -208,6 +220,13 @@ pub async fn shutdown_signal() {
 /// Connects to the configured database, starting the embedded development database when no URI
 /// is configured (it is returned, to be stopped when done).
 pub async fn connect(config: &Config) -> anyhow::Result<(Arc<Store>, Option<EmbeddedDb>)> {
+    connect_observed(config, None).await
+}
+
+async fn connect_observed(
+    config: &Config,
+    events: Option<EventHandler<CommandEvent>>,
+) -> anyhow::Result<(Arc<Store>, Option<EmbeddedDb>)> {
     let (uri, embedded) = match &config.mongodb_uri {
         Some(uri) => (uri.clone(), None),
         None => {
@@ -222,9 +241,12 @@ pub async fn connect(config: &Config) -> anyhow::Result<(Arc<Store>, Option<Embe
         }
     };
     let store = Arc::new(
-        Store::connect(&store_config(config, uri))
-            .await
-            .context("cannot connect to the database")?,
+        Store::connect(&StoreConfig {
+            command_events: events,
+            ..store_config(config, uri)
+        })
+        .await
+        .context("cannot connect to the database")?,
     );
     store
         .ping()

@@ -36,6 +36,9 @@ pub enum Command {
     /// Move discussions to another storage layout while the servers keep running (safe to run
     /// again after an interruption).
     Migrate(MigrateArgs),
+    /// Shard threadql's collections on a sharded cluster (connect to a mongos): every shard key
+    /// starts with the discussion, so each request reaches one shard.
+    ShardSetup,
 }
 
 /// Arguments of `threadql migrate`.

@@ -36,5 +36,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Migrate(args) => migrate::run(&cli.config, &args).await,
+        Command::ShardSetup => {
+            let (store, embedded) = app::connect(&cli.config).await?;
+            let done = store.shard_setup().await;
+            if let Some(db) = embedded {
+                db.stop().await;
+            }
+            for line in done? {
+                println!("{line}");
+            }
+            Ok(())
+        }
     }
 }

@@ -15,6 +15,7 @@ mod mongo;
 mod order;
 mod per_comment;
 mod scope;
+pub mod shard;
 mod write;
 
 use std::collections::{BTreeMap, HashMap};

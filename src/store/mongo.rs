@@ -7,6 +7,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 use mongodb::bson::{doc, Document};
+use mongodb::event::command::CommandEvent;
+use mongodb::event::EventHandler;
 use mongodb::options::{Acknowledgment, ClientOptions, IndexOptions, WriteConcern};
 use mongodb::{Client, Database, IndexModel};
 
@@ -50,6 +52,9 @@ pub struct StoreConfig {
     pub promote_embedded: bool,
     /// How moves between layouts hold their discussion, and how long writes wait for them.
     pub moves: MoveTiming,
+    /// Receives every command the driver sends (`None` in production: the driver then builds
+    /// no events at all). Tests use it to check what the store sends.
+    pub command_events: Option<EventHandler<CommandEvent>>,
 }
 
 impl StoreConfig {
@@ -87,6 +92,7 @@ impl Store {
         let mut options = ClientOptions::parse(&config.uri).await?;
         let commands = CommandCounter::new();
         options.cmap_event_handler = Some(commands.handler());
+        options.command_event_handler = config.command_events.clone();
         options.app_name = Some("threadql".to_owned());
         options.server_selection_timeout = Some(config.timeout);
         options.connect_timeout = Some(config.timeout);
@@ -148,6 +154,11 @@ impl Store {
     async fn after_move(&self, id: &DiscussionId) -> StoreResult<Discussion> {
         migrate::until_unfenced(&self.discussions.raw(), id, self.moves.wait).await?;
         self.discussions.by_id(id).await
+    }
+
+    /// Shards the collections on a sharded cluster (see `shard`).
+    pub async fn shard_setup(&self) -> StoreResult<Vec<String>> {
+        super::shard::setup(&self.db).await
     }
 
     /// Database commands sent so far.

@@ -181,7 +181,7 @@ fn assert_exactly_once(seq: &[String], expected: &[String], what: &str) {
     assert_eq!(seq, expected, "{what}: wrong order or set");
 }
 
-async fn orders_and_paging_match_the_model_case(settings: Settings) {
+pub(crate) async fn orders_and_paging_match_the_model_case(settings: Settings) {
     let app = TestApp::with("orders_paging", settings).await;
     let d = app.discussion("ordering").await;
     let model = build_tree(&app, &d, 210, 6, 7).await;
@@ -259,7 +259,7 @@ async fn orders_and_paging_match_the_model_case(settings: Settings) {
     );
 }
 
-async fn tree_reads_match_the_model_case(settings: Settings) {
+pub(crate) async fn tree_reads_match_the_model_case(settings: Settings) {
     let app = TestApp::with("tree_reads", settings).await;
     let d = app.discussion("tree").await;
     let model = build_tree(&app, &d, 90, 5, 11).await;
@@ -421,7 +421,7 @@ async fn tree_reads_match_the_model_case(settings: Settings) {
     }
 }
 
-async fn nested_tree_query_has_bounded_round_trips_case(settings: Settings) {
+pub(crate) async fn nested_tree_query_has_bounded_round_trips_case(settings: Settings) {
     let app = TestApp::with("round_trips", settings).await;
     let d = app.discussion("round trips").await;
     // Page sizes keep the query under the complexity limit, which costs each connection by
@@ -466,7 +466,7 @@ async fn post_under(app: &TestApp, d: &str, parents: &[Option<String>]) -> Vec<S
     slugs
 }
 
-async fn a_wide_tree_level_is_one_round_trip_case(settings: Settings) {
+pub(crate) async fn a_wide_tree_level_is_one_round_trip_case(settings: Settings) {
     let app = TestApp::with("wide_level", settings).await;
     let d = app.discussion("wide level").await;
     // 20 threads with 6 replies each: the second reply level has 120 parents, more than a
@@ -504,7 +504,7 @@ async fn a_wide_tree_level_is_one_round_trip_case(settings: Settings) {
     );
 }
 
-async fn concurrent_replies_are_all_stored_case(settings: Settings) {
+pub(crate) async fn concurrent_replies_are_all_stored_case(settings: Settings) {
     let app = Arc::new(TestApp::with("concurrent_replies", settings).await);
     let d = app.discussion("race").await;
     let root = app.post(&d, None, "root").await;
@@ -562,7 +562,7 @@ async fn concurrent_replies_are_all_stored_case(settings: Settings) {
     assert_eq!(stored, slugs);
 }
 
-async fn bad_inputs_get_clear_errors_case(settings: Settings) {
+pub(crate) async fn bad_inputs_get_clear_errors_case(settings: Settings) {
     let max_text = settings.max_text_chars;
     let app = TestApp::with("bad_inputs", settings).await;
     let d = app.discussion("bad inputs").await;
@@ -648,7 +648,7 @@ async fn bad_inputs_get_clear_errors_case(settings: Settings) {
     assert_eq!(data["discussion"]["commentCount"], json!(1));
 }
 
-async fn mutations_need_a_valid_token_case(settings: Settings) {
+pub(crate) async fn mutations_need_a_valid_token_case(settings: Settings) {
     let app = TestApp::with("tokens", settings).await;
     let d = app.discussion("tokens").await;
     let post = "mutation($d: ID!) { postComment(input: {discussionId: $d, text: \"hi\"}) { slug author { id name } } }";
@@ -728,7 +728,7 @@ async fn replies_beyond_the_depth_cap_attach_to_an_ancestor_case(mut settings: S
     assert_eq!(data["comment"]["subDiscussion"]["totalCount"], json!(4));
 }
 
-async fn comment_fields_are_complete_case(settings: Settings) {
+pub(crate) async fn comment_fields_are_complete_case(settings: Settings) {
     let app = TestApp::with("fields", settings).await;
     let d = app.discussion("fields").await;
     let top = app.post(&d, None, "Hello *world* — ünïcödé ✓").await;
@@ -754,7 +754,7 @@ async fn comment_fields_are_complete_case(settings: Settings) {
     assert_eq!(data["discussion"]["commentCount"], json!(1));
 }
 
-async fn writes_are_visible_within_one_request_case(settings: Settings) {
+pub(crate) async fn writes_are_visible_within_one_request_case(settings: Settings) {
     let app = TestApp::with("read_your_writes", settings).await;
     let d = app.discussion("read your writes").await;
     let top = app.post(&d, None, "top").await;

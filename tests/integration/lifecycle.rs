@@ -288,7 +288,7 @@ fn parse_time(value: &Value) -> chrono::DateTime<chrono::FixedOffset> {
 // ---------------------------------------------------------------------------------------------
 // 1. Permissions
 
-async fn who_may_edit_and_delete_case(settings: Settings) {
+pub(crate) async fn who_may_edit_and_delete_case(settings: Settings) {
     let app = TestApp::with("lc_permissions", settings.clone()).await;
     let api = Calls::new(&app);
     let d = app.discussion("permissions").await;
@@ -420,7 +420,7 @@ async fn who_may_edit_and_delete_case(settings: Settings) {
 // ---------------------------------------------------------------------------------------------
 // 2. Revisions
 
-async fn revisions_keep_every_earlier_version_case(settings: Settings) {
+pub(crate) async fn revisions_keep_every_earlier_version_case(settings: Settings) {
     let app = TestApp::with("lc_revisions", settings).await;
     let api = Calls::new(&app);
     let d = app.discussion("revisions").await;
@@ -827,7 +827,7 @@ async fn check_every_read(api: &Calls<'_>, tree: &Tree, when: &str) {
     }
 }
 
-async fn tombstones_keep_their_place_in_every_read_case(settings: Settings) {
+pub(crate) async fn tombstones_keep_their_place_in_every_read_case(settings: Settings) {
     let app = TestApp::with("lc_tombstones", settings).await;
     let api = Calls::new(&app);
     let d = app.discussion("tombstones").await;
@@ -931,7 +931,7 @@ async fn tombstones_keep_their_place_in_every_read_case(settings: Settings) {
 // ---------------------------------------------------------------------------------------------
 // 5. Locks
 
-async fn locked_discussions_refuse_posts_case(settings: Settings) {
+pub(crate) async fn locked_discussions_refuse_posts_case(settings: Settings) {
     let app = TestApp::with("lc_locks", settings).await;
     let api = Calls::new(&app);
     let d = app.discussion("locks").await;
@@ -1011,7 +1011,7 @@ async fn locked_discussions_refuse_posts_case(settings: Settings) {
 // ---------------------------------------------------------------------------------------------
 // 6. Bad inputs
 
-async fn bad_inputs_get_clear_errors_case(settings: Settings) {
+pub(crate) async fn bad_inputs_get_clear_errors_case(settings: Settings) {
     let app = TestApp::with("lc_bad_inputs", settings).await;
     let api = Calls::new(&app);
     let d = app.discussion("bad inputs").await;
@@ -1209,7 +1209,7 @@ async fn race(app: &Arc<TestApp>, d: &str, target: &str, original: &str) {
     );
 }
 
-async fn edits_racing_replies_lose_nothing_case(settings: Settings) {
+pub(crate) async fn edits_racing_replies_lose_nothing_case(settings: Settings) {
     let app = Arc::new(TestApp::with("lc_race", settings).await);
     let d = app.discussion("edits and replies").await;
     let top = app.post(&d, None, "the top").await;
@@ -1241,7 +1241,7 @@ async fn edits_racing_replies_lose_nothing_case(settings: Settings) {
 /// finds the comment's position and the write, which carries the mark (4).
 const WRITE_COMMANDS: u64 = 5;
 
-async fn edits_and_deletes_have_bounded_round_trips_case(settings: Settings) {
+pub(crate) async fn edits_and_deletes_have_bounded_round_trips_case(settings: Settings) {
     let app = TestApp::with("lc_round_trips", settings).await;
     let api = Calls::new(&app);
     let edit = "mutation($d: ID!, $s: String!, $t: String!) { editComment(input: {discussionId: $d, slug: $s, text: $t}) { slug text editedAt } }";

@@ -20,4 +20,5 @@ mod model;
 mod node;
 mod properties;
 mod sequence;
+mod sharding;
 mod support;

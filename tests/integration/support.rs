@@ -7,6 +7,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use mongodb::event::command::CommandEvent;
+use mongodb::event::EventHandler;
 use serde_json::{json, Value};
 use threadql::app::App;
 use threadql::auth::JwtKeys;
@@ -101,6 +103,8 @@ pub struct Settings {
     pub rate_limit: RateLimit,
     /// Whether a full embedded discussion moves to the bucketed layout (as the server's default).
     pub promote_embedded: bool,
+    /// Receives every command the store sends (see `sharding`).
+    pub command_events: Option<EventHandler<CommandEvent>>,
 }
 
 /// The server's defaults, as `threadql` with no flags has them.
@@ -121,6 +125,7 @@ impl Settings {
             edit_window_secs: config.edit_window_secs,
             rate_limit: RateLimit::Off,
             promote_embedded: config.promote_embedded,
+            command_events: None,
         }
     }
 
@@ -175,7 +180,7 @@ impl TestApp {
     /// A fresh app on a fresh database.
     pub async fn with(label: &str, settings: Settings) -> TestApp {
         let database = unique_db(label);
-        let app = App::build(&settings.config(&database))
+        let app = App::build_observed(&settings.config(&database), settings.command_events.clone())
             .await
             .expect("build the app on the test database");
         Self::from_app(app, database, settings)

@@ -1,0 +1,101 @@
+//! Sharding: the shard key of each collection, and `threadql shard-setup`, which shards them on a
+//! cluster. Every key of a comments collection starts with `discussion_id`, and every command the
+//! store sends to those collections filters on it, so a sharded cluster routes each to one shard
+//! (a test records the commands and checks).
+
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::Database;
+
+use super::{StoreError, StoreResult};
+
+/// A collection's shard key: fields in order, and whether its index is unique.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardKey {
+    /// The collection.
+    pub collection: &'static str,
+    /// The key's fields, in order, with `1` (ranged) or `"hashed"`.
+    pub fields: &'static [(&'static str, KeyKind)],
+    /// Whether the collection's unique index is this key (so uniqueness holds per shard).
+    pub unique: bool,
+}
+
+/// How a shard key field is ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    /// Ranged (`1`).
+    Ranged,
+    /// Hashed (`"hashed"`).
+    Hashed,
+}
+
+/// The shard keys: comments by discussion then slug, pages by discussion then page (both their
+/// unique indexes), discussions by hashed `_id` (they are read by `_id` only).
+pub const SHARD_KEYS: [ShardKey; 3] = [
+    ShardKey {
+        collection: "discussions",
+        fields: &[("_id", KeyKind::Hashed)],
+        unique: false,
+    },
+    ShardKey {
+        collection: "comments",
+        fields: &[
+            ("discussion_id", KeyKind::Ranged),
+            ("slug", KeyKind::Ranged),
+        ],
+        unique: true,
+    },
+    ShardKey {
+        collection: "comment_pages",
+        fields: &[
+            ("discussion_id", KeyKind::Ranged),
+            ("page", KeyKind::Ranged),
+        ],
+        unique: true,
+    },
+];
+
+impl ShardKey {
+    /// The key as `shardCollection` takes it.
+    pub fn key(&self) -> Document {
+        let mut key = Document::new();
+        for (field, kind) in self.fields {
+            let value = match kind {
+                KeyKind::Ranged => Bson::Int32(1),
+                KeyKind::Hashed => Bson::String("hashed".into()),
+            };
+            key.insert(*field, value);
+        }
+        key
+    }
+}
+
+/// Shards the database's collections on [`SHARD_KEYS`]: `enableSharding`, then
+/// `shardCollection` for each (already sharded on the same key is fine). Refuses anything but a
+/// `mongos`. Returns one line per collection.
+pub async fn setup(db: &Database) -> StoreResult<Vec<String>> {
+    let admin = db.client().database("admin");
+    let hello = admin.run_command(doc! { "hello": 1 }).await?;
+    if hello.get_str("msg") != Ok("isdbgrid") {
+        return Err(StoreError::Unsupported(
+            "this deployment is not a sharded cluster (connect to a mongos): there is nothing to \
+             shard; threadql runs on it as it is"
+                .into(),
+        ));
+    }
+    admin
+        .run_command(doc! { "enableSharding": db.name() })
+        .await?;
+    let mut done = Vec::new();
+    for shard in SHARD_KEYS {
+        let namespace = format!("{}.{}", db.name(), shard.collection);
+        admin
+            .run_command(doc! {
+                "shardCollection": &namespace,
+                "key": shard.key(),
+                "unique": shard.unique,
+            })
+            .await?;
+        done.push(format!("{namespace} sharded on {}", shard.key()));
+    }
+    Ok(done)
+}
