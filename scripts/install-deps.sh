@@ -61,6 +61,17 @@ install_chromium() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 }
 
+# PyYAML and jsonschema, for the static checks of docker/ (scripts/check-docker.py).
+install_python_check_deps() {
+  if python3 -c "import yaml, jsonschema" >/dev/null 2>&1; then
+    return 0
+  fi
+  echo "==> installing PyYAML and jsonschema (for the static checks of docker/)"
+  python3 -m pip install --quiet --user pyyaml jsonschema 2>/dev/null \
+    || python3 -m pip install --quiet --user --break-system-packages pyyaml jsonschema 2>/dev/null \
+    || { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-yaml python3-jsonschema >/dev/null; }
+}
+
 if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo is required (Rust toolchain 1.85 or newer): https://rustup.rs" >&2
   exit 1
@@ -73,3 +84,4 @@ if [ "${1:-}" = "--database-only" ]; then
 fi
 install_node_test_deps
 install_chromium
+install_python_check_deps
