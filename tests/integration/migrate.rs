@@ -36,7 +36,8 @@ struct Expected {
     author: String,
     text: Option<String>,
     deleted: bool,
-    revisions: usize,
+    /// Earlier versions: text, time, editor.
+    revisions: Vec<(String, i64, String)>,
 }
 
 impl Expected {
@@ -48,7 +49,11 @@ impl Expected {
             author: c.author.id.clone(),
             text: c.text.clone(),
             deleted: c.deleted,
-            revisions: c.revisions.len(),
+            revisions: c
+                .revisions
+                .iter()
+                .map(|r| (r.text.clone(), r.edited.0, r.editor.id.clone()))
+                .collect(),
         }
     }
 }
@@ -406,14 +411,31 @@ async fn move_under_writes(from: Layout, to: Layout) {
     }
     for (slug, text) in &changes.edited {
         let e = expected.get_mut(slug).expect("edited comment");
-        e.revisions += 1;
-        e.text = Some(text.clone());
+        let c = by_slug[slug.as_str()];
+        // The edit kept every earlier version and added the one it replaced.
+        assert_eq!(
+            c.revisions.len(),
+            e.revisions.len() + 1,
+            "revisions of {slug}"
+        );
+        assert_eq!(
+            Expected::of(c).revisions[..e.revisions.len()],
+            e.revisions[..]
+        );
+        assert_eq!(
+            c.revisions.last().map(|r| r.text.as_str()),
+            e.text.as_deref()
+        );
+        *e = Expected {
+            text: Some(text.clone()),
+            ..Expected::of(c)
+        };
     }
     for slug in &changes.deleted {
         let e = expected.get_mut(slug).expect("deleted comment");
         e.deleted = true;
         e.text = None;
-        e.revisions = 0;
+        e.revisions.clear();
     }
     check_reads(&app, &after, &expected).await;
     check_old_storage_gone(&app, &d, to).await;
