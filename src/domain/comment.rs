@@ -82,6 +82,10 @@ pub struct Discussion {
     /// How many times it moved from one layout to another (what a process remembers about its
     /// storage is valid only for the same count).
     pub moves: u64,
+    /// Comments per block of consecutive threads, where the discussion keeps them (sequenced
+    /// per-comment discussions), so that a threaded page finds its threads without counting the
+    /// ones before it.
+    pub thread_blocks: Option<Vec<u64>>,
 }
 
 /// A validated discussion title: 1 to 300 characters, not blank.

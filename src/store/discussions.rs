@@ -9,9 +9,10 @@ use mongodb::options::ReturnDocument;
 use mongodb::Database;
 use serde::{Deserialize, Serialize};
 
-use super::bson::{int_field, to_count};
+use super::bson::{as_i64, int_field, to_count};
 use super::metrics::Counted;
 use super::order::after_filter;
+use super::thread_blocks;
 use super::CommandCounter;
 use super::{changes, ChangeKind, DiscussionStore, StoreError, StoreResult};
 use crate::domain::paging::Cursor;
@@ -39,6 +40,8 @@ struct DiscussionDoc {
     sequenced: bool,
     #[serde(default)]
     moves: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    thread_blocks: Option<Document>,
 }
 
 impl DiscussionDoc {
@@ -57,8 +60,25 @@ impl DiscussionDoc {
             locked: self.locked,
             sequenced: self.sequenced,
             moves: to_count(self.moves),
+            thread_blocks: self
+                .thread_blocks
+                .as_ref()
+                .map(thread_blocks::parse)
+                .transpose()?,
         })
     }
+}
+
+/// Where a new comment of a discussion that keeps block counts of its threads counts.
+#[derive(Debug, Clone, Copy)]
+pub enum ThreadPlace {
+    /// A reply, in the thread with this number.
+    In(i64),
+    /// A new thread, in a discussion of `threads` threads as far as the post knows.
+    New {
+        /// The discussion's thread count as the post knows it.
+        threads: i64,
+    },
 }
 
 /// The posting time of a sequenced discussion's latest comment.
@@ -92,7 +112,7 @@ fn post_update(comment: &Comment) -> Document {
 fn metadata_projection() -> Document {
     doc! {
         "title": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1,
-        "sequenced": 1, "moves": 1,
+        "sequenced": 1, "moves": 1, thread_blocks::FIELD: 1,
     }
 }
 
@@ -185,14 +205,17 @@ impl Discussions {
     }
 
     /// Records a new comment of a sequenced discussion, in the transaction that inserts it: counts
-    /// it, marks it for the change feed, and numbers it. The comment must be posted after every
-    /// earlier comment of the discussion (then the numbers follow the chronological order);
-    /// `None` when it is not, and nothing is written. Returns the comment's number in the
-    /// discussion and, for a top-level comment, among the top-level ones (both from 1).
+    /// it (in its block of threads too, where the discussion keeps those: `place`), marks it for
+    /// the change feed, and numbers it. The comment must be posted after every earlier comment
+    /// of the discussion (then the numbers follow the chronological order), and a new thread
+    /// must fall in the block `place` expects; `None` when either is not so, and nothing is
+    /// written. Returns the comment's number in the discussion and, for a top-level comment,
+    /// among the top-level ones (both from 1).
     pub async fn number(
         &self,
         id: &DiscussionId,
         comment: &Comment,
+        place: Option<ThreadPlace>,
         session: &mut mongodb::ClientSession,
     ) -> StoreResult<Option<(i64, Option<i64>)>> {
         let top_level = comment.parent.is_none();
@@ -200,16 +223,29 @@ impl Discussions {
         if let Ok(set) = update.get_document_mut("$set") {
             set.insert(LAST_POSTED, comment.posted.0);
         }
+        let mut filter = doc! {
+            "_id": id.as_str(), FENCE: { "$exists": false },
+            LAST_POSTED: { "$not": { "$gte": comment.posted.0 } },
+        };
+        if let Some(place) = place {
+            let thread = match place {
+                ThreadPlace::In(thread) => thread,
+                ThreadPlace::New { threads } => {
+                    // The new thread's number is the count before plus one: keep it in the block.
+                    let block = usize::try_from(thread_blocks::block_of(threads + 1)).unwrap_or(0);
+                    let (first, last) = thread_blocks::threads_of(block);
+                    filter.insert("thread_count", doc! { "$gte": first - 1, "$lte": last - 1 });
+                    threads + 1
+                }
+            };
+            if let Ok(inc) = update.get_document_mut("$inc") {
+                inc.insert(thread_blocks::count_path(thread), 1_i64);
+            }
+        }
         let before = self
             .coll
             .clone_with_type::<Document>()
-            .find_one_and_update(
-                doc! {
-                    "_id": id.as_str(), FENCE: { "$exists": false },
-                    LAST_POSTED: { "$not": { "$gte": comment.posted.0 } },
-                },
-                update,
-            )
+            .find_one_and_update(filter, update)
             .projection(doc! { "comment_count": 1, "thread_count": 1 })
             .return_document(ReturnDocument::Before)
             .session(session)
@@ -226,19 +262,36 @@ impl Discussions {
         Ok(Some((seq, thread_seq)))
     }
 
-    /// When the discussion's latest comment was posted (`None` before the first); `Moving` when
-    /// a move of the discussion has begun.
-    pub async fn last_posted(&self, id: &DiscussionId) -> StoreResult<Option<Micros>> {
+    /// What a refused numbering needs to try again: when the discussion's latest comment was
+    /// posted (`None` before the first) and how many threads it has; `Moving` when a move of the
+    /// discussion has begun.
+    pub async fn post_floor(&self, id: &DiscussionId) -> StoreResult<(Option<Micros>, i64)> {
         let found = self
             .coll
             .clone_with_type::<Document>()
             .find_one(doc! { "_id": id.as_str() })
-            .projection(doc! { LAST_POSTED: 1, FENCE: 1 })
+            .projection(doc! { LAST_POSTED: 1, FENCE: 1, "thread_count": 1 })
             .await?;
-        if found.as_ref().is_some_and(|d| d.contains_key(FENCE)) {
+        let Some(found) = found else {
+            return Err(moving(id));
+        };
+        if found.contains_key(FENCE) {
             return Err(moving(id));
         }
-        Ok(found.and_then(|d| d.get_i64(LAST_POSTED).ok()).map(Micros))
+        let threads = found.get("thread_count").and_then(as_i64).unwrap_or(0);
+        Ok((found.get_i64(LAST_POSTED).ok().map(Micros), threads))
+    }
+
+    /// Forgets the discussion's block counts of threads (its comments left the per-comment
+    /// layout, or are about to be written there again).
+    pub(super) async fn forget_thread_blocks(&self, id: &DiscussionId) -> StoreResult<()> {
+        self.coll
+            .update_one(
+                doc! { "_id": id.as_str() },
+                doc! { "$unset": { thread_blocks::FIELD: "" } },
+            )
+            .await?;
+        Ok(())
     }
 
     /// After a compare-and-set replace of a comment stored outside the discussion document
@@ -271,6 +324,7 @@ impl Discussions {
 impl DiscussionStore for Discussions {
     /// Creates a discussion with the given layout.
     async fn create(&self, title: DiscussionTitle, layout: Layout) -> StoreResult<Discussion> {
+        let sequenced = self.sequences && layout == Layout::PerComment;
         let doc = DiscussionDoc {
             id: DiscussionId::generate().to_string(),
             title: title.into_inner(),
@@ -279,8 +333,9 @@ impl DiscussionStore for Discussions {
             comment_count: 0,
             thread_count: 0,
             locked: false,
-            sequenced: self.sequences && layout == Layout::PerComment,
+            sequenced,
             moves: 0,
+            thread_blocks: sequenced.then(Document::new),
         };
         self.coll.insert_one(&doc).await?;
         doc.into_discussion()

@@ -87,6 +87,14 @@ pub struct CommentDoc {
     /// sequenced discussions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_seq: Option<i64>,
+    /// Its thread's number (the top-level comment's `thread_seq`), where the discussion keeps
+    /// block counts of its threads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<i64>,
+    /// The comments of its thread, itself included (top-level comments, where the discussion
+    /// keeps block counts of its threads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_total: Option<i64>,
 }
 
 impl CommentDoc {
@@ -115,6 +123,8 @@ impl CommentDoc {
             reply_count: i64::try_from(comment.reply_count).unwrap_or(i64::MAX),
             seq: None,
             thread_seq: None,
+            thread: None,
+            thread_total: None,
         }
     }
 

@@ -14,11 +14,11 @@ use mongodb::action::{
     Aggregate, CountDocuments, CreateIndex, Delete, Find, FindOne, FindOneAndUpdate, InsertMany,
     InsertOne, Multiple, Update, Watch,
 };
-use mongodb::bson::Document;
+use mongodb::bson::{doc, Document};
 use mongodb::event::cmap::CmapEvent;
 use mongodb::event::EventHandler;
-use mongodb::options::{UpdateModifications, WriteConcern};
-use mongodb::{Collection, Database, IndexModel};
+use mongodb::options::UpdateModifications;
+use mongodb::{ClientSession, Collection, Database, IndexModel};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -90,6 +90,7 @@ impl CommandCounter {
 #[derive(Debug, Clone)]
 pub(super) struct Counted<T: Send + Sync> {
     coll: Collection<T>,
+    db: Database,
     commands: CommandCounter,
 }
 
@@ -98,6 +99,7 @@ impl<T: Send + Sync> Counted<T> {
     pub fn new(db: &Database, name: &str, commands: &CommandCounter) -> Self {
         Self {
             coll: db.collection(name),
+            db: db.clone(),
             commands: commands.clone(),
         }
     }
@@ -106,13 +108,30 @@ impl<T: Send + Sync> Counted<T> {
     pub fn clone_with_type<U: Send + Sync>(&self) -> Counted<U> {
         Counted {
             coll: self.coll.clone_with_type(),
+            db: self.db.clone(),
             commands: self.commands.clone(),
         }
     }
 
-    /// The write concern its writes carry.
-    pub fn write_concern(&self) -> Option<&WriteConcern> {
-        self.coll.write_concern()
+    /// One `update` command of several statements (`{q, u, …}` documents), applied in order, in
+    /// `session`; outside a transaction it carries the collection's write concern (inside one,
+    /// the commit does). Returns the server's reply: statements that failed are in its
+    /// `writeErrors`, for the caller to judge.
+    pub async fn update_statements(
+        &self,
+        statements: Vec<Document>,
+        in_transaction: bool,
+        session: &mut ClientSession,
+    ) -> super::StoreResult<Document> {
+        let mut command = doc! {
+            "update": self.coll.name(), "updates": statements, "ordered": true,
+        };
+        if let Some(concern) = self.coll.write_concern().filter(|_| !in_transaction) {
+            let concern = mongodb::bson::to_document(concern).map_err(super::bson::corrupt)?;
+            command.insert("writeConcern", concern);
+        }
+        self.commands.sent("update");
+        Ok(self.db.run_command(command).session(session).await?)
     }
 
     pub fn aggregate(&self, pipeline: impl IntoIterator<Item = Document>) -> Aggregate<'_> {

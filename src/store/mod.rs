@@ -16,6 +16,7 @@ mod order;
 mod per_comment;
 mod scope;
 pub mod shard;
+mod thread_blocks;
 mod write;
 
 use std::collections::{BTreeMap, HashMap};

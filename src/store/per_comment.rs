@@ -7,15 +7,16 @@ use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document, RawDocumentBuf};
 use mongodb::{ClientSession, Database};
 
-use super::bson::{corrupt, int_field, raw_comment_of, to_count};
+use super::bson::{as_i64, corrupt, int_field, raw_comment_of, to_count};
 use super::discussions::limit_plus_one;
-use super::discussions::LAST_POSTED;
+use super::discussions::{ThreadPlace, LAST_POSTED};
 use super::docs::{replace_update, unchanged_filter, CommentDoc};
 use super::error::is_duplicate_key;
 use super::metrics::Counted;
 use super::migrate::{Lease, Movable};
 use super::mongo::index_model as index;
 use super::order::after_filter;
+use super::thread_blocks;
 use super::write::{self, Attempt, ParentPaths, PostSteps, Writer};
 use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
 use crate::domain::{
@@ -240,6 +241,136 @@ impl PerComment {
     }
 }
 
+impl PerComment {
+    /// A threaded page of a discussion that keeps block counts of its threads, read as one
+    /// range of whole threads (see `thread_blocks`). `None` when the counts cannot answer (a
+    /// cursor that names no thread, a thread or a comment missing from what they promise); the
+    /// caller then reads the page the general way.
+    async fn threaded_page(
+        &self,
+        discussion: &Discussion,
+        blocks: &[u64],
+        window: &Window,
+    ) -> StoreResult<Option<Page<Comment>>> {
+        let want = u64::try_from(limit_plus_one(window.limit())).unwrap_or(u64::MAX);
+        let id = discussion.id.as_str();
+        let offset = match window {
+            Window::Offset { skip, .. } => Some(*skip),
+            Window::After { cursor: None, .. } => Some(0),
+            Window::After { .. } => None,
+        };
+        let (range, skip, expected) = match (offset, window) {
+            (Some(skip), _) => {
+                let Some(span) = thread_blocks::span(blocks, skip, want) else {
+                    return Ok(None);
+                };
+                let (first, _) = thread_blocks::threads_of(span.first);
+                let (_, last) = thread_blocks::threads_of(span.last);
+                let Some(roots) = self.roots(discussion, first, last).await? else {
+                    return Ok(None);
+                };
+                let Some(cut) = thread_blocks::cut(&roots, skip - span.before, want) else {
+                    return Ok(None);
+                };
+                let lo = roots[cut.first].full_slug.as_str().to_owned();
+                let (_, hi) = roots[cut.last].full_slug.descendant_range();
+                (doc! { "$gte": lo, "$lt": hi }, cut.skip, cut.expected)
+            }
+            (
+                None,
+                Window::After {
+                    cursor: Some(Cursor::Threaded(after)),
+                    ..
+                },
+            ) => {
+                let root = after.ancestor_at(0);
+                let found = self
+                    .raw
+                    .find_one(doc! { "discussion_id": id, "full_slug": root.as_str() })
+                    .projection(doc! { "thread_seq": 1 })
+                    .await?;
+                let Some(thread) = found.and_then(|d| d.get_i64("thread_seq").ok()) else {
+                    return Ok(None);
+                };
+                let next = i64::try_from(want).unwrap_or(i64::MAX / 2);
+                let Some(later) = self.roots(discussion, thread + 1, thread + next).await? else {
+                    return Ok(None);
+                };
+                let taken = thread_blocks::cover(&later, want);
+                let (_, hi) = match taken {
+                    0 => root.descendant_range(),
+                    n => later[n - 1].full_slug.descendant_range(),
+                };
+                let promised: u64 = later[..taken].iter().map(|r| r.total).sum();
+                (
+                    doc! { "$gt": after.as_str(), "$lt": hi },
+                    0,
+                    promised.min(want),
+                )
+            }
+            (None, _) => return Ok(None),
+        };
+        let docs: Vec<CommentDoc> = self
+            .coll
+            .find(doc! { "discussion_id": id, "full_slug": range })
+            .sort(doc! { "full_slug": 1 })
+            .skip(skip)
+            .limit(i64::try_from(want).unwrap_or(i64::MAX))
+            .await?
+            .try_collect()
+            .await?;
+        if (docs.len() as u64) < expected {
+            return Ok(None);
+        }
+        let items = docs
+            .into_iter()
+            .map(|d| d.into_comment(&discussion.id))
+            .collect();
+        Ok(Some(Page::from_overfetch(items, window.limit())))
+    }
+
+    /// The top-level comments numbered `first ..= last` (fewer past the discussion's last
+    /// thread), with their thread totals. `None` when one is missing or carries no total: the
+    /// counts cannot be trusted then.
+    async fn roots(
+        &self,
+        discussion: &Discussion,
+        first: i64,
+        last: i64,
+    ) -> StoreResult<Option<Vec<thread_blocks::Root>>> {
+        let docs: Vec<Document> = self
+            .raw
+            .find(doc! {
+                "discussion_id": discussion.id.as_str(),
+                "thread_seq": { "$gte": first, "$lte": last },
+            })
+            .projection(doc! { "_id": 0, "thread_seq": 1, "thread_total": 1, "full_slug": 1 })
+            .sort(doc! { "thread_seq": 1 })
+            .await?
+            .try_collect()
+            .await?;
+        let known = i64::try_from(discussion.thread_count).unwrap_or(i64::MAX);
+        let complete = i64::try_from(docs.len()).unwrap_or(i64::MAX) > last.min(known) - first;
+        let mut roots = Vec::with_capacity(docs.len());
+        for (expected, doc) in (first..).zip(docs) {
+            let thread = doc.get_i64("thread_seq").ok();
+            let total = doc.get("thread_total").and_then(as_i64);
+            let full_slug = doc.get_str("full_slug").ok();
+            match (thread, total, full_slug) {
+                (Some(thread), Some(total), Some(full_slug)) if thread == expected => {
+                    roots.push(thread_blocks::Root {
+                        thread,
+                        total: to_count(total),
+                        full_slug: FullSlug::from_stored(full_slug.to_owned()),
+                    });
+                }
+                _ => return Ok(None),
+            }
+        }
+        Ok(complete.then_some(roots))
+    }
+}
+
 /// A first batch that holds `groups` results (the server still cuts a batch at 16 MB).
 fn first_batch(groups: usize) -> u32 {
     u32::try_from(groups.saturating_add(1)).unwrap_or(u32::MAX)
@@ -275,15 +406,38 @@ fn ranges(roots: &[&FullSlug]) -> Vec<Document> {
 }
 
 /// A post in progress: the time the next try must come after (the discussion's latest comment,
-/// once a try learned it).
+/// once a try learned it), and, where the discussion keeps block counts of its threads, the
+/// parent's thread (replies) or the discussion's thread count as last known (new threads).
 pub(super) struct PostState {
     floor: Option<Micros>,
+    thread: Option<i64>,
+    threads: i64,
 }
 
 impl PerComment {
     /// Whether this post numbers its comment (inside its transaction).
     fn numbers(&self, discussion: &Discussion) -> bool {
         discussion.sequenced && self.writer.transactions
+    }
+
+    /// Whether this post counts its comment in its thread and its block of threads (inside its
+    /// transaction).
+    fn counts_threads(&self, discussion: &Discussion) -> bool {
+        self.numbers(discussion) && discussion.thread_blocks.is_some()
+    }
+
+    /// Where the comment counts among the discussion's threads (`None` where it keeps no block
+    /// counts).
+    fn place(&self, discussion: &Discussion, state: &PostState) -> Option<ThreadPlace> {
+        if !self.counts_threads(discussion) {
+            return None;
+        }
+        Some(match state.thread {
+            Some(thread) => ThreadPlace::In(thread),
+            None => ThreadPlace::New {
+                threads: state.threads,
+            },
+        })
     }
 }
 
@@ -297,7 +451,11 @@ impl PostSteps for PerComment {
         parent: Option<&Slug>,
         _part: &SlugPart,
     ) -> StoreResult<(Option<ParentPaths>, PostState)> {
-        let state = PostState { floor: None };
+        let mut state = PostState {
+            floor: None,
+            thread: None,
+            threads: i64::try_from(discussion.thread_count).unwrap_or(i64::MAX),
+        };
         let Some(slug) = parent else {
             return Ok((None, state));
         };
@@ -308,6 +466,14 @@ impl PostSteps for PerComment {
             .ok_or_else(|| {
                 StoreError::NotFound(format!("no comment {slug} in discussion {}", discussion.id))
             })?;
+        if self.counts_threads(discussion) {
+            state.thread = Some(found.thread.ok_or_else(|| {
+                StoreError::Corrupt(format!(
+                    "comment {slug} of {} has no thread number",
+                    discussion.id
+                ))
+            })?);
+        }
         Ok((Some((&found.into_comment(&discussion.id)).into()), state))
     }
 
@@ -328,17 +494,23 @@ impl PostSteps for PerComment {
     ) -> StoreResult<Attempt> {
         let mut stored = CommentDoc::from_comment(comment, true);
         if self.numbers(discussion) {
+            let place = self.place(discussion, state);
             match self
                 .discussions
-                .number(&discussion.id, comment, &mut *session)
+                .number(&discussion.id, comment, place, &mut *session)
                 .await?
             {
                 Some((seq, thread_seq)) => {
                     stored.seq = Some(seq);
                     stored.thread_seq = thread_seq;
+                    if place.is_some() {
+                        stored.thread = thread_seq.or(state.thread);
+                        stored.thread_total = thread_seq.map(|_| 1);
+                    }
                 }
                 None => {
-                    state.floor = self.discussions.last_posted(&discussion.id).await?;
+                    (state.floor, state.threads) =
+                        self.discussions.post_floor(&discussion.id).await?;
                     return Ok(Attempt::Retry);
                 }
             }
@@ -358,13 +530,41 @@ impl PostSteps for PerComment {
         session: &mut ClientSession,
     ) -> StoreResult<()> {
         if let Some(parent) = &comment.parent {
-            self.coll
-                .update_one(
-                    doc! { "discussion_id": discussion.id.as_str(), "slug": parent.as_str() },
-                    doc! { "$inc": { "reply_count": 1_i64 } },
-                )
-                .session(&mut *session)
-                .await?;
+            let id = discussion.id.as_str();
+            let at = |slug: &Slug| doc! { "discussion_id": id, "slug": slug.as_str() };
+            let root = comment.slug.ancestor_at(0);
+            match (self.counts_threads(discussion), *parent == root) {
+                (false, _) => {
+                    self.coll
+                        .update_one(at(parent), doc! { "$inc": { "reply_count": 1_i64 } })
+                        .session(&mut *session)
+                        .await?;
+                }
+                (true, true) => {
+                    let inc = doc! { "$inc": { "reply_count": 1_i64, "thread_total": 1_i64 } };
+                    self.coll
+                        .update_one(at(parent), inc)
+                        .session(&mut *session)
+                        .await?;
+                }
+                (true, false) => {
+                    // Two statements, one command.
+                    let statements = vec![
+                        doc! { "q": at(parent), "u": { "$inc": { "reply_count": 1_i64 } } },
+                        doc! { "q": at(&root), "u": { "$inc": { "thread_total": 1_i64 } } },
+                    ];
+                    let reply = self
+                        .raw
+                        .update_statements(statements, self.writer.transactions, session)
+                        .await?;
+                    if let Ok(errors) = reply.get_array("writeErrors") {
+                        return Err(StoreError::Corrupt(format!(
+                            "counting reply {} in {id}: {errors:?}",
+                            comment.slug
+                        )));
+                    }
+                }
+            }
         }
         if self.numbers(discussion) {
             // Numbering counted it already.
@@ -415,6 +615,15 @@ impl CommentStore for PerComment {
         };
         if let (Some(numbering), true) = (numbered, discussion.sequenced) {
             if let Some(page) = self.numbered_page(discussion, numbering, window).await? {
+                return Ok(page);
+            }
+        }
+        if let (Listing::Threaded, true, Some(blocks)) = (
+            listing,
+            discussion.sequenced,
+            discussion.thread_blocks.as_deref(),
+        ) {
+            if let Some(page) = self.threaded_page(discussion, blocks, window).await? {
                 return Ok(page);
             }
         }
@@ -612,11 +821,12 @@ impl Movable for PerComment {
         self.coll
             .delete_many(doc! { "discussion_id": id.as_str() })
             .await?;
-        Ok(())
+        self.discussions.forget_thread_blocks(id).await
     }
 
-    /// One document per comment, inserted in chunks; numbered in posting order where the
-    /// deployment numbers new discussions (the numbering of posts needs transactions).
+    /// One document per comment, inserted in chunks; numbered in posting order, and counted in
+    /// its thread and block of threads, where the deployment numbers new discussions (the
+    /// numbering of posts needs transactions).
     async fn import(
         &self,
         _discussion: &Discussion,
@@ -624,18 +834,47 @@ impl Movable for PerComment {
         lease: &Lease<'_>,
     ) -> StoreResult<Document> {
         let sequenced = self.writer.transactions;
-        let (mut seq, mut thread_seq, mut done) = (0_i64, 0_i64, 0_u64);
-        for chunk in comments.chunks(lease.chunk()) {
+        // Threads are numbered in posting order of their top-level comments; a reply counts in
+        // its top-level ancestor's thread.
+        let mut threads: HashMap<&str, (i64, i64)> = HashMap::new();
+        for comment in comments.iter().filter(|c| c.parent.is_none()) {
+            let number = i64::try_from(threads.len()).unwrap_or(i64::MAX) + 1;
+            threads.insert(comment.slug.as_str(), (number, 0));
+        }
+        let mut blocks: Vec<u64> = Vec::new();
+        let mut thread_of = Vec::with_capacity(comments.len());
+        for comment in comments {
+            let root = comment.slug.ancestor_at(0);
+            let entry = threads.get_mut(root.as_str()).ok_or_else(|| {
+                StoreError::Corrupt(format!("comment {} has no top-level comment", comment.slug))
+            })?;
+            entry.1 += 1;
+            let block = usize::try_from(thread_blocks::block_of(entry.0)).unwrap_or(0);
+            if blocks.len() <= block {
+                blocks.resize(block + 1, 0);
+            }
+            blocks[block] += 1;
+            thread_of.push(entry.0);
+        }
+        let mut seq = 0_i64;
+        let mut done = 0_u64;
+        for (chunk, chunk_threads) in comments
+            .chunks(lease.chunk())
+            .zip(thread_of.chunks(lease.chunk()))
+        {
             let docs: Vec<CommentDoc> = chunk
                 .iter()
-                .map(|comment| {
+                .zip(chunk_threads)
+                .map(|(comment, &thread)| {
                     let mut stored = CommentDoc::from_comment(comment, true);
                     if sequenced {
                         seq += 1;
                         stored.seq = Some(seq);
+                        stored.thread = Some(thread);
                         if comment.parent.is_none() {
-                            thread_seq += 1;
-                            stored.thread_seq = Some(thread_seq);
+                            stored.thread_seq = Some(thread);
+                            stored.thread_total =
+                                threads.get(comment.slug.as_str()).map(|&(_, total)| total);
                         }
                     }
                     stored
@@ -646,6 +885,9 @@ impl Movable for PerComment {
             lease.written(done).await?;
         }
         let mut fields = doc! { "sequenced": sequenced };
+        if sequenced {
+            fields.insert(thread_blocks::FIELD, thread_blocks::stored(&blocks));
+        }
         if let Some(last) = comments.last() {
             fields.insert(LAST_POSTED, last.posted.0);
         }

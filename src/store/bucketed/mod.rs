@@ -32,7 +32,6 @@ use threads::descendant_ranges;
 
 /// The bucketed layout.
 pub struct Bucketed {
-    database: Database,
     pages: Counted<Document>,
     discussion_docs: Counted<Document>,
     discussions: Discussions,
@@ -52,7 +51,6 @@ impl Bucketed {
         bucket_size: u32,
     ) -> Self {
         Self {
-            database: db.clone(),
             pages: Counted::new(db, Self::COLLECTION, &writer.commands),
             discussion_docs: Counted::new(db, Discussions::COLLECTION, &writer.commands),
             discussions,

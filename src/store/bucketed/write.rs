@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use mongodb::bson::{doc, to_bson, to_document, Bson, Document};
+use mongodb::bson::{doc, to_bson, Bson, Document};
 use mongodb::options::ReturnDocument;
 use mongodb::ClientSession;
 
@@ -188,20 +188,9 @@ impl Bucketed {
             "upsert": true,
         }];
         updates.extend(self.reply_counters(discussion, comment, state)?);
-        let mut command = doc! { "update": Self::COLLECTION, "updates": updates, "ordered": true };
-        // Inside a transaction the commit carries the write concern.
-        let concern = self
-            .pages
-            .write_concern()
-            .filter(|_| !self.writer.transactions);
-        if let Some(concern) = concern {
-            command.insert("writeConcern", to_document(concern).map_err(corrupt)?);
-        }
-        self.writer.commands.sent("update");
         let reply = self
-            .database
-            .run_command(command)
-            .session(&mut *session)
+            .pages
+            .update_statements(updates, self.writer.transactions, session)
             .await?;
         write_outcome(&reply, discussion, &comment.slug)
     }

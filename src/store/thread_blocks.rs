@@ -1,0 +1,310 @@
+//! Threaded order without counting what comes before: the per-comment layout's threaded pages
+//! as bounded ranges.
+//!
+//! A threaded page is a run of whole threads (a top-level comment and its replies, consecutive
+//! in `full_slug` order) cut at both ends. To find where a page starts without reading the
+//! threads before it, a sequenced discussion keeps two kinds of counts, both written in the
+//! post's transaction:
+//! * every top-level comment's `thread_total` (the comments of its thread, itself included), and
+//!   every comment's `thread` (its thread's number: the top-level comment's `thread_seq`);
+//! * on the discussion, `thread_blocks`: the comments of each block of [`BLOCK`] consecutive
+//!   threads (`{"0": n0, "1": n1, …}`).
+//!
+//! An offset page walks the blocks (on the discussion document the request read anyway) to the
+//! one holding its first comment, reads the top-level comments of at most the blocks it spans
+//! (a bounded range of `thread_seq`), and reads its comments as one range of `full_slug` from
+//! its first thread to its last. A cursor page reads the top-level comments after the cursor's
+//! thread until they hold a page. Either way the reads are bounded by the page and the threads it
+//! touches, never by the discussion.
+
+use mongodb::bson::Document;
+
+use super::bson::{as_i64, corrupt, to_count};
+use super::StoreResult;
+use crate::domain::FullSlug;
+
+/// Threads per block.
+pub const BLOCK: i64 = 32;
+
+/// The discussion's field.
+pub const FIELD: &str = "thread_blocks";
+
+/// The block of thread number `thread` (from 1).
+pub fn block_of(thread: i64) -> i64 {
+    (thread - 1).max(0) / BLOCK
+}
+
+/// The path of the block's count on the discussion document.
+pub fn count_path(thread: i64) -> String {
+    format!("{FIELD}.{}", block_of(thread))
+}
+
+/// The thread numbers of `block`: `(first, last)`, both included.
+pub fn threads_of(block: usize) -> (i64, i64) {
+    let first = i64::try_from(block).unwrap_or(i64::MAX / BLOCK - 1) * BLOCK + 1;
+    (first, first + BLOCK - 1)
+}
+
+/// The stored counts as a list indexed by block (a block with no count reads as 0).
+pub fn parse(stored: &Document) -> StoreResult<Vec<u64>> {
+    let mut blocks = Vec::new();
+    for (key, value) in stored {
+        let block: usize = key
+            .parse()
+            .map_err(|_| corrupt(format!("{FIELD} has a key {key:?} that is not a block")))?;
+        let count =
+            as_i64(value).ok_or_else(|| corrupt(format!("{FIELD}.{key} is not an integer")))?;
+        if blocks.len() <= block {
+            blocks.resize(block + 1, 0);
+        }
+        blocks[block] = to_count(count);
+    }
+    Ok(blocks)
+}
+
+/// The stored form of a list of block counts.
+pub fn stored(blocks: &[u64]) -> Document {
+    blocks
+        .iter()
+        .enumerate()
+        .map(|(block, n)| {
+            (
+                block.to_string(),
+                mongodb::bson::Bson::Int64(i64::try_from(*n).unwrap_or(i64::MAX)),
+            )
+        })
+        .collect()
+}
+
+/// The blocks an offset window lies in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// The block of its first comment.
+    pub first: usize,
+    /// The block of its last comment (or the discussion's last block).
+    pub last: usize,
+    /// Comments in the blocks before `first`.
+    pub before: u64,
+}
+
+/// The blocks that hold comments `skip+1 ..= skip+want` of the threaded order; `None` when the
+/// discussion has `skip` comments or fewer.
+pub fn span(blocks: &[u64], skip: u64, want: u64) -> Option<Span> {
+    let mut before = 0_u64;
+    let mut first = None;
+    for (block, &n) in blocks.iter().enumerate() {
+        if first.is_none() && before + n > skip {
+            first = Some((block, before));
+        }
+        before += n;
+        if let Some((first, first_before)) = first {
+            if before >= skip.saturating_add(want) {
+                return Some(Span {
+                    first,
+                    last: block,
+                    before: first_before,
+                });
+            }
+        }
+    }
+    first.map(|(first, first_before)| Span {
+        first,
+        last: blocks.len() - 1,
+        before: first_before,
+    })
+}
+
+/// A top-level comment as the threaded pages need it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    /// Its `thread_seq`.
+    pub thread: i64,
+    /// The comments of its thread.
+    pub total: u64,
+    /// Its full slug (its thread is `full_slug ..` its descendant range's end).
+    pub full_slug: FullSlug,
+}
+
+/// Where a window lies among consecutive threads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cut {
+    /// Index of the first thread it reads.
+    pub first: usize,
+    /// Comments of that thread before the window.
+    pub skip: u64,
+    /// Index of the last thread it reads.
+    pub last: usize,
+    /// How many comments the window holds (fewer than asked at the end of the discussion).
+    pub expected: u64,
+}
+
+/// The threads, among `roots` (consecutive, in order), that hold comments `skip+1 ..= skip+want`
+/// counted from the first of them; `None` when they hold `skip` comments or fewer.
+pub fn cut(roots: &[Root], skip: u64, want: u64) -> Option<Cut> {
+    let mut before = 0_u64;
+    let mut start: Option<(usize, u64)> = None;
+    for (i, root) in roots.iter().enumerate() {
+        if start.is_none() && before + root.total > skip {
+            start = Some((i, skip - before));
+        }
+        before += root.total;
+        if let Some((first, skip_in)) = start {
+            if before >= skip.saturating_add(want) {
+                return Some(Cut {
+                    first,
+                    skip: skip_in,
+                    last: i,
+                    expected: want,
+                });
+            }
+        }
+    }
+    start.map(|(first, skip_in)| Cut {
+        first,
+        skip: skip_in,
+        last: roots.len() - 1,
+        expected: before - skip,
+    })
+}
+
+/// How many of `roots` (the threads after a cursor's thread, in order) a page of `want` needs:
+/// the fewest whose comments are at least `want`, or all of them.
+pub fn cover(roots: &[Root], want: u64) -> usize {
+    let mut total = 0_u64;
+    for (i, root) in roots.iter().enumerate() {
+        total += root.total;
+        if total >= want {
+            return i + 1;
+        }
+    }
+    roots.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roots(totals: &[u64]) -> Vec<Root> {
+        totals
+            .iter()
+            .enumerate()
+            .map(|(i, &total)| Root {
+                thread: i64::try_from(i).unwrap() + 1,
+                total,
+                full_slug: FullSlug::from_stored(format!("{i:016}:a")),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn blocks_number_threads_from_one() {
+        assert_eq!(block_of(1), 0);
+        assert_eq!(block_of(BLOCK), 0);
+        assert_eq!(block_of(BLOCK + 1), 1);
+        assert_eq!(threads_of(0), (1, BLOCK));
+        assert_eq!(threads_of(2), (2 * BLOCK + 1, 3 * BLOCK));
+        assert_eq!(count_path(BLOCK + 1), "thread_blocks.1");
+    }
+
+    #[test]
+    fn stored_counts_read_back() {
+        let blocks = vec![40, 0, 7];
+        assert_eq!(parse(&stored(&blocks)).unwrap(), blocks);
+        let sparse = mongodb::bson::doc! { "2": 5_i32, "0": 3_i64 };
+        assert_eq!(parse(&sparse).unwrap(), vec![3, 0, 5]);
+        assert!(parse(&mongodb::bson::doc! { "x": 1 }).is_err());
+        assert!(parse(&mongodb::bson::doc! { "0": "1" }).is_err());
+    }
+
+    #[test]
+    fn a_span_covers_the_window() {
+        let blocks = [10, 20, 5, 40];
+        assert_eq!(
+            span(&blocks, 0, 5),
+            Some(Span {
+                first: 0,
+                last: 0,
+                before: 0
+            })
+        );
+        assert_eq!(
+            span(&blocks, 9, 2),
+            Some(Span {
+                first: 0,
+                last: 1,
+                before: 0
+            })
+        );
+        assert_eq!(
+            span(&blocks, 10, 26),
+            Some(Span {
+                first: 1,
+                last: 3,
+                before: 10
+            })
+        );
+        // Past the end: the window runs to the last block.
+        assert_eq!(
+            span(&blocks, 70, 51),
+            Some(Span {
+                first: 3,
+                last: 3,
+                before: 35
+            })
+        );
+        assert_eq!(span(&blocks, 75, 1), None);
+        assert_eq!(span(&[], 0, 1), None);
+    }
+
+    #[test]
+    fn a_cut_names_the_threads_and_the_skip_inside_the_first() {
+        let r = roots(&[3, 1, 4, 1, 5]);
+        assert_eq!(
+            cut(&r, 0, 2),
+            Some(Cut {
+                first: 0,
+                skip: 0,
+                last: 0,
+                expected: 2
+            })
+        );
+        assert_eq!(
+            cut(&r, 2, 3),
+            Some(Cut {
+                first: 0,
+                skip: 2,
+                last: 2,
+                expected: 3
+            })
+        );
+        assert_eq!(
+            cut(&r, 4, 6),
+            Some(Cut {
+                first: 2,
+                skip: 0,
+                last: 4,
+                expected: 6
+            })
+        );
+        assert_eq!(
+            cut(&r, 10, 51),
+            Some(Cut {
+                first: 4,
+                skip: 1,
+                last: 4,
+                expected: 4
+            })
+        );
+        assert_eq!(cut(&r, 14, 1), None);
+    }
+
+    #[test]
+    fn cover_takes_the_fewest_threads_that_fill_the_page() {
+        let r = roots(&[3, 1, 4]);
+        assert_eq!(cover(&r, 1), 1);
+        assert_eq!(cover(&r, 4), 2);
+        assert_eq!(cover(&r, 5), 3);
+        assert_eq!(cover(&r, 50), 3);
+        assert_eq!(cover(&[], 50), 0);
+    }
+}
