@@ -230,14 +230,12 @@ impl PerComment {
         // without its transaction could leave one out).
         let total = i64::try_from(numbering.total(discussion)).unwrap_or(i64::MAX);
         let expected = want.min(total.saturating_sub(after).max(0));
-        if i64::try_from(docs.len()).unwrap_or(i64::MAX) < expected {
-            return Ok(None);
-        }
-        let items = docs
-            .into_iter()
-            .map(|d| d.into_comment(&discussion.id))
-            .collect();
-        Ok(Some(Page::from_overfetch(items, window.limit())))
+        Ok(complete_page(
+            discussion,
+            docs,
+            to_count(expected),
+            window.limit(),
+        ))
     }
 }
 
@@ -319,14 +317,7 @@ impl PerComment {
             .await?
             .try_collect()
             .await?;
-        if (docs.len() as u64) < expected {
-            return Ok(None);
-        }
-        let items = docs
-            .into_iter()
-            .map(|d| d.into_comment(&discussion.id))
-            .collect();
-        Ok(Some(Page::from_overfetch(items, window.limit())))
+        Ok(complete_page(discussion, docs, expected, window.limit()))
     }
 
     /// The top-level comments numbered `first ..= last` (fewer past the discussion's last
@@ -369,6 +360,24 @@ impl PerComment {
         }
         Ok(complete.then_some(roots))
     }
+}
+
+/// The page of `docs` (fetched `limit + 1`), or `None` when fewer than `expected` came back: the
+/// counts that bounded the read promised more, and the caller reads the general way.
+fn complete_page(
+    discussion: &Discussion,
+    docs: Vec<CommentDoc>,
+    expected: u64,
+    limit: usize,
+) -> Option<Page<Comment>> {
+    if (docs.len() as u64) < expected {
+        return None;
+    }
+    let items = docs
+        .into_iter()
+        .map(|d| d.into_comment(&discussion.id))
+        .collect();
+    Some(Page::from_overfetch(items, limit))
 }
 
 /// A first batch that holds `groups` results (the server still cuts a batch at 16 MB).
