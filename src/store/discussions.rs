@@ -42,6 +42,10 @@ struct DiscussionDoc {
     moves: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     thread_blocks: Option<Document>,
+    /// Whether its comment pages have `_id`s `<discussion>:<page>` (bucketed discussions; the
+    /// bucketed layout reads it with its write target).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    keyed_pages: bool,
 }
 
 impl DiscussionDoc {
@@ -336,6 +340,7 @@ impl DiscussionStore for Discussions {
             sequenced,
             moves: 0,
             thread_blocks: sequenced.then(Document::new),
+            keyed_pages: layout == Layout::Bucketed,
         };
         self.coll.insert_one(&doc).await?;
         doc.into_discussion()

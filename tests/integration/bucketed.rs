@@ -713,3 +713,76 @@ async fn a_process_that_missed_page_changes_still_posts_in_order() {
         assert_eq!(slugs(&by_cursor), strings, "cursor pages of {size}");
     }
 }
+
+/// New discussions' pages are keyed `<discussion>:<page>` (a write to one page is an `_id`
+/// lookup); a discussion from before keyed pages (no `keyed_pages` on it) keeps posting into
+/// pages with generated ids, with the same counts and order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_are_keyed_and_discussions_from_before_still_post() {
+    let app = TestApp::with("bucketed_keyed_pages", settings(5)).await;
+    let keyed = app.discussion("keyed").await;
+    let legacy = app.discussion("from before").await;
+    raw_db(&app)
+        .await
+        .collection::<Document>("discussions")
+        .update_one(
+            doc! { "_id": &legacy },
+            doc! { "$unset": { "keyed_pages": "" } },
+        )
+        .await
+        .expect("unset");
+    for d in [&keyed, &legacy] {
+        let mut posted: Vec<String> = Vec::new();
+        for i in 0..17 {
+            let parent = match i % 3 {
+                0 => None,
+                1 => posted.last().cloned(),
+                _ => posted.get(i / 2).cloned(),
+            };
+            posted.push(app.post(d, parent.as_deref(), &format!("c {i}")).await);
+        }
+        let pages = raw_pages(&app, d).await;
+        assert_eq!(
+            pages.iter().map(|p| int(p, "count")).collect::<Vec<_>>(),
+            [5, 5, 5, 2]
+        );
+        for page in &pages {
+            let id = page.get("_id").expect("_id");
+            match d == &keyed {
+                true => assert_eq!(
+                    id,
+                    &Bson::String(format!("{d}:{}", int(page, "page"))),
+                    "{page}"
+                ),
+                false => assert!(matches!(id, Bson::ObjectId(_)), "{page}"),
+            }
+        }
+        // Reply counts and thread totals landed on the right pages.
+        let stored: Vec<&Document> = pages.iter().flat_map(|p| comments(p)).collect();
+        for c in &stored {
+            let slug = c.get_str("slug").expect("slug");
+            let children = stored
+                .iter()
+                .filter(|o| o.get_str("parent").ok() == Some(slug))
+                .count() as i64;
+            assert_eq!(int(c, "reply_count"), children, "reply count of {slug}");
+        }
+        let totals: i64 = pages.iter().map(|p| int(p, "thread_total")).sum();
+        assert_eq!(totals, 17);
+        // Both orders read back everything that was posted.
+        let data = app
+            .ok(
+                "query($d: ID!) { discussion(id: $d) { commentCount comments(first: 100) { nodes { slug } } } }",
+                json!({ "d": d }),
+            )
+            .await;
+        assert_eq!(data["discussion"]["commentCount"], 17);
+        let listed: Vec<String> = data["discussion"]["comments"]["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .map(|n| n["slug"].as_str().expect("slug").to_owned())
+            .collect();
+        assert_eq!(listed, posted);
+    }
+}

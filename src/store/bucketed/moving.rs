@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use mongodb::bson::{doc, to_bson, Document};
 
-use super::shapes::{order_key, FLOOR, NUM_PAGES};
+use super::shapes::{order_key, page_id, FLOOR, KEYED, NUM_PAGES};
 use super::write::SEALED;
 use super::Bucketed;
 use crate::domain::{Comment, Discussion, DiscussionId, Slug};
@@ -23,7 +23,7 @@ impl Movable for Bucketed {
         self.discussion_docs
             .update_one(
                 doc! { "_id": id.as_str() },
-                doc! { "$unset": { NUM_PAGES: "", FLOOR: "" } },
+                doc! { "$unset": { NUM_PAGES: "", FLOOR: "", KEYED: "" } },
             )
             .await?;
         Ok(())
@@ -60,9 +60,11 @@ impl Movable for Bucketed {
                 .map(|c| to_bson(&CommentDoc::from_comment(c, false)).map_err(corrupt))
                 .collect::<StoreResult<Vec<_>>>()?;
             let last_key = order_key(end.posted, &end.slug);
+            let number = i64::try_from(number).unwrap_or(i64::MAX);
             let mut page = doc! {
+                "_id": page_id(&discussion.id, number),
                 "discussion_id": discussion.id.as_str(),
-                "page": i64::try_from(number).unwrap_or(i64::MAX),
+                "page": number,
                 "count": i64::try_from(chunk.len()).unwrap_or(i64::MAX),
                 "roots": i64::try_from(roots.len()).unwrap_or(i64::MAX),
                 "thread_total": thread_total,
@@ -70,7 +72,7 @@ impl Movable for Bucketed {
                 "last_key": &last_key,
                 "comments": stored,
             };
-            if number < last {
+            if usize::try_from(number).unwrap_or(usize::MAX) < last {
                 page.insert(SEALED, true);
                 floor = last_key;
             }
@@ -87,6 +89,6 @@ impl Movable for Bucketed {
                 .unsigned_abs();
             lease.written(done).await?;
         }
-        Ok(doc! { NUM_PAGES: i64::try_from(last).unwrap_or(0), FLOOR: floor })
+        Ok(doc! { NUM_PAGES: i64::try_from(last).unwrap_or(0), FLOOR: floor, KEYED: true })
     }
 }

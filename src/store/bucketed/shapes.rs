@@ -1,7 +1,7 @@
 //! The stored shapes of the bucketed layout: page headers, the discussion's write target, and
 //! the order key pages are bounded by.
 
-use mongodb::bson::{Bson, Document};
+use mongodb::bson::{doc, Bson, Document};
 use serde::Deserialize;
 
 use crate::domain::{Comment, DiscussionId, Micros, Slug};
@@ -14,6 +14,25 @@ pub(super) const BATCH_SIZE: u32 = 100_000;
 /// page before it (every later comment must sort after it).
 pub(super) const NUM_PAGES: &str = "num_comment_pages";
 pub(super) const FLOOR: &str = "comment_pages_floor";
+/// Discussion field: its pages' `_id`s are `<discussion>:<page>` (set for every discussion
+/// created or moved into this layout since pages were keyed), so that a write to one page is an
+/// `_id` lookup.
+pub(super) const KEYED: &str = "keyed_pages";
+
+/// The `_id` of a keyed page.
+pub(super) fn page_id(id: &DiscussionId, page: i64) -> String {
+    format!("{id}:{page}")
+}
+
+/// A filter for page `page` of the discussion: by `_id` too where its pages are keyed (the
+/// development database otherwise reads every page of the discussion to find one).
+pub(super) fn page_filter(id: &DiscussionId, page: i64, keyed: bool) -> Document {
+    let mut filter = doc! { "discussion_id": id.as_str(), "page": page };
+    if keyed {
+        filter.insert("_id", page_id(id, page));
+    }
+    filter
+}
 
 /// The chronological sort key of a comment as one string: fixed-width time, then slug.
 pub(super) fn order_key(posted: Micros, slug: &Slug) -> String {
@@ -54,14 +73,22 @@ impl PageInfo {
 pub(super) struct Target {
     pub(super) page: i64,
     pub(super) floor: String,
+    /// Whether the discussion's pages are keyed (see [`KEYED`]).
+    pub(super) keyed: bool,
 }
 
 impl Target {
+    /// The discussion fields a target is read from.
+    pub(super) fn projection() -> Document {
+        doc! { NUM_PAGES: 1, FLOOR: 1, KEYED: 1 }
+    }
+
     pub(super) fn from_doc(doc: Option<Document>) -> Self {
         let doc = doc.unwrap_or_default();
         let page = doc.get(NUM_PAGES).and_then(as_i64).unwrap_or(0);
         let floor = doc.get_str(FLOOR).unwrap_or_default().to_owned();
-        Self { page, floor }
+        let keyed = doc.get_bool(KEYED).unwrap_or(false);
+        Self { page, floor, keyed }
     }
 
     /// The floor's time: a new comment must be posted strictly after it.

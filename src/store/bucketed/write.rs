@@ -14,7 +14,7 @@ use mongodb::bson::{doc, to_bson, Bson, Document};
 use mongodb::options::ReturnDocument;
 use mongodb::ClientSession;
 
-use super::shapes::{comments_of, order_key, Target, FLOOR, NUM_PAGES};
+use super::shapes::{comments_of, order_key, page_filter, Target, FLOOR, NUM_PAGES};
 use super::threads::by_index;
 use super::Bucketed;
 use crate::domain::{Comment, Discussion, DiscussionId, Micros, Placement, Slug, SlugPart};
@@ -91,7 +91,7 @@ impl Bucketed {
         let doc = self
             .discussion_docs
             .find_one(doc! { "_id": id.as_str() })
-            .projection(doc! { NUM_PAGES: 1, FLOOR: 1 })
+            .projection(Target::projection())
             .await?;
         let target = Target::from_doc(doc);
         self.targets.set(discussion, &target);
@@ -101,12 +101,13 @@ impl Bucketed {
     /// Page `full` is full: seal it (so no post lands there any more, and its last key is
     /// final), move the discussion on to the next page (a no-op when another post already did)
     /// and return where posts go now.
-    async fn next_page(&self, discussion: &Discussion, full: i64) -> StoreResult<Target> {
+    async fn next_page(&self, discussion: &Discussion, full: &Target) -> StoreResult<Target> {
         let id = &discussion.id;
+        let (full, keyed) = (full.page, full.keyed);
         let sealed = self
             .pages
             .find_one_and_update(
-                doc! { "discussion_id": id.as_str(), "page": full },
+                page_filter(id, full, keyed),
                 doc! { "$set": { SEALED: true } },
             )
             .projection(doc! { "last_key": 1 })
@@ -120,7 +121,7 @@ impl Bucketed {
                 doc! { "_id": id.as_str() },
                 doc! { "$max": { NUM_PAGES: full + 1, FLOOR: last_key } },
             )
-            .projection(doc! { NUM_PAGES: 1, FLOOR: 1 })
+            .projection(Target::projection())
             .return_document(ReturnDocument::After)
             .await?;
         let target = Target::from_doc(doc);
@@ -170,15 +171,14 @@ impl Bucketed {
         state: &PostState,
         session: &mut ClientSession,
     ) -> StoreResult<Pushed> {
-        let id = discussion.as_str();
         let key = order_key(comment.posted, &comment.slug);
         let element = to_bson(&CommentDoc::from_comment(comment, false)).map_err(corrupt)?;
         let top = i64::from(comment.parent.is_none());
+        let mut q = page_filter(discussion, state.target.page, state.target.keyed);
+        q.insert("count", doc! { "$lt": self.cap });
+        q.insert(SEALED, doc! { "$exists": false });
         let mut updates = vec![doc! {
-            "q": {
-                "discussion_id": id, "page": state.target.page,
-                "count": { "$lt": self.cap }, SEALED: { "$exists": false },
-            },
+            "q": q,
             "u": {
                 "$push": { "comments": { "$each": [element], "$sort": { "posted": 1, "slug": 1 } } },
                 "$inc": { "count": 1_i64, "roots": top, "thread_total": top },
@@ -217,10 +217,9 @@ impl Bucketed {
                 .ok_or_else(|| StoreError::Corrupt(format!("comment {slug} of {id} has no page")))
         };
         let at = |slug: &Slug, update: Document| -> StoreResult<Document> {
-            Ok(doc! {
-                "q": { "discussion_id": id.as_str(), "page": page_of(slug)?, "comments.slug": slug.as_str() },
-                "u": update,
-            })
+            let mut q = page_filter(id, page_of(slug)?, state.target.keyed);
+            q.insert("comments.slug", slug.as_str());
+            Ok(doc! { "q": q, "u": update })
         };
         if *parent == root {
             return Ok(vec![at(
@@ -340,16 +339,16 @@ impl PostSteps for Bucketed {
         match self.push(&discussion.id, comment, state, session).await? {
             Pushed::Stored => Ok(Attempt::Stored),
             Pushed::Refused => {
-                let page = state.target.page;
+                let (page, keyed) = (state.target.page, state.target.keyed);
                 let header = self
                     .pages
-                    .find_one(doc! { "discussion_id": discussion.id.as_str(), "page": page })
+                    .find_one(page_filter(&discussion.id, page, keyed))
                     .projection(doc! { "count": 1, SEALED: 1 })
                     .await?;
                 if let Some(header) = header {
                     let sealed = header.get_bool(SEALED).unwrap_or(false);
                     if sealed || int_field(&header, "count")? >= self.cap {
-                        state.target = self.next_page(discussion, page).await?;
+                        state.target = self.next_page(discussion, &state.target).await?;
                     }
                 }
                 Ok(Attempt::Moved)
