@@ -486,6 +486,12 @@ impl PostSteps for PerComment {
         Ok((Some((&found.into_comment(&discussion.id)).into()), state))
     }
 
+    /// The parent's paths and thread never change, and a new thread's block is checked by the
+    /// numbering itself: the read overlaps the post ahead.
+    fn prepares_before_turn(&self) -> bool {
+        true
+    }
+
     /// In a sequenced discussion a comment comes after the latest one, so that numbers follow
     /// the chronological order.
     fn floor(&self, state: &PostState, _parent: Option<&Slug>) -> Option<Micros> {

@@ -145,6 +145,17 @@ pub(super) trait PostSteps: Send + Sync {
         self.transactional()
     }
 
+    /// Whether a queued post may make its read (`prepare`) before its turn, so that it overlaps
+    /// the post ahead of it: true where what `prepare` reads cannot be changed by another post
+    /// (or a change is caught by the try and refreshed in [`PostSteps::after_turn`]).
+    fn prepares_before_turn(&self) -> bool {
+        false
+    }
+
+    /// Brings what `prepare` read up to date with what this process learned while the post
+    /// waited for its turn (without a database command).
+    fn after_turn(&self, _discussion: &Discussion, _state: &mut Self::State) {}
+
     /// Tries to store `comment`. Writes that must land together with the counters go through
     /// `session` (inside the post's transaction).
     async fn attempt(
@@ -247,7 +258,9 @@ pub(super) async fn post<S: PostSteps>(
 ) -> StoreResult<Posted> {
     let (clock, max_depth) = (&writer.clock, writer.max_depth);
     let transaction = writer.transactions && steps.transactional();
-    let _turn = match transaction || steps.queued() {
+    let queued = transaction || steps.queued();
+    let early = queued && steps.prepares_before_turn();
+    let mut turn = match queued && !early {
         true => Some(writer.turn(&discussion.id).await),
         false => None,
     };
@@ -255,6 +268,11 @@ pub(super) async fn post<S: PostSteps>(
     let (parent, mut state) = steps
         .prepare(discussion, new.parent.as_ref(), &part)
         .await?;
+    if early {
+        turn = Some(writer.turn(&discussion.id).await);
+        steps.after_turn(discussion, &mut state);
+    }
+    let _turn = turn;
     let parent = parent.as_ref().map(|p| (&p.slug, &p.full_slug));
     let mut session = writer.client.start_session().await?;
     let (mut refused, mut moved, mut conflicts) = (0, 0, 0);

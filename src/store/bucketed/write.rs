@@ -310,6 +310,23 @@ impl PostSteps for Bucketed {
         Ok((paths, state))
     }
 
+    /// The parent's and the root's pages never change, a slug taken meanwhile is caught by the
+    /// next lookup or accepted as the layout's known race (ARCHITECTURE.md), and a page the
+    /// discussion moved on from refuses the push: the read overlaps the post ahead.
+    fn prepares_before_turn(&self) -> bool {
+        true
+    }
+
+    /// The write target this process learned while the post waited (the post ahead may have
+    /// moved the discussion to a new page), so that the post does not pay for a refused push.
+    fn after_turn(&self, discussion: &Discussion, state: &mut PostState) {
+        if let Some(known) = self.targets.get(discussion) {
+            if known.page > state.target.page {
+                state.target = known;
+            }
+        }
+    }
+
     /// Pages hold disjoint runs of the chronological order: a comment comes after the last key
     /// of the page before the current one.
     fn floor(&self, state: &PostState, _parent: Option<&Slug>) -> Option<Micros> {
