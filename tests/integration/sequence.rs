@@ -297,3 +297,82 @@ async fn threaded_pages_read_only_the_threads_they_touch() {
         }
     }
 }
+
+/// A discussion without thread counts (created before they were kept) posts without them and
+/// reads its threaded pages the general way, with the same results.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discussion_without_thread_counts_reads_threaded_pages_the_general_way() {
+    let app = TestApp::new("threaded_without_counts", Layout::PerComment).await;
+    let d = app.discussion("from before").await;
+    let mut roots = Vec::new();
+    for t in 0..6 {
+        let root = app.post(&d, None, "root").await;
+        app.post(&d, Some(&root), &format!("reply {t}")).await;
+        roots.push(root);
+    }
+    let db = mongodb::Client::with_uri_str(server_uri())
+        .await
+        .unwrap()
+        .database(&app.database);
+    db.collection::<Document>("discussions")
+        .update_one(
+            doc! { "_id": &d },
+            doc! { "$unset": { "thread_blocks": "" } },
+        )
+        .await
+        .unwrap();
+    // Posts go on without the counts.
+    app.post(&d, Some(&roots[0]), "late reply").await;
+    app.post(&d, None, "late thread").await;
+    let stored = db
+        .collection::<Document>("discussions")
+        .find_one(doc! { "_id": &d })
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(stored.get("thread_blocks").is_none(), "{stored}");
+
+    let mut expected: Vec<String> = db
+        .collection::<Document>("comments")
+        .find(doc! { "discussion_id": &d })
+        .await
+        .unwrap()
+        .try_collect::<Vec<Document>>()
+        .await
+        .unwrap()
+        .iter()
+        .map(|c| c.get_str("full_slug").unwrap().to_owned())
+        .collect();
+    expected.sort();
+    assert_eq!(expected.len(), 14);
+    let finds = |app: &TestApp| {
+        app.store()
+            .commands()
+            .snapshot()
+            .get("find")
+            .copied()
+            .unwrap_or(0)
+    };
+    for offset in [0_usize, 5, 13] {
+        let before = finds(&app);
+        let data = app
+            .ok(
+                "query($d: ID!, $o: Int) { discussion(id: $d) { comments(order: THREADED, first: 5, offset: $o) { nodes { fullSlug } } } }",
+                json!({ "d": d, "o": offset }),
+            )
+            .await;
+        // The discussion, then the page the general way.
+        assert_eq!(finds(&app) - before, 2, "offset {offset}");
+        let nodes: Vec<String> = data["discussion"]["comments"]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["fullSlug"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            nodes,
+            expected[offset..(offset + 5).min(14)],
+            "offset {offset}"
+        );
+    }
+}
