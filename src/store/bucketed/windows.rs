@@ -54,13 +54,9 @@ impl Bucketed {
         top_level: bool,
         need: usize,
     ) -> StoreResult<Vec<Comment>> {
-        if after.is_none() {
-            if let Some(found) = self.first_pages(scope, discussion, need, top_level).await? {
-                return Ok(found);
-            }
-        }
         let mut matcher = doc! { "discussion_id": discussion.id.as_str() };
         let mut conds: Vec<Bson> = Vec::new();
+        let mut from = Some(0_i64);
         if let Some((posted, slug)) = after {
             matcher.insert("last_key", doc! { "$gt": order_key(posted, slug) });
             let cursor = Cursor::Chronological {
@@ -68,10 +64,21 @@ impl Bucketed {
                 slug: slug.clone(),
             };
             conds.push(after_cond(&cursor, "c").into());
+            from = self.page_from(discussion, posted, slug).await?;
+        }
+        if top_level {
+            conds.push(doc! { "$eq": ["$$c.parent", Bson::Null] }.into());
+        }
+        if let Some(from) = from {
+            let found = self
+                .pages_from(scope, discussion, from, &conds, need, top_level)
+                .await?;
+            if let Some(found) = found {
+                return Ok(found);
+            }
         }
         if top_level {
             matcher.insert("roots", doc! { "$gt": 0 });
-            conds.push(doc! { "$eq": ["$$c.parent", Bson::Null] }.into());
         }
         let mut pipeline = vec![
             doc! { "$match": matcher },
@@ -91,16 +98,45 @@ impl Bucketed {
         self.run(scope, discussion, pipeline).await
     }
 
-    /// The first `need` comments (or top-level comments) read from a bounded range of page
-    /// numbers: the database reads those pages only, however many the discussion has. The range
-    /// is wide enough when pages are full and, for top-level comments, twice what the
-    /// discussion's share of them says. `None` when the range's last page exists and the range
-    /// still held too few (pages of an older, smaller size, or threads started unevenly): the
-    /// caller then streams on, which costs one more command.
-    async fn first_pages(
+    /// The page from which on every comment after the cursor `(posted, slug)` lies: the page of
+    /// the comment `slug` (found with the slug index), when the cursor's key is not before that
+    /// page's first key (pages hold disjoint, increasing runs of keys, so no earlier page holds a
+    /// later comment). `None` for a cursor that names no comment or not its position.
+    async fn page_from(
+        &self,
+        discussion: &Discussion,
+        posted: Micros,
+        slug: &Slug,
+    ) -> StoreResult<Option<i64>> {
+        let found = self
+            .pages
+            .find_one(doc! {
+                "discussion_id": discussion.id.as_str(), "comments.slug": slug.as_str(),
+            })
+            .projection(doc! { "_id": 0, "page": 1, "first_key": 1 })
+            .await?;
+        let key = order_key(posted, slug);
+        Ok(found
+            .filter(|d| {
+                d.get_str("first_key")
+                    .is_ok_and(|first| key.as_str() >= first)
+            })
+            .and_then(|d| d.get("page").and_then(crate::store::bson::as_i64)))
+    }
+
+    /// The first `need` comments (or top-level comments) that pass `conds` from page `from` on,
+    /// read from a bounded range of page numbers: the database reads those pages only, however
+    /// many the discussion has. The range is wide enough when pages are full and, for top-level
+    /// comments, twice what the discussion's share of them says. `None` when the range's last
+    /// page exists and the range still held too few (pages of an older, smaller size, threads
+    /// started unevenly, or a cursor late in its page): the caller then streams on, which costs
+    /// one more command.
+    async fn pages_from(
         &self,
         scope: &ReadScope,
         discussion: &Discussion,
+        from: i64,
+        conds: &[Bson],
         need: usize,
         top_level: bool,
     ) -> StoreResult<Option<Vec<Comment>>> {
@@ -117,20 +153,20 @@ impl Bucketed {
         } else {
             (need as u64).div_ceil(per_page)
         };
-        let span = i64::try_from(pages).unwrap_or(i64::MAX / 2) + 1;
-        let comments = if top_level {
-            Bson::from(doc! { "$filter": {
-                "input": "$comments", "as": "c", "cond": { "$eq": ["$$c.parent", Bson::Null] },
-            } })
-        } else {
+        let span = i64::try_from(pages).unwrap_or(i64::MAX / 4) + 1;
+        let comments = if conds.is_empty() {
             Bson::from("$comments")
+        } else {
+            Bson::from(doc! { "$filter": {
+                "input": "$comments", "as": "c", "cond": { "$and": conds },
+            } })
         };
         let docs: Vec<Document> = self
             .pages
             .aggregate(vec![
                 doc! { "$match": {
                     "discussion_id": discussion.id.as_str(),
-                    "page": { "$gte": 0_i64, "$lt": span },
+                    "page": { "$gte": from, "$lt": from.saturating_add(span) },
                 } },
                 doc! { "$sort": { "page": 1 } },
                 doc! { "$project": { "_id": 0, "page": 1, "comments": comments } },
@@ -148,7 +184,7 @@ impl Bucketed {
             out.extend(comments_of(doc, &discussion.id)?);
         }
         // Page numbers have no gaps: when the range's last page is missing, there is no later one.
-        if out.len() < need && last_page == Some(span - 1) {
+        if out.len() < need && last_page == Some(from.saturating_add(span) - 1) {
             return Ok(None);
         }
         out.truncate(need);
