@@ -545,40 +545,30 @@ impl PostSteps for PerComment {
         session: &mut ClientSession,
     ) -> StoreResult<()> {
         if let Some(parent) = &comment.parent {
+            // The parent's reply count and, where the discussion counts threads, the root's
+            // thread total: one statement when the parent is the root, two otherwise, one command.
             let id = discussion.id.as_str();
             let at = |slug: &Slug| doc! { "discussion_id": id, "slug": slug.as_str() };
             let root = comment.slug.ancestor_at(0);
-            match (self.counts_threads(discussion), *parent == root) {
-                (false, _) => {
-                    self.coll
-                        .update_one(at(parent), doc! { "$inc": { "reply_count": 1_i64 } })
-                        .session(&mut *session)
-                        .await?;
-                }
-                (true, true) => {
-                    let inc = doc! { "$inc": { "reply_count": 1_i64, "thread_total": 1_i64 } };
-                    self.coll
-                        .update_one(at(parent), inc)
-                        .session(&mut *session)
-                        .await?;
-                }
-                (true, false) => {
-                    // Two statements, one command.
-                    let statements = vec![
-                        doc! { "q": at(parent), "u": { "$inc": { "reply_count": 1_i64 } } },
-                        doc! { "q": at(&root), "u": { "$inc": { "thread_total": 1_i64 } } },
-                    ];
-                    let reply = self
-                        .raw
-                        .update_statements(statements, self.writer.transactions, session)
-                        .await?;
-                    if let Ok(errors) = reply.get_array("writeErrors") {
-                        return Err(StoreError::Corrupt(format!(
-                            "counting reply {} in {id}: {errors:?}",
-                            comment.slug
-                        )));
-                    }
-                }
+            let threads = self.counts_threads(discussion);
+            let mut inc = doc! { "reply_count": 1_i64 };
+            if threads && *parent == root {
+                inc.insert("thread_total", 1_i64);
+            }
+            let mut statements = vec![doc! { "q": at(parent), "u": { "$inc": inc } }];
+            if threads && *parent != root {
+                statements
+                    .push(doc! { "q": at(&root), "u": { "$inc": { "thread_total": 1_i64 } } });
+            }
+            let reply = self
+                .raw
+                .update_statements(statements, self.writer.transactions, session)
+                .await?;
+            if let Ok(errors) = reply.get_array("writeErrors") {
+                return Err(StoreError::Corrupt(format!(
+                    "counting reply {} in {id}: {errors:?}",
+                    comment.slug
+                )));
             }
         }
         if self.numbers(discussion) {

@@ -90,28 +90,36 @@ pub struct Span {
 /// The blocks that hold comments `skip+1 ..= skip+want` of the threaded order; `None` when the
 /// discussion has `skip` comments or fewer.
 pub fn span(blocks: &[u64], skip: u64, want: u64) -> Option<Span> {
-    let mut before = 0_u64;
-    let mut first = None;
-    for (block, &n) in blocks.iter().enumerate() {
-        if first.is_none() && before + n > skip {
-            first = Some((block, before));
+    let (first, before, last, _) = window(blocks.iter().copied(), skip, want)?;
+    Some(Span {
+        first,
+        last,
+        before,
+    })
+}
+
+/// Where comments `skip+1 ..= skip+want` lie among consecutive groups of `totals` comments:
+/// the group of the first, the comments before it, the group of the last (or the last group),
+/// and how many the window holds. `None` when the groups hold `skip` comments or fewer.
+fn window(
+    totals: impl Iterator<Item = u64>,
+    skip: u64,
+    want: u64,
+) -> Option<(usize, u64, usize, u64)> {
+    let end = skip.saturating_add(want);
+    let (mut seen, mut first, mut last) = (0_u64, None, 0);
+    for (i, n) in totals.enumerate() {
+        if first.is_none() && seen + n > skip {
+            first = Some((i, seen));
         }
-        before += n;
-        if let Some((first, first_before)) = first {
-            if before >= skip.saturating_add(want) {
-                return Some(Span {
-                    first,
-                    last: block,
-                    before: first_before,
-                });
-            }
+        seen += n;
+        last = i;
+        if first.is_some() && seen >= end {
+            break;
         }
     }
-    first.map(|(first, first_before)| Span {
-        first,
-        last: blocks.len() - 1,
-        before: first_before,
-    })
+    let (first, before) = first?;
+    Some((first, before, last, seen.min(end) - skip))
 }
 
 /// A top-level comment as the threaded pages need it.
@@ -141,29 +149,12 @@ pub struct Cut {
 /// The threads, among `roots` (consecutive, in order), that hold comments `skip+1 ..= skip+want`
 /// counted from the first of them; `None` when they hold `skip` comments or fewer.
 pub fn cut(roots: &[Root], skip: u64, want: u64) -> Option<Cut> {
-    let mut before = 0_u64;
-    let mut start: Option<(usize, u64)> = None;
-    for (i, root) in roots.iter().enumerate() {
-        if start.is_none() && before + root.total > skip {
-            start = Some((i, skip - before));
-        }
-        before += root.total;
-        if let Some((first, skip_in)) = start {
-            if before >= skip.saturating_add(want) {
-                return Some(Cut {
-                    first,
-                    skip: skip_in,
-                    last: i,
-                    expected: want,
-                });
-            }
-        }
-    }
-    start.map(|(first, skip_in)| Cut {
+    let (first, before, last, expected) = window(roots.iter().map(|r| r.total), skip, want)?;
+    Some(Cut {
         first,
-        skip: skip_in,
-        last: roots.len() - 1,
-        expected: before - skip,
+        skip: skip - before,
+        last,
+        expected,
     })
 }
 

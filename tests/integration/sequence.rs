@@ -203,6 +203,26 @@ async fn numbers_are_dense_and_chronological_under_concurrent_writers() {
     }
 }
 
+/// `find` commands the app has sent so far.
+fn finds(app: &TestApp) -> u64 {
+    app.store()
+        .commands()
+        .snapshot()
+        .get("find")
+        .copied()
+        .unwrap_or(0)
+}
+
+/// The full slugs of a connection's nodes.
+fn full_slugs(connection: &Value) -> Vec<String> {
+    connection["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["fullSlug"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 /// Threaded pages of a sequenced discussion read the threads the page touches (the top-level
 /// comments of the blocks it spans, then one range of `full_slug`), whatever the offset or
 /// cursor; and they equal the `full_slug` order at every offset, the end included.
@@ -232,14 +252,6 @@ async fn threaded_pages_read_only_the_threads_they_touch() {
     let total = everything["discussion"]["commentCount"].as_u64().unwrap() as usize;
     assert_eq!(total, (0..70).map(|t| 1 + t % 4).sum::<usize>());
 
-    let finds = |app: &TestApp| {
-        app.store()
-            .commands()
-            .snapshot()
-            .get("find")
-            .copied()
-            .unwrap_or(0)
-    };
     let page = |offset: usize, after: Option<String>| {
         let (params, args, vars) = match after {
             Some(a) => ("$a: String", "after: $a", json!({ "d": d, "a": a })),
@@ -261,13 +273,7 @@ async fn threaded_pages_read_only_the_threads_they_touch() {
         let expected = if after.is_some() { 4 } else { 3 };
         assert_eq!(finds(&app) - before, expected, "after {after:?}");
         let connection = &data["discussion"]["comments"];
-        by_cursor.extend(
-            connection["nodes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|n| n["fullSlug"].as_str().unwrap().to_owned()),
-        );
+        by_cursor.extend(full_slugs(connection));
         if connection["pageInfo"]["hasNextPage"] != json!(true) {
             break;
         }
@@ -284,12 +290,7 @@ async fn threaded_pages_read_only_the_threads_they_touch() {
         let (query, vars) = page(offset, None);
         let before = finds(&app);
         let data = app.ok(&query, vars).await;
-        let nodes: Vec<String> = data["discussion"]["comments"]["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| n["fullSlug"].as_str().unwrap().to_owned())
-            .collect();
+        let nodes = full_slugs(&data["discussion"]["comments"]);
         let expected = &by_cursor[offset.min(total)..(offset + 10).min(total)];
         assert_eq!(nodes, expected, "offset {offset}");
         if offset < total {
@@ -345,14 +346,6 @@ async fn a_discussion_without_thread_counts_reads_threaded_pages_the_general_way
         .collect();
     expected.sort();
     assert_eq!(expected.len(), 14);
-    let finds = |app: &TestApp| {
-        app.store()
-            .commands()
-            .snapshot()
-            .get("find")
-            .copied()
-            .unwrap_or(0)
-    };
     for offset in [0_usize, 5, 13] {
         let before = finds(&app);
         let data = app
@@ -363,12 +356,7 @@ async fn a_discussion_without_thread_counts_reads_threaded_pages_the_general_way
             .await;
         // The discussion, then the page the general way.
         assert_eq!(finds(&app) - before, 2, "offset {offset}");
-        let nodes: Vec<String> = data["discussion"]["comments"]["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| n["fullSlug"].as_str().unwrap().to_owned())
-            .collect();
+        let nodes = full_slugs(&data["discussion"]["comments"]);
         assert_eq!(
             nodes,
             expected[offset..(offset + 5).min(14)],
