@@ -89,6 +89,12 @@ struct Args {
     /// Posts in flight while bulk loading.
     #[arg(long, default_value_t = 8)]
     load_concurrency: usize,
+    /// Where discussions are bulk loaded: `per-comment` posts them in the per_comment layout
+    /// (the fastest to post into) and then moves them online to the layout under test, as
+    /// `threadql migrate` does; `own` posts them in the layout under test. The write
+    /// measurements post in the layout under test either way.
+    #[arg(long, value_enum, default_value_t = LoadIn::PerComment)]
+    load_in: LoadIn,
     /// Longest the bulk load of one discussion may take, in seconds; a layout whose posts are too
     /// slow is measured at the size it reached, and not at larger sizes [default: 1800; quick: 30].
     #[arg(long)]
@@ -104,7 +110,22 @@ struct Args {
     secantusd: Option<PathBuf>,
 }
 
+/// Where discussions are bulk loaded (see `--load-in`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LoadIn {
+    PerComment,
+    Own,
+}
+
 impl Args {
+    /// The layout a discussion measured in `layout` is posted in before it is moved there.
+    fn load_layout(&self, store: &Store, layout: Layout) -> Layout {
+        match self.load_in {
+            LoadIn::PerComment if store.layout(Layout::PerComment).is_ok() => Layout::PerComment,
+            _ => layout,
+        }
+    }
+
     fn sizes(&self, layout: Layout) -> Vec<usize> {
         match (layout, &self.sizes, &self.embedded_sizes) {
             (Layout::Embedded, _, Some(sizes)) | (_, Some(sizes), _) => sizes.clone(),
@@ -345,7 +366,10 @@ async fn bench_case(
     let label = format!("{layout} {}", group(size));
     let plan = Plan::generate(size, args.seed);
     let title = DiscussionTitle::parse(&format!("benchmark: {layout}, {size} comments"))?;
-    let discussion = store.discussions().create(title, layout).await?;
+    let discussion = store
+        .discussions()
+        .create(title, args.load_layout(store, layout))
+        .await?;
     let budget = args
         .load_secs
         .unwrap_or(if args.quick { 30.0 } else { 1800.0 });
@@ -358,6 +382,7 @@ async fn bench_case(
         &label,
     )
     .await?;
+    let (loaded, move_secs) = move_to(store, loaded, layout, &label).await?;
     // Fixtures come from the comments that were loaded (all of them unless a cap stopped it).
     let loaded_prefix = loaded
         .slugs
@@ -429,6 +454,8 @@ async fn bench_case(
         size,
         loaded: loaded.posted,
         final_layout: after.layout.to_string(),
+        loaded_in: args.load_layout(store, layout).to_string(),
+        move_secs,
         stopped: loaded.stopped.clone(),
         load_secs: loaded.elapsed.as_secs_f64(),
         load_posts_per_sec: loaded.posted as f64 / loaded.elapsed.as_secs_f64().max(1e-9),
@@ -440,4 +467,32 @@ async fn bench_case(
         comments_after_writes: after.comment_count,
         server_peak_rss_mib: peak as f64 / (1024.0 * 1024.0),
     })
+}
+
+/// Moves a discussion loaded in another layout to `layout` (online, as `threadql migrate`
+/// does); returns it as it is then and how long the move took. A discussion that stopped
+/// loading early (a layout's cap moved it) stays where it is.
+async fn move_to(
+    store: &Store,
+    mut loaded: load::Loaded,
+    layout: Layout,
+    label: &str,
+) -> anyhow::Result<(load::Loaded, Option<f64>)> {
+    if loaded.discussion.layout == layout || loaded.stopped.is_some() {
+        return Ok((loaded, None));
+    }
+    let from = loaded.discussion.layout;
+    eprintln!("{label}: moving the discussion from {from} to {layout}");
+    let started = Instant::now();
+    let moved = store
+        .migrate(&loaded.discussion.id, layout, &|_| {})
+        .await
+        .with_context(|| format!("moving the loaded discussion from {from} to {layout}"))?;
+    let secs = started.elapsed().as_secs_f64();
+    eprintln!(
+        "{label}: moved {} comments in {secs:.1}s",
+        group(usize::try_from(moved.comments).unwrap_or(usize::MAX))
+    );
+    loaded.discussion = moved.discussion;
+    Ok((loaded, Some(secs)))
 }

@@ -75,6 +75,10 @@ pub struct Case {
     pub final_layout: String,
     /// Why loading stopped early, if it did.
     pub stopped: Option<String>,
+    /// The layout the comments were posted in while bulk loading.
+    pub loaded_in: String,
+    /// Seconds the move from `loaded_in` to the layout under test took, when they differ.
+    pub move_secs: Option<f64>,
     /// Seconds the bulk load took.
     pub load_secs: f64,
     /// Bulk-load rate (in-process, concurrent posts through the layout's write path).
@@ -211,6 +215,17 @@ fn check(ok: bool) -> &'static str {
     }
 }
 
+/// The bulk load's rate, and where it was posted when the discussion was then moved.
+fn load_label(case: &Case) -> String {
+    match case.move_secs {
+        Some(secs) => format!(
+            "{:.0} ({}, moved in {secs:.1} s)",
+            case.load_posts_per_sec, case.loaded_in
+        ),
+        None => format!("{:.0}", case.load_posts_per_sec),
+    }
+}
+
 impl Case {
     /// A few lines on standard error once the case is measured.
     pub fn summary(&self) -> String {
@@ -299,7 +314,7 @@ impl Report {
         }
 
         let _ = writeln!(out, "\n## Writes, bulk load and memory\n");
-        let _ = writeln!(out, "| layout | comments | posts/s, 1 writer | posts/s, N writers (N) | N ÷ 1 | post p50 / p99 ms, 1 writer | post p50 / p99 ms, N writers | DB commands per post (1 / N writers) | bulk load posts/s (in-process) | server peak RSS MiB |");
+        let _ = writeln!(out, "| layout | comments | posts/s, 1 writer | posts/s, N writers (N) | N ÷ 1 | post p50 / p99 ms, 1 writer | post p50 / p99 ms, N writers | DB commands per post (1 / N writers) | bulk load posts/s (in-process, in the layout named when it was moved) | server peak RSS MiB |");
         let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         for case in &self.cases {
             let single = case.writes.iter().find(|w| w.writers == 1);
@@ -320,7 +335,7 @@ impl Report {
             };
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} ({}) | {} | {} | {} | {} / {} | {:.0} | {:.0} |",
+                "| {} | {} | {} | {} ({}) | {} | {} | {} | {} / {} | {} | {:.0} |",
                 layout_label(case),
                 size_label(case),
                 rate(single),
@@ -331,7 +346,7 @@ impl Report {
                 lat(many),
                 single.map_or("–".into(), |w| trips(w.round_trips)),
                 many.map_or("–".into(), |w| trips(w.round_trips)),
-                case.load_posts_per_sec,
+                load_label(case),
                 case.server_peak_rss_mib,
             );
         }
