@@ -202,10 +202,8 @@ impl CommentStore for Bucketed {
         if roots.is_empty() {
             return Ok(HashMap::new());
         }
-        let (query, cond) = descendant_ranges(roots);
-        let comments = self
-            .matching(scope, discussion, (threads::FULL_SLUGS, query), cond)
-            .await?;
+        let (query, cond) = descendant_ranges(&discussion.id, roots);
+        let comments = self.matching(scope, discussion, query, cond).await?;
         Ok(Thread::new(comments).sub_discussions(roots, window))
     }
 

@@ -4,7 +4,7 @@
 use mongodb::bson::{doc, from_document, Bson, Document};
 
 use super::shapes::{comments_of, key_time, order_key, PageInfo, BATCH_SIZE};
-use super::threads::FULL_SLUGS;
+use super::threads::{pages_with, FULL_SLUGS};
 use super::Bucketed;
 use crate::domain::paging::Cursor;
 use crate::domain::tree::{Listing, Thread};
@@ -290,7 +290,7 @@ impl Bucketed {
             .matching(
                 scope,
                 discussion,
-                (FULL_SLUGS, doc! { FULL_SLUGS: range }),
+                pages_with(&discussion.id, FULL_SLUGS, [Bson::from(range)]),
                 doc! { "$and": cond }.into(),
             )
             .await?;

@@ -15,7 +15,7 @@ use mongodb::options::ReturnDocument;
 use mongodb::ClientSession;
 
 use super::shapes::{comments_of, order_key, page_filter, Target, FLOOR, NUM_PAGES};
-use super::threads::by_index;
+use super::threads::pages_with;
 use super::Bucketed;
 use crate::domain::{Comment, Discussion, DiscussionId, Micros, Placement, Slug, SlugPart};
 use crate::store::bson::{as_i64, corrupt, int_field};
@@ -134,8 +134,7 @@ impl Bucketed {
     async fn locate(&self, id: &DiscussionId, slugs: &[&Slug]) -> StoreResult<Vec<Located>> {
         let wanted: Vec<&str> = slugs.iter().map(|s| s.as_str()).collect();
         let pipeline = vec![
-            doc! { "$match": { "discussion_id": id.as_str(), "comments.slug": { "$in": &wanted } } },
-            by_index("comments.slug"),
+            doc! { "$match": pages_with(id, "comments.slug", wanted.iter().map(|s| Bson::from(*s))) },
             doc! { "$project": {
                 "page": 1,
                 "comments": { "$filter": {
