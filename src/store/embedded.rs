@@ -459,6 +459,7 @@ impl CommentStore for Embedded {
     /// longer text must fit under the cap; the size counter moves by the exact change in bytes.
     async fn replace(
         &self,
+        _scope: &ReadScope,
         discussion: &Discussion,
         current: &Comment,
         next: &Comment,

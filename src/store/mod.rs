@@ -173,9 +173,11 @@ pub trait CommentStore: Send + Sync {
 
     /// Replaces a comment's changeable fields (text, edit time and editor, revisions, tombstone)
     /// with those of `next`, only if they are still those of `current`. `Ok(false)` means the
-    /// comment changed since it was read (read it again and retry; see [`revise`]).
+    /// comment changed since it was read (read it again and retry; see [`revise`]). `scope` is
+    /// the one `current` was read in (a layout may use what that read saw to find the comment).
     async fn replace(
         &self,
+        scope: &ReadScope,
         discussion: &Discussion,
         current: &Comment,
         next: &Comment,

@@ -589,6 +589,7 @@ impl CommentStore for PerComment {
 
     async fn replace(
         &self,
+        _scope: &ReadScope,
         discussion: &Discussion,
         current: &Comment,
         next: &Comment,

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
+use mongodb::bson::Bson;
 use tokio::sync::OnceCell;
 
 use super::bucketed::PageInfo;
@@ -81,6 +82,33 @@ pub struct ReadScope {
     pub(super) page_lists: Memo<Vec<PageInfo>>,
     /// Bucketed layout: comments read so far (direct links and parents need no second read).
     pub(super) seen: Seen,
+    /// Bucketed layout: the page (its `_id` and number) each comment read so far was found in.
+    pub(super) pages_of: PagesOf,
+}
+
+/// Where comments were found: the `_id` and number of their page, by discussion and slug.
+#[derive(Default)]
+pub struct PagesOf {
+    pages: Mutex<HashMap<(DiscussionId, Slug), (Bson, i64)>>,
+}
+
+impl PagesOf {
+    /// Remembers that `comments` are in page `number`, whose `_id` is `page`.
+    pub fn remember(&self, comments: &[Comment], page: &Bson, number: i64) {
+        let mut map = self.pages.lock().unwrap_or_else(|p| p.into_inner());
+        for c in comments {
+            map.insert(
+                (c.discussion_id.clone(), c.slug.clone()),
+                (page.clone(), number),
+            );
+        }
+    }
+
+    /// The page a comment was found in, if it was read.
+    pub fn get(&self, id: &DiscussionId, slug: &Slug) -> Option<(Bson, i64)> {
+        let map = self.pages.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(&(id.clone(), slug.clone())).cloned()
+    }
 }
 
 impl ReadScope {

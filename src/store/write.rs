@@ -342,8 +342,9 @@ pub(super) async fn revise(
     decide: &Decide<'_>,
 ) -> Result<Comment, DomainError> {
     for _ in 0..ATTEMPTS {
+        let scope = ReadScope::new();
         let current = layout
-            .by_slugs(&ReadScope::new(), discussion, std::slice::from_ref(slug))
+            .by_slugs(&scope, discussion, std::slice::from_ref(slug))
             .await?
             .into_iter()
             .next()
@@ -354,7 +355,7 @@ pub(super) async fn revise(
         let Some(next) = decide(&current, now)? else {
             return Ok(current);
         };
-        if layout.replace(discussion, &current, &next).await? {
+        if layout.replace(&scope, discussion, &current, &next).await? {
             return Ok(next);
         }
         tracing::debug!(discussion = %discussion.id, %slug, "comment changed while being changed: retrying");

@@ -27,6 +27,7 @@ use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, S
 use crate::domain::paging::Cursor;
 use crate::domain::tree::Thread;
 use crate::domain::{Comment, Discussion, FullSlug, NewComment, Page, Slug, Window};
+use crate::store::bson::as_i64;
 use crate::store::metrics::Counted;
 use threads::descendant_ranges;
 
@@ -92,16 +93,45 @@ impl CommentStore for Bucketed {
         super::write::post(self, &self.writer, discussion, &new).await
     }
 
-    /// One update of the comment inside its page, found by slug (`$elemMatch` also checks that
-    /// its fields are still as read; `$` is the matched element).
+    /// One update of the comment inside its page (`$elemMatch` also checks that its fields are
+    /// still as read; `$` is the matched element), written by the `_id` of the page the read of
+    /// `current` found it in (found by slug when that read was not this layout's): one page
+    /// written, however many the discussion has. The development database answers a filter that
+    /// starts with `discussion_id` and has an `$elemMatch` by reading every page of the
+    /// discussion.
     async fn replace(
         &self,
+        scope: &ReadScope,
         discussion: &Discussion,
         current: &Comment,
         next: &Comment,
     ) -> StoreResult<bool> {
+        let id = discussion.id.as_str();
+        let (page_doc_id, page) = match scope.pages_of.get(&discussion.id, &current.slug) {
+            Some(found) => found,
+            None => {
+                let Some(found) = self
+                    .pages
+                    .find_one(doc! { "discussion_id": id, "comments.slug": current.slug.as_str() })
+                    .projection(doc! { "_id": 1, "page": 1 })
+                    .await?
+                else {
+                    return Ok(false);
+                };
+                match (found.get("_id"), found.get("page").and_then(as_i64)) {
+                    (Some(page_doc_id), Some(page)) => (page_doc_id.clone(), page),
+                    _ => {
+                        return Err(StoreError::Corrupt(format!(
+                            "a page of discussion {id} has no _id or number"
+                        )))
+                    }
+                }
+            }
+        };
         let filter = doc! {
-            "discussion_id": discussion.id.as_str(),
+            "_id": page_doc_id,
+            "discussion_id": id,
+            "page": page,
             "comments": { "$elemMatch": unchanged_filter("", current)? },
         };
         crate::store::write::replace_outside(

@@ -9,7 +9,7 @@ use mongodb::bson::{doc, Bson, Document};
 use super::shapes::{comments_of, BATCH_SIZE};
 use super::Bucketed;
 use crate::domain::{Comment, Discussion, DiscussionId, FullSlug};
-use crate::store::bson::corrupt;
+use crate::store::bson::{as_i64, corrupt};
 use crate::store::{ReadScope, StoreResult};
 
 impl Bucketed {
@@ -29,7 +29,11 @@ impl Bucketed {
             .await?;
         let mut out = Vec::new();
         for doc in &docs {
-            out.extend(comments_of(doc, &discussion.id)?);
+            let comments = comments_of(doc, &discussion.id)?;
+            if let (Some(page), Some(number)) = (doc.get("_id"), doc.get("page").and_then(as_i64)) {
+                scope.pages_of.remember(&comments, page, number);
+            }
+            out.extend(comments);
         }
         scope.seen.remember(&out);
         Ok(out)
@@ -60,7 +64,7 @@ impl Bucketed {
     ) -> StoreResult<Vec<Comment>> {
         let pipeline = vec![
             doc! { "$match": filter },
-            doc! { "$project": { "_id": 0, "comments": {
+            doc! { "$project": { "_id": 1, "page": 1, "comments": {
                 "$filter": { "input": "$comments", "as": "c", "cond": cond },
             } } },
         ];
