@@ -86,6 +86,20 @@ pub struct Discussion {
     /// per-comment discussions), so that a threaded page finds its threads without counting the
     /// ones before it.
     pub thread_blocks: Option<Vec<u64>>,
+    /// Where every page of a bucketed discussion before the one posts go to holds the same
+    /// number of comments (the discussion keeps the smallest and largest count of its sealed
+    /// pages): an offset in posting order is then a page number and a position in it, with no
+    /// page list to read.
+    pub full_pages: Option<FullPages>,
+}
+
+/// The sealed pages of a bucketed discussion, all of one size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FullPages {
+    /// How many pages are sealed (pages `0..count`; page `count` is where posts go).
+    pub count: u64,
+    /// How many comments each of them holds.
+    pub size: u64,
 }
 
 /// A validated discussion title: 1 to 300 characters, not blank.

@@ -18,7 +18,8 @@ use super::{changes, ChangeKind, DiscussionStore, StoreError, StoreResult};
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{
-    Comment, Discussion, DiscussionId, DiscussionTitle, Layout, Micros, Page, Slug, Window,
+    Comment, Discussion, DiscussionId, DiscussionTitle, FullPages, Layout, Micros, Page, Slug,
+    Window,
 };
 
 /// A discussion's metadata as stored. Layouts may add fields (the embedded layout keeps its
@@ -46,11 +47,23 @@ struct DiscussionDoc {
     /// bucketed layout reads it with its write target).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     keyed_pages: bool,
+    /// Bucketed discussions whose sealed pages' sizes are tracked (created or moved into the
+    /// bucketed layout since they are): `sealed_min` and `sealed_max` then cover every sealed
+    /// page, and `num_comment_pages` says how many there are.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    sized_pages: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sealed_min: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sealed_max: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    num_comment_pages: Option<i64>,
 }
 
 impl DiscussionDoc {
     fn into_discussion(self) -> StoreResult<Discussion> {
         let corrupt = |what: String| StoreError::Corrupt(format!("discussion {}: {what}", self.id));
+        let full_pages = self.full_pages();
         Ok(Discussion {
             id: DiscussionId::parse(&self.id).map_err(|e| corrupt(e.to_string()))?,
             layout: self
@@ -69,7 +82,26 @@ impl DiscussionDoc {
                 .as_ref()
                 .map(thread_blocks::parse)
                 .transpose()?,
+            full_pages,
         })
+    }
+
+    /// The sealed pages, when they are tracked and all of one size.
+    fn full_pages(&self) -> Option<FullPages> {
+        if !self.sized_pages {
+            return None;
+        }
+        let count = to_count(self.num_comment_pages.unwrap_or(0));
+        if count == 0 {
+            return Some(FullPages { count, size: 0 });
+        }
+        match (self.sealed_min, self.sealed_max) {
+            (Some(min), Some(max)) if min == max && min > 0 => Some(FullPages {
+                count,
+                size: to_count(min),
+            }),
+            _ => None,
+        }
     }
 }
 
@@ -117,6 +149,7 @@ fn metadata_projection() -> Document {
     doc! {
         "title": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1,
         "sequenced": 1, "moves": 1, thread_blocks::FIELD: 1,
+        "sized_pages": 1, "sealed_min": 1, "sealed_max": 1, "num_comment_pages": 1,
     }
 }
 
@@ -341,6 +374,10 @@ impl DiscussionStore for Discussions {
             moves: 0,
             thread_blocks: sequenced.then(Document::new),
             keyed_pages: layout == Layout::Bucketed,
+            sized_pages: layout == Layout::Bucketed,
+            sealed_min: None,
+            sealed_max: None,
+            num_comment_pages: None,
         };
         self.coll.insert_one(&doc).await?;
         doc.into_discussion()

@@ -7,8 +7,8 @@ use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use serde_json::json;
 use threadql::domain::{
-    Author, Comment, CommentText, Cursor, CursorKind, Discussion, DiscussionId, Layout, NewComment,
-    Page, Slug, Window,
+    Author, Comment, CommentText, Cursor, CursorKind, Discussion, DiscussionId, FullPages, Layout,
+    NewComment, Page, Slug, Window,
 };
 use threadql::store::{Listing, ReadScope, Storage, Store};
 
@@ -554,6 +554,11 @@ async fn a_changed_bucket_size_keeps_old_pages_readable() {
     for i in 0..10 {
         posted.push(app.post(&d, None, &format!("before {i}")).await);
     }
+    // Two sealed pages of 4: offsets are cut by arithmetic.
+    assert_eq!(
+        load(app.store(), &d).await.full_pages,
+        Some(FullPages { count: 2, size: 4 })
+    );
     // The same database served with pages of 3 from now on.
     let resized = Store::connect(&store_config(&app.database, &settings(3)))
         .await
@@ -585,6 +590,8 @@ async fn a_changed_bucket_size_keeps_old_pages_readable() {
         .collect();
     assert_eq!(counts, vec![4, 4, 3, 3, 3]);
     let discussion = load(app.store(), &d).await;
+    // Sealed pages of two sizes: offsets go by the page list.
+    assert_eq!(discussion.full_pages, None);
     for size in [1, 3, 4, 7] {
         let by_offset = all_by_offset(app.store(), &discussion, Listing::Chronological, size).await;
         assert_eq!(slugs(&by_offset), posted, "offset pages of {size}");

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use mongodb::bson::{doc, to_bson, Document};
 
-use super::shapes::{order_key, page_id, FLOOR, KEYED, NUM_PAGES};
+use super::shapes::{order_key, page_id, FLOOR, KEYED, NUM_PAGES, SEALED_MAX, SEALED_MIN, SIZED};
 use super::write::SEALED;
 use super::Bucketed;
 use crate::domain::{Comment, Discussion, DiscussionId, Slug};
@@ -23,7 +23,9 @@ impl Movable for Bucketed {
         self.discussion_docs
             .update_one(
                 doc! { "_id": id.as_str() },
-                doc! { "$unset": { NUM_PAGES: "", FLOOR: "", KEYED: "" } },
+                doc! { "$unset": {
+                    NUM_PAGES: "", FLOOR: "", KEYED: "", SIZED: "", SEALED_MIN: "", SEALED_MAX: "",
+                } },
             )
             .await?;
         Ok(())
@@ -89,6 +91,12 @@ impl Movable for Bucketed {
                 .unsigned_abs();
             lease.written(done).await?;
         }
-        Ok(doc! { NUM_PAGES: i64::try_from(last).unwrap_or(0), FLOOR: floor, KEYED: true })
+        let mut fields = doc! { NUM_PAGES: i64::try_from(last).unwrap_or(0), FLOOR: floor, KEYED: true, SIZED: true };
+        if last > 0 {
+            // Every page but the last is full.
+            fields.insert(SEALED_MIN, self.cap);
+            fields.insert(SEALED_MAX, self.cap);
+        }
+        Ok(fields)
     }
 }

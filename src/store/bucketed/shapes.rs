@@ -19,6 +19,12 @@ pub(super) const FLOOR: &str = "comment_pages_floor";
 /// `_id` lookup.
 pub(super) const KEYED: &str = "keyed_pages";
 
+/// Discussion fields: set where the sizes of the discussion's sealed pages are tracked, and the
+/// smallest and largest of them (see `FullPages`; `DiscussionDoc` reads them under these names).
+pub(super) const SIZED: &str = "sized_pages";
+pub(super) const SEALED_MIN: &str = "sealed_min";
+pub(super) const SEALED_MAX: &str = "sealed_max";
+
 /// The `_id` of a keyed page.
 pub(super) fn page_id(id: &DiscussionId, page: i64) -> String {
     format!("{id}:{page}")

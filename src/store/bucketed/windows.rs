@@ -8,7 +8,9 @@ use super::threads::{pages_with, FULL_SLUGS};
 use super::Bucketed;
 use crate::domain::paging::Cursor;
 use crate::domain::tree::{Listing, Thread};
-use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Micros, Page, Slug, Window};
+use crate::domain::{
+    Comment, Discussion, DiscussionId, FullPages, FullSlug, Micros, Page, Slug, Window,
+};
 use crate::store::bson::corrupt;
 use crate::store::order::after_cond;
 use crate::store::{ReadScope, StoreError, StoreResult};
@@ -192,8 +194,9 @@ impl Bucketed {
         Ok(Some(out))
     }
 
-    /// The seed's skip/limit walk: the page list says which pages hold the window; one query
-    /// `$slice`s just those pages.
+    /// The seed's skip/limit walk: the page list says which pages hold the window (or, in posting
+    /// order where the sealed pages are all of one size, arithmetic does); one query `$slice`s
+    /// just those pages.
     pub(super) async fn walk(
         &self,
         scope: &ReadScope,
@@ -202,8 +205,13 @@ impl Bucketed {
         skip: u64,
         need: u64,
     ) -> StoreResult<Vec<Comment>> {
-        let pages = self.page_list(scope, &discussion.id).await?;
-        let slices = window_slices(&pages, top_level, skip, need);
+        let slices = match discussion.full_pages {
+            Some(full) if !top_level => uniform_slices(full, skip, need),
+            _ => {
+                let pages = self.page_list(scope, &discussion.id).await?;
+                window_slices(&pages, top_level, skip, need)
+            }
+        };
         if slices.is_empty() {
             return Ok(Vec::new());
         }
@@ -340,6 +348,33 @@ fn window_slices(pages: &[PageInfo], top_level: bool, skip: u64, need: u64) -> V
     out
 }
 
+/// The slices holding items `skip..skip + need` of the posting order when pages `0..full.count`
+/// hold `full.size` comments each and the rest is in page `full.count` (which may hold fewer:
+/// `$slice` then returns what there is).
+fn uniform_slices(full: FullPages, skip: u64, need: u64) -> Vec<Slice> {
+    let sealed = full.count.saturating_mul(full.size);
+    let end = skip.saturating_add(need);
+    let mut out = Vec::new();
+    let mut at = skip;
+    while at < end {
+        let (page, offset, room) = if at < sealed && full.size > 0 {
+            let page = at / full.size;
+            let offset = at % full.size;
+            (page, offset, full.size - offset)
+        } else {
+            (full.count, at - sealed, end - at)
+        };
+        let take = room.min(end - at);
+        out.push(Slice {
+            page: i64::try_from(page).unwrap_or(i64::MAX),
+            skip: offset,
+            take,
+        });
+        at += take;
+    }
+    out
+}
+
 /// The pages whose threads hold threaded items `skip..skip + need`, and the offset of the
 /// window inside their threads.
 fn thread_span(pages: &[PageInfo], skip: u64, need: u64) -> Option<((usize, usize), u64)> {
@@ -464,6 +499,44 @@ mod tests {
             ]
         );
         assert!(window_slices(&pages, false, 17, 5).is_empty());
+    }
+
+    #[test]
+    fn uniform_pages_are_cut_by_arithmetic() {
+        let full = FullPages {
+            count: 3,
+            size: 100,
+        };
+        // Same window as the page list would give for three full pages and an open fourth.
+        let pages = [
+            page(0, 100, 0),
+            page(1, 100, 0),
+            page(2, 100, 0),
+            page(3, 22, 0),
+        ];
+        for (skip, need) in [(0, 51), (99, 2), (250, 51), (290, 40), (300, 51), (310, 5)] {
+            let listed: Vec<Slice> = window_slices(&pages, false, skip, need);
+            let computed = uniform_slices(full, skip, need);
+            // The open page's slice may ask for more than it holds: `$slice` returns what is there.
+            let trimmed: Vec<Slice> = computed
+                .into_iter()
+                .filter_map(|s| {
+                    let held = if s.page == 3 { 22 } else { 100 };
+                    let take = s.take.min(held - s.skip.min(held));
+                    (take > 0).then_some(Slice { take, ..s })
+                })
+                .collect();
+            assert_eq!(trimmed, listed, "skip {skip}, need {need}");
+        }
+        let empty = FullPages { count: 0, size: 0 };
+        assert_eq!(
+            uniform_slices(empty, 7, 3),
+            vec![Slice {
+                page: 0,
+                skip: 7,
+                take: 3
+            }]
+        );
     }
 
     #[test]

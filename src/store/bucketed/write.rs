@@ -14,7 +14,9 @@ use mongodb::bson::{doc, to_bson, Bson, Document};
 use mongodb::options::ReturnDocument;
 use mongodb::ClientSession;
 
-use super::shapes::{comments_of, order_key, page_filter, Target, FLOOR, NUM_PAGES};
+use super::shapes::{
+    comments_of, order_key, page_filter, Target, FLOOR, NUM_PAGES, SEALED_MAX, SEALED_MIN,
+};
 use super::threads::pages_with;
 use super::Bucketed;
 use crate::domain::{Comment, Discussion, DiscussionId, Micros, Placement, Slug, SlugPart};
@@ -110,16 +112,20 @@ impl Bucketed {
                 page_filter(id, full, keyed),
                 doc! { "$set": { SEALED: true } },
             )
-            .projection(doc! { "last_key": 1 })
+            .projection(doc! { "last_key": 1, "count": 1 })
             .return_document(ReturnDocument::After)
             .await?
             .ok_or_else(|| StoreError::Corrupt(format!("page {full} of {id} vanished")))?;
         let last_key = sealed.get_str("last_key").unwrap_or_default();
+        let count = sealed.get("count").and_then(as_i64).unwrap_or(0);
         let doc = self
             .discussion_docs
             .find_one_and_update(
                 doc! { "_id": id.as_str() },
-                doc! { "$max": { NUM_PAGES: full + 1, FLOOR: last_key } },
+                doc! {
+                    "$max": { NUM_PAGES: full + 1, FLOOR: last_key, SEALED_MAX: count },
+                    "$min": { SEALED_MIN: count },
+                },
             )
             .projection(Target::projection())
             .return_document(ReturnDocument::After)
