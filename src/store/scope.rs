@@ -84,32 +84,43 @@ pub struct ReadScope {
     pub(super) seen: Seen,
     /// Bucketed layout: the page (its `_id` and number) each comment read so far was found in.
     pub(super) pages_of: PagesOf,
+    /// Bucketed layout: for comments read so far that keep them, their direct replies per page
+    /// (page number, replies there), in page order.
+    pub(super) reply_pages: ReplyPages,
 }
 
-/// Where comments were found: the `_id` and number of their page, by discussion and slug.
-#[derive(Default)]
-pub struct PagesOf {
-    pages: Mutex<HashMap<(DiscussionId, Slug), (Bson, i64)>>,
+/// Values kept per comment read so far, by discussion and slug.
+pub struct BySlug<V> {
+    values: Mutex<HashMap<(DiscussionId, Slug), V>>,
 }
 
-impl PagesOf {
-    /// Remembers that `comments` are in page `number`, whose `_id` is `page`.
-    pub fn remember(&self, comments: &[Comment], page: &Bson, number: i64) {
-        let mut map = self.pages.lock().unwrap_or_else(|p| p.into_inner());
-        for c in comments {
-            map.insert(
-                (c.discussion_id.clone(), c.slug.clone()),
-                (page.clone(), number),
-            );
+impl<V> Default for BySlug<V> {
+    fn default() -> Self {
+        Self {
+            values: Mutex::default(),
         }
     }
+}
 
-    /// The page a comment was found in, if it was read.
-    pub fn get(&self, id: &DiscussionId, slug: &Slug) -> Option<(Bson, i64)> {
-        let map = self.pages.lock().unwrap_or_else(|p| p.into_inner());
+impl<V: Clone> BySlug<V> {
+    /// Keeps `value` for the comment `slug`.
+    pub fn remember(&self, id: &DiscussionId, slug: Slug, value: V) {
+        let mut map = self.values.lock().unwrap_or_else(|p| p.into_inner());
+        map.insert((id.clone(), slug), value);
+    }
+
+    /// What was kept for the comment `slug`, if anything.
+    pub fn get(&self, id: &DiscussionId, slug: &Slug) -> Option<V> {
+        let map = self.values.lock().unwrap_or_else(|p| p.into_inner());
         map.get(&(id.clone(), slug.clone())).cloned()
     }
 }
+
+/// Where comments were found: the `_id` and number of their page.
+pub type PagesOf = BySlug<(Bson, i64)>;
+
+/// Direct replies per page (page number, replies there), in page order.
+pub type ReplyPages = BySlug<Vec<(i64, u64)>>;
 
 impl ReadScope {
     /// A fresh, empty scope.

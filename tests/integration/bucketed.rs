@@ -252,6 +252,30 @@ async fn many_writers_lose_and_duplicate_nothing() {
         let expected = children.get(slug.as_str()).copied().unwrap_or(0);
         assert_eq!(int(c, "reply_count"), expected, "reply count of {slug}");
     }
+    // So do the replies per page each parent keeps.
+    let mut per_page: HashMap<String, BTreeMap<String, i64>> = HashMap::new();
+    for page in &pages {
+        for c in comments(page) {
+            if let Ok(parent) = c.get_str("parent") {
+                *per_page
+                    .entry(parent.to_owned())
+                    .or_default()
+                    .entry(int(page, "page").to_string())
+                    .or_default() += 1;
+            }
+        }
+    }
+    for (slug, c) in &stored {
+        let kept: BTreeMap<String, i64> = c
+            .get_document("reply_pages")
+            .map(|d| d.keys().map(|k| (k.clone(), int(d, k))).collect())
+            .unwrap_or_default();
+        assert_eq!(
+            kept,
+            per_page.remove(slug).unwrap_or_default(),
+            "replies per page of {slug}"
+        );
+    }
 
     // The discussion's counters and page number.
     let raw = raw_db(&app)
@@ -264,6 +288,8 @@ async fn many_writers_lose_and_duplicate_nothing() {
     assert_eq!(int(&raw, "comment_count"), total as i64);
     assert_eq!(int(&raw, "thread_count"), roots);
     assert_eq!(int(&raw, "num_comment_pages"), pages.len() as i64 - 1);
+    assert_eq!(int(&raw, "sealed_min"), CAP, "every sealed page is full");
+    assert_eq!(int(&raw, "sealed_max"), CAP);
 
     // Every comment is reachable by slug and appears exactly once in every listing.
     let store = app.store();
@@ -792,4 +818,147 @@ async fn pages_are_keyed_and_discussions_from_before_still_post() {
             .collect();
         assert_eq!(listed, posted);
     }
+}
+
+/// Records the pages (`_id`s) each replies query by page asks for.
+#[derive(Clone, Default)]
+struct PageRequests(Arc<std::sync::Mutex<Vec<Vec<String>>>>);
+
+impl PageRequests {
+    fn handler(&self) -> mongodb::event::EventHandler<mongodb::event::command::CommandEvent> {
+        let sink = self.0.clone();
+        mongodb::event::EventHandler::callback(
+            move |event: mongodb::event::command::CommandEvent| {
+                let mongodb::event::command::CommandEvent::Started(started) = event else {
+                    return;
+                };
+                let ids = started
+                    .command
+                    .get_array("pipeline")
+                    .ok()
+                    .and_then(|p| p.first())
+                    .and_then(Bson::as_document)
+                    .and_then(|m| m.get_document("$match").ok())
+                    .and_then(|m| m.get_document("_id").ok())
+                    .and_then(|id| id.get_array("$in").ok())
+                    .map(|ids| {
+                        ids.iter()
+                            .filter_map(|i| i.as_str().map(str::to_owned))
+                            .collect::<Vec<_>>()
+                    });
+                if let Some(ids) = ids {
+                    sink.lock().unwrap_or_else(|p| p.into_inner()).push(ids);
+                }
+            },
+        )
+    }
+
+    fn take(&self) -> Vec<Vec<String>> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_read_only_the_pages_that_hold_their_window() {
+    let requests = PageRequests::default();
+    let app = TestApp::with(
+        "bucketed_reply_pages",
+        Settings {
+            command_events: Some(requests.handler()),
+            ..settings(3)
+        },
+    )
+    .await;
+    let d = app.discussion("replies over many pages").await;
+    let parent = app.post(&d, None, "the parent").await;
+    // Each reply lands two comments after the one before: 12 replies over 9 pages of 3.
+    let mut replies = Vec::new();
+    for i in 0..12 {
+        app.post(&d, None, &format!("filler {i}")).await;
+        replies.push(app.post(&d, Some(&parent), &format!("reply {i}")).await);
+    }
+    let page_of: HashMap<String, i64> = raw_pages(&app, &d)
+        .await
+        .iter()
+        .flat_map(|p| {
+            comments(p)
+                .into_iter()
+                .map(|c| (c.get_str("slug").expect("slug").to_owned(), int(p, "page")))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let store = app.store();
+    let discussion = load(store, &d).await;
+    let layout = store.layout(Layout::Bucketed).expect("layout");
+    let parent_slug = Slug::parse(&parent).expect("slug");
+    for (skip, limit) in [(0, 2), (0, 12), (5, 3), (10, 5), (12, 3)] {
+        let scope = ReadScope::new();
+        layout
+            .by_slugs(&scope, &discussion, std::slice::from_ref(&parent_slug))
+            .await
+            .expect("parent");
+        requests.take();
+        let page = layout
+            .replies(
+                &scope,
+                &discussion,
+                std::slice::from_ref(&parent_slug),
+                &Window::Offset { skip, limit },
+            )
+            .await
+            .expect("replies")
+            .remove(&parent_slug)
+            .expect("a page");
+        let end = (skip as usize + limit).min(replies.len());
+        let expected = &replies[(skip as usize).min(end)..end];
+        assert_eq!(slugs(&page.items), expected, "replies {skip}+{limit}");
+        assert_eq!(
+            page.has_next,
+            end < replies.len(),
+            "more after {skip}+{limit}"
+        );
+        // Only the pages of replies skip..skip+limit+1 (one more says whether more follow).
+        let mut pages: Vec<i64> = replies
+            [(skip as usize).min(replies.len())..(end + 1).min(replies.len())]
+            .iter()
+            .map(|s| page_of[s])
+            .collect();
+        pages.dedup();
+        let asked = requests.take();
+        if pages.is_empty() {
+            assert!(asked.is_empty(), "no page to read, yet {asked:?}");
+        } else {
+            let ids: Vec<String> = pages.iter().map(|p| format!("{d}:{p}")).collect();
+            assert_eq!(asked, vec![ids], "pages read for replies {skip}+{limit}");
+        }
+    }
+    // Cursor windows read every page of the parent's replies and agree with the offsets.
+    let mut walked: Vec<Comment> = Vec::new();
+    loop {
+        let scope = ReadScope::new();
+        layout
+            .by_slugs(&scope, &discussion, std::slice::from_ref(&parent_slug))
+            .await
+            .expect("parent");
+        let cursor = walked.last().map(|c| Cursor::Chronological {
+            posted: c.posted,
+            slug: c.slug.clone(),
+        });
+        let page = layout
+            .replies(
+                &scope,
+                &discussion,
+                std::slice::from_ref(&parent_slug),
+                &Window::After { cursor, limit: 5 },
+            )
+            .await
+            .expect("replies")
+            .remove(&parent_slug)
+            .expect("a page");
+        walked.extend(page.items);
+        if !page.has_next {
+            break;
+        }
+    }
+    assert_eq!(slugs(&walked), replies);
 }

@@ -215,6 +215,12 @@ impl CommentStore for Bucketed {
         if parents.is_empty() {
             return Ok(HashMap::new());
         }
+        if let Some(found) = self
+            .replies_by_pages(scope, discussion, parents, window)
+            .await?
+        {
+            return Ok(found);
+        }
         let names: Vec<&str> = parents.iter().map(Slug::as_str).collect();
         let comments = self
             .matching_in(scope, discussion, "parent", &names)

@@ -1,11 +1,12 @@
 //! Moving a discussion into or out of buckets.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
-use mongodb::bson::{doc, to_bson, Document};
+use mongodb::bson::{doc, to_document, Bson, Document};
 
 use super::shapes::{order_key, page_id, FLOOR, KEYED, NUM_PAGES, SEALED_MAX, SEALED_MIN, SIZED};
+use super::threads::REPLY_PAGES;
 use super::write::SEALED;
 use super::Bucketed;
 use crate::domain::{Comment, Discussion, DiscussionId, Slug};
@@ -45,6 +46,19 @@ impl Movable for Bucketed {
         }
         let cap = usize::try_from(self.cap).unwrap_or(usize::MAX).max(1);
         let chunks: Vec<&[Comment]> = comments.chunks(cap).collect();
+        // Each comment's direct replies per page, as posts count them.
+        let mut reply_pages: HashMap<&Slug, BTreeMap<usize, i64>> = HashMap::new();
+        for (number, chunk) in chunks.iter().enumerate() {
+            for comment in chunk.iter() {
+                if let Some(parent) = &comment.parent {
+                    *reply_pages
+                        .entry(parent)
+                        .or_default()
+                        .entry(number)
+                        .or_default() += 1;
+                }
+            }
+        }
         let last = chunks.len().saturating_sub(1);
         let mut pages = Vec::with_capacity(chunks.len());
         let mut floor = String::new();
@@ -59,7 +73,18 @@ impl Movable for Bucketed {
                 .sum();
             let stored = chunk
                 .iter()
-                .map(|c| to_bson(&CommentDoc::from_comment(c, false)).map_err(corrupt))
+                .map(|c| {
+                    let mut element =
+                        to_document(&CommentDoc::from_comment(c, false)).map_err(corrupt)?;
+                    if let Some(pages) = reply_pages.get(&c.slug) {
+                        let counts: Document = pages
+                            .iter()
+                            .map(|(page, n)| (page.to_string(), Bson::from(*n)))
+                            .collect();
+                        element.insert(REPLY_PAGES, counts);
+                    }
+                    Ok(Bson::Document(element))
+                })
                 .collect::<StoreResult<Vec<_>>>()?;
             let last_key = order_key(end.posted, &end.slug);
             let number = i64::try_from(number).unwrap_or(i64::MAX);

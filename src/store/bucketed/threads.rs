@@ -6,9 +6,10 @@ use std::collections::{HashMap, HashSet};
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 
-use super::shapes::{comments_of, BATCH_SIZE};
+use super::shapes::{comments_of, page_id, BATCH_SIZE};
 use super::Bucketed;
-use crate::domain::{Comment, Discussion, DiscussionId, FullSlug};
+use crate::domain::tree::Thread;
+use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Page, Slug, Window};
 use crate::store::bson::{as_i64, corrupt};
 use crate::store::{ReadScope, StoreResult};
 
@@ -29,11 +30,7 @@ impl Bucketed {
             .await?;
         let mut out = Vec::new();
         for doc in &docs {
-            let comments = comments_of(doc, &discussion.id)?;
-            if let (Some(page), Some(number)) = (doc.get("_id"), doc.get("page").and_then(as_i64)) {
-                scope.pages_of.remember(&comments, page, number);
-            }
-            out.extend(comments);
+            out.extend(read_page(scope, doc, &discussion.id)?);
         }
         scope.seen.remember(&out);
         Ok(out)
@@ -69,6 +66,115 @@ impl Bucketed {
             } } },
         ];
         self.run(scope, discussion, pipeline).await
+    }
+
+    /// The replies of `parents` from just the pages that hold their window, where every parent
+    /// was read in this request and keeps its replies per page (`reply_pages`, adding up to its
+    /// `reply_count`): one query by page `_id`, whatever the number of pages their replies span.
+    /// `None` when a parent was not read or does not keep them (it replied before they were
+    /// kept), or the discussion's pages are not keyed: the caller then reads every page that
+    /// holds a reply.
+    pub(super) async fn replies_by_pages(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        parents: &[Slug],
+        window: &Window,
+    ) -> StoreResult<Option<HashMap<Slug, Page<Comment>>>> {
+        let id = &discussion.id;
+        let (skip, end) = match window {
+            Window::Offset { skip, limit } => (*skip, skip.saturating_add(*limit as u64 + 1)),
+            Window::After {
+                cursor: None,
+                limit,
+            } => (0, *limit as u64 + 1),
+            Window::After {
+                cursor: Some(_), ..
+            } => (0, u64::MAX),
+        };
+        let mut plans: Vec<(&Slug, u64)> = Vec::new();
+        let mut wanted: Vec<i64> = Vec::new();
+        for parent in parents {
+            let Some(read) = scope.seen.get(id, parent) else {
+                return Ok(None);
+            };
+            if read.reply_count == 0 {
+                plans.push((parent, 0));
+                continue;
+            }
+            let Some(pages) = scope.reply_pages.get(id, parent) else {
+                return Ok(None);
+            };
+            // Pages keyed `<discussion>:<page>` (as the parent's own page shows).
+            let keyed = scope
+                .pages_of
+                .get(id, parent)
+                .is_some_and(|(page_doc, number)| {
+                    page_doc.as_str() == Some(page_id(id, number).as_str())
+                });
+            if !keyed {
+                return Ok(None);
+            }
+            if pages.iter().map(|(_, n)| n).sum::<u64>() != read.reply_count {
+                return Ok(None);
+            }
+            let (chosen, before) = reply_span(&pages, skip, end);
+            wanted.extend(chosen);
+            plans.push((parent, before));
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut comments = Vec::new();
+        if !wanted.is_empty() {
+            let ids: Vec<String> = wanted.iter().map(|p| page_id(id, *p)).collect();
+            let names: Vec<&str> = parents.iter().map(Slug::as_str).collect();
+            let mut docs: Vec<Document> = self
+                .pages
+                .aggregate(vec![
+                    doc! { "$match": { "_id": { "$in": &ids }, "discussion_id": id.as_str() } },
+                    doc! { "$project": { "_id": 1, "page": 1, "comments": { "$filter": {
+                        "input": "$comments", "as": "c",
+                        "cond": { "$in": ["$$c.parent", &names] },
+                    } } } },
+                ])
+                .batch_size(BATCH_SIZE)
+                .await?
+                .try_collect()
+                .await?;
+            if docs.len() != ids.len() {
+                // A page it counts is gone (the discussion moved away meanwhile): read the way
+                // that does not depend on the counts.
+                return Ok(None);
+            }
+            docs.sort_by_key(|d| d.get("page").and_then(as_i64).unwrap_or(i64::MAX));
+            for doc in &docs {
+                comments.extend(read_page(scope, doc, id)?);
+            }
+            scope.seen.remember(&comments);
+        }
+        let thread = Thread::new(comments);
+        Ok(Some(
+            plans
+                .into_iter()
+                .map(|(parent, before)| {
+                    let window = match window {
+                        Window::Offset { skip, limit } => Window::Offset {
+                            skip: skip - before,
+                            limit: *limit,
+                        },
+                        other => other.clone(),
+                    };
+                    let page = thread
+                        .replies(std::slice::from_ref(parent), &window)
+                        .remove(parent)
+                        .unwrap_or(Page {
+                            items: Vec::new(),
+                            has_next: false,
+                        });
+                    (parent.clone(), page)
+                })
+                .collect(),
+        ))
     }
 
     /// How many descendants each root has: only the matching full slugs travel.
@@ -114,6 +220,82 @@ impl Bucketed {
         }
         Ok(counts)
     }
+}
+
+/// The comments of a page (or of part of one) as read, remembering in the request's scope where
+/// each was found and, for those that keep them, their replies per page.
+pub(super) fn read_page(
+    scope: &ReadScope,
+    doc: &Document,
+    id: &DiscussionId,
+) -> StoreResult<Vec<Comment>> {
+    let comments = comments_of(doc, id)?;
+    if let (Some(page), Some(number)) = (doc.get("_id"), doc.get("page").and_then(as_i64)) {
+        for comment in &comments {
+            scope
+                .pages_of
+                .remember(id, comment.slug.clone(), (page.clone(), number));
+        }
+    }
+    if let Ok(items) = doc.get_array("comments") {
+        for (item, comment) in items.iter().zip(&comments) {
+            let Some(pages) = item
+                .as_document()
+                .and_then(|d| d.get_document(REPLY_PAGES).ok())
+            else {
+                continue;
+            };
+            scope
+                .reply_pages
+                .remember(id, comment.slug.clone(), reply_pages_of(pages));
+        }
+    }
+    Ok(comments)
+}
+
+/// A comment's field that counts its direct replies per page: `{"<page>": n, …}`, one `$inc`
+/// in the statement that counts the reply in `reply_count`.
+pub(super) const REPLY_PAGES: &str = "reply_pages";
+
+/// The path of a reply's count in its parent's `reply_pages`, under `prefix` (`comments.$.`).
+pub(super) fn reply_page_path(prefix: &str, page: i64) -> String {
+    format!("{prefix}{REPLY_PAGES}.{page}")
+}
+
+/// `(page, replies there)` in page order, from a stored `reply_pages` (entries that are not a
+/// page number and a count are left out; the caller checks the total against `reply_count`).
+fn reply_pages_of(stored: &Document) -> Vec<(i64, u64)> {
+    let mut pages: Vec<(i64, u64)> = stored
+        .iter()
+        .filter_map(|(page, n)| {
+            let page = page.parse::<i64>().ok()?;
+            let n = u64::try_from(as_i64(n)?).ok()?;
+            Some((page, n))
+        })
+        .collect();
+    pages.sort_unstable();
+    pages
+}
+
+/// The pages that hold a comment's direct replies `skip..end` (of `pages`, its replies per page
+/// in page order), and how many of its replies come before the first of them.
+pub(super) fn reply_span(pages: &[(i64, u64)], skip: u64, end: u64) -> (Vec<i64>, u64) {
+    let mut chosen = Vec::new();
+    let mut before = 0;
+    let mut seen = 0_u64;
+    for &(page, n) in pages {
+        let start = seen;
+        seen = seen.saturating_add(n);
+        if seen <= skip {
+            before = seen;
+            continue;
+        }
+        if start >= end {
+            break;
+        }
+        chosen.push(page);
+    }
+    (chosen, before)
 }
 
 /// The indexed array field of the full slugs, which descendant ranges query.

@@ -3,8 +3,8 @@
 
 use mongodb::bson::{doc, from_document, Bson, Document};
 
-use super::shapes::{comments_of, key_time, order_key, PageInfo, BATCH_SIZE};
-use super::threads::{pages_with, FULL_SLUGS};
+use super::shapes::{key_time, order_key, PageInfo, BATCH_SIZE};
+use super::threads::{pages_with, read_page, FULL_SLUGS};
 use super::Bucketed;
 use crate::domain::paging::Cursor;
 use crate::domain::tree::{Listing, Thread};
@@ -171,7 +171,7 @@ impl Bucketed {
                     "page": { "$gte": from, "$lt": from.saturating_add(span) },
                 } },
                 doc! { "$sort": { "page": 1 } },
-                doc! { "$project": { "_id": 0, "page": 1, "comments": comments } },
+                doc! { "$project": { "_id": 1, "page": 1, "comments": comments } },
             ])
             .batch_size(BATCH_SIZE)
             .await?
@@ -183,7 +183,7 @@ impl Bucketed {
             .and_then(crate::store::bson::as_i64);
         let mut out = Vec::new();
         for doc in &docs {
-            out.extend(comments_of(doc, &discussion.id)?);
+            out.extend(read_page(scope, doc, &discussion.id)?);
         }
         // Page numbers have no gaps: when the range's last page is missing, there is no later one.
         if out.len() < need && last_page == Some(from.saturating_add(span) - 1) {

@@ -17,7 +17,7 @@ use mongodb::ClientSession;
 use super::shapes::{
     comments_of, order_key, page_filter, Target, FLOOR, NUM_PAGES, SEALED_MAX, SEALED_MIN,
 };
-use super::threads::pages_with;
+use super::threads::{pages_with, reply_page_path};
 use super::Bucketed;
 use crate::domain::{Comment, Discussion, DiscussionId, Micros, Placement, Slug, SlugPart};
 use crate::store::bson::{as_i64, corrupt, int_field};
@@ -200,8 +200,8 @@ impl Bucketed {
         write_outcome(&reply, discussion, &comment.slug)
     }
 
-    /// The statements that count a new reply: `reply_count` on its parent and `thread_total` on
-    /// its thread's page (one statement when the parent is the root). Both are found by slug
+    /// The statements that count a new reply: `reply_count` and the reply's page in
+    /// `reply_pages` on its parent, and `thread_total` on its thread's page (one statement when the parent is the root). Both are found by slug
     /// within the page read for the post.
     fn reply_counters(
         &self,
@@ -226,14 +226,17 @@ impl Bucketed {
             q.insert("comments.slug", slug.as_str());
             Ok(doc! { "q": q, "u": update })
         };
+        // The parent counts the reply, and the page it went to among its replies' pages.
+        let mut counted = doc! {
+            "comments.$.reply_count": 1_i64,
+            reply_page_path("comments.$.", state.target.page): 1_i64,
+        };
         if *parent == root {
-            return Ok(vec![at(
-                parent,
-                doc! { "$inc": { "comments.$.reply_count": 1_i64, "thread_total": 1_i64 } },
-            )?]);
+            counted.insert("thread_total", 1_i64);
+            return Ok(vec![at(parent, doc! { "$inc": counted })?]);
         }
         Ok(vec![
-            at(parent, doc! { "$inc": { "comments.$.reply_count": 1_i64 } })?,
+            at(parent, doc! { "$inc": counted })?,
             at(&root, doc! { "$inc": { "thread_total": 1_i64 } })?,
         ])
     }
