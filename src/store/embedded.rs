@@ -45,7 +45,16 @@ pub struct Embedded {
     coll: Counted<Document>,
     writer: Writer,
     max_bytes: i64,
+    /// The tree of each discussion this process posted to lately, as its last read and its own
+    /// posts since left it, so that a reply needs no read of the whole document first. The
+    /// post's guarded update checks everything taken from it (the parent at its position, no
+    /// later sibling, the size), so a tree another process changed since costs one refused
+    /// update and a fresh read.
+    shapes: std::sync::Mutex<HashMap<DiscussionId, Shape>>,
 }
+
+/// Discussions whose trees a process keeps (past this, it starts over).
+const MAX_SHAPES: usize = 64;
 
 /// Where a chain of comments (a comment and its ancestors) sits in the document.
 pub(super) struct Located {
@@ -62,8 +71,8 @@ pub(super) struct Located {
 
 /// What a guarded write did.
 enum Guarded {
-    /// Written.
-    Done,
+    /// Written; the comments now take this many more bytes.
+    Done { growth: i64 },
     /// A guard refused the write; it needed the counted bytes to stay within `budget`.
     Refused { budget: i64 },
 }
@@ -74,68 +83,138 @@ pub(super) struct PostState {
     located: Option<Located>,
 }
 
-/// Walks `chain` down a raw discussion document: each comment's position among its siblings,
-/// its full slug, and the latest `posted` among the replies at each level (the top level
-/// first).
-fn walk(raw: &RawDocument, id: &DiscussionId, chain: &[Slug]) -> StoreResult<Located> {
-    fn replies_of(node: &RawDocument) -> StoreResult<Option<&RawArray>> {
-        match node.get(REPLIES).map_err(corrupt)? {
-            None | Some(RawBsonRef::Null) => Ok(None),
-            Some(RawBsonRef::Array(items)) => Ok(Some(items)),
-            Some(_) => Err(corrupt("replies is not an array")),
-        }
-    }
-    let latest = |items: Option<&RawArray>| -> StoreResult<Option<i64>> {
-        let mut latest = None;
-        for item in items.into_iter().flatten() {
-            let posted = match item.map_err(corrupt)? {
-                RawBsonRef::Document(c) => c.get("posted").map_err(corrupt)?,
-                _ => return Err(corrupt("a comment is not a document")),
-            };
-            let posted = posted.and_then(|p| as_i64(&Bson::try_from(p).ok()?));
-            latest = latest.max(posted);
-        }
-        Ok(latest)
-    };
-    let bytes = raw
-        .get(BYTES)
-        .map_err(corrupt)?
-        .and_then(|b| as_i64(&Bson::try_from(b).ok()?))
-        .unwrap_or(0);
-    let mut node = raw;
-    let mut path = Vec::with_capacity(chain.len());
-    let mut full = Vec::with_capacity(chain.len());
-    let mut last_child = vec![latest(replies_of(node)?)?];
-    for slug in chain {
-        let mut found = None;
-        for (i, item) in replies_of(node)?.into_iter().flatten().enumerate() {
-            let RawBsonRef::Document(c) = item.map_err(corrupt)? else {
-                return Err(corrupt("a comment is not a document"));
-            };
-            if c.get_str("slug").map_err(corrupt)? == slug.as_str() {
-                found = Some((i, c));
-                break;
+/// What is known of a discussion document's tree: where each comment sits among its siblings,
+/// its full slug, and how many direct replies it has and the latest time among them. Read from
+/// the document in one pass; a process also keeps it per discussion between its own posts (see
+/// [`Embedded::shapes`]).
+#[derive(Debug, Clone, Default)]
+struct Shape {
+    /// The discussion's move count when read (a move makes it stale).
+    moves: u64,
+    /// The top-level comments.
+    top: Level,
+    nodes: HashMap<Slug, Node>,
+    /// The bytes the discussion's comments take.
+    bytes: i64,
+}
+
+/// The direct replies of a comment (or the top-level comments).
+#[derive(Debug, Clone, Copy, Default)]
+struct Level {
+    count: usize,
+    latest: Option<i64>,
+}
+
+#[derive(Debug, Clone)]
+struct Node {
+    index: usize,
+    full: FullSlug,
+    replies: Level,
+}
+
+impl Shape {
+    /// Reads the tree of a raw discussion document.
+    fn read(raw: &RawDocument, moves: u64) -> StoreResult<Shape> {
+        fn replies_of(node: &RawDocument) -> StoreResult<Option<&RawArray>> {
+            match node.get(REPLIES).map_err(corrupt)? {
+                None | Some(RawBsonRef::Null) => Ok(None),
+                Some(RawBsonRef::Array(items)) => Ok(Some(items)),
+                Some(_) => Err(corrupt("replies is not an array")),
             }
         }
-        let Some((i, c)) = found else {
-            return Err(StoreError::NotFound(format!(
-                "no comment {} in discussion {id}",
-                chain.last().unwrap_or(slug)
-            )));
-        };
-        path.push(i);
-        full.push(FullSlug::from_stored(
-            c.get_str("full_slug").map_err(corrupt)?.to_owned(),
-        ));
-        last_child.push(latest(replies_of(c)?)?);
-        node = c;
+        /// Adds the comments of `items` (and below) and returns their level.
+        fn level(items: Option<&RawArray>, nodes: &mut HashMap<Slug, Node>) -> StoreResult<Level> {
+            let mut level = Level::default();
+            for (index, item) in items.into_iter().flatten().enumerate() {
+                let RawBsonRef::Document(c) = item.map_err(corrupt)? else {
+                    return Err(corrupt("a comment is not a document"));
+                };
+                let posted = c
+                    .get("posted")
+                    .map_err(corrupt)?
+                    .and_then(|p| as_i64(&Bson::try_from(p).ok()?));
+                level.count += 1;
+                level.latest = level.latest.max(posted);
+                let replies = level_of(c, nodes)?;
+                nodes.insert(
+                    Slug::from_stored(c.get_str("slug").map_err(corrupt)?.to_owned()),
+                    Node {
+                        index,
+                        full: FullSlug::from_stored(
+                            c.get_str("full_slug").map_err(corrupt)?.to_owned(),
+                        ),
+                        replies,
+                    },
+                );
+            }
+            Ok(level)
+        }
+        fn level_of(node: &RawDocument, nodes: &mut HashMap<Slug, Node>) -> StoreResult<Level> {
+            level(replies_of(node)?, nodes)
+        }
+        let bytes = raw
+            .get(BYTES)
+            .map_err(corrupt)?
+            .and_then(|b| as_i64(&Bson::try_from(b).ok()?))
+            .unwrap_or(0);
+        let mut nodes = HashMap::new();
+        let top = level_of(raw, &mut nodes)?;
+        Ok(Shape {
+            moves,
+            top,
+            nodes,
+            bytes,
+        })
     }
-    Ok(Located {
-        path,
-        full,
-        last_child,
-        bytes,
-    })
+
+    /// Where `chain` (a comment's line of descent, top-level first) sits; `None` when a comment
+    /// of it is not in the tree.
+    fn located(&self, chain: &[Slug]) -> Option<Located> {
+        let mut path = Vec::with_capacity(chain.len());
+        let mut full = Vec::with_capacity(chain.len());
+        let mut last_child = vec![self.top.latest];
+        for slug in chain {
+            let node = self.nodes.get(slug)?;
+            path.push(node.index);
+            full.push(node.full.clone());
+            last_child.push(node.replies.latest);
+        }
+        Some(Located {
+            path,
+            full,
+            last_child,
+            bytes: self.bytes,
+        })
+    }
+
+    /// Adds a comment this process just stored, `growth` bytes large.
+    fn add(&mut self, comment: &Comment, growth: i64) {
+        let level = match &comment.parent {
+            None => Some(&mut self.top),
+            Some(parent) => self.nodes.get_mut(parent).map(|n| &mut n.replies),
+        };
+        let Some(level) = level else {
+            return;
+        };
+        let index = level.count;
+        level.count += 1;
+        level.latest = level.latest.max(Some(comment.posted.0));
+        self.nodes.insert(
+            comment.slug.clone(),
+            Node {
+                index,
+                full: comment.full_slug.clone(),
+                replies: Level::default(),
+            },
+        );
+        self.bytes = self.bytes.saturating_add(growth);
+    }
+}
+
+/// The error for a chain whose last comment is not in the discussion.
+fn missing(id: &DiscussionId, chain: &[Slug]) -> StoreError {
+    let slug = chain.last().map_or("", Slug::as_str);
+    StoreError::NotFound(format!("no comment {slug} in discussion {id}"))
 }
 
 /// The slugs of `slug`'s line of descent, top-level first, `slug` last.
@@ -149,15 +228,15 @@ impl Embedded {
             coll: Counted::new(db, Discussions::COLLECTION, &writer.commands),
             writer,
             max_bytes: i64::try_from(max_bytes).unwrap_or(i64::MAX),
+            shapes: std::sync::Mutex::default(),
         }
     }
 
-    /// Finds the positions of `chain` (slugs of depth 0, 1, … in one line of descent): reads the
-    /// document as raw BSON and walks down it here, touching only the arrays on the way. (An
-    /// aggregation that walked it on the server sent less over the wire, but the development
-    /// database evaluated it in seconds on a document of a few thousand comments, against
-    /// milliseconds for reading the whole document.)
-    async fn locate(&self, id: &DiscussionId, chain: &[Slug]) -> StoreResult<Located> {
+    /// Reads the document's tree as raw BSON, touching only the fields it needs (refused while
+    /// the discussion is moving). (An aggregation that walked to one comment on the server sent
+    /// less over the wire, but the development database evaluated it in seconds on a document of
+    /// a few thousand comments, against milliseconds for reading the whole document.)
+    async fn read_shape(&self, id: &DiscussionId, moves: u64) -> StoreResult<Shape> {
         let raw = self
             .coll
             .clone_with_type::<RawDocumentBuf>()
@@ -167,7 +246,54 @@ impl Embedded {
         if raw.get(FENCE).map_err(corrupt)?.is_some() {
             return Err(moving(id));
         }
-        walk(&raw, id, chain)
+        Shape::read(&raw, moves)
+    }
+
+    /// Finds the positions of `chain` (slugs of depth 0, 1, … in one line of descent) in the
+    /// document as it is now.
+    async fn locate(&self, id: &DiscussionId, chain: &[Slug]) -> StoreResult<Located> {
+        let shape = self.read_shape(id, 0).await?;
+        shape.located(chain).ok_or_else(|| missing(id, chain))
+    }
+
+    /// Finds the positions of `chain` for a post: from the tree this process keeps when it knows
+    /// the chain (and `fresh` is not asked for), otherwise from a read, whose tree is kept.
+    async fn locate_for_post(
+        &self,
+        discussion: &Discussion,
+        chain: &[Slug],
+        fresh: bool,
+    ) -> StoreResult<Located> {
+        let id = &discussion.id;
+        if !fresh {
+            let shapes = self.shapes.lock().unwrap_or_else(|p| p.into_inner());
+            let kept = shapes
+                .get(id)
+                .filter(|shape| shape.moves == discussion.moves)
+                .and_then(|shape| shape.located(chain));
+            if let Some(at) = kept {
+                return Ok(at);
+            }
+        }
+        let shape = self.read_shape(id, discussion.moves).await?;
+        let at = shape.located(chain).ok_or_else(|| missing(id, chain));
+        let mut shapes = self.shapes.lock().unwrap_or_else(|p| p.into_inner());
+        if shapes.len() >= MAX_SHAPES && !shapes.contains_key(id) {
+            shapes.clear();
+        }
+        shapes.insert(id.clone(), shape);
+        at
+    }
+
+    /// Adds a comment this process stored to the tree it keeps of the discussion.
+    fn learn(&self, discussion: &Discussion, comment: &Comment, growth: i64) {
+        let mut shapes = self.shapes.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(shape) = shapes
+            .get_mut(&discussion.id)
+            .filter(|shape| shape.moves == discussion.moves)
+        {
+            shape.add(comment, growth);
+        }
     }
 
     /// Appends `comment` to the replies of the comment at `parent_at` (the top-level array when
@@ -214,7 +340,7 @@ impl Embedded {
             )
             .await
         {
-            Ok(result) if result.matched_count == 1 => Ok(Guarded::Done),
+            Ok(result) if result.matched_count == 1 => Ok(Guarded::Done { growth }),
             Ok(_) => Ok(Guarded::Refused { budget }),
             Err(err) if is_too_large(&err) => Err(self.too_large(id)),
             Err(err) => Err(err.into()),
@@ -372,7 +498,7 @@ impl PostSteps for Embedded {
             ));
         };
         let chain = chain_of(parent);
-        let located = self.locate(&discussion.id, &chain).await?;
+        let located = self.locate_for_post(discussion, &chain, false).await?;
         let full_slug = located
             .full
             .last()
@@ -427,9 +553,12 @@ impl PostSteps for Embedded {
                 .ok_or_else(|| corrupt("the parent was not located"))?,
         };
         match self.push(comment, parent_at).await? {
-            Guarded::Done => Ok(Attempt::Stored),
+            Guarded::Done { growth } => {
+                self.learn(discussion, comment, growth);
+                Ok(Attempt::Stored)
+            }
             Guarded::Refused { budget } => {
-                let at = self.locate(&discussion.id, &state.chain).await?;
+                let at = self.locate_for_post(discussion, &state.chain, true).await?;
                 let next = self.refused(&discussion.id, &at, budget);
                 state.located = Some(at);
                 next

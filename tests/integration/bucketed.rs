@@ -820,9 +820,9 @@ async fn pages_are_keyed_and_discussions_from_before_still_post() {
     }
 }
 
-/// Records the pages (`_id`s) each replies query by page asks for.
+/// Records the page numbers each replies query by page asks for.
 #[derive(Clone, Default)]
-struct PageRequests(Arc<std::sync::Mutex<Vec<Vec<String>>>>);
+struct PageRequests(Arc<std::sync::Mutex<Vec<Vec<i64>>>>);
 
 impl PageRequests {
     fn handler(&self) -> mongodb::event::EventHandler<mongodb::event::command::CommandEvent> {
@@ -832,28 +832,24 @@ impl PageRequests {
                 let mongodb::event::command::CommandEvent::Started(started) = event else {
                     return;
                 };
-                let ids = started
+                let pages = started
                     .command
                     .get_array("pipeline")
                     .ok()
                     .and_then(|p| p.first())
                     .and_then(Bson::as_document)
                     .and_then(|m| m.get_document("$match").ok())
-                    .and_then(|m| m.get_document("_id").ok())
-                    .and_then(|id| id.get_array("$in").ok())
-                    .map(|ids| {
-                        ids.iter()
-                            .filter_map(|i| i.as_str().map(str::to_owned))
-                            .collect::<Vec<_>>()
-                    });
-                if let Some(ids) = ids {
-                    sink.lock().unwrap_or_else(|p| p.into_inner()).push(ids);
+                    .and_then(|m| m.get_document("page").ok())
+                    .and_then(|page| page.get_array("$in").ok())
+                    .map(|pages| pages.iter().filter_map(Bson::as_i64).collect::<Vec<_>>());
+                if let Some(pages) = pages {
+                    sink.lock().unwrap_or_else(|p| p.into_inner()).push(pages);
                 }
             },
         )
     }
 
-    fn take(&self) -> Vec<Vec<String>> {
+    fn take(&self) -> Vec<Vec<i64>> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
@@ -928,8 +924,7 @@ async fn replies_read_only_the_pages_that_hold_their_window() {
         if pages.is_empty() {
             assert!(asked.is_empty(), "no page to read, yet {asked:?}");
         } else {
-            let ids: Vec<String> = pages.iter().map(|p| format!("{d}:{p}")).collect();
-            assert_eq!(asked, vec![ids], "pages read for replies {skip}+{limit}");
+            assert_eq!(asked, vec![pages], "pages read for replies {skip}+{limit}");
         }
     }
     // Cursor windows read every page of the parent's replies and agree with the offsets.

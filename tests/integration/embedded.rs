@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use mongodb::bson::{doc, Bson, Document};
 use serde_json::{json, Value};
-use threadql::domain::Layout;
-use threadql::store::Discussions;
+use threadql::domain::{Author, CommentText, DiscussionId, Layout, NewComment, Slug};
+use threadql::store::{Discussions, Storage, Store};
 
 use crate::model::build_tree;
-use crate::support::{error_code, server_uri, Settings, TestApp};
+use crate::support::{error_code, server_uri, store_config, Settings, TestApp};
 
 /// The discussion document as stored.
 pub async fn raw_discussion(app: &TestApp, id: &str) -> Document {
@@ -384,5 +384,94 @@ async fn a_whole_tree_costs_one_document_read() {
             node.as_object_mut().unwrap().remove("replies");
         }
         assert_eq!(sliced, full, "offset {offset}");
+    }
+}
+
+/// Posts a reply through another process's store (a second server on the same database).
+async fn post_elsewhere(store: &Store, d: &str, parent: &str, text: &str) -> String {
+    let id = DiscussionId::parse(d).expect("id");
+    let discussion = store
+        .discussions()
+        .by_ids(&[id])
+        .await
+        .expect("discussion")
+        .pop()
+        .expect("exists");
+    store
+        .layout(Layout::Embedded)
+        .expect("layout")
+        .post_comment(
+            &discussion,
+            NewComment {
+                parent: Some(Slug::parse(parent).expect("slug")),
+                author: Author {
+                    id: "u2".into(),
+                    name: "Grace".into(),
+                },
+                text: CommentText::parse(text, 100).expect("text"),
+            },
+        )
+        .await
+        .expect("post")
+        .comment
+        .slug
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_use_the_tree_a_process_keeps_and_survive_another_process_posting() {
+    let settings = Settings::new(Layout::Embedded);
+    let app = TestApp::with("embedded_kept_tree", settings.clone()).await;
+    let other = Store::connect(&store_config(&app.database, &settings))
+        .await
+        .expect("a second store");
+    let d = app.discussion("two servers").await;
+    let root = app.post(&d, None, "root").await;
+    let first = app.post(&d, Some(&root), "first").await;
+    // This process knows the tree now: a reply is the discussion's read and one update.
+    let (_, spent) = cost(
+        &app,
+        POST,
+        json!({ "d": d, "p": first, "t": "a warm reply" }),
+    )
+    .await;
+    assert_eq!(
+        spent,
+        BTreeMap::from([("find".to_owned(), 1), ("update".to_owned(), 1)]),
+        "a reply to a known comment reads no document"
+    );
+    // Another process posts under the same comments, and under what this one posted; this one
+    // goes on from what it kept, and its guarded updates catch every change it did not see.
+    let mut all = vec![root.clone(), first.clone()];
+    let mut mine = first.clone();
+    let mut theirs = root.clone();
+    for i in 0..6 {
+        theirs = post_elsewhere(
+            &other,
+            &d,
+            [&root, &mine, &theirs][i % 3],
+            &format!("theirs {i}"),
+        )
+        .await;
+        all.push(theirs.clone());
+        mine = app
+            .post(
+                &d,
+                Some([&root, &theirs, &mine][i % 3]),
+                &format!("mine {i}"),
+            )
+            .await;
+        all.push(mine.clone());
+    }
+    let raw = raw_discussion(&app, &d).await;
+    let stored = check_nesting(&raw);
+    assert_eq!(
+        stored.len(),
+        all.len() + 1,
+        "every post stored once (and the warm reply)"
+    );
+    let stored: HashSet<String> = stored.into_iter().collect();
+    for slug in &all {
+        assert!(stored.contains(slug), "{slug} is stored");
     }
 }

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 
-use super::shapes::{comments_of, page_id, BATCH_SIZE};
+use super::shapes::{comments_of, BATCH_SIZE};
 use super::Bucketed;
 use crate::domain::tree::Thread;
 use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Page, Slug, Window};
@@ -70,10 +70,9 @@ impl Bucketed {
 
     /// The replies of `parents` from just the pages that hold their window, where every parent
     /// was read in this request and keeps its replies per page (`reply_pages`, adding up to its
-    /// `reply_count`): one query by page `_id`, whatever the number of pages their replies span.
-    /// `None` when a parent was not read or does not keep them (it replied before they were
-    /// kept), or the discussion's pages are not keyed: the caller then reads every page that
-    /// holds a reply.
+    /// `reply_count`): one query by page number, whatever the number of pages their replies
+    /// span. `None` when a parent was not read or does not keep them (it had replies before
+    /// they were kept): the caller then reads every page that holds a reply.
     pub(super) async fn replies_by_pages(
         &self,
         scope: &ReadScope,
@@ -105,16 +104,6 @@ impl Bucketed {
             let Some(pages) = scope.reply_pages.get(id, parent) else {
                 return Ok(None);
             };
-            // Pages keyed `<discussion>:<page>` (as the parent's own page shows).
-            let keyed = scope
-                .pages_of
-                .get(id, parent)
-                .is_some_and(|(page_doc, number)| {
-                    page_doc.as_str() == Some(page_id(id, number).as_str())
-                });
-            if !keyed {
-                return Ok(None);
-            }
             if pages.iter().map(|(_, n)| n).sum::<u64>() != read.reply_count {
                 return Ok(None);
             }
@@ -126,12 +115,14 @@ impl Bucketed {
         wanted.dedup();
         let mut comments = Vec::new();
         if !wanted.is_empty() {
-            let ids: Vec<String> = wanted.iter().map(|p| page_id(id, *p)).collect();
             let names: Vec<&str> = parents.iter().map(Slug::as_str).collect();
-            let mut docs: Vec<Document> = self
+            // By page number, sorted on it: the development database reads just these pages
+            // (1 ms for 10 of 300), where `_id $in` beside `discussion_id` reads all of them.
+            let docs: Vec<Document> = self
                 .pages
                 .aggregate(vec![
-                    doc! { "$match": { "_id": { "$in": &ids }, "discussion_id": id.as_str() } },
+                    doc! { "$match": { "discussion_id": id.as_str(), "page": { "$in": &wanted } } },
+                    doc! { "$sort": { "page": 1 } },
                     doc! { "$project": { "_id": 1, "page": 1, "comments": { "$filter": {
                         "input": "$comments", "as": "c",
                         "cond": { "$in": ["$$c.parent", &names] },
@@ -141,12 +132,11 @@ impl Bucketed {
                 .await?
                 .try_collect()
                 .await?;
-            if docs.len() != ids.len() {
+            if docs.len() != wanted.len() {
                 // A page it counts is gone (the discussion moved away meanwhile): read the way
                 // that does not depend on the counts.
                 return Ok(None);
             }
-            docs.sort_by_key(|d| d.get("page").and_then(as_i64).unwrap_or(i64::MAX));
             for doc in &docs {
                 comments.extend(read_page(scope, doc, id)?);
             }
