@@ -113,8 +113,8 @@ struct Node {
 }
 
 impl Shape {
-    /// Reads the tree of a raw discussion document.
-    fn read(raw: &RawDocument, moves: u64) -> StoreResult<Shape> {
+    /// Reads the tree of a raw discussion document (its move count is the caller's to set).
+    fn read(raw: &RawDocument) -> StoreResult<Shape> {
         fn replies_of(node: &RawDocument) -> StoreResult<Option<&RawArray>> {
             match node.get(REPLIES).map_err(corrupt)? {
                 None | Some(RawBsonRef::Null) => Ok(None),
@@ -160,7 +160,7 @@ impl Shape {
         let mut nodes = HashMap::new();
         let top = level_of(raw, &mut nodes)?;
         Ok(Shape {
-            moves,
+            moves: 0,
             top,
             nodes,
             bytes,
@@ -236,7 +236,7 @@ impl Embedded {
     /// the discussion is moving). (An aggregation that walked to one comment on the server sent
     /// less over the wire, but the development database evaluated it in seconds on a document of
     /// a few thousand comments, against milliseconds for reading the whole document.)
-    async fn read_shape(&self, id: &DiscussionId, moves: u64) -> StoreResult<Shape> {
+    async fn read_shape(&self, id: &DiscussionId) -> StoreResult<Shape> {
         let raw = self
             .coll
             .clone_with_type::<RawDocumentBuf>()
@@ -246,13 +246,13 @@ impl Embedded {
         if raw.get(FENCE).map_err(corrupt)?.is_some() {
             return Err(moving(id));
         }
-        Shape::read(&raw, moves)
+        Shape::read(&raw)
     }
 
     /// Finds the positions of `chain` (slugs of depth 0, 1, … in one line of descent) in the
     /// document as it is now.
     async fn locate(&self, id: &DiscussionId, chain: &[Slug]) -> StoreResult<Located> {
-        let shape = self.read_shape(id, 0).await?;
+        let shape = self.read_shape(id).await?;
         shape.located(chain).ok_or_else(|| missing(id, chain))
     }
 
@@ -275,7 +275,10 @@ impl Embedded {
                 return Ok(at);
             }
         }
-        let shape = self.read_shape(id, discussion.moves).await?;
+        let shape = Shape {
+            moves: discussion.moves,
+            ..self.read_shape(id).await?
+        };
         let at = shape.located(chain).ok_or_else(|| missing(id, chain));
         let mut shapes = self.shapes.lock().unwrap_or_else(|p| p.into_inner());
         if shapes.len() >= MAX_SHAPES && !shapes.contains_key(id) {

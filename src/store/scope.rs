@@ -50,28 +50,6 @@ impl<V: Send + Sync> Memo<V> {
     }
 }
 
-/// Comments already read, by discussion and slug.
-#[derive(Default)]
-pub struct Seen {
-    comments: Mutex<HashMap<(DiscussionId, Slug), Comment>>,
-}
-
-impl Seen {
-    /// Remembers comments.
-    pub fn remember(&self, comments: &[Comment]) {
-        let mut map = self.comments.lock().unwrap_or_else(|p| p.into_inner());
-        for c in comments {
-            map.insert((c.discussion_id.clone(), c.slug.clone()), c.clone());
-        }
-    }
-
-    /// A comment read before, if any.
-    pub fn get(&self, id: &DiscussionId, slug: &Slug) -> Option<Comment> {
-        let map = self.comments.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(&(id.clone(), slug.clone())).cloned()
-    }
-}
-
 /// What one request has read. Each layout that reads whole documents keeps them in a part of
 /// its own; a write in the request replaces the scope with a fresh one (never clears parts).
 #[derive(Default)]
@@ -115,6 +93,19 @@ impl<V: Clone> BySlug<V> {
         map.get(&(id.clone(), slug.clone())).cloned()
     }
 }
+
+impl BySlug<Comment> {
+    /// Remembers comments as read.
+    pub fn remember_all(&self, comments: &[Comment]) {
+        let mut map = self.values.lock().unwrap_or_else(|p| p.into_inner());
+        for c in comments {
+            map.insert((c.discussion_id.clone(), c.slug.clone()), c.clone());
+        }
+    }
+}
+
+/// Comments already read.
+pub type Seen = BySlug<Comment>;
 
 /// Where comments were found: the `_id` and number of their page.
 pub type PagesOf = BySlug<(Bson, i64)>;

@@ -7,13 +7,13 @@ use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use serde_json::json;
 use threadql::domain::{
-    Author, Comment, CommentText, Cursor, CursorKind, Discussion, DiscussionId, FullPages, Layout,
-    NewComment, Page, Slug, Window,
+    Author, Comment, CommentText, Cursor, CursorKind, Discussion, FullPages, Layout, NewComment,
+    Page, Slug, Window,
 };
 use threadql::store::{Listing, ReadScope, Storage, Store};
 
 use crate::model::build_tree;
-use crate::support::{server_uri, store_config, Settings, TestApp};
+use crate::support::{load_discussion, post_in, server_uri, store_config, Settings, TestApp};
 
 fn settings(bucket_size: u32) -> Settings {
     Settings {
@@ -41,17 +41,6 @@ async fn raw_pages(app: &TestApp, d: &str) -> Vec<Document> {
         .try_collect()
         .await
         .expect("read pages")
-}
-
-async fn load(store: &Store, d: &str) -> Discussion {
-    let id = DiscussionId::parse(d).expect("id");
-    store
-        .discussions()
-        .by_ids(&[id])
-        .await
-        .expect("discussion")
-        .pop()
-        .expect("exists")
 }
 
 fn int(doc: &Document, key: &str) -> i64 {
@@ -143,7 +132,7 @@ async fn many_writers_lose_and_duplicate_nothing() {
     const CAP: i64 = 10;
     let app = TestApp::with("bucketed_writers", settings(CAP as u32)).await;
     let d = app.discussion("contention").await;
-    let discussion = Arc::new(load(app.store(), &d).await);
+    let discussion = Arc::new(load_discussion(app.store(), &d).await);
     let before = app.store().commands().snapshot();
     let mut tasks = Vec::new();
     for task in 0..TASKS {
@@ -293,7 +282,7 @@ async fn many_writers_lose_and_duplicate_nothing() {
 
     // Every comment is reachable by slug and appears exactly once in every listing.
     let store = app.store();
-    let discussion = load(store, &d).await;
+    let discussion = load_discussion(store, &d).await;
     let layout = store.layout(Layout::Bucketed).expect("layout");
     let all: Vec<Slug> = posted
         .iter()
@@ -582,14 +571,14 @@ async fn a_changed_bucket_size_keeps_old_pages_readable() {
     }
     // Two sealed pages of 4: offsets are cut by arithmetic.
     assert_eq!(
-        load(app.store(), &d).await.full_pages,
+        load_discussion(app.store(), &d).await.full_pages,
         Some(FullPages { count: 2, size: 4 })
     );
     // The same database served with pages of 3 from now on.
     let resized = Store::connect(&store_config(&app.database, &settings(3)))
         .await
         .expect("connect");
-    let discussion = load(&resized, &d).await;
+    let discussion = load_discussion(&resized, &d).await;
     for i in 0..7 {
         let c = resized
             .layout(Layout::Bucketed)
@@ -615,7 +604,7 @@ async fn a_changed_bucket_size_keeps_old_pages_readable() {
         .map(|p| int(p, "count"))
         .collect();
     assert_eq!(counts, vec![4, 4, 3, 3, 3]);
-    let discussion = load(app.store(), &d).await;
+    let discussion = load_discussion(app.store(), &d).await;
     // Sealed pages of two sizes: offsets go by the page list.
     assert_eq!(discussion.full_pages, None);
     for size in [1, 3, 4, 7] {
@@ -626,49 +615,36 @@ async fn a_changed_bucket_size_keeps_old_pages_readable() {
     }
 }
 
-/// Posts one comment through `store`'s bucketed layout.
-async fn post_via(
-    store: &Store,
-    discussion: &Discussion,
-    parent: Option<&Slug>,
-    text: &str,
-) -> Slug {
-    store
-        .layout(Layout::Bucketed)
-        .expect("layout")
-        .post_comment(
-            discussion,
-            NewComment {
-                parent: parent.cloned(),
-                author: Author {
-                    id: "u1".into(),
-                    name: "Ada".into(),
-                },
-                text: CommentText::parse(text, 100).expect("text"),
-            },
-        )
-        .await
-        .expect("post")
-        .comment
-        .slug
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_post_costs_four_commands() {
     let app = TestApp::with("bucketed_post_cost", settings(100)).await;
     let d = app.discussion("post cost").await;
     let store = app.store();
-    let discussion = load(store, &d).await;
+    let discussion = load_discussion(store, &d).await;
     // The first post of a process also reads where posts go; later ones remember it.
-    let root = post_via(store, &discussion, None, "first").await;
+    let root = post_in(store, Layout::Bucketed, &discussion, None, "first").await;
     let mut parent = root.clone();
     let mut costs = Vec::new();
     for depth in 0..5 {
         let before = store.commands().snapshot();
-        let top = post_via(store, &discussion, None, &format!("top {depth}")).await;
+        let top = post_in(
+            store,
+            Layout::Bucketed,
+            &discussion,
+            None,
+            &format!("top {depth}"),
+        )
+        .await;
         let top_cost = diff(&before, &store.commands().snapshot());
         let before = store.commands().snapshot();
-        parent = post_via(store, &discussion, Some(&parent), &format!("reply {depth}")).await;
+        parent = post_in(
+            store,
+            Layout::Bucketed,
+            &discussion,
+            Some(&parent),
+            &format!("reply {depth}"),
+        )
+        .await;
         let reply_cost = diff(&before, &store.commands().snapshot());
         assert_eq!(top.depth(), 0);
         assert_eq!(parent.depth(), depth + 1);
@@ -717,18 +693,45 @@ async fn a_process_that_missed_page_changes_still_posts_in_order() {
     let other = Store::connect(&store_config(&app.database, &settings(5)))
         .await
         .expect("connect");
-    let discussion = load(app.store(), &d).await;
+    let discussion = load_discussion(app.store(), &d).await;
     let mut posted = Vec::new();
     for i in 0..3 {
-        posted.push(post_via(app.store(), &discussion, None, &format!("a {i}")).await);
+        posted.push(
+            post_in(
+                app.store(),
+                Layout::Bucketed,
+                &discussion,
+                None,
+                &format!("a {i}"),
+            )
+            .await,
+        );
     }
     // Another process fills page 0 and two more; this one still remembers page 0.
     for i in 0..12 {
-        posted.push(post_via(&other, &discussion, None, &format!("b {i}")).await);
+        posted.push(
+            post_in(
+                &other,
+                Layout::Bucketed,
+                &discussion,
+                None,
+                &format!("b {i}"),
+            )
+            .await,
+        );
     }
     for i in 0..4 {
         let parent = posted[i * 3].clone();
-        posted.push(post_via(app.store(), &discussion, Some(&parent), &format!("c {i}")).await);
+        posted.push(
+            post_in(
+                app.store(),
+                Layout::Bucketed,
+                &discussion,
+                Some(&parent),
+                &format!("c {i}"),
+            )
+            .await,
+        );
     }
     let counts: Vec<i64> = raw_pages(&app, &d)
         .await
@@ -736,7 +739,7 @@ async fn a_process_that_missed_page_changes_still_posts_in_order() {
         .map(|p| int(p, "count"))
         .collect();
     assert_eq!(counts, vec![5, 5, 5, 4]);
-    let discussion = load(app.store(), &d).await;
+    let discussion = load_discussion(app.store(), &d).await;
     assert_eq!(discussion.comment_count, 19);
     let strings: Vec<String> = posted.iter().map(ToString::to_string).collect();
     for size in [1, 4, 5, 7] {
@@ -884,7 +887,7 @@ async fn replies_read_only_the_pages_that_hold_their_window() {
         })
         .collect();
     let store = app.store();
-    let discussion = load(store, &d).await;
+    let discussion = load_discussion(store, &d).await;
     let layout = store.layout(Layout::Bucketed).expect("layout");
     let parent_slug = Slug::parse(&parent).expect("slug");
     for (skip, limit) in [(0, 2), (0, 12), (5, 3), (10, 5), (12, 3)] {

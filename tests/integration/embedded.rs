@@ -6,11 +6,13 @@ use std::sync::Arc;
 
 use mongodb::bson::{doc, Bson, Document};
 use serde_json::{json, Value};
-use threadql::domain::{Author, CommentText, DiscussionId, Layout, NewComment, Slug};
-use threadql::store::{Discussions, Storage, Store};
+use threadql::domain::{Layout, Slug};
+use threadql::store::{Discussions, Store};
 
 use crate::model::build_tree;
-use crate::support::{error_code, server_uri, store_config, Settings, TestApp};
+use crate::support::{
+    error_code, load_discussion, post_in, server_uri, store_config, Settings, TestApp,
+};
 
 /// The discussion document as stored.
 pub async fn raw_discussion(app: &TestApp, id: &str) -> Document {
@@ -389,32 +391,10 @@ async fn a_whole_tree_costs_one_document_read() {
 
 /// Posts a reply through another process's store (a second server on the same database).
 async fn post_elsewhere(store: &Store, d: &str, parent: &str, text: &str) -> String {
-    let id = DiscussionId::parse(d).expect("id");
-    let discussion = store
-        .discussions()
-        .by_ids(&[id])
+    let discussion = load_discussion(store, d).await;
+    let parent = Slug::parse(parent).expect("slug");
+    post_in(store, Layout::Embedded, &discussion, Some(&parent), text)
         .await
-        .expect("discussion")
-        .pop()
-        .expect("exists");
-    store
-        .layout(Layout::Embedded)
-        .expect("layout")
-        .post_comment(
-            &discussion,
-            NewComment {
-                parent: Some(Slug::parse(parent).expect("slug")),
-                author: Author {
-                    id: "u2".into(),
-                    name: "Grace".into(),
-                },
-                text: CommentText::parse(text, 100).expect("text"),
-            },
-        )
-        .await
-        .expect("post")
-        .comment
-        .slug
         .to_string()
 }
 

@@ -13,10 +13,10 @@ use serde_json::{json, Value};
 use threadql::app::App;
 use threadql::auth::JwtKeys;
 use threadql::config::{Config, LayoutArg, RateLimit};
-use threadql::domain::Layout;
+use threadql::domain::{Author, CommentText, Discussion, DiscussionId, Layout, NewComment, Slug};
 use threadql::graphql::Api;
 use threadql::store::embedded_db::EmbeddedDb;
-use threadql::store::{Store, StoreConfig};
+use threadql::store::{Storage, Store, StoreConfig};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -424,4 +424,44 @@ pub async fn post_graphql(
     let response = request.send().await.expect("send");
     let status = response.status().as_u16();
     (status, response.json().await.expect("json body"))
+}
+
+/// The discussion `d` as `store` reads it (a second store stands for another server).
+pub async fn load_discussion(store: &Store, d: &str) -> Discussion {
+    let id = DiscussionId::parse(d).expect("id");
+    store
+        .discussions()
+        .by_ids(&[id])
+        .await
+        .expect("discussion")
+        .pop()
+        .expect("exists")
+}
+
+/// Posts one comment through `store`'s `layout`, in process.
+pub async fn post_in(
+    store: &Store,
+    layout: Layout,
+    discussion: &Discussion,
+    parent: Option<&Slug>,
+    text: &str,
+) -> Slug {
+    store
+        .layout(layout)
+        .expect("layout")
+        .post_comment(
+            discussion,
+            NewComment {
+                parent: parent.cloned(),
+                author: Author {
+                    id: "u1".into(),
+                    name: "Ada".into(),
+                },
+                text: CommentText::parse(text, 100).expect("text"),
+            },
+        )
+        .await
+        .expect("post")
+        .comment
+        .slug
 }

@@ -32,7 +32,6 @@ impl Bucketed {
         for doc in &docs {
             out.extend(read_page(scope, doc, &discussion.id)?);
         }
-        scope.seen.remember(&out);
         Ok(out)
     }
 
@@ -140,7 +139,6 @@ impl Bucketed {
             for doc in &docs {
                 comments.extend(read_page(scope, doc, id)?);
             }
-            scope.seen.remember(&comments);
         }
         let thread = Thread::new(comments);
         Ok(Some(
@@ -212,8 +210,8 @@ impl Bucketed {
     }
 }
 
-/// The comments of a page (or of part of one) as read, remembering in the request's scope where
-/// each was found and, for those that keep them, their replies per page.
+/// The comments of a page (or of part of one) as read, remembering them in the request's scope
+/// with where each was found and, for those that keep them, their replies per page.
 pub(super) fn read_page(
     scope: &ReadScope,
     doc: &Document,
@@ -240,6 +238,7 @@ pub(super) fn read_page(
                 .remember(id, comment.slug.clone(), reply_pages_of(pages));
         }
     }
+    scope.seen.remember_all(&comments);
     Ok(comments)
 }
 

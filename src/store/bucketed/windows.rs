@@ -190,7 +190,6 @@ impl Bucketed {
             return Ok(None);
         }
         out.truncate(need);
-        scope.seen.remember(&out);
         Ok(Some(out))
     }
 
