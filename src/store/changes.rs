@@ -4,6 +4,7 @@
 //! filtered and projected on the server to those marks, tells every live subscriber of a process
 //! what changed; it resumes from its last resume token after the database comes back.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use futures::stream::{BoxStream, StreamExt};
@@ -25,11 +26,19 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// that two marks are never equal (an update that sets an equal value changes nothing, and then
 /// the database reports no change at all).
 pub(super) fn mark(kind: ChangeKind, slug: &Slug) -> Document {
-    doc! {
-        "kind": kind.as_str(),
-        "slug": slug.as_str(),
-        "id": ObjectId::new(),
+    mark_all(kind, &[slug])
+}
+
+/// The mark of one write that changed several comments (posts stored together): the first in
+/// `slug`, all of them in `slugs` (left out for one comment, the form every reader knows).
+pub(super) fn mark_all(kind: ChangeKind, slugs: &[&Slug]) -> Document {
+    let first = slugs.first().map_or("", |s| s.as_str());
+    let mut mark = doc! { "kind": kind.as_str(), "slug": first, "id": ObjectId::new() };
+    if slugs.len() > 1 {
+        let all: Vec<&str> = slugs.iter().map(|s| s.as_str()).collect();
+        mark.insert("slugs", all);
     }
+    mark
 }
 
 /// The stream's pipeline: updates that set a mark, projected on the server to the mark and the
@@ -42,31 +51,47 @@ fn pipeline() -> Vec<Document> {
     ]
 }
 
-/// Reads the change an event reports (`None` for an event this feed does not understand, which
+/// Reads the changes an event reports (none for an event this feed does not understand, which
 /// is logged and skipped).
-fn change_of(event: &Document) -> Option<CommentChange> {
-    let discussion = event
-        .get_document("documentKey")
-        .ok()?
-        .get_str("_id")
-        .ok()?;
-    let mark = event
-        .get_document("updateDescription")
-        .ok()?
-        .get_document("updatedFields")
-        .ok()?
-        .get_document(FIELD)
-        .ok()?;
-    let kind = match mark.get_str("kind").ok()? {
-        "posted" => ChangeKind::Posted,
-        "changed" => ChangeKind::Changed,
-        _ => return None,
+fn change_of(event: &Document) -> Vec<CommentChange> {
+    let read = || -> Option<Vec<CommentChange>> {
+        let discussion = event
+            .get_document("documentKey")
+            .ok()?
+            .get_str("_id")
+            .ok()?;
+        let discussion = DiscussionId::parse(discussion).ok()?;
+        let mark = event
+            .get_document("updateDescription")
+            .ok()?
+            .get_document("updatedFields")
+            .ok()?
+            .get_document(FIELD)
+            .ok()?;
+        let kind = match mark.get_str("kind").ok()? {
+            "posted" => ChangeKind::Posted,
+            "changed" => ChangeKind::Changed,
+            _ => return None,
+        };
+        let slugs = match mark.get_array("slugs") {
+            Ok(all) => all
+                .iter()
+                .map(|s| s.as_str().and_then(|s| Slug::parse(s).ok()))
+                .collect::<Option<Vec<_>>>()?,
+            Err(_) => vec![Slug::parse(mark.get_str("slug").ok()?).ok()?],
+        };
+        Some(
+            slugs
+                .into_iter()
+                .map(|slug| CommentChange {
+                    discussion: discussion.clone(),
+                    slug,
+                    kind,
+                })
+                .collect(),
+        )
     };
-    Some(CommentChange {
-        discussion: DiscussionId::parse(discussion).ok()?,
-        slug: Slug::parse(mark.get_str("slug").ok()?).ok()?,
-        kind,
-    })
+    read().unwrap_or_default()
 }
 
 /// Where the feed is.
@@ -76,8 +101,11 @@ enum Step {
         token: Option<ResumeToken>,
         wait: Duration,
     },
-    /// Open and reading.
-    Open(Box<ChangeStream<Document>>),
+    /// Open and reading; `pending` holds the rest of an event that reported several changes.
+    Open {
+        stream: Box<ChangeStream<Document>>,
+        pending: VecDeque<CommentChange>,
+    },
 }
 
 /// The feed over the discussions collection, forever: `Open` each time the stream is (re)opened,
@@ -102,7 +130,11 @@ pub(super) fn feed(coll: Counted<Document>, retry: Duration) -> BoxStream<'stati
                 {
                     Ok(stream) => {
                         let stream = Box::new(stream.with_type::<Document>());
-                        Some((Watched::Open, (coll, Step::Open(stream))))
+                        let open = Step::Open {
+                            stream,
+                            pending: VecDeque::new(),
+                        };
+                        Some((Watched::Open, (coll, open)))
                     }
                     Err(err) if resuming && is_history_lost(&err) => {
                         tracing::warn!(%err, "the change feed cannot resume where it stopped: changes in between are lost");
@@ -119,14 +151,21 @@ pub(super) fn feed(coll: Counted<Document>, retry: Duration) -> BoxStream<'stati
                     }
                 }
             }
-            Step::Open(mut stream) => loop {
+            Step::Open {
+                mut stream,
+                mut pending,
+            } => loop {
+                if let Some(change) = pending.pop_front() {
+                    let open = Step::Open { stream, pending };
+                    return Some((Watched::Change(change), (coll, open)));
+                }
                 match stream.next().await {
-                    Some(Ok(event)) => match change_of(&event) {
-                        Some(change) => {
-                            return Some((Watched::Change(change), (coll, Step::Open(stream))));
+                    Some(Ok(event)) => {
+                        pending.extend(change_of(&event));
+                        if pending.is_empty() {
+                            tracing::warn!(?event, "skipping a change event without a valid mark");
                         }
-                        None => tracing::warn!(?event, "skipping a change event without a valid mark"),
-                    },
+                    }
                     failed => {
                         match failed {
                             Some(Err(err)) => {
@@ -175,9 +214,10 @@ mod tests {
     fn marks_read_back_as_changes() {
         let slug = Slug::top_level(&SlugPart::generate());
         for kind in [ChangeKind::Posted, ChangeKind::Changed] {
-            let change = change_of(&event(mark(kind, &slug))).unwrap();
-            assert_eq!(change.kind, kind);
-            assert_eq!(change.slug, slug);
+            let changes = change_of(&event(mark(kind, &slug)));
+            assert_eq!(changes.len(), 1);
+            assert_eq!(changes[0].kind, kind);
+            assert_eq!(changes[0].slug, slug);
         }
         assert_ne!(
             mark(ChangeKind::Posted, &slug),
@@ -190,7 +230,23 @@ mod tests {
         let slug = Slug::top_level(&SlugPart::generate());
         let mut odd = mark(ChangeKind::Posted, &slug);
         odd.insert("kind", "renamed");
-        assert!(change_of(&event(odd)).is_none());
-        assert!(change_of(&doc! { "_id": 1 }).is_none());
+        assert!(change_of(&event(odd)).is_empty());
+        assert!(change_of(&doc! { "_id": 1 }).is_empty());
+        let mut bad = mark(ChangeKind::Posted, &slug);
+        bad.insert("slugs", vec!["not a slug!"]);
+        assert!(change_of(&event(bad)).is_empty());
+    }
+
+    #[test]
+    fn a_mark_of_posts_stored_together_reads_back_as_each_post() {
+        let slugs: Vec<Slug> = (0..3)
+            .map(|_| Slug::top_level(&SlugPart::generate()))
+            .collect();
+        let refs: Vec<&Slug> = slugs.iter().collect();
+        let changes = change_of(&event(mark_all(ChangeKind::Posted, &refs)));
+        let read: Vec<&Slug> = changes.iter().map(|c| &c.slug).collect();
+        assert_eq!(read, refs);
+        assert!(changes.iter().all(|c| c.kind == ChangeKind::Posted));
+        assert!(!mark_all(ChangeKind::Posted, &refs[..1]).contains_key("slugs"));
     }
 }

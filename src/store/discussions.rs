@@ -137,10 +137,18 @@ pub(super) fn moving(id: &DiscussionId) -> StoreError {
 
 /// What a new comment changes on its discussion: the counters, and the change-feed mark.
 fn post_update(comment: &Comment) -> Document {
-    let top_level = i64::from(comment.parent.is_none());
+    posts_update(&[comment])
+}
+
+/// What new comments stored together change on their discussion: the counters, and one
+/// change-feed mark that names them all.
+fn posts_update(comments: &[&Comment]) -> Document {
+    let count = i64::try_from(comments.len()).unwrap_or(i64::MAX);
+    let top_level = comments.iter().filter(|c| c.parent.is_none()).count();
+    let slugs: Vec<&Slug> = comments.iter().map(|c| &c.slug).collect();
     doc! {
-        "$inc": { "comment_count": 1_i64, "thread_count": top_level },
-        "$set": { changes::FIELD: changes::mark(ChangeKind::Posted, &comment.slug) },
+        "$inc": { "comment_count": count, "thread_count": i64::try_from(top_level).unwrap_or(i64::MAX) },
+        "$set": { changes::FIELD: changes::mark_all(ChangeKind::Posted, &slugs) },
     }
 }
 
@@ -194,9 +202,19 @@ impl Discussions {
         comment: &Comment,
         session: &mut mongodb::ClientSession,
     ) -> StoreResult<()> {
+        self.record_posts(id, &[comment], session).await
+    }
+
+    /// Counts comments stored together (one update, one change-feed mark for them all).
+    pub async fn record_posts(
+        &self,
+        id: &DiscussionId,
+        comments: &[&Comment],
+        session: &mut mongodb::ClientSession,
+    ) -> StoreResult<()> {
         let result = self
             .coll
-            .update_one(unfenced(id), post_update(comment))
+            .update_one(unfenced(id), posts_update(comments))
             .session(session)
             .await?;
         if result.matched_count == 0 {

@@ -5,7 +5,7 @@ use thiserror::Error;
 use crate::domain::DomainError;
 
 /// What can go wrong in the storage layer.
-#[derive(Debug, Error)]
+#[derive(Debug, Clone, Error)]
 pub enum StoreError {
     /// The database failed or could not be reached.
     #[error("database error: {0}")]

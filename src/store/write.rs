@@ -11,6 +11,7 @@ use mongodb::bson::Document;
 use mongodb::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
 use mongodb::{Client, ClientSession};
 use rand::Rng;
+use tokio::sync::oneshot;
 
 use super::metrics::Counted;
 use super::{
@@ -27,6 +28,7 @@ use crate::domain::{
 pub(super) const ATTEMPTS: usize = 32;
 
 /// What one try to store a new comment did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Attempt {
     /// The comment is stored.
     Stored,
@@ -156,6 +158,43 @@ pub(super) trait PostSteps: Send + Sync {
     /// waited for its turn (without a database command).
     fn after_turn(&self, _discussion: &Discussion, _state: &mut Self::State) {}
 
+    /// Where this process's posts to one discussion wait to be stored together, when the layout
+    /// stores several comments in one try ([`PostSteps::attempt_group`]); `None` stores them
+    /// one at a time. Only for queued layouts that prepare before their turn.
+    fn grouping(&self) -> Option<&Waiting<Self::State>> {
+        None
+    }
+
+    /// Tries to store every comment of `group` (one comment unless the layout groups posts),
+    /// setting each one's outcome; a layout may store some and not others (those try again).
+    async fn attempt_group(
+        &self,
+        discussion: &Discussion,
+        group: &mut [Try<'_, Self::State>],
+        session: &mut ClientSession,
+    ) -> StoreResult<()> {
+        for one in group.iter_mut() {
+            one.outcome = self
+                .attempt(discussion, one.comment, &mut *one.state, session)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Counts the comments of `group` that were stored, in the same transaction.
+    async fn count_group(
+        &self,
+        discussion: &Discussion,
+        group: &[Try<'_, Self::State>],
+        session: &mut ClientSession,
+    ) -> StoreResult<()> {
+        for one in group.iter().filter(|t| t.outcome == Attempt::Stored) {
+            self.count(discussion, one.comment, &*one.state, session)
+                .await?;
+        }
+        Ok(())
+    }
+
     /// Tries to store `comment`. Writes that must land together with the counters go through
     /// `session` (inside the post's transaction).
     async fn attempt(
@@ -177,20 +216,80 @@ pub(super) trait PostSteps: Send + Sync {
     ) -> StoreResult<()>;
 }
 
+/// One comment of a try: what to store, the layout's state for it, and what became of it.
+pub(super) struct Try<'a, S> {
+    /// The comment as this try would store it.
+    pub comment: &'a Comment,
+    /// What the layout carries for this post.
+    pub state: &'a mut S,
+    /// Set by the layout's attempt.
+    pub outcome: Attempt,
+}
+
+/// A post on its way: what was asked, what `prepare` found, and how its tries went.
+pub(super) struct Entry<S> {
+    new: NewComment,
+    parent: Option<ParentPaths>,
+    part: SlugPart,
+    state: S,
+    reattached: bool,
+    refused: usize,
+    moved: usize,
+    result: Option<StoreResult<Posted>>,
+    /// Where a post stored by another post's turn hears how it went.
+    reply: Option<oneshot::Sender<StoreResult<Posted>>>,
+}
+
+/// The posts of this process waiting for their discussion's turn, per discussion, for a layout
+/// that stores several in one try: whoever gets the turn stores the ones waiting (up to `limit`)
+/// together and tells each how it went.
+pub(super) struct Waiting<S> {
+    posts: Mutex<HashMap<DiscussionId, Vec<Entry<S>>>>,
+    limit: usize,
+}
+
+impl<S> Waiting<S> {
+    /// Waiting posts, stored `limit` (at least 1) at a time.
+    pub fn new(limit: usize) -> Self {
+        Self {
+            posts: Mutex::default(),
+            limit: limit.max(1),
+        }
+    }
+
+    fn add(&self, id: &DiscussionId, entry: Entry<S>) {
+        let mut posts = self.posts.lock().unwrap_or_else(|p| p.into_inner());
+        posts.entry(id.clone()).or_default().push(entry);
+    }
+
+    /// The longest-waiting posts to `id`, up to the limit.
+    fn take(&self, id: &DiscussionId) -> Vec<Entry<S>> {
+        let mut posts = self.posts.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(queue) = posts.get_mut(id) else {
+            return Vec::new();
+        };
+        let taken: Vec<Entry<S>> = queue.drain(..queue.len().min(self.limit)).collect();
+        if queue.is_empty() {
+            posts.remove(id);
+        }
+        taken
+    }
+}
+
 /// What one transaction of a post came to.
 enum Outcome {
-    Done(Attempt),
+    /// Each comment's outcome is set.
+    Done,
     /// A concurrent transaction wrote the same document first; nothing was written.
     Conflict,
 }
 
-/// One try: the write and the counters, committed together, or nothing.
+/// One try: the writes and the counters, committed together, or nothing.
 async fn try_once<S: PostSteps>(
     steps: &S,
     commands: &CommandCounter,
     discussion: &Discussion,
-    comment: &Comment,
-    state: &mut S::State,
+    group: &mut [Try<'_, S::State>],
     session: &mut ClientSession,
     transaction: bool,
 ) -> StoreResult<Outcome> {
@@ -198,9 +297,9 @@ async fn try_once<S: PostSteps>(
         session.start_transaction().await?;
     }
     let result = async {
-        let attempt = steps.attempt(discussion, comment, state, session).await?;
-        if matches!(attempt, Attempt::Stored) {
-            steps.count(discussion, comment, state, session).await?;
+        steps.attempt_group(discussion, group, session).await?;
+        if group.iter().any(|t| t.outcome == Attempt::Stored) {
+            steps.count_group(discussion, group, session).await?;
             if transaction {
                 commit(session, commands).await?;
             }
@@ -208,11 +307,11 @@ async fn try_once<S: PostSteps>(
             // A refused write may have ended the transaction on the server already.
             abort(session, commands).await;
         }
-        Ok::<_, StoreError>(attempt)
+        Ok::<_, StoreError>(())
     }
     .await;
     match result {
-        Ok(attempt) => Ok(Outcome::Done(attempt)),
+        Ok(()) => Ok(Outcome::Done),
         Err(err) => {
             if transaction {
                 // The server may have aborted it already; either way nothing of it stays.
@@ -250,13 +349,13 @@ async fn commit(session: &mut ClientSession, commands: &CommandCounter) -> Store
 
 /// Posts `new` through a layout's steps: the placement under the depth cap, a fresh slug part and
 /// time for every try, the counters, and a retryable `Exhausted` when every try was refused.
+/// A layout that groups posts stores the ones waiting for the discussion's turn together.
 pub(super) async fn post<S: PostSteps>(
     steps: &S,
     writer: &Writer,
     discussion: &Discussion,
     new: &NewComment,
 ) -> StoreResult<Posted> {
-    let (clock, max_depth) = (&writer.clock, writer.max_depth);
     let transaction = writer.transactions && steps.transactional();
     let queued = transaction || steps.queued();
     let early = queued && steps.prepares_before_turn();
@@ -264,65 +363,189 @@ pub(super) async fn post<S: PostSteps>(
         true => Some(writer.turn(&discussion.id).await),
         false => None,
     };
-    let mut part = SlugPart::generate();
-    let (parent, mut state) = steps
+    let part = SlugPart::generate();
+    let (parent, state) = steps
         .prepare(discussion, new.parent.as_ref(), &part)
         .await?;
+    let mut entry = Entry {
+        new: new.clone(),
+        parent,
+        part,
+        state,
+        reattached: false,
+        refused: 0,
+        moved: 0,
+        result: None,
+        reply: None,
+    };
     if early {
+        if let Some(waiting) = steps.grouping() {
+            return grouped(steps, writer, waiting, discussion, entry, transaction).await;
+        }
         turn = Some(writer.turn(&discussion.id).await);
-        steps.after_turn(discussion, &mut state);
+        steps.after_turn(discussion, &mut entry.state);
     }
     let _turn = turn;
-    let parent = parent.as_ref().map(|p| (&p.slug, &p.full_slug));
-    let mut session = writer.client.start_session().await?;
-    let (mut refused, mut moved, mut conflicts) = (0, 0, 0);
-    while refused < ATTEMPTS && moved < MOVES && conflicts < CONFLICTS {
-        // The placement's parent does not depend on the time; the time must follow the floor
-        // of the parent the comment really goes to.
-        let target = Placement::new(parent, max_depth, Micros(0), &part).parent;
-        let posted = match steps.floor(&state, target.as_ref()) {
-            Some(floor) => clock.now_after(floor),
-            None => clock.now(),
-        };
-        let placement = Placement::new(parent, max_depth, posted, &part);
-        let reattached = placement.reattached;
-        let comment = placement.into_comment(discussion.id.clone(), posted, new);
+    let mut entries = [entry];
+    store(steps, writer, discussion, &mut entries, transaction).await;
+    let [entry] = entries;
+    entry.result.unwrap_or_else(|| Err(unsettled(discussion)))
+}
+
+/// The error of a post whose outcome nobody reported (the turn that took it was dropped).
+fn unsettled(discussion: &Discussion) -> StoreError {
+    StoreError::Exhausted(format!(
+        "a post to discussion {} was interrupted: look for the comment before sending it again",
+        discussion.id
+    ))
+}
+
+/// A grouping layout's post: waits among the discussion's other posts until one of their turns
+/// stores it, or its own turn comes and it stores the ones waiting, itself among them.
+async fn grouped<S: PostSteps>(
+    steps: &S,
+    writer: &Writer,
+    waiting: &Waiting<S::State>,
+    discussion: &Discussion,
+    mut entry: Entry<S::State>,
+    transaction: bool,
+) -> StoreResult<Posted> {
+    let (tx, mut rx) = oneshot::channel();
+    entry.reply = Some(tx);
+    waiting.add(&discussion.id, entry);
+    let _turn = tokio::select! {
+        biased;
+        result = &mut rx => return result.unwrap_or_else(|_| Err(unsettled(discussion))),
+        turn = writer.turn(&discussion.id) => turn,
+    };
+    loop {
+        match rx.try_recv() {
+            Ok(result) => return result,
+            Err(oneshot::error::TryRecvError::Closed) => return Err(unsettled(discussion)),
+            Err(oneshot::error::TryRecvError::Empty) => {}
+        }
+        let mut group = waiting.take(&discussion.id);
+        if group.is_empty() {
+            return Err(unsettled(discussion));
+        }
+        for entry in &mut group {
+            steps.after_turn(discussion, &mut entry.state);
+        }
+        store(steps, writer, discussion, &mut group, transaction).await;
+        for entry in group {
+            if let (Some(reply), Some(result)) = (entry.reply, entry.result) {
+                let _ = reply.send(result);
+            }
+        }
+    }
+}
+
+/// Stores `entries` (together when the layout groups them), trying again each one refused, until
+/// every entry has its result.
+async fn store<S: PostSteps>(
+    steps: &S,
+    writer: &Writer,
+    discussion: &Discussion,
+    entries: &mut [Entry<S::State>],
+    transaction: bool,
+) {
+    let (clock, max_depth) = (&writer.clock, writer.max_depth);
+    let mut session = match writer.client.start_session().await {
+        Ok(session) => session,
+        Err(err) => {
+            let err = StoreError::from(err);
+            for entry in entries.iter_mut() {
+                entry.result = Some(Err(err.clone()));
+            }
+            return;
+        }
+    };
+    let mut conflicts = 0;
+    loop {
+        let mut live: Vec<&mut Entry<S::State>> =
+            entries.iter_mut().filter(|e| e.result.is_none()).collect();
+        if live.is_empty() {
+            return;
+        }
+        let comments: Vec<Comment> = live
+            .iter_mut()
+            .map(|entry| {
+                let parent = entry.parent.as_ref().map(|p| (&p.slug, &p.full_slug));
+                // The placement's parent does not depend on the time; the time must follow
+                // the floor of the parent the comment really goes to.
+                let target = Placement::new(parent, max_depth, Micros(0), &entry.part).parent;
+                let posted = match steps.floor(&entry.state, target.as_ref()) {
+                    Some(floor) => clock.now_after(floor),
+                    None => clock.now(),
+                };
+                let placement = Placement::new(parent, max_depth, posted, &entry.part);
+                entry.reattached = placement.reattached;
+                placement.into_comment(discussion.id.clone(), posted, &entry.new)
+            })
+            .collect();
+        let mut group: Vec<Try<'_, S::State>> = live
+            .iter_mut()
+            .zip(&comments)
+            .map(|(entry, comment)| Try {
+                comment,
+                state: &mut entry.state,
+                outcome: Attempt::Retry,
+            })
+            .collect();
         let outcome = try_once(
             steps,
             &writer.commands,
             discussion,
-            &comment,
-            &mut state,
+            &mut group,
             &mut session,
             transaction,
         )
-        .await?;
+        .await;
+        let outcomes: Vec<Attempt> = group.iter().map(|t| t.outcome).collect();
+        drop(group);
         match outcome {
-            Outcome::Done(Attempt::Stored) => {
-                return Ok(Posted {
-                    comment,
-                    reattached,
-                    moved: None,
-                });
+            Err(err) => {
+                for entry in live {
+                    entry.result = Some(Err(err.clone()));
+                }
+                return;
             }
-            Outcome::Done(Attempt::Retry) => {
-                tracing::debug!(discussion = %discussion.id, "post refused by a guard: retrying");
-                refused += 1;
-                part = SlugPart::generate();
-            }
-            Outcome::Done(Attempt::Moved) => moved += 1,
-            Outcome::Conflict => {
+            Ok(Outcome::Conflict) => {
                 conflicts += 1;
                 let wait = rand::thread_rng().gen_range(0..=(conflicts.min(20) as u64));
                 tokio::time::sleep(Duration::from_millis(wait)).await;
             }
+            Ok(Outcome::Done) => {
+                for ((entry, comment), outcome) in live.iter_mut().zip(comments).zip(outcomes) {
+                    match outcome {
+                        Attempt::Stored => {
+                            entry.result = Some(Ok(Posted {
+                                comment,
+                                reattached: entry.reattached,
+                                moved: None,
+                            }));
+                        }
+                        Attempt::Retry => {
+                            tracing::debug!(discussion = %discussion.id, "post refused by a guard: retrying");
+                            entry.refused += 1;
+                            entry.part = SlugPart::generate();
+                        }
+                        Attempt::Moved => entry.moved += 1,
+                    }
+                }
+            }
+        }
+        for entry in entries.iter_mut().filter(|e| e.result.is_none()) {
+            if entry.refused >= ATTEMPTS || entry.moved >= MOVES || conflicts >= CONFLICTS {
+                entry.result = Some(Err(StoreError::Exhausted(format!(
+                    "the post to discussion {} met concurrent writes {} times and moved on {} times",
+                    discussion.id,
+                    entry.refused + conflicts,
+                    entry.moved
+                ))));
+            }
         }
     }
-    Err(StoreError::Exhausted(format!(
-        "the post to discussion {} met concurrent writes {} times and moved on {moved} times",
-        discussion.id,
-        refused + conflicts
-    )))
 }
 
 /// What a change makes of a comment read at a given time: the new comment, `None` when nothing

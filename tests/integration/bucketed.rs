@@ -2,15 +2,16 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use mongodb::bson::{doc, Bson, Document};
 use serde_json::json;
 use threadql::domain::{
     Author, Comment, CommentText, Cursor, CursorKind, Discussion, FullPages, Layout, NewComment,
     Page, Slug, Window,
 };
-use threadql::store::{Listing, ReadScope, Storage, Store};
+use threadql::store::{ChangeKind, Listing, ReadScope, Storage, Store, Watched};
 
 use crate::model::build_tree;
 use crate::support::{load_discussion, post_in, server_uri, store_config, Settings, TestApp};
@@ -133,6 +134,15 @@ async fn many_writers_lose_and_duplicate_nothing() {
     let app = TestApp::with("bucketed_writers", settings(CAP as u32)).await;
     let d = app.discussion("contention").await;
     let discussion = Arc::new(load_discussion(app.store(), &d).await);
+    // The change feed reports every post, those stored together included.
+    let mut feed = app.store().changes(Duration::from_millis(100));
+    loop {
+        match tokio::time::timeout(Duration::from_secs(30), feed.next()).await {
+            Ok(Some(Watched::Open)) => break,
+            Ok(Some(_)) => {}
+            other => panic!("the change feed did not open: {other:?}"),
+        }
+    }
     let before = app.store().commands().snapshot();
     let mut tasks = Vec::new();
     for task in 0..TASKS {
@@ -180,6 +190,32 @@ async fn many_writers_lose_and_duplicate_nothing() {
         .map(|(k, v)| (k, v - before.get(k).copied().unwrap_or(0)))
         .collect();
     eprintln!("{total} posts by {TASKS} writers into pages of {CAP}: commands {used:?}");
+    // Posts that waited for the discussion's turn were stored together: fewer transactions
+    // than posts, and each post still read its parent once.
+    assert!(
+        used[&"commitTransaction".to_owned()] < total as u64,
+        "posts waiting for their turn are stored together"
+    );
+    let mut reported: HashSet<String> = HashSet::new();
+    while reported.len() < total {
+        match tokio::time::timeout(Duration::from_secs(30), feed.next()).await {
+            Ok(Some(Watched::Change(change))) => {
+                assert_eq!(change.kind, ChangeKind::Posted);
+                if change.discussion.as_str() == d {
+                    assert!(reported.insert(change.slug.to_string()), "reported twice");
+                }
+            }
+            Ok(Some(Watched::Open)) => {}
+            other => panic!(
+                "the change feed stopped after {} of {total} posts: {other:?}",
+                reported.len()
+            ),
+        }
+    }
+    assert_eq!(
+        reported, posted,
+        "the feed reports exactly the posted comments"
+    );
 
     // The raw pages: numbered 0..n, never empty, never over the cap, full but for the last,
     // counts equal to the arrays, arrays sorted, pages in order and disjoint.

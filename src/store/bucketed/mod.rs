@@ -22,7 +22,7 @@ pub use shapes::PageInfo;
 
 use super::docs::{replace_update, unchanged_filter};
 use super::mongo::index_model as index;
-use super::write::Writer;
+use super::write::{Waiting, Writer};
 use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
 use crate::domain::paging::Cursor;
 use crate::domain::tree::Thread;
@@ -39,6 +39,8 @@ pub struct Bucketed {
     writer: Writer,
     cap: i64,
     targets: write::Targets,
+    /// Posts waiting for their discussion's turn, stored together by whoever gets it.
+    waiting: Waiting<write::PostState>,
 }
 
 impl Bucketed {
@@ -58,6 +60,7 @@ impl Bucketed {
             writer,
             cap: i64::from(bucket_size.max(1)),
             targets: write::Targets::default(),
+            waiting: Waiting::new(write::GROUP),
         }
     }
 

@@ -22,7 +22,7 @@ use super::Bucketed;
 use crate::domain::{Comment, Discussion, DiscussionId, Micros, Placement, Slug, SlugPart};
 use crate::store::bson::{as_i64, corrupt, int_field};
 use crate::store::docs::CommentDoc;
-use crate::store::write::{Attempt, ParentPaths, PostSteps};
+use crate::store::write::{Attempt, ParentPaths, PostSteps, Try, Waiting};
 use crate::store::{StoreError, StoreResult};
 
 /// Field set on a page once the discussion has moved on from it: no post may land there later,
@@ -30,6 +30,9 @@ use crate::store::{StoreError, StoreResult};
 pub(super) const SEALED: &str = "sealed";
 /// Discussions whose write target a process remembers (the map is emptied beyond this).
 const REMEMBERED: usize = 10_000;
+/// Most posts waiting for a discussion's turn that one try stores together (a page's room
+/// bounds it too).
+pub(super) const GROUP: usize = 64;
 
 /// Where each discussion's posts go, as this process last saw it. A stale entry costs one
 /// refused `$push` (the page is full or sealed) and a read of the current target.
@@ -74,6 +77,8 @@ pub(in crate::store) struct PostState {
     root: Option<Located>,
     /// The slug last looked up, and whether it was free.
     checked: Option<(Slug, bool)>,
+    /// Room left on the target page, learned when a group of posts did not fit there.
+    room: Option<i64>,
 }
 
 /// What the `update` command on the pages did with its first statement (the `$push`).
@@ -166,38 +171,51 @@ impl Bucketed {
         Ok(!self.locate(id, &[slug]).await?.is_empty())
     }
 
-    /// One `update` command with ordered statements: the `$push` into the current page (refused
-    /// when the page is full or sealed), then the counters of the reply's parent and thread.
-    /// The counters run only when the push stored the comment.
+    /// One `update` command with ordered statements: the `$push` of `group` (comments stored
+    /// together, each with its post's state) into the target page (refused unless the page has
+    /// room for all of them and is not sealed), then the counters of each reply's parent and
+    /// thread. The counters run only when the push stored the comments.
     async fn push(
         &self,
         discussion: &DiscussionId,
-        comment: &Comment,
-        state: &PostState,
+        group: &[(&Comment, &PostState)],
+        target: &Target,
         session: &mut ClientSession,
     ) -> StoreResult<Pushed> {
-        let key = order_key(comment.posted, &comment.slug);
-        let element = to_bson(&CommentDoc::from_comment(comment, false)).map_err(corrupt)?;
-        let top = i64::from(comment.parent.is_none());
-        let mut q = page_filter(discussion, state.target.page, state.target.keyed);
-        q.insert("count", doc! { "$lt": self.cap });
+        let Some(((first, _), _)) = group.split_first() else {
+            return Ok(Pushed::Stored);
+        };
+        let size = i64::try_from(group.len()).unwrap_or(i64::MAX);
+        let mut elements = Vec::with_capacity(group.len());
+        let (mut low, mut high, mut top) = (None::<String>, None::<String>, 0_i64);
+        for (comment, _) in group {
+            let key = order_key(comment.posted, &comment.slug);
+            low = Some(low.map_or(key.clone(), |low| low.min(key.clone())));
+            high = Some(high.map_or(key.clone(), |high| high.max(key)));
+            top += i64::from(comment.parent.is_none());
+            elements.push(to_bson(&CommentDoc::from_comment(comment, false)).map_err(corrupt)?);
+        }
+        let mut q = page_filter(discussion, target.page, target.keyed);
+        q.insert("count", doc! { "$lte": self.cap - size });
         q.insert(SEALED, doc! { "$exists": false });
         let mut updates = vec![doc! {
             "q": q,
             "u": {
-                "$push": { "comments": { "$each": [element], "$sort": { "posted": 1, "slug": 1 } } },
-                "$inc": { "count": 1_i64, "roots": top, "thread_total": top },
-                "$min": { "first_key": &key },
-                "$max": { "last_key": &key },
+                "$push": { "comments": { "$each": elements, "$sort": { "posted": 1, "slug": 1 } } },
+                "$inc": { "count": size, "roots": top, "thread_total": top },
+                "$min": { "first_key": low.unwrap_or_default() },
+                "$max": { "last_key": high.unwrap_or_default() },
             },
             "upsert": true,
         }];
-        updates.extend(self.reply_counters(discussion, comment, state)?);
+        for (comment, state) in group {
+            updates.extend(self.reply_counters(discussion, comment, state, target)?);
+        }
         let reply = self
             .pages
             .update_statements(updates, self.writer.transactions, session)
             .await?;
-        write_outcome(&reply, discussion, &comment.slug)
+        write_outcome(&reply, discussion, &first.slug)
     }
 
     /// The statements that count a new reply: `reply_count` and the reply's page in
@@ -208,6 +226,7 @@ impl Bucketed {
         id: &DiscussionId,
         comment: &Comment,
         state: &PostState,
+        target: &Target,
     ) -> StoreResult<Vec<Document>> {
         let Some(parent) = &comment.parent else {
             return Ok(Vec::new());
@@ -222,14 +241,14 @@ impl Bucketed {
                 .ok_or_else(|| StoreError::Corrupt(format!("comment {slug} of {id} has no page")))
         };
         let at = |slug: &Slug, update: Document| -> StoreResult<Document> {
-            let mut q = page_filter(id, page_of(slug)?, state.target.keyed);
+            let mut q = page_filter(id, page_of(slug)?, target.keyed);
             q.insert("comments.slug", slug.as_str());
             Ok(doc! { "q": q, "u": update })
         };
         // The parent counts the reply, and the page it went to among its replies' pages.
         let mut counted = doc! {
             "comments.$.reply_count": 1_i64,
-            reply_page_path("comments.$.", state.target.page): 1_i64,
+            reply_page_path("comments.$.", target.page): 1_i64,
         };
         if *parent == root {
             counted.insert("thread_total", 1_i64);
@@ -314,6 +333,7 @@ impl PostSteps for Bucketed {
             parent: pick(attached.as_ref()),
             root: pick(root.as_ref()),
             checked: Some((slug, free)),
+            room: None,
         };
         Ok((paths, state))
     }
@@ -341,10 +361,7 @@ impl PostSteps for Bucketed {
         Some(state.target.floor_time())
     }
 
-    /// The `$push` into the current page while it has room and is not sealed, with upsert; a
-    /// duplicate key means the page exists and did not match: full or sealed (seal it and move
-    /// the discussion on, a no-op when another post did) or created by a concurrent post a
-    /// moment ago (try it again).
+    /// One comment is a group of one (see [`PostSteps::attempt_group`]).
     async fn attempt(
         &self,
         discussion: &Discussion,
@@ -352,33 +369,13 @@ impl PostSteps for Bucketed {
         state: &mut PostState,
         session: &mut ClientSession,
     ) -> StoreResult<Attempt> {
-        // Slug uniqueness across pages: looked up once per slug (see ARCHITECTURE.md).
-        let free = match &state.checked {
-            Some((slug, free)) if *slug == comment.slug => *free,
-            _ => !self.slug_taken(&discussion.id, &comment.slug).await?,
-        };
-        state.checked = Some((comment.slug.clone(), free));
-        if !free {
-            return Ok(Attempt::Retry);
-        }
-        match self.push(&discussion.id, comment, state, session).await? {
-            Pushed::Stored => Ok(Attempt::Stored),
-            Pushed::Refused => {
-                let (page, keyed) = (state.target.page, state.target.keyed);
-                let header = self
-                    .pages
-                    .find_one(page_filter(&discussion.id, page, keyed))
-                    .projection(doc! { "count": 1, SEALED: 1 })
-                    .await?;
-                if let Some(header) = header {
-                    let sealed = header.get_bool(SEALED).unwrap_or(false);
-                    if sealed || int_field(&header, "count")? >= self.cap {
-                        state.target = self.next_page(discussion, &state.target).await?;
-                    }
-                }
-                Ok(Attempt::Moved)
-            }
-        }
+        let mut one = [Try {
+            comment,
+            state,
+            outcome: Attempt::Retry,
+        }];
+        self.attempt_group(discussion, &mut one, session).await?;
+        Ok(one[0].outcome)
     }
 
     async fn count(
@@ -390,6 +387,119 @@ impl PostSteps for Bucketed {
     ) -> StoreResult<()> {
         self.discussions
             .record_post(&discussion.id, comment, session)
+            .await
+    }
+
+    /// Posts waiting for the discussion's turn go into the page together.
+    fn grouping(&self) -> Option<&Waiting<PostState>> {
+        Some(&self.waiting)
+    }
+
+    /// One `$push` of the group's comments into the current page while it has room for them
+    /// all and is not sealed, with upsert. A comment whose slug is taken (anywhere in the
+    /// discussion, or by another comment of the group) tries again with a new one; comments
+    /// beyond the page's known room wait for the next try. A duplicate key means the page
+    /// exists and did not match: full or sealed (seal it and move the discussion on, a no-op
+    /// when another post did), without room for the whole group (the next try takes what
+    /// fits), or created by a concurrent post a moment ago (try it again).
+    async fn attempt_group(
+        &self,
+        discussion: &Discussion,
+        group: &mut [Try<'_, PostState>],
+        session: &mut ClientSession,
+    ) -> StoreResult<()> {
+        let id = &discussion.id;
+        // The newest write target any of the posts knows.
+        let Some(target) = group
+            .iter()
+            .map(|t| &t.state.target)
+            .max_by_key(|t| t.page)
+            .cloned()
+        else {
+            return Ok(());
+        };
+        let room = group
+            .iter()
+            .filter_map(|t| t.state.room)
+            .min()
+            .unwrap_or(self.cap)
+            .min(self.cap);
+        let mut chosen: Vec<usize> = Vec::new();
+        for i in 0..group.len() {
+            let comment = group[i].comment;
+            // Slug uniqueness across pages: looked up once per slug (see ARCHITECTURE.md).
+            let free = match &group[i].state.checked {
+                Some((slug, free)) if *slug == comment.slug => *free,
+                _ => !self.slug_taken(id, &comment.slug).await?,
+            };
+            let twin = chosen
+                .iter()
+                .any(|&j| group[j].comment.slug == comment.slug);
+            let one = &mut group[i];
+            one.state.target = target.clone();
+            one.state.checked = Some((comment.slug.clone(), free));
+            one.outcome = if !free || twin {
+                Attempt::Retry
+            } else if i64::try_from(chosen.len()).unwrap_or(i64::MAX) < room {
+                chosen.push(i);
+                Attempt::Stored
+            } else {
+                Attempt::Moved
+            };
+        }
+        let members: Vec<(&Comment, &PostState)> = chosen
+            .iter()
+            .map(|&i| (group[i].comment, &*group[i].state))
+            .collect();
+        if members.is_empty() {
+            return Ok(());
+        }
+        let size = i64::try_from(members.len()).unwrap_or(i64::MAX);
+        let pushed = self.push(id, &members, &target, session).await?;
+        drop(members);
+        let (mut next, mut room) = (None, None);
+        if let Pushed::Refused = pushed {
+            let header = self
+                .pages
+                .find_one(page_filter(id, target.page, target.keyed))
+                .projection(doc! { "count": 1, SEALED: 1 })
+                .await?;
+            if let Some(header) = header {
+                let sealed = header.get_bool(SEALED).unwrap_or(false);
+                let count = int_field(&header, "count")?;
+                if sealed || count >= self.cap {
+                    next = Some(self.next_page(discussion, &target).await?);
+                } else if count + size > self.cap {
+                    room = Some(self.cap - count);
+                }
+            }
+        }
+        for one in group.iter_mut() {
+            if matches!(pushed, Pushed::Refused) && one.outcome == Attempt::Stored {
+                one.outcome = Attempt::Moved;
+            }
+            if let Some(next) = &next {
+                one.state.target = next.clone();
+            }
+            one.state.room = room;
+        }
+        Ok(())
+    }
+
+    /// The discussion counts the comments stored together in one update.
+    async fn count_group(
+        &self,
+        discussion: &Discussion,
+        group: &[Try<'_, PostState>],
+        session: &mut ClientSession,
+    ) -> StoreResult<()> {
+        let stored: Vec<&Comment> = group
+            .iter()
+            .filter(|t| t.outcome == Attempt::Stored)
+            .map(|t| t.comment)
+            .collect();
+        self.discussions
+            .record_posts(&discussion.id, &stored, session)
             .await
     }
 }
