@@ -16,7 +16,7 @@ use super::docs::{element_size, replace_update, unchanged_filter, CommentDoc};
 use super::error::is_too_large;
 use super::metrics::Counted;
 use super::migrate::{Lease, Movable};
-use super::write::{self, Attempt, ParentPaths, PostSteps, Writer};
+use super::write::{self, Attempt, ParentPaths, PostSteps, Try, Waiting, Writer};
 use super::{
     changes, ChangeKind, CommentStore, Discussions, Listing, Posted, ReadScope, StoreError,
     StoreResult,
@@ -51,6 +51,8 @@ pub struct Embedded {
     /// later sibling, the size), so a tree another process changed since costs one refused
     /// update and a fresh read.
     shapes: std::sync::Mutex<HashMap<DiscussionId, Shape>>,
+    /// Posts waiting for their discussion's turn, stored together by whoever gets it.
+    waiting: Waiting<PostState>,
 }
 
 /// Discussions whose trees a process keeps (past this, it starts over).
@@ -71,8 +73,8 @@ pub(super) struct Located {
 
 /// What a guarded write did.
 enum Guarded {
-    /// Written; the comments now take this many more bytes.
-    Done { growth: i64 },
+    /// Written.
+    Done,
     /// A guard refused the write; it needed the counted bytes to stay within `budget`.
     Refused { budget: i64 },
 }
@@ -81,7 +83,12 @@ enum Guarded {
 pub(super) struct PostState {
     chain: Vec<Slug>,
     located: Option<Located>,
+    /// Set when a group of posts did not fit under the size cap: the next try stores one.
+    alone: bool,
 }
+
+/// Most posts waiting for a discussion's turn that one update stores together.
+const GROUP: usize = 64;
 
 /// What is known of a discussion document's tree: where each comment sits among its siblings,
 /// its full slug, and how many direct replies it has and the latest time among them. Read from
@@ -229,6 +236,7 @@ impl Embedded {
             writer,
             max_bytes: i64::try_from(max_bytes).unwrap_or(i64::MAX),
             shapes: std::sync::Mutex::default(),
+            waiting: Waiting::new(GROUP),
         }
     }
 
@@ -257,35 +265,43 @@ impl Embedded {
     }
 
     /// Finds the positions of `chain` for a post: from the tree this process keeps when it knows
-    /// the chain (and `fresh` is not asked for), otherwise from a read, whose tree is kept.
+    /// the chain, otherwise from a read, whose tree is kept.
     async fn locate_for_post(
         &self,
         discussion: &Discussion,
         chain: &[Slug],
-        fresh: bool,
     ) -> StoreResult<Located> {
-        let id = &discussion.id;
-        if !fresh {
-            let shapes = self.shapes.lock().unwrap_or_else(|p| p.into_inner());
-            let kept = shapes
-                .get(id)
-                .filter(|shape| shape.moves == discussion.moves)
-                .and_then(|shape| shape.located(chain));
-            if let Some(at) = kept {
-                return Ok(at);
-            }
+        if let Some(at) = self.kept(discussion, chain) {
+            return Ok(at);
         }
+        let shape = self.read_kept(discussion).await?;
+        shape
+            .located(chain)
+            .ok_or_else(|| missing(&discussion.id, chain))
+    }
+
+    /// Where `chain` sits in the tree this process keeps of the discussion, if it knows it.
+    fn kept(&self, discussion: &Discussion, chain: &[Slug]) -> Option<Located> {
+        let shapes = self.shapes.lock().unwrap_or_else(|p| p.into_inner());
+        shapes
+            .get(&discussion.id)
+            .filter(|shape| shape.moves == discussion.moves)
+            .and_then(|shape| shape.located(chain))
+    }
+
+    /// Reads the discussion's tree afresh and keeps it.
+    async fn read_kept(&self, discussion: &Discussion) -> StoreResult<Shape> {
+        let id = &discussion.id;
         let shape = Shape {
             moves: discussion.moves,
             ..self.read_shape(id).await?
         };
-        let at = shape.located(chain).ok_or_else(|| missing(id, chain));
         let mut shapes = self.shapes.lock().unwrap_or_else(|p| p.into_inner());
         if shapes.len() >= MAX_SHAPES && !shapes.contains_key(id) {
             shapes.clear();
         }
-        shapes.insert(id.clone(), shape);
-        at
+        shapes.insert(id.clone(), shape.clone());
+        Ok(shape)
     }
 
     /// Adds a comment this process stored to the tree it keeps of the discussion.
@@ -299,51 +315,77 @@ impl Embedded {
         }
     }
 
-    /// Appends `comment` to the replies of the comment at `parent_at` (the top-level array when
-    /// empty) with one update, guarded so that it lands only where and when it is right: the
-    /// parent is still at that position, no sibling has the same slug or a later time, and the
-    /// counted size stays under the cap. Counters move in the same update.
-    async fn push(&self, comment: &Comment, parent_at: &[usize]) -> StoreResult<Guarded> {
-        let id = &comment.discussion_id;
-        let mut element =
-            to_document(&CommentDoc::from_comment(comment, false)).map_err(corrupt)?;
-        element.insert(REPLIES, Bson::Array(Vec::new()));
-        let growth = element_size(comment, true)?.saturating_add(ELEMENT_OVERHEAD);
-        let budget = self.budget(id, growth)?;
-        let siblings = array_path(parent_at);
+    /// Appends each comment of `group` (with the position of its parent: the top-level array
+    /// when empty) to its parent's replies with one update, guarded so that it lands only where
+    /// and when it is right: each parent is still at its position, no sibling has one of the
+    /// slugs or a later time, and the counted size stays under the cap. Counters move in the
+    /// same update. The parents' arrays must not nest (see [`nests`]).
+    async fn push(
+        &self,
+        id: &DiscussionId,
+        group: &[(&Comment, &[usize])],
+    ) -> StoreResult<Guarded> {
+        let mut growth = 0_i64;
+        let mut arrays: Vec<(String, Vec<Bson>, Vec<&str>, i64)> = Vec::new();
+        let mut inc = doc! { "comment_count": i64::try_from(group.len()).unwrap_or(i64::MAX) };
         let mut filter = unfenced(id);
-        filter.insert(BYTES, doc! { "$not": { "$gt": budget } });
-        filter.insert(
-            format!("{siblings}.slug"),
-            doc! { "$ne": comment.slug.as_str() },
-        );
-        filter.insert(
-            siblings.clone(),
-            doc! { "$not": { "$elemMatch": { "posted": { "$gte": comment.posted.0 } } } },
-        );
-        let mut inc = doc! { "comment_count": 1_i64 };
-        inc.insert(BYTES, growth);
-        match &comment.parent {
-            Some(parent) => {
-                let at = element_path(parent_at);
-                filter.insert(format!("{at}.slug"), parent.as_str());
-                inc.insert(format!("{at}.reply_count"), 1_i64);
-            }
-            None => {
-                inc.insert("thread_count", 1_i64);
+        let mut tops = 0_i64;
+        for (comment, parent_at) in group {
+            let mut element =
+                to_document(&CommentDoc::from_comment(comment, false)).map_err(corrupt)?;
+            element.insert(REPLIES, Bson::Array(Vec::new()));
+            growth = growth
+                .saturating_add(element_size(comment, true)?)
+                .saturating_add(ELEMENT_OVERHEAD);
+            let siblings = array_path(parent_at);
+            let index = match arrays.iter().position(|(path, ..)| *path == siblings) {
+                Some(index) => index,
+                None => {
+                    arrays.push((siblings, Vec::new(), Vec::new(), i64::MAX));
+                    arrays.len() - 1
+                }
+            };
+            let (_, elements, slugs, earliest) = &mut arrays[index];
+            elements.push(Bson::Document(element));
+            slugs.push(comment.slug.as_str());
+            *earliest = (*earliest).min(comment.posted.0);
+            match &comment.parent {
+                Some(parent) => {
+                    let at = element_path(parent_at);
+                    filter.insert(format!("{at}.slug"), parent.as_str());
+                    let counted = format!("{at}.reply_count");
+                    let replies = inc.get(&counted).and_then(as_i64).unwrap_or(0);
+                    inc.insert(counted, replies + 1);
+                }
+                None => tops += 1,
             }
         }
+        let budget = self.budget(id, growth)?;
+        filter.insert(BYTES, doc! { "$not": { "$gt": budget } });
+        inc.insert(BYTES, growth);
+        if tops > 0 {
+            inc.insert("thread_count", tops);
+        }
         let mut push = Document::new();
-        push.insert(siblings, element);
+        for (siblings, elements, slugs, earliest) in arrays {
+            filter.insert(format!("{siblings}.slug"), doc! { "$nin": slugs });
+            filter.insert(
+                siblings.clone(),
+                doc! { "$not": { "$elemMatch": { "posted": { "$gte": earliest } } } },
+            );
+            push.insert(siblings, doc! { "$each": elements });
+        }
+        let slugs: Vec<&Slug> = group.iter().map(|(c, _)| &c.slug).collect();
+        let mark = changes::mark_all(ChangeKind::Posted, &slugs);
         match self
             .coll
             .update_one(
                 filter,
-                doc! { "$push": push, "$inc": inc, "$set": { changes::FIELD: changes::mark(ChangeKind::Posted, &comment.slug) } },
+                doc! { "$push": push, "$inc": inc, "$set": { changes::FIELD: mark } },
             )
             .await
         {
-            Ok(result) if result.matched_count == 1 => Ok(Guarded::Done { growth }),
+            Ok(result) if result.matched_count == 1 => Ok(Guarded::Done),
             Ok(_) => Ok(Guarded::Refused { budget }),
             Err(err) if is_too_large(&err) => Err(self.too_large(id)),
             Err(err) => Err(err.into()),
@@ -457,6 +499,12 @@ fn array_path(at: &[usize]) -> String {
     }
 }
 
+/// Whether the replies arrays of the comments at `a` and `b` (the top-level array when empty)
+/// nest: one update cannot write both, as one holds the other.
+fn nests(a: &[usize], b: &[usize]) -> bool {
+    a != b && (a.starts_with(b) || b.starts_with(a))
+}
+
 /// Every comment of a discussion document (or of a comment element), depth first.
 fn flatten(mut root: Document, id: &DiscussionId) -> StoreResult<Vec<Comment>> {
     let mut out = Vec::new();
@@ -497,11 +545,12 @@ impl PostSteps for Embedded {
                 PostState {
                     chain: Vec::new(),
                     located: None,
+                    alone: false,
                 },
             ));
         };
         let chain = chain_of(parent);
-        let located = self.locate_for_post(discussion, &chain, false).await?;
+        let located = self.locate_for_post(discussion, &chain).await?;
         let full_slug = located
             .full
             .last()
@@ -516,6 +565,7 @@ impl PostSteps for Embedded {
             PostState {
                 chain,
                 located: Some(located),
+                alone: false,
             },
         ))
     }
@@ -535,38 +585,131 @@ impl PostSteps for Embedded {
 
     /// Concurrent posts to one document refuse each other (a sibling with the same or a later
     /// time fails the guard) and every post rewrites the whole document, so running them side
-    /// by side only adds refusals: a process posts to one discussion one at a time.
+    /// by side only adds refusals: a process posts to one discussion one at a time, and stores
+    /// the posts that waited for their turn together, in one update.
     fn queued(&self) -> bool {
         true
     }
 
+    /// A reply's parent never moves in the document, and what else `prepare` took from the
+    /// kept tree is refreshed from it when the turn comes (and checked by the guarded update).
+    fn prepares_before_turn(&self) -> bool {
+        true
+    }
+
+    fn after_turn(&self, discussion: &Discussion, state: &mut PostState) {
+        if state.located.is_some() {
+            if let Some(at) = self.kept(discussion, &state.chain) {
+                state.located = Some(at);
+            }
+        }
+    }
+
+    fn grouping(&self) -> Option<&Waiting<PostState>> {
+        Some(&self.waiting)
+    }
+
+    /// One comment is a group of one (see [`PostSteps::attempt_group`]).
     async fn attempt(
         &self,
         discussion: &Discussion,
         comment: &Comment,
         state: &mut PostState,
-        _session: &mut ClientSession,
+        session: &mut ClientSession,
     ) -> StoreResult<Attempt> {
-        let parent_at = match &comment.parent {
-            None => &[][..],
-            Some(parent) => state
-                .located
-                .as_ref()
-                .and_then(|at| at.path.get(..=parent.depth()))
-                .ok_or_else(|| corrupt("the parent was not located"))?,
-        };
-        match self.push(comment, parent_at).await? {
-            Guarded::Done { growth } => {
-                self.learn(discussion, comment, growth);
-                Ok(Attempt::Stored)
+        let mut one = [Try {
+            comment,
+            state,
+            outcome: Attempt::Retry,
+        }];
+        self.attempt_group(discussion, &mut one, session).await?;
+        Ok(one[0].outcome)
+    }
+
+    /// One guarded update stores the comments whose parents' arrays do not nest in each other
+    /// (the database refuses an update of a path and of a path inside it); the others wait for
+    /// the next try. A refused update reads the document afresh: comments that no longer fit
+    /// under the cap together go one at a time, and a single one that does not fit is refused
+    /// as too large; otherwise each tries again.
+    async fn attempt_group(
+        &self,
+        discussion: &Discussion,
+        group: &mut [Try<'_, PostState>],
+        _session: &mut ClientSession,
+    ) -> StoreResult<()> {
+        let id = &discussion.id;
+        let alone = group.iter().any(|t| t.state.alone);
+        let mut chosen: Vec<(usize, Vec<usize>)> = Vec::new();
+        let mut size = 0_i64;
+        for i in 0..group.len() {
+            let one = &group[i];
+            let parent_at = match &one.comment.parent {
+                None => Vec::new(),
+                Some(parent) => one
+                    .state
+                    .located
+                    .as_ref()
+                    .and_then(|at| at.path.get(..=parent.depth()))
+                    .ok_or_else(|| corrupt("the parent was not located"))?
+                    .to_vec(),
+            };
+            let growth = element_size(one.comment, true)?.saturating_add(ELEMENT_OVERHEAD);
+            let twin = chosen
+                .iter()
+                .any(|(j, _)| group[*j].comment.slug == one.comment.slug);
+            let fits = chosen.is_empty()
+                || (!alone
+                    && self.budget(id, size.saturating_add(growth)).is_ok()
+                    && chosen.iter().all(|(_, at)| !nests(at, &parent_at)));
+            let one = &mut group[i];
+            one.outcome = if twin {
+                Attempt::Retry
+            } else if fits {
+                size = size.saturating_add(growth);
+                chosen.push((i, parent_at));
+                Attempt::Stored
+            } else {
+                Attempt::Moved
+            };
+        }
+        let members: Vec<(&Comment, &[usize])> = chosen
+            .iter()
+            .map(|(i, at)| (group[*i].comment, at.as_slice()))
+            .collect();
+        match self.push(id, &members).await? {
+            Guarded::Done => {
+                for (comment, _) in &members {
+                    let growth = element_size(comment, true)?.saturating_add(ELEMENT_OVERHEAD);
+                    self.learn(discussion, comment, growth);
+                }
+                for one in group.iter_mut() {
+                    one.state.alone = false;
+                }
             }
             Guarded::Refused { budget } => {
-                let at = self.locate_for_post(discussion, &state.chain, true).await?;
-                let next = self.refused(&discussion.id, &at, budget);
-                state.located = Some(at);
-                next
+                let shape = self.read_kept(discussion).await?;
+                let too_large = shape.bytes > budget;
+                if too_large && members.len() == 1 {
+                    return Err(self.too_large(id));
+                }
+                for one in group.iter_mut() {
+                    one.state.located = Some(
+                        shape
+                            .located(&one.state.chain)
+                            .ok_or_else(|| missing(id, &one.state.chain))?,
+                    );
+                    one.state.alone = too_large;
+                    if one.outcome == Attempt::Stored {
+                        one.outcome = if too_large {
+                            Attempt::Moved
+                        } else {
+                            Attempt::Retry
+                        };
+                    }
+                }
             }
         }
+        Ok(())
     }
 
     /// The push counted everything in the same update.

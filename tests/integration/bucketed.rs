@@ -14,7 +14,7 @@ use threadql::domain::{
 use threadql::store::{ChangeKind, Listing, ReadScope, Storage, Store, Watched};
 
 use crate::model::build_tree;
-use crate::support::{load_discussion, post_in, server_uri, store_config, Settings, TestApp};
+use crate::support::{diff, load_discussion, post_in, server_uri, store_config, Settings, TestApp};
 
 fn settings(bucket_size: u32) -> Settings {
     Settings {
@@ -485,14 +485,6 @@ async fn the_seeds_worked_example_reads_only_the_window() {
             .collect();
         assert_eq!(got, expected, "threads offset {skip} first {first}");
     }
-}
-
-fn diff(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
-    after
-        .iter()
-        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0)))
-        .filter(|(_, v)| *v > 0)
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,15 +3,17 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 
+use futures::StreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use serde_json::{json, Value};
 use threadql::domain::{Layout, Slug};
-use threadql::store::{Discussions, Store};
+use threadql::store::{ChangeKind, Discussions, Storage, Store, Watched};
 
 use crate::model::build_tree;
 use crate::support::{
-    error_code, load_discussion, post_in, server_uri, store_config, Settings, TestApp,
+    diff, error_code, load_discussion, post_in, server_uri, store_config, Settings, TestApp,
 };
 
 /// The discussion document as stored.
@@ -454,4 +456,131 @@ async fn replies_use_the_tree_a_process_keeps_and_survive_another_process_postin
     for slug in &all {
         assert!(stored.contains(slug), "{slug} is stored");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn posts_waiting_for_their_turn_are_stored_together() {
+    const TASKS: usize = 16;
+    const POSTS: usize = 30;
+    let app = TestApp::new("embedded_grouped", Layout::Embedded).await;
+    let d = app.discussion("many writers").await;
+    let discussion = Arc::new(load_discussion(app.store(), &d).await);
+    let mut feed = app.store().changes(Duration::from_millis(100));
+    loop {
+        match tokio::time::timeout(Duration::from_secs(30), feed.next()).await {
+            Ok(Some(Watched::Open)) => break,
+            Ok(Some(_)) => {}
+            other => panic!("the change feed did not open: {other:?}"),
+        }
+    }
+    let before = app.store().commands().snapshot();
+    let mut tasks = Vec::new();
+    for task in 0..TASKS {
+        let (store, discussion) = (app.store().clone(), discussion.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut mine: Vec<Slug> = Vec::new();
+            for i in 0..POSTS {
+                // Top-level comments, and replies at every depth to the task's earlier ones
+                // (so groups meet parents whose replies nest in each other's).
+                let parent = (i % 3 != 0).then(|| mine[(i * 7 + task) % mine.len()].clone());
+                let slug = post_in(
+                    &store,
+                    Layout::Embedded,
+                    &discussion,
+                    parent.as_ref(),
+                    &format!("{task}/{i}"),
+                )
+                .await;
+                assert_eq!(slug.depth(), parent.as_ref().map_or(0, |p| p.depth() + 1));
+                mine.push(slug);
+            }
+            mine
+        }));
+    }
+    let mut posted: HashSet<String> = HashSet::new();
+    for task in tasks {
+        for slug in task.await.expect("task") {
+            assert!(posted.insert(slug.to_string()), "{slug} handed out twice");
+        }
+    }
+    let total = TASKS * POSTS;
+    let used = diff(&before, &app.store().commands().snapshot());
+    eprintln!("{total} posts by {TASKS} writers: commands {used:?}");
+    assert!(
+        used["update"] < total as u64,
+        "posts that waited for their turn share updates"
+    );
+
+    let raw = raw_discussion(&app, &d).await;
+    let stored = check_nesting(&raw);
+    assert_eq!(stored.len(), total, "nothing lost");
+    assert_eq!(stored.into_iter().collect::<HashSet<_>>(), posted);
+    let mut reported: HashSet<String> = HashSet::new();
+    while reported.len() < total {
+        match tokio::time::timeout(Duration::from_secs(30), feed.next()).await {
+            Ok(Some(Watched::Change(change))) => {
+                assert_eq!(change.kind, ChangeKind::Posted);
+                if change.discussion.as_str() == d {
+                    assert!(reported.insert(change.slug.to_string()), "reported twice");
+                }
+            }
+            Ok(Some(Watched::Open)) => {}
+            other => panic!(
+                "the change feed stopped after {} of {total} posts: {other:?}",
+                reported.len()
+            ),
+        }
+    }
+    assert_eq!(
+        reported, posted,
+        "the feed reports exactly the posted comments"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn posts_stored_together_respect_the_size_cap() {
+    let cap = 16 * 1024;
+    let mut settings = Settings::new(Layout::Embedded);
+    settings.embedded_max_bytes = cap;
+    settings.promote_embedded = false;
+    let app = Arc::new(TestApp::with("embedded_grouped_cap", settings).await);
+    let d = app.discussion("fills up at once").await;
+    let first = app.post(&d, None, "first").await;
+    let text = "y".repeat(1000);
+    let mut tasks = Vec::new();
+    for i in 0..24 {
+        let (app, d, text) = (app.clone(), d.clone(), text.clone());
+        let parent = (i % 2 == 1).then(|| first.clone());
+        tasks.push(tokio::spawn(async move {
+            app.exec(POST, json!({ "d": d, "p": parent, "t": text }))
+                .await
+        }));
+    }
+    let mut stored = 1;
+    let mut refused = 0;
+    for task in tasks {
+        let response = task.await.expect("task");
+        match response["data"]["postComment"]["slug"].as_str() {
+            Some(_) => stored += 1,
+            None => {
+                assert_eq!(
+                    error_code(&response),
+                    "DISCUSSION_TOO_LARGE",
+                    "{response:#}"
+                );
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        stored >= 6 && refused >= 1,
+        "{stored} stored, {refused} refused"
+    );
+    let raw = raw_discussion(&app, &d).await;
+    assert!(bson_size(&raw) <= cap, "{} bytes stored", bson_size(&raw));
+    assert_eq!(
+        check_nesting(&raw).len(),
+        stored,
+        "every answered post is stored"
+    );
 }

@@ -1,6 +1,7 @@
 //! Test support: one dev database server per test run, a fresh database per test, and helpers to
 //! run GraphQL against the real schema.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
@@ -464,4 +465,16 @@ pub async fn post_in(
         .expect("post")
         .comment
         .slug
+}
+
+/// The commands sent between two snapshots of the command counter, by name (those sent at all).
+pub fn diff(
+    before: &BTreeMap<String, u64>,
+    after: &BTreeMap<String, u64>,
+) -> BTreeMap<String, u64> {
+    after
+        .iter()
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0)))
+        .filter(|(_, v)| *v > 0)
+        .collect()
 }
