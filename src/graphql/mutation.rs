@@ -175,22 +175,16 @@ impl Mutation {
             .map(Slug::parse)
             .transpose()
             .gql()?;
-        let discussion = load_discussion(ctx, &input.discussion_id).await?;
-        if discussion.locked {
-            return Err(DomainError::Forbidden(format!(
-                "discussion {} is locked: it takes no new comments or replies",
-                discussion.id
-            )))
-            .gql();
-        }
+        let id = DiscussionId::parse(&input.discussion_id).gql()?;
         let new = NewComment {
             parent,
             author: viewer.author.clone(),
             text,
         };
+        // The store reads the discussion (or, for an embedded one it posted to lately, checks
+        // it in the post's own update): `NOT_FOUND`, and `FORBIDDEN` while it is locked.
         let storage = store(ctx).clone();
-        let target = discussion.clone();
-        let posted = detached(async move { storage.post(&target, new).await }).await?;
+        let (discussion, posted) = detached(async move { storage.post_to(&id, new).await }).await?;
         forget_reads(ctx);
         if posted.reattached {
             tracing::info!(
@@ -199,8 +193,6 @@ impl Mutation {
                 "reply was deeper than the depth cap: attached to the deepest allowed ancestor"
             );
         }
-        // A post that met a move of the discussion was made in its new layout.
-        let discussion = posted.moved.map(std::sync::Arc::new).unwrap_or(discussion);
         Ok(Some(CommentNode::new(discussion, posted.comment)))
     }
 

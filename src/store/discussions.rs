@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::TryStreamExt;
-use mongodb::bson::{doc, Document};
+use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::ReturnDocument;
 use mongodb::Database;
 use serde::{Deserialize, Serialize};
@@ -135,6 +135,27 @@ pub(super) fn moving(id: &DiscussionId) -> StoreError {
     ))
 }
 
+/// The discussion, while it takes posts as `discussion` saw it: no move under way or made
+/// since, and not locked. A post that did not read the discussion itself (see
+/// `Storage::post_to`) relies on this filter in its write.
+pub(super) fn open_for_posts(discussion: &Discussion) -> Document {
+    let mut filter = unfenced(&discussion.id);
+    filter.insert("locked", doc! { "$ne": true });
+    match i64::try_from(discussion.moves).unwrap_or(i64::MAX) {
+        // Discussions from before moves were counted have no count.
+        0 => filter.insert("moves", doc! { "$in": [0_i64, Bson::Null] }),
+        moves => filter.insert("moves", moves),
+    };
+    filter
+}
+
+/// The error of a post to a locked discussion.
+pub(super) fn locked(id: &DiscussionId) -> StoreError {
+    StoreError::Locked(format!(
+        "discussion {id} is locked: it takes no new comments or replies"
+    ))
+}
+
 /// What a new comment changes on its discussion: the counters, and the change-feed mark.
 fn post_update(comment: &Comment) -> Document {
     posts_update(&[comment])
@@ -198,27 +219,29 @@ impl Discussions {
     /// and marks it for the change feed.
     pub async fn record_post(
         &self,
-        id: &DiscussionId,
+        discussion: &Discussion,
         comment: &Comment,
         session: &mut mongodb::ClientSession,
     ) -> StoreResult<()> {
-        self.record_posts(id, &[comment], session).await
+        self.record_posts(discussion, &[comment], session).await
     }
 
-    /// Counts comments stored together (one update, one change-feed mark for them all).
+    /// Counts comments stored together (one update, one change-feed mark for them all), in
+    /// their post's transaction: `Moving` (and nothing of the transaction stays) when the
+    /// discussion is moving, moved, or was locked since `discussion` was read.
     pub async fn record_posts(
         &self,
-        id: &DiscussionId,
+        discussion: &Discussion,
         comments: &[&Comment],
         session: &mut mongodb::ClientSession,
     ) -> StoreResult<()> {
         let result = self
             .coll
-            .update_one(unfenced(id), posts_update(comments))
+            .update_one(open_for_posts(discussion), posts_update(comments))
             .session(session)
             .await?;
         if result.matched_count == 0 {
-            return Err(moving(id));
+            return Err(moving(&discussion.id));
         }
         Ok(())
     }

@@ -11,7 +11,7 @@ use mongodb::bson::{
 use mongodb::{ClientSession, Database};
 
 use super::bson::{as_i64, comment_of, corrupt};
-use super::discussions::{moving, unfenced, FENCE};
+use super::discussions::{locked, moving, open_for_posts, unfenced, FENCE};
 use super::docs::{element_size, replace_update, unchanged_filter, CommentDoc};
 use super::error::is_too_large;
 use super::metrics::Counted;
@@ -98,6 +98,8 @@ const GROUP: usize = 64;
 struct Shape {
     /// The discussion's move count when read (a move makes it stale).
     moves: u64,
+    /// Whether the discussion was locked when read.
+    locked: bool,
     /// The top-level comments.
     top: Level,
     nodes: HashMap<Slug, Node>,
@@ -159,15 +161,21 @@ impl Shape {
         fn level_of(node: &RawDocument, nodes: &mut HashMap<Slug, Node>) -> StoreResult<Level> {
             level(replies_of(node)?, nodes)
         }
-        let bytes = raw
-            .get(BYTES)
-            .map_err(corrupt)?
-            .and_then(|b| as_i64(&Bson::try_from(b).ok()?))
-            .unwrap_or(0);
+        let number = |field: &str| -> StoreResult<i64> {
+            Ok(raw
+                .get(field)
+                .map_err(corrupt)?
+                .and_then(|b| as_i64(&Bson::try_from(b).ok()?))
+                .unwrap_or(0))
+        };
+        let bytes = number(BYTES)?;
+        let moves = u64::try_from(number("moves")?).unwrap_or(0);
+        let locked = raw.get_bool("locked").unwrap_or(false);
         let mut nodes = HashMap::new();
         let top = level_of(raw, &mut nodes)?;
         Ok(Shape {
-            moves: 0,
+            moves,
+            locked,
             top,
             nodes,
             bytes,
@@ -289,13 +297,17 @@ impl Embedded {
             .and_then(|shape| shape.located(chain))
     }
 
-    /// Reads the discussion's tree afresh and keeps it.
+    /// Reads the discussion's tree afresh and keeps it, for a post: `Moving` when the
+    /// discussion moved since `discussion` was read, `Locked` while it is locked.
     async fn read_kept(&self, discussion: &Discussion) -> StoreResult<Shape> {
         let id = &discussion.id;
-        let shape = Shape {
-            moves: discussion.moves,
-            ..self.read_shape(id).await?
-        };
+        let shape = self.read_shape(id).await?;
+        if shape.moves != discussion.moves {
+            return Err(moving(id));
+        }
+        if shape.locked {
+            return Err(locked(id));
+        }
         let mut shapes = self.shapes.lock().unwrap_or_else(|p| p.into_inner());
         if shapes.len() >= MAX_SHAPES && !shapes.contains_key(id) {
             shapes.clear();
@@ -318,17 +330,19 @@ impl Embedded {
     /// Appends each comment of `group` (with the position of its parent: the top-level array
     /// when empty) to its parent's replies with one update, guarded so that it lands only where
     /// and when it is right: each parent is still at its position, no sibling has one of the
-    /// slugs or a later time, and the counted size stays under the cap. Counters move in the
-    /// same update. The parents' arrays must not nest (see [`nests`]).
+    /// slugs or a later time, the counted size stays under the cap, and the discussion is
+    /// neither locked nor moved since `discussion` was read (the post may not have read it).
+    /// Counters move in the same update. The parents' arrays must not nest (see [`nests`]).
     async fn push(
         &self,
-        id: &DiscussionId,
+        discussion: &Discussion,
         group: &[(&Comment, &[usize])],
     ) -> StoreResult<Guarded> {
+        let id = &discussion.id;
         let mut growth = 0_i64;
         let mut arrays: Vec<(String, Vec<Bson>, Vec<&str>, i64)> = Vec::new();
         let mut inc = doc! { "comment_count": i64::try_from(group.len()).unwrap_or(i64::MAX) };
-        let mut filter = unfenced(id);
+        let mut filter = open_for_posts(discussion);
         let mut tops = 0_i64;
         for (comment, parent_at) in group {
             let mut element =
@@ -676,7 +690,7 @@ impl PostSteps for Embedded {
             .iter()
             .map(|(i, at)| (group[*i].comment, at.as_slice()))
             .collect();
-        match self.push(id, &members).await? {
+        match self.push(discussion, &members).await? {
             Guarded::Done => {
                 for (comment, _) in &members {
                     let growth = element_size(comment, true)?.saturating_add(ELEMENT_OVERHEAD);

@@ -29,6 +29,9 @@ pub enum StoreError {
     /// Another move of the discussion is under way.
     #[error("{0}")]
     Busy(String),
+    /// The discussion is locked: it takes no new comments.
+    #[error("{0}")]
+    Locked(String),
     /// Retries were exhausted (e.g. slug collisions that kept happening).
     #[error("gave up after retries: {0}")]
     Exhausted(String),
@@ -47,6 +50,7 @@ impl From<StoreError> for DomainError {
                 "{message}; nothing was written, and sending the request again is safe"
             )),
             StoreError::Busy(message) => DomainError::Conflict(message),
+            StoreError::Locked(message) => DomainError::Forbidden(message),
             StoreError::Exhausted(message) => DomainError::Conflict(format!(
                 "{message}; nothing was written, and sending the request again is safe"
             )),

@@ -60,6 +60,17 @@ pub trait Storage: Send + Sync {
     /// to promote.
     async fn post(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted>;
 
+    /// Posts a comment to the discussion `id` (`NOT_FOUND` when there is none, `Locked` while
+    /// it is locked), as [`Storage::post`] does; returns the discussion as the post found it
+    /// (in the layout the comment went to) with the comment. An embedded or bucketed discussion
+    /// this process posted to lately is not read first: the post's own write checks that it is
+    /// still unlocked and has not moved (`open_for_posts`), and a refused post reads it.
+    async fn post_to(
+        &self,
+        id: &DiscussionId,
+        new: NewComment,
+    ) -> StoreResult<(Arc<Discussion>, Posted)>;
+
     /// Moves a discussion to another layout while it stays online (see `migrate`), reporting
     /// its progress.
     async fn migrate(

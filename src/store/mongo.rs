@@ -13,6 +13,7 @@ use mongodb::options::{Acknowledgment, ClientOptions, IndexOptions, WriteConcern
 use mongodb::{Client, Database, IndexModel};
 
 use super::bucketed::Bucketed;
+use super::discussions::locked;
 use super::embedded::Embedded;
 use super::metrics::Counted;
 use super::migrate::{self, MoveTiming, Moved, Movers, Step};
@@ -84,7 +85,13 @@ pub struct Store {
     transactions: bool,
     promote_embedded: bool,
     moves: MoveTiming,
+    /// Embedded and bucketed discussions this process posted to lately, as it last read them
+    /// (see [`Storage::post_to`]).
+    posting: std::sync::Mutex<HashMap<DiscussionId, Arc<Discussion>>>,
 }
+
+/// Discussions whose metadata a process keeps for posting (past this, it starts over).
+const POSTING: usize = 1024;
 
 impl Store {
     /// Connects, installs the command counter and creates the indexes (idempotent).
@@ -138,6 +145,7 @@ impl Store {
             transactions,
             promote_embedded: config.promote_embedded,
             moves: config.moves,
+            posting: std::sync::Mutex::default(),
         })
     }
 
@@ -219,6 +227,9 @@ impl Storage for Store {
             match layout.post_comment(&discussion, new.clone()).await {
                 Err(StoreError::Moving(_)) => {
                     discussion = self.after_move(&discussion.id).await?;
+                    if discussion.locked {
+                        return Err(locked(&discussion.id));
+                    }
                 }
                 Err(StoreError::TooLarge(why))
                     if discussion.layout == Layout::Embedded
@@ -246,6 +257,67 @@ impl Storage for Store {
                     return Ok(posted);
                 }
                 Err(err) => return Err(err),
+            }
+        }
+    }
+
+    async fn post_to(
+        &self,
+        id: &DiscussionId,
+        new: NewComment,
+    ) -> StoreResult<(Arc<Discussion>, Posted)> {
+        let kept = {
+            let posting = self.posting.lock().unwrap_or_else(|p| p.into_inner());
+            posting.get(id).cloned()
+        };
+        // Per-comment posts read the discussion's thread counts, so only the other layouts
+        // post from what the process kept.
+        let discussion = match kept {
+            Some(discussion) => discussion,
+            None => {
+                let discussion = self.discussions.by_id(id).await?;
+                if discussion.locked {
+                    return Err(locked(id));
+                }
+                Arc::new(discussion)
+            }
+        };
+        let mut discussion = discussion;
+        let result = loop {
+            match self.post(&discussion, new.clone()).await {
+                // The parent may have been looked for where a move just took it from (the
+                // discussion as kept, or as read a moment before the move): look again where
+                // the discussion is now.
+                Err(StoreError::NotFound(why)) => {
+                    let now = self.discussions.by_id(id).await?;
+                    if now.moves == discussion.moves {
+                        break Err(StoreError::NotFound(why));
+                    }
+                    if now.locked {
+                        break Err(locked(id));
+                    }
+                    discussion = Arc::new(now);
+                }
+                other => break other,
+            }
+        };
+        let mut posting = self.posting.lock().unwrap_or_else(|p| p.into_inner());
+        match result {
+            Ok(mut posted) => {
+                let now = posted.moved.take().map_or(discussion, Arc::new);
+                if now.layout != Layout::PerComment {
+                    if posting.len() >= POSTING && !posting.contains_key(id) {
+                        posting.clear();
+                    }
+                    posting.insert(id.clone(), now.clone());
+                } else {
+                    posting.remove(id);
+                }
+                Ok((now, posted))
+            }
+            Err(err) => {
+                posting.remove(id);
+                Err(err)
             }
         }
     }

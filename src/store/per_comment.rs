@@ -576,7 +576,7 @@ impl PostSteps for PerComment {
             return Ok(());
         }
         self.discussions
-            .record_post(&discussion.id, comment, session)
+            .record_post(discussion, comment, session)
             .await
     }
 }

@@ -988,3 +988,47 @@ async fn replies_read_only_the_pages_that_hold_their_window() {
     }
     assert_eq!(slugs(&walked), replies);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_through_the_api_does_not_read_a_discussion_it_posted_to() {
+    let app = TestApp::with("bucketed_api_post_cost", settings(100)).await;
+    let d = app.discussion("api post cost").await;
+    let root = app.post(&d, None, "first").await;
+    const POST: &str = "mutation($d: ID!, $p: String, $t: String!) { postComment(input: {discussionId: $d, parentSlug: $p, text: $t}) { slug } }";
+    for parent in [None, Some(root.clone())] {
+        let before = app.store().commands().snapshot();
+        let response = app
+            .exec(POST, json!({ "d": d, "p": parent, "t": "warm" }))
+            .await;
+        assert!(
+            response["data"]["postComment"]["slug"].is_string(),
+            "{response:#}"
+        );
+        let spent = diff(&before, &app.store().commands().snapshot());
+        let expected: BTreeMap<String, u64> =
+            [("aggregate", 1), ("update", 2), ("commitTransaction", 1)]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect();
+        assert_eq!(spent, expected, "a warm post under {parent:?}");
+    }
+    // Locked meanwhile (by anyone): the post's own transaction sees it.
+    let raw = raw_db(&app).await.collection::<Document>("discussions");
+    raw.update_one(doc! { "_id": &d }, doc! { "$set": { "locked": true } })
+        .await
+        .expect("lock");
+    let response = app
+        .exec(POST, json!({ "d": d, "p": root, "t": "too late" }))
+        .await;
+    assert_eq!(
+        response["errors"][0]["extensions"]["code"],
+        json!("FORBIDDEN"),
+        "{response:#}"
+    );
+    let stored: i64 = raw_pages(&app, &d)
+        .await
+        .iter()
+        .map(|p| int(p, "count"))
+        .sum();
+    assert_eq!(stored, 3, "nothing of the refused post stays");
+}

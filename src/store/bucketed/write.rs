@@ -386,7 +386,7 @@ impl PostSteps for Bucketed {
         session: &mut ClientSession,
     ) -> StoreResult<()> {
         self.discussions
-            .record_post(&discussion.id, comment, session)
+            .record_post(discussion, comment, session)
             .await
     }
 
@@ -499,7 +499,7 @@ impl PostSteps for Bucketed {
             .map(|t| t.comment)
             .collect();
         self.discussions
-            .record_posts(&discussion.id, &stored, session)
+            .record_posts(discussion, &stored, session)
             .await
     }
 }
