@@ -21,6 +21,21 @@ pub struct Floor {
     pub set_p50_ms: f64,
     /// Updates timed per run.
     pub updates: usize,
+    /// The same, measured again after the single writer's posts (which grow the document by
+    /// up to a third at 1 000 comments), when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<Box<Floor>>,
+}
+
+impl Floor {
+    /// The floor to hold the single writer's posts against: the mean of the floors before and
+    /// after them (their document grew between the two), or the one before.
+    pub fn for_posts_ms(&self) -> f64 {
+        match &self.after {
+            Some(after) => (self.set_p50_ms + after.set_p50_ms) / 2.0,
+            None => self.set_p50_ms,
+        }
+    }
 }
 
 /// Times `$set: {bench_floor: n}` (a new `n` every time, so every update really changes the
@@ -64,5 +79,6 @@ pub async fn measure(
         document_bytes: raw.as_bytes().len(),
         set_p50_ms: median(runs),
         updates,
+        after: None,
     })
 }

@@ -433,6 +433,15 @@ async fn bench_case(
         };
         let single =
             measure::writes(&server, &client, &target, 1, effort.posts_single, effort).await?;
+        let floor = match floor {
+            Some(mut floor) => {
+                eprintln!("{label}: measuring the floor again on the grown document");
+                let after = floor::measure(uri, db_name, &loaded.discussion.id, effort).await?;
+                floor.after = Some(Box::new(after));
+                Some(floor)
+            }
+            None => None,
+        };
         let many = measure::writes(
             &server,
             &client,
