@@ -932,6 +932,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn arrays_nest_when_one_holds_the_other() {
+        // The top-level array holds every other; a comment's replies hold its replies' replies.
+        assert!(nests(&[], &[0]));
+        assert!(nests(&[0, 2], &[0]));
+        assert!(nests(&[0], &[0, 2, 1]));
+        // The same array takes several pushes; siblings' and cousins' arrays are apart.
+        assert!(!nests(&[], &[]));
+        assert!(!nests(&[0, 2], &[0, 2]));
+        assert!(!nests(&[0], &[1]));
+        assert!(!nests(&[0, 1], &[0, 2, 1]));
+    }
+
+    #[test]
     fn paths_name_nested_arrays() {
         assert_eq!(array_path(&[]), "replies");
         assert_eq!(element_path(&[0, 2]), "replies.0.replies.2");

@@ -639,3 +639,50 @@ pub(super) async fn replace_outside<T: Send + Sync>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Author, CommentText};
+
+    fn entry(n: usize) -> Entry<usize> {
+        Entry {
+            new: NewComment {
+                parent: None,
+                author: Author {
+                    id: "u1".into(),
+                    name: "Ada".into(),
+                },
+                text: CommentText::parse(&format!("post {n}"), 100).expect("text"),
+            },
+            parent: None,
+            part: SlugPart::generate(),
+            state: n,
+            reattached: false,
+            refused: 0,
+            moved: 0,
+            result: None,
+            reply: None,
+        }
+    }
+
+    #[test]
+    fn waiting_posts_are_taken_oldest_first_up_to_the_limit_per_discussion() {
+        let waiting = Waiting::new(3);
+        let (a, b) = (DiscussionId::generate(), DiscussionId::generate());
+        for n in 0..5 {
+            waiting.add(&a, entry(n));
+        }
+        waiting.add(&b, entry(100));
+        let taken = |id| -> Vec<usize> { waiting.take(id).into_iter().map(|e| e.state).collect() };
+        assert_eq!(taken(&a), vec![0, 1, 2]);
+        assert_eq!(taken(&b), vec![100]);
+        assert_eq!(taken(&a), vec![3, 4]);
+        assert!(taken(&a).is_empty());
+        assert!(
+            waiting.posts.lock().unwrap().is_empty(),
+            "emptied lists are dropped"
+        );
+        assert_eq!(Waiting::<usize>::new(0).limit, 1);
+    }
+}
