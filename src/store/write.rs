@@ -1,6 +1,7 @@
 //! The write skeletons every layout shares: posting (placement under the depth cap, a fresh slug
-//! and time per attempt, counters, giving up as a retryable conflict) and changing a posted
-//! comment (read, decide, compare-and-set, retry).
+//! and time per attempt, counters, giving up as a retryable conflict, and storing together the
+//! posts that wait for a discussion's turn) and changing a posted comment (read, decide,
+//! compare-and-set, retry).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -4,7 +4,8 @@
 //! slug is free), one `update` command on the pages (the `$push`, the parent's `reply_count` and
 //! the thread's `thread_total`, as ordered statements) and the discussion's counters, plus the
 //! commit of the transaction that holds them where the deployment has transactions. The page
-//! new comments go to is remembered per process.
+//! new comments go to is remembered per process. Posts that wait for the discussion's turn share
+//! the writes: one `$push $each`, their counters in the same command, one discussion update.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
