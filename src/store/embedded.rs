@@ -327,8 +327,8 @@ impl Embedded {
         }
     }
 
-    /// Appends each comment of `group` (with the position of its parent: the top-level array
-    /// when empty) to its parent's replies with one update, guarded so that it lands only where
+    /// Appends each comment of `group` (with the position of its parent, the top-level array
+    /// when empty, and the bytes it adds) to its parent's replies with one update, guarded so that it lands only where
     /// and when it is right: each parent is still at its position, no sibling has one of the
     /// slugs or a later time, the counted size stays under the cap, and the discussion is
     /// neither locked nor moved since `discussion` was read (the post may not have read it).
@@ -336,7 +336,7 @@ impl Embedded {
     async fn push(
         &self,
         discussion: &Discussion,
-        group: &[(&Comment, &[usize])],
+        group: &[(&Comment, &[usize], i64)],
     ) -> StoreResult<Guarded> {
         let id = &discussion.id;
         let mut growth = 0_i64;
@@ -344,13 +344,11 @@ impl Embedded {
         let mut inc = doc! { "comment_count": i64::try_from(group.len()).unwrap_or(i64::MAX) };
         let mut filter = open_for_posts(discussion);
         let mut tops = 0_i64;
-        for (comment, parent_at) in group {
+        for (comment, parent_at, bytes) in group {
             let mut element =
                 to_document(&CommentDoc::from_comment(comment, false)).map_err(corrupt)?;
             element.insert(REPLIES, Bson::Array(Vec::new()));
-            growth = growth
-                .saturating_add(element_size(comment, true)?)
-                .saturating_add(ELEMENT_OVERHEAD);
+            growth = growth.saturating_add(*bytes);
             let siblings = array_path(parent_at);
             let index = match arrays.iter().position(|(path, ..)| *path == siblings) {
                 Some(index) => index,
@@ -389,7 +387,7 @@ impl Embedded {
             );
             push.insert(siblings, doc! { "$each": elements });
         }
-        let slugs: Vec<&Slug> = group.iter().map(|(c, _)| &c.slug).collect();
+        let slugs: Vec<&Slug> = group.iter().map(|(c, ..)| &c.slug).collect();
         let mark = changes::mark_all(ChangeKind::Posted, &slugs);
         match self
             .coll
@@ -623,23 +621,6 @@ impl PostSteps for Embedded {
         Some(&self.waiting)
     }
 
-    /// One comment is a group of one (see [`PostSteps::attempt_group`]).
-    async fn attempt(
-        &self,
-        discussion: &Discussion,
-        comment: &Comment,
-        state: &mut PostState,
-        session: &mut ClientSession,
-    ) -> StoreResult<Attempt> {
-        let mut one = [Try {
-            comment,
-            state,
-            outcome: Attempt::Retry,
-        }];
-        self.attempt_group(discussion, &mut one, session).await?;
-        Ok(one[0].outcome)
-    }
-
     /// One guarded update stores the comments whose parents' arrays do not nest in each other
     /// (the database refuses an update of a path and of a path inside it); the others wait for
     /// the next try. A refused update reads the document afresh: comments that no longer fit
@@ -653,7 +634,7 @@ impl PostSteps for Embedded {
     ) -> StoreResult<()> {
         let id = &discussion.id;
         let alone = group.iter().any(|t| t.state.alone);
-        let mut chosen: Vec<(usize, Vec<usize>)> = Vec::new();
+        let mut chosen: Vec<(usize, Vec<usize>, i64)> = Vec::new();
         let mut size = 0_i64;
         for i in 0..group.len() {
             let one = &group[i];
@@ -670,31 +651,30 @@ impl PostSteps for Embedded {
             let growth = element_size(one.comment, true)?.saturating_add(ELEMENT_OVERHEAD);
             let twin = chosen
                 .iter()
-                .any(|(j, _)| group[*j].comment.slug == one.comment.slug);
+                .any(|(j, ..)| group[*j].comment.slug == one.comment.slug);
             let fits = chosen.is_empty()
                 || (!alone
                     && self.budget(id, size.saturating_add(growth)).is_ok()
-                    && chosen.iter().all(|(_, at)| !nests(at, &parent_at)));
+                    && chosen.iter().all(|(_, at, _)| !nests(at, &parent_at)));
             let one = &mut group[i];
             one.outcome = if twin {
                 Attempt::Retry
             } else if fits {
                 size = size.saturating_add(growth);
-                chosen.push((i, parent_at));
+                chosen.push((i, parent_at, growth));
                 Attempt::Stored
             } else {
                 Attempt::Moved
             };
         }
-        let members: Vec<(&Comment, &[usize])> = chosen
+        let members: Vec<(&Comment, &[usize], i64)> = chosen
             .iter()
-            .map(|(i, at)| (group[*i].comment, at.as_slice()))
+            .map(|(i, at, growth)| (group[*i].comment, at.as_slice(), *growth))
             .collect();
         match self.push(discussion, &members).await? {
             Guarded::Done => {
-                for (comment, _) in &members {
-                    let growth = element_size(comment, true)?.saturating_add(ELEMENT_OVERHEAD);
-                    self.learn(discussion, comment, growth);
+                for (comment, _, growth) in &members {
+                    self.learn(discussion, comment, *growth);
                 }
                 for one in group.iter_mut() {
                     one.state.alone = false;
@@ -723,17 +703,6 @@ impl PostSteps for Embedded {
                 }
             }
         }
-        Ok(())
-    }
-
-    /// The push counted everything in the same update.
-    async fn count(
-        &self,
-        _: &Discussion,
-        _: &Comment,
-        _: &PostState,
-        _: &mut ClientSession,
-    ) -> StoreResult<()> {
         Ok(())
     }
 }

@@ -168,6 +168,7 @@ pub(super) trait PostSteps: Send + Sync {
 
     /// Tries to store every comment of `group` (one comment unless the layout groups posts),
     /// setting each one's outcome; a layout may store some and not others (those try again).
+    /// A layout implements this or [`PostSteps::attempt`], each defined by the other.
     async fn attempt_group(
         &self,
         discussion: &Discussion,
@@ -197,24 +198,35 @@ pub(super) trait PostSteps: Send + Sync {
     }
 
     /// Tries to store `comment`. Writes that must land together with the counters go through
-    /// `session` (inside the post's transaction).
+    /// `session` (inside the post's transaction). A grouping layout's is a group of one.
     async fn attempt(
         &self,
         discussion: &Discussion,
         comment: &Comment,
         state: &mut Self::State,
         session: &mut ClientSession,
-    ) -> StoreResult<Attempt>;
+    ) -> StoreResult<Attempt> {
+        let mut one = [Try {
+            comment,
+            state,
+            outcome: Attempt::Retry,
+        }];
+        self.attempt_group(discussion, &mut one, session).await?;
+        Ok(one[0].outcome)
+    }
 
     /// Counts a stored comment (replies of its parent, comments of the discussion) where the
-    /// write did not already, in the same transaction as the comment.
+    /// write did not already, in the same transaction as the comment (nothing, for a layout
+    /// whose write counts everything or that counts in [`PostSteps::count_group`]).
     async fn count(
         &self,
-        discussion: &Discussion,
-        comment: &Comment,
-        state: &Self::State,
-        session: &mut ClientSession,
-    ) -> StoreResult<()>;
+        _discussion: &Discussion,
+        _comment: &Comment,
+        _state: &Self::State,
+        _session: &mut ClientSession,
+    ) -> StoreResult<()> {
+        Ok(())
+    }
 }
 
 /// One comment of a try: what to store, the layout's state for it, and what became of it.

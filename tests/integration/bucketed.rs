@@ -2,19 +2,21 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use serde_json::json;
 use threadql::domain::{
     Author, Comment, CommentText, Cursor, CursorKind, Discussion, FullPages, Layout, NewComment,
     Page, Slug, Window,
 };
-use threadql::store::{ChangeKind, Listing, ReadScope, Storage, Store, Watched};
+use threadql::store::{Listing, ReadScope, Storage, Store};
 
 use crate::model::build_tree;
-use crate::support::{diff, load_discussion, post_in, server_uri, store_config, Settings, TestApp};
+use crate::support::{
+    diff, load_discussion, open_feed, post_in, posts_reported, server_uri, store_config, Settings,
+    TestApp,
+};
 
 fn settings(bucket_size: u32) -> Settings {
     Settings {
@@ -135,14 +137,7 @@ async fn many_writers_lose_and_duplicate_nothing() {
     let d = app.discussion("contention").await;
     let discussion = Arc::new(load_discussion(app.store(), &d).await);
     // The change feed reports every post, those stored together included.
-    let mut feed = app.store().changes(Duration::from_millis(100));
-    loop {
-        match tokio::time::timeout(Duration::from_secs(30), feed.next()).await {
-            Ok(Some(Watched::Open)) => break,
-            Ok(Some(_)) => {}
-            other => panic!("the change feed did not open: {other:?}"),
-        }
-    }
+    let mut feed = open_feed(app.store()).await;
     let before = app.store().commands().snapshot();
     let mut tasks = Vec::new();
     for task in 0..TASKS {
@@ -196,24 +191,9 @@ async fn many_writers_lose_and_duplicate_nothing() {
         used[&"commitTransaction".to_owned()] < total as u64,
         "posts waiting for their turn are stored together"
     );
-    let mut reported: HashSet<String> = HashSet::new();
-    while reported.len() < total {
-        match tokio::time::timeout(Duration::from_secs(30), feed.next()).await {
-            Ok(Some(Watched::Change(change))) => {
-                assert_eq!(change.kind, ChangeKind::Posted);
-                if change.discussion.as_str() == d {
-                    assert!(reported.insert(change.slug.to_string()), "reported twice");
-                }
-            }
-            Ok(Some(Watched::Open)) => {}
-            other => panic!(
-                "the change feed stopped after {} of {total} posts: {other:?}",
-                reported.len()
-            ),
-        }
-    }
     assert_eq!(
-        reported, posted,
+        posts_reported(&mut feed, &d, total).await,
+        posted,
         "the feed reports exactly the posted comments"
     );
 

@@ -3,17 +3,16 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::StreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use serde_json::{json, Value};
 use threadql::domain::{Layout, Slug};
-use threadql::store::{ChangeKind, Discussions, Storage, Store, Watched};
+use threadql::store::{Discussions, Store};
 
 use crate::model::build_tree;
 use crate::support::{
-    diff, error_code, load_discussion, post_in, server_uri, store_config, Settings, TestApp,
+    diff, error_code, load_discussion, open_feed, post_in, posts_reported, server_uri,
+    store_config, Settings, TestApp,
 };
 
 /// The discussion document as stored.
@@ -466,14 +465,7 @@ async fn posts_waiting_for_their_turn_are_stored_together() {
     let app = TestApp::new("embedded_grouped", Layout::Embedded).await;
     let d = app.discussion("many writers").await;
     let discussion = Arc::new(load_discussion(app.store(), &d).await);
-    let mut feed = app.store().changes(Duration::from_millis(100));
-    loop {
-        match tokio::time::timeout(Duration::from_secs(30), feed.next()).await {
-            Ok(Some(Watched::Open)) => break,
-            Ok(Some(_)) => {}
-            other => panic!("the change feed did not open: {other:?}"),
-        }
-    }
+    let mut feed = open_feed(app.store()).await;
     let before = app.store().commands().snapshot();
     let mut tasks = Vec::new();
     for task in 0..TASKS {
@@ -516,24 +508,9 @@ async fn posts_waiting_for_their_turn_are_stored_together() {
     let stored = check_nesting(&raw);
     assert_eq!(stored.len(), total, "nothing lost");
     assert_eq!(stored.into_iter().collect::<HashSet<_>>(), posted);
-    let mut reported: HashSet<String> = HashSet::new();
-    while reported.len() < total {
-        match tokio::time::timeout(Duration::from_secs(30), feed.next()).await {
-            Ok(Some(Watched::Change(change))) => {
-                assert_eq!(change.kind, ChangeKind::Posted);
-                if change.discussion.as_str() == d {
-                    assert!(reported.insert(change.slug.to_string()), "reported twice");
-                }
-            }
-            Ok(Some(Watched::Open)) => {}
-            other => panic!(
-                "the change feed stopped after {} of {total} posts: {other:?}",
-                reported.len()
-            ),
-        }
-    }
     assert_eq!(
-        reported, posted,
+        posts_reported(&mut feed, &d, total).await,
+        posted,
         "the feed reports exactly the posted comments"
     );
 }

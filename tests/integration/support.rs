@@ -1,13 +1,15 @@
 //! Test support: one dev database server per test run, a fresh database per test, and helpers to
 //! run GraphQL against the real schema.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
+use futures::stream::{BoxStream, StreamExt};
 use mongodb::event::command::CommandEvent;
 use mongodb::event::EventHandler;
 use serde_json::{json, Value};
@@ -17,7 +19,7 @@ use threadql::config::{Config, LayoutArg, RateLimit};
 use threadql::domain::{Author, CommentText, Discussion, DiscussionId, Layout, NewComment, Slug};
 use threadql::graphql::Api;
 use threadql::store::embedded_db::EmbeddedDb;
-use threadql::store::{Storage, Store, StoreConfig};
+use threadql::store::{ChangeKind, Storage, Store, StoreConfig, Watched};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -465,6 +467,43 @@ pub async fn post_in(
         .expect("post")
         .comment
         .slug
+}
+
+/// The store's change feed, once it is open.
+pub async fn open_feed(store: &Store) -> BoxStream<'static, Watched> {
+    let mut feed = store.changes(Duration::from_millis(100));
+    loop {
+        match tokio::time::timeout(Duration::from_secs(30), feed.next()).await {
+            Ok(Some(Watched::Open)) => return feed,
+            Ok(Some(_)) => {}
+            other => panic!("the change feed did not open: {other:?}"),
+        }
+    }
+}
+
+/// The slugs of the first `total` posts the feed reports in discussion `d` (each once).
+pub async fn posts_reported(
+    feed: &mut BoxStream<'static, Watched>,
+    d: &str,
+    total: usize,
+) -> HashSet<String> {
+    let mut reported: HashSet<String> = HashSet::new();
+    while reported.len() < total {
+        match tokio::time::timeout(Duration::from_secs(30), feed.next()).await {
+            Ok(Some(Watched::Change(change))) => {
+                assert_eq!(change.kind, ChangeKind::Posted);
+                if change.discussion.as_str() == d {
+                    assert!(reported.insert(change.slug.to_string()), "reported twice");
+                }
+            }
+            Ok(Some(Watched::Open)) => {}
+            other => panic!(
+                "the change feed stopped after {} of {total} posts: {other:?}",
+                reported.len()
+            ),
+        }
+    }
+    reported
 }
 
 /// The commands sent between two snapshots of the command counter, by name (those sent at all).

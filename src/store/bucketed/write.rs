@@ -362,35 +362,6 @@ impl PostSteps for Bucketed {
         Some(state.target.floor_time())
     }
 
-    /// One comment is a group of one (see [`PostSteps::attempt_group`]).
-    async fn attempt(
-        &self,
-        discussion: &Discussion,
-        comment: &Comment,
-        state: &mut PostState,
-        session: &mut ClientSession,
-    ) -> StoreResult<Attempt> {
-        let mut one = [Try {
-            comment,
-            state,
-            outcome: Attempt::Retry,
-        }];
-        self.attempt_group(discussion, &mut one, session).await?;
-        Ok(one[0].outcome)
-    }
-
-    async fn count(
-        &self,
-        discussion: &Discussion,
-        comment: &Comment,
-        _state: &PostState,
-        session: &mut ClientSession,
-    ) -> StoreResult<()> {
-        self.discussions
-            .record_post(discussion, comment, session)
-            .await
-    }
-
     /// Posts waiting for the discussion's turn go into the page together.
     fn grouping(&self) -> Option<&Waiting<PostState>> {
         Some(&self.waiting)
