@@ -86,6 +86,10 @@ pub struct Discussion {
     /// per-comment discussions), so that a threaded page finds its threads without counting the
     /// ones before it.
     pub thread_blocks: Option<Vec<u64>>,
+    /// Whether every comment carries the size of its subtree (sequenced per-comment
+    /// discussions), so that a page of a sub-discussion finds where it ends without reading the
+    /// whole subtree.
+    pub subtree_sizes: bool,
     /// Where every page of a bucketed discussion before the one posts go to holds the same
     /// number of comments (the discussion keeps the smallest and largest count of its sealed
     /// pages): an offset in posting order is then a page number and a position in it, with no

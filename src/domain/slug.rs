@@ -216,6 +216,22 @@ impl FullSlug {
         (format!("{}/", self.0), format!("{}0", self.0))
     }
 
+    /// The comment's slug: the parts of its segments, without their times.
+    pub fn slug(&self) -> Slug {
+        Slug(
+            self.0
+                .split('/')
+                .map(|seg| seg.split_once(':').map_or(seg, |(_, part)| part))
+                .collect::<Vec<_>>()
+                .join("/"),
+        )
+    }
+
+    /// How many levels below the top it is (0 for a top-level comment).
+    pub fn depth(&self) -> usize {
+        self.0.matches('/').count()
+    }
+
     /// Whether `other` is a strict descendant of `self`.
     pub fn is_ancestor_of(&self, other: &FullSlug) -> bool {
         other.0.len() > self.0.len()

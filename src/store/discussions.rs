@@ -43,6 +43,9 @@ struct DiscussionDoc {
     moves: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     thread_blocks: Option<Document>,
+    /// Whether every comment carries `descendants`, the size of its subtree.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    subtree_sizes: bool,
     /// Whether its comment pages have `_id`s `<discussion>:<page>` (bucketed discussions; the
     /// bucketed layout reads it with its write target).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -82,6 +85,7 @@ impl DiscussionDoc {
                 .as_ref()
                 .map(thread_blocks::parse)
                 .transpose()?,
+            subtree_sizes: self.subtree_sizes,
             full_pages,
         })
     }
@@ -119,6 +123,9 @@ pub enum ThreadPlace {
 
 /// The posting time of a sequenced discussion's latest comment.
 pub(super) const LAST_POSTED: &str = "last_posted";
+
+/// The discussion's field that says every comment carries the size of its subtree.
+pub(super) const SUBTREE_SIZES: &str = "subtree_sizes";
 /// The field a move to another layout holds while it runs: every write to the discussion's
 /// comments is refused while it is there (see `migrate`).
 pub(super) const FENCE: &str = "moving";
@@ -177,7 +184,7 @@ fn posts_update(comments: &[&Comment]) -> Document {
 fn metadata_projection() -> Document {
     doc! {
         "title": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1,
-        "sequenced": 1, "moves": 1, thread_blocks::FIELD: 1,
+        "sequenced": 1, "moves": 1, thread_blocks::FIELD: 1, SUBTREE_SIZES: 1,
         "sized_pages": 1, "sealed_min": 1, "sealed_max": 1, "num_comment_pages": 1,
     }
 }
@@ -360,13 +367,13 @@ impl Discussions {
         Ok((found.get_i64(LAST_POSTED).ok().map(Micros), threads))
     }
 
-    /// Forgets the discussion's block counts of threads (its comments left the per-comment
-    /// layout, or are about to be written there again).
-    pub(super) async fn forget_thread_blocks(&self, id: &DiscussionId) -> StoreResult<()> {
+    /// Forgets the discussion's block counts of threads and that its comments carry subtree
+    /// sizes (its comments left the per-comment layout, or are about to be written there again).
+    pub(super) async fn forget_counts(&self, id: &DiscussionId) -> StoreResult<()> {
         self.coll
             .update_one(
                 doc! { "_id": id.as_str() },
-                doc! { "$unset": { thread_blocks::FIELD: "" } },
+                doc! { "$unset": { thread_blocks::FIELD: "", SUBTREE_SIZES: "" } },
             )
             .await?;
         Ok(())
@@ -414,6 +421,7 @@ impl DiscussionStore for Discussions {
             sequenced,
             moves: 0,
             thread_blocks: sequenced.then(Document::new),
+            subtree_sizes: sequenced,
             keyed_pages: layout == Layout::Bucketed,
             sized_pages: layout == Layout::Bucketed,
             sealed_min: None,

@@ -95,6 +95,9 @@ pub struct CommentDoc {
     /// keeps block counts of its threads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_total: Option<i64>,
+    /// The comments of its subtree, itself left out (where the discussion keeps subtree sizes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub descendants: Option<i64>,
 }
 
 impl CommentDoc {
@@ -125,6 +128,7 @@ impl CommentDoc {
             thread_seq: None,
             thread: None,
             thread_total: None,
+            descendants: None,
         }
     }
 

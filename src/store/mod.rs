@@ -16,6 +16,7 @@ mod order;
 mod per_comment;
 mod scope;
 pub mod shard;
+mod subtree;
 mod thread_blocks;
 mod write;
 

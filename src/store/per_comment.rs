@@ -9,13 +9,14 @@ use mongodb::{ClientSession, Database};
 
 use super::bson::{as_i64, corrupt, int_field, raw_comment_of, to_count};
 use super::discussions::limit_plus_one;
-use super::discussions::{ThreadPlace, LAST_POSTED};
+use super::discussions::{ThreadPlace, LAST_POSTED, SUBTREE_SIZES};
 use super::docs::{replace_update, unchanged_filter, CommentDoc};
 use super::error::is_duplicate_key;
 use super::metrics::Counted;
 use super::migrate::{Lease, Movable};
 use super::mongo::index_model as index;
 use super::order::after_filter;
+use super::subtree::{self, Head, Plan};
 use super::thread_blocks;
 use super::write::{self, Attempt, ParentPaths, PostSteps, Writer};
 use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
@@ -362,6 +363,163 @@ impl PerComment {
     }
 }
 
+impl PerComment {
+    /// A page of `root`'s sub-discussion in a discussion whose comments carry subtree sizes,
+    /// read as a range that ends where the sizes say the page ends (see `subtree`). `None` when
+    /// the sizes cannot answer (another discussion, a cursor outside the sub-discussion or of
+    /// another order, nothing after the start, a page shorter than the sizes promised); the
+    /// caller then reads the page the general way.
+    async fn sized_sub_page(
+        &self,
+        discussion: &Discussion,
+        root: &FullSlug,
+        window: &Window,
+    ) -> StoreResult<Option<Page<Comment>>> {
+        if !discussion.subtree_sizes {
+            return Ok(None);
+        }
+        let (skip, after) = match window {
+            Window::Offset { skip, .. } => (*skip, None),
+            Window::After { cursor: None, .. } => (0, None),
+            Window::After {
+                cursor: Some(Cursor::Threaded(after)),
+                ..
+            } => (0, Some(after)),
+            Window::After { .. } => return Ok(None),
+        };
+        let Some(parents) = subtree::parents_after(root, after) else {
+            return Ok(None);
+        };
+        let take = u64::try_from(limit_plus_one(window.limit())).unwrap_or(u64::MAX);
+        let mut heads: Vec<Head> = self
+            .heads(discussion, &parents, after)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect();
+        heads.sort_by(|a, b| a.full_slug.cmp(&b.full_slug));
+        if heads.is_empty() {
+            return Ok(None);
+        }
+        let mut deeper = 0;
+        let (from, skip, to, expected) = loop {
+            match subtree::plan(&heads, skip, take, deeper < subtree::MAX_DEEPER) {
+                Plan::Deeper(wide) => {
+                    let parents: Vec<Slug> = wide.iter().map(|&i| heads[i].slug()).collect();
+                    let replies = self.heads(discussion, &parents, None).await?;
+                    heads = subtree::widen(heads, &wide, replies);
+                    deeper += 1;
+                }
+                Plan::Read {
+                    from,
+                    skip,
+                    to,
+                    expected,
+                } => break (from, skip, to, expected),
+            }
+        };
+        let lower = heads[from].full_slug.as_str();
+        let upper = match to {
+            Some(last) => heads[last].end(),
+            None => root.descendant_range().1,
+        };
+        let docs: Vec<CommentDoc> = self
+            .coll
+            .find(doc! {
+                "discussion_id": discussion.id.as_str(),
+                "full_slug": { "$gte": lower, "$lt": upper },
+            })
+            .sort(doc! { "full_slug": 1 })
+            .skip(skip)
+            .limit(i64::try_from(take).unwrap_or(i64::MAX))
+            .await?
+            .try_collect()
+            .await?;
+        Ok(complete_page(discussion, docs, expected, window.limit()))
+    }
+
+    /// The replies of each of `parents` (later than `after`, where given) as heads of their
+    /// subtrees, in threaded order: one query by parent, whatever the subtrees hold.
+    async fn heads(
+        &self,
+        discussion: &Discussion,
+        parents: &[Slug],
+        after: Option<&FullSlug>,
+    ) -> StoreResult<Vec<Vec<Head>>> {
+        let id = discussion.id.as_str();
+        let branches: Vec<Document> = parents
+            .iter()
+            .map(|parent| {
+                let mut branch = doc! { "discussion_id": id, "parent": parent.as_str() };
+                if let Some(after) = after {
+                    branch.insert("full_slug", doc! { "$gt": after.as_str() });
+                }
+                branch
+            })
+            .collect();
+        let docs: Vec<Document> = self
+            .raw
+            .find(doc! { "$or": branches })
+            .projection(doc! { "_id": 0, "parent": 1, "full_slug": 1, subtree::DESCENDANTS: 1 })
+            .await?
+            .try_collect()
+            .await?;
+        let mut found: HashMap<&str, Vec<Head>> = HashMap::new();
+        for doc in &docs {
+            let parent = doc.get_str("parent").map_err(corrupt)?;
+            let full = doc.get_str("full_slug").map_err(corrupt)?;
+            found.entry(parent).or_default().push(Head::whole(
+                FullSlug::from_stored(full.to_owned()),
+                doc.get(subtree::DESCENDANTS).and_then(as_i64),
+            ));
+        }
+        Ok(parents
+            .iter()
+            .map(|parent| {
+                let mut heads = found.remove(parent.as_str()).unwrap_or_default();
+                heads.sort_by(|a, b| a.full_slug.cmp(&b.full_slug));
+                heads
+            })
+            .collect())
+    }
+
+    /// The sizes of `roots`' sub-discussions as their comments carry them (one query on the
+    /// full slug index). `None` when the discussion does not keep them or one is missing.
+    async fn stored_sizes(
+        &self,
+        discussion: &Discussion,
+        roots: &[FullSlug],
+    ) -> StoreResult<Option<HashMap<FullSlug, u64>>> {
+        if !discussion.subtree_sizes || roots.is_empty() {
+            return Ok(None);
+        }
+        let id = discussion.id.as_str();
+        let branches: Vec<Document> = roots
+            .iter()
+            .map(|root| doc! { "discussion_id": id, "full_slug": root.as_str() })
+            .collect();
+        let docs: Vec<Document> = self
+            .raw
+            .find(doc! { "$or": branches })
+            .projection(doc! { "_id": 0, "full_slug": 1, subtree::DESCENDANTS: 1 })
+            .await?
+            .try_collect()
+            .await?;
+        let mut sizes = HashMap::with_capacity(roots.len());
+        for doc in &docs {
+            let full = doc.get_str("full_slug").map_err(corrupt)?;
+            let Some(n) = doc.get(subtree::DESCENDANTS).and_then(as_i64) else {
+                return Ok(None);
+            };
+            sizes.insert(FullSlug::from_stored(full.to_owned()), to_count(n));
+        }
+        Ok(
+            (sizes.len() == roots.iter().collect::<std::collections::HashSet<_>>().len())
+                .then_some(sizes),
+        )
+    }
+}
+
 /// The page of `docs` (fetched `limit + 1`), or `None` when fewer than `expected` came back: the
 /// counts that bounded the read promised more, and the caller reads the general way.
 fn complete_page(
@@ -433,6 +591,12 @@ impl PerComment {
     /// transaction).
     fn counts_threads(&self, discussion: &Discussion) -> bool {
         self.numbers(discussion) && discussion.thread_blocks.is_some()
+    }
+
+    /// Whether this post counts its comment in the subtree size of every ancestor (inside its
+    /// transaction).
+    fn sizes_subtrees(&self, discussion: &Discussion) -> bool {
+        self.numbers(discussion) && discussion.subtree_sizes
     }
 
     /// Where the comment counts among the discussion's threads (`None` where it keeps no block
@@ -522,6 +686,9 @@ impl PostSteps for PerComment {
                         stored.thread = thread_seq.or(state.thread);
                         stored.thread_total = thread_seq.map(|_| 1);
                     }
+                    if self.sizes_subtrees(discussion) {
+                        stored.descendants = Some(0);
+                    }
                 }
                 None => {
                     (state.floor, state.threads) =
@@ -545,20 +712,29 @@ impl PostSteps for PerComment {
         session: &mut ClientSession,
     ) -> StoreResult<()> {
         if let Some(parent) = &comment.parent {
-            // The parent's reply count and, where the discussion counts threads, the root's
-            // thread total: one statement when the parent is the root, two otherwise, one command.
+            // The parent's reply count, where the discussion counts threads the root's thread
+            // total, and where it keeps subtree sizes every ancestor's: one statement per
+            // ancestor that counts something (each by the unique slug index), one command.
             let id = discussion.id.as_str();
             let at = |slug: &Slug| doc! { "discussion_id": id, "slug": slug.as_str() };
-            let root = comment.slug.ancestor_at(0);
             let threads = self.counts_threads(discussion);
-            let mut inc = doc! { "reply_count": 1_i64 };
-            if threads && *parent == root {
-                inc.insert("thread_total", 1_i64);
-            }
-            let mut statements = vec![doc! { "q": at(parent), "u": { "$inc": inc } }];
-            if threads && *parent != root {
-                statements
-                    .push(doc! { "q": at(&root), "u": { "$inc": { "thread_total": 1_i64 } } });
+            let sizes = self.sizes_subtrees(discussion);
+            let mut statements = Vec::new();
+            for depth in 0..comment.slug.depth() {
+                let ancestor = comment.slug.ancestor_at(depth);
+                let mut inc = Document::new();
+                if ancestor == *parent {
+                    inc.insert("reply_count", 1_i64);
+                }
+                if threads && depth == 0 {
+                    inc.insert("thread_total", 1_i64);
+                }
+                if sizes {
+                    inc.insert(subtree::DESCENDANTS, 1_i64);
+                }
+                if !inc.is_empty() {
+                    statements.push(doc! { "q": at(&ancestor), "u": { "$inc": inc } });
+                }
             }
             let reply = self
                 .raw
@@ -715,6 +891,10 @@ impl CommentStore for PerComment {
         let mut result: HashMap<FullSlug, Page<Comment>> = HashMap::new();
         for (len, group) in roots_by_len(roots) {
             if let [root] = group.as_slice() {
+                if let Some(page) = self.sized_sub_page(discussion, root, window).await? {
+                    result.insert((*root).clone(), page);
+                    continue;
+                }
                 let (lo, hi) = root.descendant_range();
                 let filter = doc! {
                     "discussion_id": discussion.id.as_str(),
@@ -779,6 +959,9 @@ impl CommentStore for PerComment {
         discussion: &Discussion,
         roots: &[FullSlug],
     ) -> StoreResult<HashMap<FullSlug, u64>> {
+        if let Some(counts) = self.stored_sizes(discussion, roots).await? {
+            return Ok(counts);
+        }
         let mut result: HashMap<FullSlug, u64> = roots.iter().map(|r| (r.clone(), 0)).collect();
         for (len, group) in roots_by_len(roots) {
             let pipeline = vec![
@@ -827,7 +1010,7 @@ impl Movable for PerComment {
         self.coll
             .delete_many(doc! { "discussion_id": id.as_str() })
             .await?;
-        self.discussions.forget_thread_blocks(id).await
+        self.discussions.forget_counts(id).await
     }
 
     /// One document per comment, inserted in chunks; numbered in posting order, and counted in
@@ -862,6 +1045,17 @@ impl Movable for PerComment {
             blocks[block] += 1;
             thread_of.push(entry.0);
         }
+        // Every comment counts in the subtree size of each of its ancestors.
+        let mut descendants: HashMap<Slug, i64> = HashMap::new();
+        if sequenced {
+            for comment in comments {
+                for depth in 0..comment.slug.depth() {
+                    *descendants
+                        .entry(comment.slug.ancestor_at(depth))
+                        .or_default() += 1;
+                }
+            }
+        }
         let mut seq = 0_i64;
         let mut done = 0_u64;
         for (chunk, chunk_threads) in comments
@@ -877,6 +1071,8 @@ impl Movable for PerComment {
                         seq += 1;
                         stored.seq = Some(seq);
                         stored.thread = Some(thread);
+                        stored.descendants =
+                            Some(descendants.get(&comment.slug).copied().unwrap_or(0));
                         if comment.parent.is_none() {
                             stored.thread_seq = Some(thread);
                             stored.thread_total =
@@ -890,7 +1086,7 @@ impl Movable for PerComment {
             done += chunk.len() as u64;
             lease.written(done).await?;
         }
-        let mut fields = doc! { "sequenced": sequenced };
+        let mut fields = doc! { "sequenced": sequenced, SUBTREE_SIZES: sequenced };
         if sequenced {
             fields.insert(thread_blocks::FIELD, thread_blocks::stored(&blocks));
         }

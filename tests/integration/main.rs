@@ -21,4 +21,5 @@ mod node;
 mod properties;
 mod sequence;
 mod sharding;
+mod subtrees;
 mod support;

@@ -141,6 +141,19 @@ async fn numbers_are_dense_and_chronological_under_concurrent_writers() {
         let thread = c.get_i64("thread_seq").unwrap();
         assert_eq!(c.get_i64("thread_total").unwrap(), totals[&thread], "{c}");
     }
+    // And every comment's subtree size.
+    let mut below: std::collections::HashMap<String, i64> = Default::default();
+    for c in &comments {
+        let slug = c.get_str("slug").unwrap();
+        for (i, _) in slug.match_indices('/') {
+            *below.entry(slug[..i].to_owned()).or_default() += 1;
+        }
+    }
+    for c in &comments {
+        let slug = c.get_str("slug").unwrap();
+        let expected = below.get(slug).copied().unwrap_or(0);
+        assert_eq!(c.get_i64("descendants").unwrap(), expected, "{c}");
+    }
     let stored = mongodb::Client::with_uri_str(server_uri())
         .await
         .unwrap()

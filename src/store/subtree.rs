@@ -1,0 +1,356 @@
+//! Pages of a sub-discussion bounded by subtree sizes, without reading the subtree.
+//!
+//! A sub-discussion in threaded order is one range of `full_slug`, and a page of it is the first
+//! `limit + 1` comments of the range after its start (the root's descendants, or what follows a
+//! cursor). A database that reads every match of a range before applying the limit (the
+//! development database does) reads the whole subtree for that: 4 000 comments for a page of
+//! 50. Where every comment carries the size of its subtree (`descendants`, counted on every
+//! ancestor in the post's transaction), the page can name where it ends instead:
+//!
+//! * the comments after the start are the subtrees of the *heads*: the replies, later than the
+//!   start, of the start and of each of its ancestors up to the root (one query by `parent`);
+//! * walking the heads in order and adding up their sizes finds the head whose subtree holds
+//!   the page's last comment; the page is the range from the start to the end of that subtree;
+//! * when that subtree holds many more comments than the page needs, its head is replaced by
+//!   itself alone followed by its own replies (one more query), and the walk runs again.
+//!
+//! The range read then holds at most the page and [`SPARE`] comments more. An offset page
+//! starts at the head whose subtree holds its first comment in the same way. The sizes only
+//! choose the range: a page that comes back shorter than the sizes promised (sizes that count
+//! more than there is) is read again over the whole range.
+
+use crate::domain::{FullSlug, Slug};
+
+/// The comment's field that holds the size of its subtree, itself left out.
+pub const DESCENDANTS: &str = "descendants";
+
+/// How many comments a range may hold beyond the ones its page needs before the walk looks one
+/// level deeper.
+pub const SPARE: u64 = 200;
+
+/// How many times a walk may look one level deeper (each is a query).
+pub const MAX_DEEPER: usize = 4;
+
+/// A comment that heads a run of threaded order: the comment with its subtree, or alone (its
+/// replies then follow as heads of their own).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    /// The comment's full slug.
+    pub full_slug: FullSlug,
+    /// The comments in the run (`None`: not known).
+    pub size: Option<u64>,
+    /// Whether the run is the comment alone.
+    pub alone: bool,
+}
+
+impl Head {
+    /// A comment with its subtree, as stored: `descendants` is its subtree's size without it.
+    pub fn whole(full_slug: FullSlug, descendants: Option<i64>) -> Self {
+        let size = descendants
+            .and_then(|n| u64::try_from(n).ok())
+            .map(|n| n + 1);
+        Self {
+            full_slug,
+            size,
+            alone: false,
+        }
+    }
+
+    /// The comment alone.
+    pub fn alone(full_slug: FullSlug) -> Self {
+        Self {
+            full_slug,
+            size: Some(1),
+            alone: true,
+        }
+    }
+
+    /// The comment's slug (its replies name it as their parent).
+    pub fn slug(&self) -> Slug {
+        self.full_slug.slug()
+    }
+
+    /// The first full slug after the run.
+    pub fn end(&self) -> String {
+        let (lo, hi) = self.full_slug.descendant_range();
+        if self.alone {
+            lo
+        } else {
+            hi
+        }
+    }
+
+    fn deeper(&self) -> bool {
+        !self.alone && self.size.is_some_and(|n| n > 1)
+    }
+}
+
+/// What to do next for a page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// Read the replies of these heads (indexes, increasing), replace each by itself alone
+    /// followed by its replies, and plan again.
+    Deeper(Vec<usize>),
+    /// Read the range from head `from` (skipping `skip` comments of it) to the end of head `to`
+    /// (`None`: to the end of the sub-discussion); `expected` is how many comments the sizes
+    /// promise there after the skip, up to what the page needs.
+    Read {
+        from: usize,
+        skip: u64,
+        to: Option<usize>,
+        expected: u64,
+    },
+}
+
+/// Plans the read of comments `skip .. skip + take` of the runs `heads` (in threaded order).
+/// `deeper` says whether the walk may still look one level deeper.
+pub fn plan(heads: &[Head], skip: u64, take: u64, deeper: bool) -> Plan {
+    let end = skip.saturating_add(take);
+    let mut before = 0_u64;
+    let mut start: Option<(usize, u64)> = None;
+    for (i, head) in heads.iter().enumerate() {
+        let Some(size) = head.size else {
+            // Nothing is known from here on: read from the start to the end of the range.
+            let (from, skip_in) = start.unwrap_or((i, skip.saturating_sub(before)));
+            return Plan::Read {
+                from,
+                skip: skip_in,
+                to: None,
+                expected: 0,
+            };
+        };
+        let stop = before.saturating_add(size);
+        if start.is_none() && stop > skip {
+            start = Some((i, skip - before));
+        }
+        if let (Some((from, skip_in)), true) = (start, stop >= end) {
+            let mut wide = Vec::new();
+            if deeper {
+                if skip_in > SPARE / 2 && heads[from].deeper() {
+                    wide.push(from);
+                }
+                if stop - end > SPARE / 2 && heads[i].deeper() && !wide.contains(&i) {
+                    wide.push(i);
+                }
+            }
+            if !wide.is_empty() {
+                return Plan::Deeper(wide);
+            }
+            return Plan::Read {
+                from,
+                skip: skip_in,
+                to: Some(i),
+                expected: take,
+            };
+        }
+        before = stop;
+    }
+    // The runs hold fewer comments than the page reaches: read to the end of the range.
+    match start {
+        Some((from, skip_in)) => Plan::Read {
+            from,
+            skip: skip_in,
+            to: None,
+            expected: before.saturating_sub(skip).min(take),
+        },
+        None => Plan::Read {
+            from: 0,
+            skip,
+            to: None,
+            expected: 0,
+        },
+    }
+}
+
+/// `heads` with each of `wide` replaced by itself alone followed by its replies (`replies[k]`
+/// are the replies of `wide[k]`, in threaded order).
+pub fn widen(heads: Vec<Head>, wide: &[usize], mut replies: Vec<Vec<Head>>) -> Vec<Head> {
+    let mut out = Vec::with_capacity(heads.len() + replies.iter().map(Vec::len).sum::<usize>());
+    let mut next = 0;
+    for (i, head) in heads.into_iter().enumerate() {
+        if wide.get(next) == Some(&i) {
+            out.push(Head::alone(head.full_slug));
+            out.append(&mut replies[next]);
+            next += 1;
+        } else {
+            out.push(head);
+        }
+    }
+    out
+}
+
+/// The slugs whose later replies head the runs after `after` inside the sub-discussion of
+/// `root` (`after` itself and its ancestors up to the root), or just the root's when there is no
+/// `after`. `None` when `after` is not inside the sub-discussion.
+pub fn parents_after(root: &FullSlug, after: Option<&FullSlug>) -> Option<Vec<Slug>> {
+    let Some(after) = after else {
+        return Some(vec![root.slug()]);
+    };
+    if !root.is_ancestor_of(after) {
+        return None;
+    }
+    Some(
+        (root.depth()..=after.depth())
+            .map(|depth| after.ancestor_at(depth).slug())
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full(raw: &str) -> FullSlug {
+        FullSlug::from_stored(raw.to_owned())
+    }
+
+    /// A head named by the time of its only segment under the root `0:r`.
+    fn head(t: u32, size: Option<u64>) -> Head {
+        Head {
+            full_slug: full(&format!("0:r/{t:016}:a")),
+            size,
+            alone: false,
+        }
+    }
+
+    #[test]
+    fn a_page_ends_at_the_subtree_that_holds_its_last_comment() {
+        let heads = vec![
+            head(1, Some(10)),
+            head(2, Some(30)),
+            head(3, Some(20)),
+            head(4, Some(5)),
+        ];
+        assert_eq!(
+            plan(&heads, 0, 51, true),
+            Plan::Read {
+                from: 0,
+                skip: 0,
+                to: Some(2),
+                expected: 51
+            }
+        );
+        // An offset page starts at the subtree that holds its first comment.
+        assert_eq!(
+            plan(&heads, 45, 10, true),
+            Plan::Read {
+                from: 2,
+                skip: 5,
+                to: Some(2),
+                expected: 10
+            }
+        );
+    }
+
+    #[test]
+    fn a_large_subtree_is_looked_into() {
+        let heads = vec![head(1, Some(10)), head(2, Some(4_000)), head(3, Some(5))];
+        assert_eq!(plan(&heads, 0, 51, true), Plan::Deeper(vec![1]));
+        // Not once the walk may not look deeper.
+        assert_eq!(
+            plan(&heads, 0, 51, false),
+            Plan::Read {
+                from: 0,
+                skip: 0,
+                to: Some(1),
+                expected: 51
+            }
+        );
+        // Both ends of an offset page, when both are far.
+        let heads = vec![head(1, Some(1_000)), head(2, Some(4_000))];
+        assert_eq!(plan(&heads, 500, 1_000, true), Plan::Deeper(vec![0, 1]));
+        // One subtree holding both ends is looked into once.
+        let heads = vec![head(1, Some(4_000))];
+        assert_eq!(plan(&heads, 500, 51, true), Plan::Deeper(vec![0]));
+    }
+
+    #[test]
+    fn unknown_sizes_read_to_the_end() {
+        let heads = vec![head(1, Some(10)), head(2, None), head(3, Some(5))];
+        assert_eq!(
+            plan(&heads, 0, 51, true),
+            Plan::Read {
+                from: 0,
+                skip: 0,
+                to: None,
+                expected: 0
+            }
+        );
+        assert_eq!(
+            plan(&heads, 12, 5, true),
+            Plan::Read {
+                from: 1,
+                skip: 2,
+                to: None,
+                expected: 0
+            }
+        );
+    }
+
+    #[test]
+    fn short_runs_read_what_there_is() {
+        let heads = vec![head(1, Some(3)), head(2, Some(4))];
+        assert_eq!(
+            plan(&heads, 0, 51, true),
+            Plan::Read {
+                from: 0,
+                skip: 0,
+                to: None,
+                expected: 7
+            }
+        );
+        assert_eq!(
+            plan(&heads, 9, 51, true),
+            Plan::Read {
+                from: 0,
+                skip: 9,
+                to: None,
+                expected: 0
+            }
+        );
+    }
+
+    #[test]
+    fn a_head_alone_ends_before_its_replies() {
+        let lone = Head::alone(full("0:r/01:a"));
+        assert_eq!(lone.end(), "0:r/01:a/");
+        assert_eq!(head(1, Some(3)).end(), format!("0:r/{:016}:a0", 1));
+        let widened = widen(
+            vec![head(1, Some(1)), head(2, Some(3)), head(3, Some(1))],
+            &[1],
+            vec![vec![
+                Head::whole(full(&format!("0:r/{:016}:a/05:b", 2)), Some(0)),
+                Head::whole(full(&format!("0:r/{:016}:a/06:c", 2)), Some(0)),
+            ]],
+        );
+        let sizes: Vec<_> = widened.iter().map(|h| (h.size, h.alone)).collect();
+        assert_eq!(
+            sizes,
+            vec![
+                (Some(1), false),
+                (Some(1), true),
+                (Some(1), false),
+                (Some(1), false),
+                (Some(1), false)
+            ]
+        );
+    }
+
+    #[test]
+    fn the_parents_after_a_cursor_run_up_to_the_root() {
+        let root = full("01:r/02:a");
+        assert_eq!(
+            parents_after(&root, None),
+            Some(vec![Slug::from_stored("r/a".into())])
+        );
+        assert_eq!(
+            parents_after(&root, Some(&full("01:r/02:a/03:b/04:c"))),
+            Some(vec![
+                Slug::from_stored("r/a".into()),
+                Slug::from_stored("r/a/b".into()),
+                Slug::from_stored("r/a/b/c".into()),
+            ])
+        );
+        assert_eq!(parents_after(&root, Some(&full("01:r/05:z"))), None);
+    }
+}
