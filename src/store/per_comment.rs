@@ -446,20 +446,14 @@ impl PerComment {
         parents: &[Slug],
         after: Option<&FullSlug>,
     ) -> StoreResult<Vec<Vec<Head>>> {
-        let id = discussion.id.as_str();
-        let branches: Vec<Document> = parents
-            .iter()
-            .map(|parent| {
-                let mut branch = doc! { "discussion_id": id, "parent": parent.as_str() };
-                if let Some(after) = after {
-                    branch.insert("full_slug", doc! { "$gt": after.as_str() });
-                }
-                branch
-            })
-            .collect();
+        // Filtered by parent alone and sorted like the replies index: the development database
+        // then reads just the parents' replies (a range on `full_slug` beside the parent, or an
+        // `$or`, makes it read from the cursor to the end of the discussion, or the discussion).
+        let names: Vec<&str> = parents.iter().map(Slug::as_str).collect();
         let docs: Vec<Document> = self
             .raw
-            .find(doc! { "$or": branches })
+            .find(doc! { "discussion_id": discussion.id.as_str(), "parent": { "$in": names } })
+            .sort(doc! { "parent": 1, "posted": 1, "slug": 1 })
             .projection(doc! { "_id": 0, "parent": 1, "full_slug": 1, subtree::DESCENDANTS: 1 })
             .await?
             .try_collect()
@@ -468,6 +462,9 @@ impl PerComment {
         for doc in &docs {
             let parent = doc.get_str("parent").map_err(corrupt)?;
             let full = doc.get_str("full_slug").map_err(corrupt)?;
+            if after.is_some_and(|after| full <= after.as_str()) {
+                continue;
+            }
             found.entry(parent).or_default().push(Head::whole(
                 FullSlug::from_stored(full.to_owned()),
                 doc.get(subtree::DESCENDANTS).and_then(as_i64),
