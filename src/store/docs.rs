@@ -98,6 +98,10 @@ pub struct CommentDoc {
     /// The comments of its subtree, itself left out (where the discussion keeps subtree sizes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub descendants: Option<i64>,
+    /// The size of each reply's subtree, the reply included, by the reply's last `full_slug`
+    /// segment (where the discussion keeps subtree sizes and the comment has replies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_sizes: Option<Document>,
 }
 
 impl CommentDoc {
@@ -129,6 +133,7 @@ impl CommentDoc {
             thread: None,
             thread_total: None,
             descendants: None,
+            reply_sizes: None,
         }
     }
 

@@ -367,10 +367,11 @@ impl PerComment {
     /// A page of `root`'s sub-discussion in a discussion whose comments carry subtree sizes,
     /// read as a range that ends where the sizes say the page ends (see `subtree`). `None` when
     /// the sizes cannot answer (another discussion, a cursor outside the sub-discussion or of
-    /// another order, nothing after the start, a page shorter than the sizes promised); the
-    /// caller then reads the page the general way.
+    /// another order, a comment without sizes, nothing after the start, a page shorter than the
+    /// sizes promised); the caller then reads the page the general way.
     async fn sized_sub_page(
         &self,
+        scope: &ReadScope,
         discussion: &Discussion,
         root: &FullSlug,
         window: &Window,
@@ -391,11 +392,13 @@ impl PerComment {
             return Ok(None);
         };
         let take = u64::try_from(limit_plus_one(window.limit())).unwrap_or(u64::MAX);
-        let mut heads: Vec<Head> = self
-            .heads(discussion, &parents, after)
-            .await?
+        let Some(replies) = self.reply_heads(scope, discussion, &parents).await? else {
+            return Ok(None);
+        };
+        let mut heads: Vec<Head> = replies
             .into_iter()
             .flatten()
+            .filter(|head| after.is_none_or(|after| head.full_slug > *after))
             .collect();
         heads.sort_by(|a, b| a.full_slug.cmp(&b.full_slug));
         if heads.is_empty() {
@@ -405,8 +408,11 @@ impl PerComment {
         let (from, skip, to, expected) = loop {
             match subtree::plan(&heads, skip, take, deeper < subtree::MAX_DEEPER) {
                 Plan::Deeper(wide) => {
-                    let parents: Vec<Slug> = wide.iter().map(|&i| heads[i].slug()).collect();
-                    let replies = self.heads(discussion, &parents, None).await?;
+                    let parents: Vec<FullSlug> =
+                        wide.iter().map(|&i| heads[i].full_slug.clone()).collect();
+                    let Some(replies) = self.reply_heads(scope, discussion, &parents).await? else {
+                        return Ok(None);
+                    };
                     heads = subtree::widen(heads, &wide, replies);
                     deeper += 1;
                 }
@@ -438,82 +444,94 @@ impl PerComment {
         Ok(complete_page(discussion, docs, expected, window.limit()))
     }
 
-    /// The replies of each of `parents` (later than `after`, where given) as heads of their
-    /// subtrees, in threaded order: one query by parent, whatever the subtrees hold.
-    async fn heads(
+    /// The replies of each of `parents` as heads of their subtrees, in threaded order, from the
+    /// parents' `reply_sizes`: those this request read already, and the others in one query on
+    /// the full slug index (an `$or` of equalities: one index point each). `None` when one of
+    /// them is missing or keeps no sizes.
+    async fn reply_heads(
         &self,
+        scope: &ReadScope,
         discussion: &Discussion,
-        parents: &[Slug],
-        after: Option<&FullSlug>,
-    ) -> StoreResult<Vec<Vec<Head>>> {
-        // Filtered by parent alone and sorted like the replies index: the development database
-        // then reads just the parents' replies (a range on `full_slug` beside the parent, or an
-        // `$or`, makes it read from the cursor to the end of the discussion, or the discussion).
-        let names: Vec<&str> = parents.iter().map(Slug::as_str).collect();
-        let docs: Vec<Document> = self
-            .raw
-            .find(doc! { "discussion_id": discussion.id.as_str(), "parent": { "$in": names } })
-            .sort(doc! { "parent": 1, "posted": 1, "slug": 1 })
-            .projection(doc! { "_id": 0, "parent": 1, "full_slug": 1, subtree::DESCENDANTS: 1 })
-            .await?
-            .try_collect()
-            .await?;
-        let mut found: HashMap<&str, Vec<Head>> = HashMap::new();
-        for doc in &docs {
-            let parent = doc.get_str("parent").map_err(corrupt)?;
-            let full = doc.get_str("full_slug").map_err(corrupt)?;
-            if after.is_some_and(|after| full <= after.as_str()) {
-                continue;
-            }
-            found.entry(parent).or_default().push(Head::whole(
-                FullSlug::from_stored(full.to_owned()),
-                doc.get(subtree::DESCENDANTS).and_then(as_i64),
-            ));
-        }
-        Ok(parents
+        parents: &[FullSlug],
+    ) -> StoreResult<Option<Vec<Vec<Head>>>> {
+        let id = &discussion.id;
+        let missing: Vec<&FullSlug> = parents
             .iter()
-            .map(|parent| {
-                let mut heads = found.remove(parent.as_str()).unwrap_or_default();
-                heads.sort_by(|a, b| a.full_slug.cmp(&b.full_slug));
-                heads
-            })
-            .collect())
+            .filter(|p| scope.reply_sizes.get(id, &p.slug()).is_none())
+            .collect();
+        if !missing.is_empty() {
+            let branches: Vec<Document> = missing
+                .iter()
+                .map(|full| doc! { "discussion_id": id.as_str(), "full_slug": full.as_str() })
+                .collect();
+            let docs: Vec<CommentDoc> = self
+                .coll
+                .find(doc! { "$or": branches })
+                .await?
+                .try_collect()
+                .await?;
+            for mut doc in docs {
+                remember_sizes(scope, id, &mut doc);
+            }
+        }
+        let mut out = Vec::with_capacity(parents.len());
+        for parent in parents {
+            let Some(sizes) = scope.reply_sizes.get(id, &parent.slug()) else {
+                return Ok(None);
+            };
+            out.push(
+                sizes
+                    .into_iter()
+                    .map(|(full, size)| Head::whole(full, i64::try_from(size).ok().map(|n| n - 1)))
+                    .collect(),
+            );
+        }
+        Ok(Some(out))
     }
 
-    /// The sizes of `roots`' sub-discussions as their comments carry them (one query on the
-    /// full slug index). `None` when the discussion does not keep them or one is missing.
+    /// The sizes of `roots`' sub-discussions as their comments carry them (from the roots read
+    /// in this request, or one query). `None` when the discussion does not keep them or a root
+    /// does not carry them.
     async fn stored_sizes(
         &self,
+        scope: &ReadScope,
         discussion: &Discussion,
         roots: &[FullSlug],
     ) -> StoreResult<Option<HashMap<FullSlug, u64>>> {
         if !discussion.subtree_sizes || roots.is_empty() {
             return Ok(None);
         }
-        let id = discussion.id.as_str();
-        let branches: Vec<Document> = roots
-            .iter()
-            .map(|root| doc! { "discussion_id": id, "full_slug": root.as_str() })
-            .collect();
-        let docs: Vec<Document> = self
-            .raw
-            .find(doc! { "$or": branches })
-            .projection(doc! { "_id": 0, "full_slug": 1, subtree::DESCENDANTS: 1 })
-            .await?
-            .try_collect()
-            .await?;
-        let mut sizes = HashMap::with_capacity(roots.len());
-        for doc in &docs {
-            let full = doc.get_str("full_slug").map_err(corrupt)?;
-            let Some(n) = doc.get(subtree::DESCENDANTS).and_then(as_i64) else {
-                return Ok(None);
-            };
-            sizes.insert(FullSlug::from_stored(full.to_owned()), to_count(n));
-        }
-        Ok(
-            (sizes.len() == roots.iter().collect::<std::collections::HashSet<_>>().len())
-                .then_some(sizes),
-        )
+        let Some(replies) = self.reply_heads(scope, discussion, roots).await? else {
+            return Ok(None);
+        };
+        Ok(Some(
+            roots
+                .iter()
+                .cloned()
+                .zip(
+                    replies
+                        .iter()
+                        .map(|heads| heads.iter().filter_map(|h| h.size).sum()),
+                )
+                .collect(),
+        ))
+    }
+}
+
+/// Remembers in the request's scope the sizes of a stored comment's replies' subtrees, where
+/// it carries them: a comment with its own size whose replies' sizes add up to it (one from
+/// before the discussion kept sizes has none, and is read the general way).
+fn remember_sizes(scope: &ReadScope, id: &DiscussionId, doc: &mut CommentDoc) {
+    let Some(descendants) = doc.descendants else {
+        return;
+    };
+    let full = FullSlug::from_stored(doc.full_slug.clone());
+    let sizes = subtree::reply_sizes(&full, doc.reply_sizes.take().as_ref());
+    let total: u64 = sizes.iter().map(|(_, n)| n).sum();
+    if i64::try_from(total).ok() == Some(descendants) {
+        scope
+            .reply_sizes
+            .remember(id, Slug::from_stored(doc.slug.clone()), sizes);
     }
 }
 
@@ -728,6 +746,7 @@ impl PostSteps for PerComment {
                 }
                 if sizes {
                     inc.insert(subtree::DESCENDANTS, 1_i64);
+                    inc.insert(subtree::reply_size_path(&comment.full_slug, depth), 1_i64);
                 }
                 if !inc.is_empty() {
                     statements.push(doc! { "q": at(&ancestor), "u": { "$inc": inc } });
@@ -818,9 +837,11 @@ impl CommentStore for PerComment {
         self.find_page(discussion, filter, sort, window).await
     }
 
+    /// Comments by slug; where the discussion keeps subtree sizes, the request remembers each
+    /// one's replies' sizes (a page of its sub-discussion then starts from them).
     async fn by_slugs(
         &self,
-        _scope: &ReadScope,
+        scope: &ReadScope,
         discussion: &Discussion,
         slugs: &[Slug],
     ) -> StoreResult<Vec<Comment>> {
@@ -833,7 +854,12 @@ impl CommentStore for PerComment {
             .await?;
         Ok(docs
             .into_iter()
-            .map(|d| d.into_comment(&discussion.id))
+            .map(|mut d| {
+                if discussion.subtree_sizes {
+                    remember_sizes(scope, &discussion.id, &mut d);
+                }
+                d.into_comment(&discussion.id)
+            })
             .collect())
     }
 
@@ -880,7 +906,7 @@ impl CommentStore for PerComment {
 
     async fn sub_discussions(
         &self,
-        _scope: &ReadScope,
+        scope: &ReadScope,
         discussion: &Discussion,
         roots: &[FullSlug],
         window: &Window,
@@ -888,7 +914,7 @@ impl CommentStore for PerComment {
         let mut result: HashMap<FullSlug, Page<Comment>> = HashMap::new();
         for (len, group) in roots_by_len(roots) {
             if let [root] = group.as_slice() {
-                if let Some(page) = self.sized_sub_page(discussion, root, window).await? {
+                if let Some(page) = self.sized_sub_page(scope, discussion, root, window).await? {
                     result.insert((*root).clone(), page);
                     continue;
                 }
@@ -952,11 +978,11 @@ impl CommentStore for PerComment {
 
     async fn sub_discussion_counts(
         &self,
-        _scope: &ReadScope,
+        scope: &ReadScope,
         discussion: &Discussion,
         roots: &[FullSlug],
     ) -> StoreResult<HashMap<FullSlug, u64>> {
-        if let Some(counts) = self.stored_sizes(discussion, roots).await? {
+        if let Some(counts) = self.stored_sizes(scope, discussion, roots).await? {
             return Ok(counts);
         }
         let mut result: HashMap<FullSlug, u64> = roots.iter().map(|r| (r.clone(), 0)).collect();
@@ -1043,13 +1069,17 @@ impl Movable for PerComment {
             thread_of.push(entry.0);
         }
         // Every comment counts in the subtree size of each of its ancestors.
-        let mut descendants: HashMap<Slug, i64> = HashMap::new();
+        let mut descendants: HashMap<Slug, (i64, Document)> = HashMap::new();
         if sequenced {
             for comment in comments {
                 for depth in 0..comment.slug.depth() {
-                    *descendants
+                    let (count, sizes) = descendants
                         .entry(comment.slug.ancestor_at(depth))
-                        .or_default() += 1;
+                        .or_default();
+                    *count += 1;
+                    let reply = subtree::reply_segment(&comment.full_slug, depth);
+                    let n = sizes.get(reply).and_then(as_i64).unwrap_or(0);
+                    sizes.insert(reply, n + 1);
                 }
             }
         }
@@ -1068,8 +1098,9 @@ impl Movable for PerComment {
                         seq += 1;
                         stored.seq = Some(seq);
                         stored.thread = Some(thread);
-                        stored.descendants =
-                            Some(descendants.get(&comment.slug).copied().unwrap_or(0));
+                        let (count, sizes) = descendants.remove(&comment.slug).unwrap_or_default();
+                        stored.descendants = Some(count);
+                        stored.reply_sizes = (!sizes.is_empty()).then_some(sizes);
                         if comment.parent.is_none() {
                             stored.thread_seq = Some(thread);
                             stored.thread_total =

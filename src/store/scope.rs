@@ -9,7 +9,7 @@ use tokio::sync::OnceCell;
 
 use super::bucketed::PageInfo;
 use crate::domain::tree::Thread;
-use crate::domain::{Comment, DiscussionId, Slug};
+use crate::domain::{Comment, DiscussionId, FullSlug, Slug};
 
 /// Values loaded at most once per discussion; concurrent callers share one load.
 pub struct Memo<V> {
@@ -65,6 +65,9 @@ pub struct ReadScope {
     /// Bucketed layout: for comments read so far that keep them, their direct replies per page
     /// (page number, replies there), in page order.
     pub(super) reply_pages: ReplyPages,
+    /// Per-comment layout: for comments read so far that keep them, their replies with the size
+    /// of each one's subtree (the reply included), in threaded order.
+    pub(super) reply_sizes: BySlug<Vec<(FullSlug, u64)>>,
 }
 
 /// Values kept per comment read so far, by discussion and slug.

@@ -8,25 +8,70 @@
 //! ancestor in the post's transaction), the page can name where it ends instead:
 //!
 //! * the comments after the start are the subtrees of the *heads*: the replies, later than the
-//!   start, of the start and of each of its ancestors up to the root (one query by `parent`);
+//!   start, of the start and of each of its ancestors up to the root. Every comment keeps its
+//!   replies' subtree sizes (`reply_sizes`), so the heads come from those comments' documents
+//!   (the root's is read by the request already);
 //! * walking the heads in order and adding up their sizes finds the head whose subtree holds
 //!   the page's last comment; the page is the range from the start to the end of that subtree;
 //! * when that subtree holds many more comments than the page needs, its head is replaced by
-//!   itself alone followed by its own replies (one more query), and the walk runs again.
+//!   itself alone followed by its own replies (one more query, of that head's document), and the
+//!   walk runs again.
 //!
-//! The range read then holds at most the page and [`SPARE`] comments more. An offset page
+//! The range read then holds the page and at most [`DEEPER_PAST`] comments more at either end. An offset page
 //! starts at the head whose subtree holds its first comment in the same way. The sizes only
 //! choose the range: a page that comes back shorter than the sizes promised (sizes that count
 //! more than there is) is read again over the whole range.
 
-use crate::domain::{FullSlug, Slug};
+use mongodb::bson::Document;
+
+use super::bson::as_i64;
+use crate::domain::FullSlug;
 
 /// The comment's field that holds the size of its subtree, itself left out.
 pub const DESCENDANTS: &str = "descendants";
 
-/// How many comments a range may hold beyond the ones its page needs before the walk looks one
-/// level deeper.
-pub const SPARE: u64 = 200;
+/// The comment's field that holds the size of each reply's subtree, the reply included, by the
+/// reply's last `full_slug` segment (`{"<micros>:<part>": n, …}`).
+pub const REPLY_SIZES: &str = "reply_sizes";
+
+/// The segment of `full_slug` one level below `depth`: which reply of its ancestor at `depth`
+/// the comment descends from.
+pub fn reply_segment(full_slug: &FullSlug, depth: usize) -> &str {
+    full_slug
+        .as_str()
+        .split('/')
+        .nth(depth + 1)
+        .unwrap_or_default()
+}
+
+/// The path of the count a comment adds to its ancestor at `depth`'s `reply_sizes`.
+pub fn reply_size_path(full_slug: &FullSlug, depth: usize) -> String {
+    format!("{REPLY_SIZES}.{}", reply_segment(full_slug, depth))
+}
+
+/// The replies of the comment `full_slug` and their subtrees' sizes, in threaded order, from its
+/// stored `reply_sizes` (entries that are not a segment and a count are left out; the caller
+/// checks that they add up to the comment's size).
+pub fn reply_sizes(full_slug: &FullSlug, stored: Option<&Document>) -> Vec<(FullSlug, u64)> {
+    let Some(stored) = stored else {
+        return Vec::new();
+    };
+    let mut sizes: Vec<(FullSlug, u64)> = stored
+        .iter()
+        .filter_map(|(segment, n)| {
+            let n = u64::try_from(as_i64(n)?).ok()?;
+            let reply = FullSlug::parse(&format!("{full_slug}/{segment}")).ok()?;
+            (reply.depth() == full_slug.depth() + 1).then_some((reply, n))
+        })
+        .collect();
+    sizes.sort();
+    sizes
+}
+
+/// How many comments a range may read beyond the ones its page needs, at either end, before the
+/// walk looks one level deeper. A level costs a query: on the development database about what
+/// reading 250 more comments of a range costs.
+pub const DEEPER_PAST: u64 = 250;
 
 /// How many times a walk may look one level deeper (each is a query).
 pub const MAX_DEEPER: usize = 4;
@@ -63,11 +108,6 @@ impl Head {
             size: Some(1),
             alone: true,
         }
-    }
-
-    /// The comment's slug (its replies name it as their parent).
-    pub fn slug(&self) -> Slug {
-        self.full_slug.slug()
     }
 
     /// The first full slug after the run.
@@ -126,10 +166,10 @@ pub fn plan(heads: &[Head], skip: u64, take: u64, deeper: bool) -> Plan {
         if let (Some((from, skip_in)), true) = (start, stop >= end) {
             let mut wide = Vec::new();
             if deeper {
-                if skip_in > SPARE / 2 && heads[from].deeper() {
+                if skip_in > DEEPER_PAST && heads[from].deeper() {
                     wide.push(from);
                 }
-                if stop - end > SPARE / 2 && heads[i].deeper() && !wide.contains(&i) {
+                if stop - end > DEEPER_PAST && heads[i].deeper() && !wide.contains(&i) {
                     wide.push(i);
                 }
             }
@@ -179,19 +219,19 @@ pub fn widen(heads: Vec<Head>, wide: &[usize], mut replies: Vec<Vec<Head>>) -> V
     out
 }
 
-/// The slugs whose later replies head the runs after `after` inside the sub-discussion of
-/// `root` (`after` itself and its ancestors up to the root), or just the root's when there is no
+/// The comments whose later replies head the runs after `after` inside the sub-discussion of
+/// `root` (`after` itself and its ancestors up to the root), or just the root when there is no
 /// `after`. `None` when `after` is not inside the sub-discussion.
-pub fn parents_after(root: &FullSlug, after: Option<&FullSlug>) -> Option<Vec<Slug>> {
+pub fn parents_after(root: &FullSlug, after: Option<&FullSlug>) -> Option<Vec<FullSlug>> {
     let Some(after) = after else {
-        return Some(vec![root.slug()]);
+        return Some(vec![root.clone()]);
     };
     if !root.is_ancestor_of(after) {
         return None;
     }
     Some(
         (root.depth()..=after.depth())
-            .map(|depth| after.ancestor_at(depth).slug())
+            .map(|depth| after.ancestor_at(depth))
             .collect(),
     )
 }
@@ -339,18 +379,47 @@ mod tests {
     #[test]
     fn the_parents_after_a_cursor_run_up_to_the_root() {
         let root = full("01:r/02:a");
-        assert_eq!(
-            parents_after(&root, None),
-            Some(vec![Slug::from_stored("r/a".into())])
-        );
+        assert_eq!(parents_after(&root, None), Some(vec![root.clone()]));
         assert_eq!(
             parents_after(&root, Some(&full("01:r/02:a/03:b/04:c"))),
             Some(vec![
-                Slug::from_stored("r/a".into()),
-                Slug::from_stored("r/a/b".into()),
-                Slug::from_stored("r/a/b/c".into()),
+                root.clone(),
+                full("01:r/02:a/03:b"),
+                full("01:r/02:a/03:b/04:c"),
             ])
         );
         assert_eq!(parents_after(&root, Some(&full("01:r/05:z"))), None);
+    }
+
+    #[test]
+    fn reply_sizes_are_read_in_threaded_order_and_checked() {
+        let parent = full("0000000000000001:rrrrrrrr");
+        let stored = mongodb::bson::doc! {
+            "0000000000000009:bbbbbbbb": 3_i64,
+            "0000000000000002:aaaaaaaa": 1_i32,
+            "not a segment": 4_i64,
+            "0000000000000003:cccccccc/0000000000000004:dddddddd": 2_i64,
+        };
+        assert_eq!(
+            reply_sizes(&parent, Some(&stored)),
+            vec![
+                (
+                    full("0000000000000001:rrrrrrrr/0000000000000002:aaaaaaaa"),
+                    1
+                ),
+                (
+                    full("0000000000000001:rrrrrrrr/0000000000000009:bbbbbbbb"),
+                    3
+                ),
+            ]
+        );
+        assert_eq!(reply_sizes(&parent, None), Vec::new());
+        let reply =
+            full("0000000000000001:rrrrrrrr/0000000000000002:aaaaaaaa/0000000000000005:eeeeeeee");
+        assert_eq!(
+            reply_size_path(&reply, 0),
+            "reply_sizes.0000000000000002:aaaaaaaa"
+        );
+        assert_eq!(reply_segment(&reply, 1), "0000000000000005:eeeeeeee");
     }
 }

@@ -95,14 +95,14 @@ async fn walk(app: &TestApp, d: &str, root: &str, first: usize) -> (Vec<String>,
     }
 }
 
-/// A thread whose first reply holds most of it: `root` → `a` (3 replies of 60 replies each),
+/// A thread whose first reply holds most of it: `root` → `a` (3 replies of 110 replies each),
 /// `b` (5 replies), `c` (2 replies of 130 replies each); and a thread after it.
 async fn lopsided(app: &TestApp, d: &str) -> [String; 4] {
     let root = app.post(d, None, "root").await;
     let a = app.post(d, Some(&root), "a").await;
     for i in 0..3 {
         let mid = app.post(d, Some(&a), &format!("a{i}")).await;
-        for j in 0..60 {
+        for j in 0..110 {
             app.post(d, Some(&mid), &format!("a{i} {j}")).await;
         }
     }
@@ -135,10 +135,10 @@ async fn sub_discussion_pages_end_where_the_subtree_sizes_say() {
         for first in [50, 7] {
             let (seen, costs) = walk(&app, &d, sub, first).await;
             assert_eq!(seen, expected, "{sub} by {first}");
-            // The discussion, the comment, the heads after the start, at most four levels
-            // looked into, the page, the count.
+            // The discussion, the comment (its replies' sizes come with it), the cursor's
+            // ancestors (none on a first page), at most four levels looked into, the page.
             assert!(
-                costs.iter().all(|&c| (5..=9).contains(&c)),
+                costs.iter().all(|&c| (3..=8).contains(&c)),
                 "{sub} by {first}: {costs:?}"
             );
         }
@@ -185,29 +185,50 @@ async fn sub_discussion_pages_end_where_the_subtree_sizes_say() {
         );
     }
 
-    // The first page of the root looks one level into `a` (184 comments for a page of 51) and
-    // reads from `a` to the end of its first reply's subtree: the discussion, the comment, the
-    // root's replies, `a`'s replies, the page, and the count (the root's own size).
+    // The first page of the root looks one level into `a` (334 comments for a page of 51) and
+    // reads from `a` to the end of its first reply's subtree: the discussion, the comment (with
+    // its replies' sizes, which also give the count), `a`, the page.
     let before = finds(&app);
     app.ok(SUB, json!({ "d": d, "s": root, "f": 50 })).await;
-    assert_eq!(finds(&app) - before, 6);
+    assert_eq!(finds(&app) - before, 4);
 
-    // A size that promises more than there is: the page comes back short and is read again
-    // over the whole range, with the same result.
+    // Sizes that promise more than there is (`b` counted as 120 on the root, which still adds
+    // up): a page that ends in `b` comes back short and is read again over the whole range,
+    // with the same result.
     let db = mongodb::Client::with_uri_str(server_uri())
         .await
         .unwrap()
         .database(&app.database);
+    let b_segment = comments[b.as_str()]
+        .get_str("full_slug")
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
     db.collection::<Document>("comments")
         .update_one(
-            doc! { "discussion_id": &d, "slug": &b },
-            doc! { "$set": { "descendants": 120_i64 } },
+            doc! { "discussion_id": &d, "slug": &root },
+            doc! { "$inc": { format!("reply_sizes.{b_segment}"): 114_i64, "descendants": 114_i64 } },
         )
         .await
         .unwrap();
     let expected = below(&comments, &root);
     let (seen, _) = walk(&app, &d, &root, 50).await;
     assert_eq!(seen, expected);
+
+    // A discussion that does not keep sizes (from before they were kept) is read the general
+    // way, with the same result: one query for the page.
+    db.collection::<Document>("discussions")
+        .update_one(
+            doc! { "_id": &d },
+            doc! { "$unset": { "subtree_sizes": "" } },
+        )
+        .await
+        .unwrap();
+    let (seen, costs) = walk(&app, &d, &root, 50).await;
+    assert_eq!(seen, expected);
+    assert!(costs.iter().all(|&c| c == 3), "{costs:?}");
 }
 
 /// Sizes are counted by every post on all its ancestors, also while many post at once.
