@@ -309,16 +309,32 @@ impl PerComment {
             }
             (None, _) => return Ok(None),
         };
+        self.threaded_range(discussion, range, skip, want, expected, window.limit())
+            .await
+    }
+
+    /// The comments in `range` of `full_slug`, in threaded order, `skip` of them skipped and at
+    /// most `want` read: the page of `limit`, or `None` when fewer than `expected` came back
+    /// (see [`complete_page`]).
+    async fn threaded_range(
+        &self,
+        discussion: &Discussion,
+        range: Document,
+        skip: u64,
+        want: u64,
+        expected: u64,
+        limit: usize,
+    ) -> StoreResult<Option<Page<Comment>>> {
         let docs: Vec<CommentDoc> = self
             .coll
-            .find(doc! { "discussion_id": id, "full_slug": range })
+            .find(doc! { "discussion_id": discussion.id.as_str(), "full_slug": range })
             .sort(doc! { "full_slug": 1 })
             .skip(skip)
             .limit(i64::try_from(want).unwrap_or(i64::MAX))
             .await?
             .try_collect()
             .await?;
-        Ok(complete_page(discussion, docs, expected, window.limit()))
+        Ok(complete_page(discussion, docs, expected, limit))
     }
 
     /// The top-level comments numbered `first ..= last` (fewer past the discussion's last
@@ -429,19 +445,15 @@ impl PerComment {
             Some(last) => heads[last].end(),
             None => root.descendant_range().1,
         };
-        let docs: Vec<CommentDoc> = self
-            .coll
-            .find(doc! {
-                "discussion_id": discussion.id.as_str(),
-                "full_slug": { "$gte": lower, "$lt": upper },
-            })
-            .sort(doc! { "full_slug": 1 })
-            .skip(skip)
-            .limit(i64::try_from(take).unwrap_or(i64::MAX))
-            .await?
-            .try_collect()
-            .await?;
-        Ok(complete_page(discussion, docs, expected, window.limit()))
+        self.threaded_range(
+            discussion,
+            doc! { "$gte": lower, "$lt": upper },
+            skip,
+            take,
+            expected,
+            window.limit(),
+        )
+        .await
     }
 
     /// The replies of each of `parents` as heads of their subtrees, in threaded order, from the

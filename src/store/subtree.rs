@@ -69,9 +69,10 @@ pub fn reply_sizes(full_slug: &FullSlug, stored: Option<&Document>) -> Vec<(Full
 }
 
 /// How many comments a range may read beyond the ones its page needs, at either end, before the
-/// walk looks one level deeper. A level costs a query: on the development database about what
-/// reading 250 more comments of a range costs.
-pub const DEEPER_PAST: u64 = 250;
+/// walk looks one level deeper. A level costs a point read of one comment: on the development
+/// database about what reading 100 more comments of a range costs (0.3 ms against 3 µs a
+/// comment, measured).
+pub const DEEPER_PAST: u64 = 100;
 
 /// How many times a walk may look one level deeper (each is a query).
 pub const MAX_DEEPER: usize = 4;

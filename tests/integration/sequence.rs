@@ -8,7 +8,9 @@ use serde_json::{json, Value};
 use threadql::auth::JwtKeys;
 use threadql::domain::Layout;
 
-use crate::support::{post_graphql, server_uri, unique_db, Running, Settings, TestApp, SECRET};
+use crate::support::{
+    finds, post_graphql, server_uri, unique_db, Running, Settings, TestApp, SECRET,
+};
 
 /// Writers per server.
 const WRITERS: usize = 6;
@@ -214,16 +216,6 @@ async fn numbers_are_dense_and_chronological_under_concurrent_writers() {
     for server in servers {
         server.shutdown().await;
     }
-}
-
-/// `find` commands the app has sent so far.
-fn finds(app: &TestApp) -> u64 {
-    app.store()
-        .commands()
-        .snapshot()
-        .get("find")
-        .copied()
-        .unwrap_or(0)
 }
 
 /// The full slugs of a connection's nodes.

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use threadql::domain::{FullSlug, Layout, Window};
 use threadql::store::{ReadScope, Storage};
 
-use crate::support::{load_discussion, server_uri, Settings, TestApp};
+use crate::support::{finds, load_discussion, server_uri, Settings, TestApp};
 
 const SUB: &str = "query($d: ID!, $s: String!, $f: Int, $a: String) { comment(discussionId: $d, slug: $s) { subDiscussion(first: $f, after: $a) { totalCount nodes { slug fullSlug } pageInfo { hasNextPage endCursor } } } }";
 
@@ -61,16 +61,6 @@ fn slugs(connection: &Value) -> Vec<String> {
         .iter()
         .map(|n| n["slug"].as_str().unwrap().to_owned())
         .collect()
-}
-
-/// `find` commands the app has sent so far.
-fn finds(app: &TestApp) -> u64 {
-    app.store()
-        .commands()
-        .snapshot()
-        .get("find")
-        .copied()
-        .unwrap_or(0)
 }
 
 /// Every page of `root`'s sub-discussion by cursor (`first` at a time), with the `find`s each

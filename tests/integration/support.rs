@@ -506,6 +506,16 @@ pub async fn posts_reported(
     reported
 }
 
+/// `find` commands the app has sent so far.
+pub fn finds(app: &TestApp) -> u64 {
+    app.store()
+        .commands()
+        .snapshot()
+        .get("find")
+        .copied()
+        .unwrap_or(0)
+}
+
 /// The commands sent between two snapshots of the command counter, by name (those sent at all).
 pub fn diff(
     before: &BTreeMap<String, u64>,
