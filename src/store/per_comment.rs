@@ -108,6 +108,56 @@ impl PerComment {
         Ok(Page::from_overfetch(items, window.limit()))
     }
 
+    /// The replies of `parents` in `window`, from one aggregation over the replies index; with
+    /// `upto`, only the replies posted at or before that time are read.
+    async fn replies_read(
+        &self,
+        discussion: &Discussion,
+        parents: &[Slug],
+        window: &Window,
+        upto: Option<i64>,
+    ) -> StoreResult<Vec<(String, Page<Comment>)>> {
+        // One parent is an equality: beside a range on `posted` (a cursor's, the bound's), the
+        // development database reads a `parent $in` by scanning the discussion (165 ms at
+        // 100 000 comments against 0.7 ms, measured).
+        let parent = match parents {
+            [one] => Bson::from(one.as_str()),
+            _ => Bson::from(doc! { "$in": parents.iter().map(Slug::as_str).collect::<Vec<_>>() }),
+        };
+        let mut filter = doc! { "discussion_id": discussion.id.as_str(), "parent": parent };
+        // A cursor's `posted >= t` goes into the index range; its tie-break (`$or`) is a stage
+        // of its own, which the development database applies to what the range read (in one
+        // `$match` it scans the discussion: 69 ms at 100 000 comments). mongod merges the two.
+        let mut tie_break = None;
+        if let Window::After {
+            cursor: Some(cursor),
+            ..
+        } = window
+        {
+            let mut after = after_filter(cursor);
+            if let Some(branches) = after.remove("$or") {
+                tie_break = Some(doc! { "$match": { "$or": branches } });
+            }
+            filter.extend(after);
+        }
+        if let Some(upto) = upto {
+            let mut posted = filter.get_document("posted").cloned().unwrap_or_default();
+            posted.insert("$lte", upto);
+            filter.insert("posted", posted);
+        }
+        let mut pipeline = vec![doc! { "$match": filter }];
+        pipeline.extend(tie_break);
+        pipeline.extend([
+            doc! { "$sort": { "parent": 1, "posted": 1, "slug": 1 } },
+            doc! { "$group": {
+                "_id": "$parent",
+                "items": { "$firstN": { "input": "$$ROOT", "n": group_take(window) } },
+            } },
+        ]);
+        self.grouped_pages(discussion, pipeline, parents.len(), window)
+            .await
+    }
+
     /// Runs a `$group` pipeline whose groups (at most `groups`) hold an `items` array of comment
     /// documents. Every group comes in the first batch, so a level of a tree is one round trip
     /// however many parents it has; the groups are read as raw BSON and each item is decoded
@@ -877,7 +927,7 @@ impl CommentStore for PerComment {
 
     async fn replies(
         &self,
-        _scope: &ReadScope,
+        scope: &ReadScope,
         discussion: &Discussion,
         parents: &[Slug],
         window: &Window,
@@ -889,28 +939,28 @@ impl CommentStore for PerComment {
         if parents.is_empty() {
             return Ok(result);
         }
-        let names: Vec<&str> = parents.iter().map(Slug::as_str).collect();
-        let mut filter =
-            doc! { "discussion_id": discussion.id.as_str(), "parent": { "$in": names } };
-        if let Window::After {
-            cursor: Some(cursor),
-            ..
-        } = window
-        {
-            filter.extend(after_filter(cursor));
+        // The replies of one comment whose replies' sizes the request read: the page ends at a
+        // known reply, so the read stops at its time instead of reading every reply.
+        let bound = match parents {
+            [parent] => scope
+                .reply_sizes
+                .get(&discussion.id, parent)
+                .and_then(|sizes| subtree::replies_bound(&sizes, window)),
+            _ => None,
+        };
+        let mut pages = self
+            .replies_read(discussion, parents, window, bound)
+            .await?;
+        let full = |pages: &[(String, Page<Comment>)]| {
+            pages
+                .iter()
+                .any(|(_, p)| p.has_next && p.items.len() == window.limit())
+        };
+        if bound.is_some() && !full(&pages) {
+            // The sizes promised more replies before the bound than there are: read them all.
+            pages = self.replies_read(discussion, parents, window, None).await?;
         }
-        let pipeline = vec![
-            doc! { "$match": filter },
-            doc! { "$sort": { "parent": 1, "posted": 1, "slug": 1 } },
-            doc! { "$group": {
-                "_id": "$parent",
-                "items": { "$firstN": { "input": "$$ROOT", "n": group_take(window) } },
-            } },
-        ];
-        for (parent, page) in self
-            .grouped_pages(discussion, pipeline, parents.len(), window)
-            .await?
-        {
+        for (parent, page) in pages {
             result.insert(Slug::from_stored(parent), page);
         }
         Ok(result)

@@ -25,7 +25,7 @@
 use mongodb::bson::Document;
 
 use super::bson::as_i64;
-use crate::domain::FullSlug;
+use crate::domain::{Cursor, FullSlug, Window};
 
 /// The comment's field that holds the size of its subtree, itself left out.
 pub const DESCENDANTS: &str = "descendants";
@@ -66,6 +66,48 @@ pub fn reply_sizes(full_slug: &FullSlug, stored: Option<&Document>) -> Vec<(Full
         .collect();
     sizes.sort();
     sizes
+}
+
+/// The latest posting time a page of a comment's replies can reach, from the comment's
+/// `replies` with their sizes (as [`reply_sizes`] gives them: in threaded order, which among
+/// siblings is posting order): the page's replies and the one after it were all posted at or
+/// before it, so a read of the replies can stop there. `None` when the page reaches the last
+/// reply (there is nothing to stop before) or the window is not one of replies.
+///
+/// Entries the sizes lack only make the bound later than it could be; entries they have in
+/// excess can make it too early, which the caller sees as a page shorter than promised.
+pub fn replies_bound(replies: &[(FullSlug, u64)], window: &Window) -> Option<i64> {
+    let micros = |full: &FullSlug| -> Option<i64> {
+        let segment = full.as_str().rsplit('/').next()?;
+        segment.split_once(':')?.0.parse().ok()
+    };
+    let last = match window {
+        Window::Offset { skip, limit } => usize::try_from(*skip).ok()?.checked_add(*limit)?,
+        Window::After {
+            cursor: None,
+            limit,
+        } => *limit,
+        Window::After {
+            cursor: Some(Cursor::Chronological { posted, .. }),
+            limit,
+        } => {
+            // Every reply posted at or before the cursor's time may precede it: counting them
+            // all keeps the bound at or after the page's end.
+            let before = replies
+                .iter()
+                .take_while(|(full, _)| micros(full).is_some_and(|m| m <= posted.0))
+                .count();
+            before.checked_add(*limit)?
+        }
+        Window::After {
+            cursor: Some(_), ..
+        } => return None,
+    };
+    if last.saturating_add(1) >= replies.len() {
+        // The page reaches the last reply: there is nothing after it to leave out.
+        return None;
+    }
+    micros(&replies[last].0)
 }
 
 /// How many comments a range may read beyond the ones its page needs, at either end, before the
@@ -390,6 +432,42 @@ mod tests {
             ])
         );
         assert_eq!(parents_after(&root, Some(&full("01:r/05:z"))), None);
+    }
+
+    #[test]
+    fn a_page_of_replies_stops_at_the_reply_after_it() {
+        let parent = full("0000000000000001:r");
+        let replies: Vec<(FullSlug, u64)> = (0..10)
+            .map(|i| (full(&format!("{parent}/{:016}:c{i}", 100 + i)), 1))
+            .collect();
+        let first = |limit| Window::After {
+            cursor: None,
+            limit,
+        };
+        // A first page of 3 reads the replies up to the fourth (it says whether more follow).
+        assert_eq!(replies_bound(&replies, &first(3)), Some(103));
+        // A page that reaches the last reply has nothing to stop before.
+        assert_eq!(replies_bound(&replies, &first(9)), None);
+        assert_eq!(replies_bound(&replies, &first(20)), None);
+        let offset = Window::Offset { skip: 4, limit: 2 };
+        assert_eq!(replies_bound(&replies, &offset), Some(106));
+        let after = |posted| Window::After {
+            cursor: Some(Cursor::Chronological {
+                posted: crate::domain::Micros(posted),
+                slug: crate::domain::Slug::from_stored("r/c1".into()),
+            }),
+            limit: 2,
+        };
+        // After the reply posted at 101: replies 102 and 103, and 104 to say more follow.
+        assert_eq!(replies_bound(&replies, &after(101)), Some(104));
+        // A cursor between replies counts the ones before it.
+        assert_eq!(replies_bound(&replies, &after(99)), Some(102));
+        assert_eq!(replies_bound(&replies, &after(107)), None);
+        let threaded = Window::After {
+            cursor: Some(Cursor::Threaded(replies[0].0.clone())),
+            limit: 2,
+        };
+        assert_eq!(replies_bound(&replies, &threaded), None);
     }
 
     #[test]

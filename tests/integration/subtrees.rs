@@ -308,3 +308,122 @@ async fn a_move_into_the_layout_counts_subtree_sizes() {
         None
     );
 }
+
+const REPLIES: &str = "query($d: ID!, $s: String!, $f: Int, $a: String) { comment(discussionId: $d, slug: $s) { replies(first: $f, after: $a) { nodes { slug } pageInfo { hasNextPage endCursor } } } }";
+
+/// The `aggregate`s sent so far (replies are one aggregation).
+fn aggregates(app: &TestApp) -> u64 {
+    app.store()
+        .commands()
+        .snapshot()
+        .get("aggregate")
+        .copied()
+        .unwrap_or(0)
+}
+
+/// Every page of `parent`'s replies by cursor, with the `aggregate`s each page cost.
+async fn reply_pages(
+    app: &TestApp,
+    d: &str,
+    parent: &str,
+    first: usize,
+) -> (Vec<String>, Vec<u64>) {
+    let (mut seen, mut costs) = (Vec::new(), Vec::new());
+    let mut after: Option<String> = None;
+    loop {
+        let before = aggregates(app);
+        let data = app
+            .ok(
+                REPLIES,
+                json!({ "d": d, "s": parent, "f": first, "a": after }),
+            )
+            .await;
+        costs.push(aggregates(app) - before);
+        let connection = &data["comment"]["replies"];
+        seen.extend(slugs(connection));
+        if connection["pageInfo"]["hasNextPage"] != json!(true) {
+            return (seen, costs);
+        }
+        after = connection["pageInfo"]["endCursor"]
+            .as_str()
+            .map(str::to_owned);
+    }
+}
+
+/// A page of a comment's replies stops reading at the reply after it, which the comment's
+/// replies' sizes name; sizes that name replies that do not exist make a page come back short,
+/// and it is read again whole, with the same result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reply_pages_stop_where_the_reply_sizes_say() {
+    let app = TestApp::new("subtree_replies", Layout::PerComment).await;
+    let d = app.discussion("busy").await;
+    let parent = app.post(&d, None, "busy").await;
+    let mut replies = Vec::new();
+    for i in 0..23 {
+        let reply = app.post(&d, Some(&parent), &format!("reply {i}")).await;
+        if i % 5 == 0 {
+            app.post(&d, Some(&reply), "below").await;
+        }
+        replies.push(reply);
+    }
+    app.post(&d, None, "another thread").await;
+
+    let (seen, costs) = reply_pages(&app, &d, &parent, 5).await;
+    assert_eq!(seen, replies);
+    assert!(costs.iter().all(|&c| c == 1), "{costs:?}");
+
+    // Three replies that do not exist, posted before the rest (the sizes still add up): every
+    // page ends three replies early by the sizes, comes back short and is read again.
+    let db = mongodb::Client::with_uri_str(server_uri())
+        .await
+        .unwrap()
+        .database(&app.database);
+    let comments = db.collection::<Document>("comments");
+    let mut phantoms = Document::new();
+    for i in 0..3 {
+        phantoms.insert(format!("reply_sizes.0000000000000001:ghost00{i}"), 1_i64);
+    }
+    phantoms.insert("descendants", 3_i64);
+    comments
+        .update_one(
+            doc! { "discussion_id": &d, "slug": &parent },
+            doc! { "$inc": phantoms },
+        )
+        .await
+        .unwrap();
+    let (seen, costs) = reply_pages(&app, &d, &parent, 5).await;
+    assert_eq!(seen, replies);
+    assert!(costs.contains(&2), "{costs:?}");
+    assert!(costs.iter().all(|&c| c <= 2), "{costs:?}");
+
+    // Sizes that leave replies out (the first ten, the count lowered to match) only stop the
+    // read later than they could: one query a page, the same result.
+    let stored = comments
+        .find_one(doc! { "discussion_id": &d, "slug": &parent })
+        .await
+        .unwrap()
+        .unwrap();
+    let sizes = stored.get_document("reply_sizes").unwrap();
+    let mut kept = Document::new();
+    let mut total = 0_i64;
+    for (i, (segment, n)) in sizes
+        .iter()
+        .filter(|(s, _)| !s.contains("ghost"))
+        .enumerate()
+    {
+        if i >= 10 {
+            total += n.as_i64().unwrap();
+            kept.insert(segment.clone(), n.clone());
+        }
+    }
+    comments
+        .update_one(
+            doc! { "discussion_id": &d, "slug": &parent },
+            doc! { "$set": { "reply_sizes": kept, "descendants": total } },
+        )
+        .await
+        .unwrap();
+    let (seen, costs) = reply_pages(&app, &d, &parent, 5).await;
+    assert_eq!(seen, replies);
+    assert!(costs.iter().all(|&c| c == 1), "{costs:?}");
+}
