@@ -261,23 +261,25 @@ async fn a_move_into_the_layout_counts_subtree_sizes() {
     let [root, ..] = lopsided(&app, &d).await;
     let moderator = app.moderator_token("mod-1", "Moderator");
     let migrate = "mutation($d: ID!, $l: StorageLayout!) { migrateDiscussion(id: $d, layout: $l) { layout } }";
+    let move_to = |layout: &'static str| {
+        let (app, moderator, d) = (&app, &moderator, &d);
+        async move {
+            let moved = app
+                .exec_as(Some(moderator), migrate, json!({ "d": d, "l": layout }))
+                .await;
+            assert_eq!(
+                moved["data"]["migrateDiscussion"]["layout"],
+                json!(layout),
+                "{moved}"
+            );
+        }
+    };
     let discussions = mongodb::Client::with_uri_str(server_uri())
         .await
         .unwrap()
         .database(&app.database)
         .collection::<Document>("discussions");
-    let moved = app
-        .exec_as(
-            Some(&moderator),
-            migrate,
-            json!({ "d": d, "l": "PER_COMMENT" }),
-        )
-        .await;
-    assert_eq!(
-        moved["data"]["migrateDiscussion"]["layout"],
-        json!("PER_COMMENT"),
-        "{moved}"
-    );
+    move_to("PER_COMMENT").await;
     let comments = stored(&app, &d).await;
     assert_sizes_exact(&comments);
     let flag = |doc: Option<Document>| doc.unwrap().get_bool("subtree_sizes").ok();
@@ -291,18 +293,7 @@ async fn a_move_into_the_layout_counts_subtree_sizes() {
     app.post(&d, Some(&root), "after the move").await;
     assert_sizes_exact(&stored(&app, &d).await);
 
-    let moved = app
-        .exec_as(
-            Some(&moderator),
-            migrate,
-            json!({ "d": d, "l": "BUCKETED" }),
-        )
-        .await;
-    assert_eq!(
-        moved["data"]["migrateDiscussion"]["layout"],
-        json!("BUCKETED"),
-        "{moved}"
-    );
+    move_to("BUCKETED").await;
     assert_eq!(
         flag(discussions.find_one(doc! { "_id": &d }).await.unwrap()),
         None
