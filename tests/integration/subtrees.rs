@@ -63,18 +63,34 @@ fn slugs(connection: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Every page of `root`'s sub-discussion by cursor (`first` at a time), with the `find`s each
-/// page cost.
-async fn walk(app: &TestApp, d: &str, root: &str, first: usize) -> (Vec<String>, Vec<u64>) {
+/// The commands of one name sent so far.
+fn sent(app: &TestApp, command: &str) -> u64 {
+    app.store()
+        .commands()
+        .snapshot()
+        .get(command)
+        .copied()
+        .unwrap_or(0)
+}
+
+/// Every page of the connection `field` of the comment `slug` by cursor (`first` at a time,
+/// with `query`), with the `command`s each page cost.
+async fn pages(
+    app: &TestApp,
+    (query, field, command): (&str, &str, &str),
+    d: &str,
+    slug: &str,
+    first: usize,
+) -> (Vec<String>, Vec<u64>) {
     let (mut seen, mut costs) = (Vec::new(), Vec::new());
     let mut after: Option<String> = None;
     loop {
-        let before = finds(app);
+        let before = sent(app, command);
         let data = app
-            .ok(SUB, json!({ "d": d, "s": root, "f": first, "a": after }))
+            .ok(query, json!({ "d": d, "s": slug, "f": first, "a": after }))
             .await;
-        costs.push(finds(app) - before);
-        let connection = &data["comment"]["subDiscussion"];
+        costs.push(sent(app, command) - before);
+        let connection = &data["comment"][field];
         seen.extend(slugs(connection));
         if connection["pageInfo"]["hasNextPage"] != json!(true) {
             return (seen, costs);
@@ -83,6 +99,11 @@ async fn walk(app: &TestApp, d: &str, root: &str, first: usize) -> (Vec<String>,
             .as_str()
             .map(str::to_owned);
     }
+}
+
+/// Every page of `root`'s sub-discussion by cursor, with the `find`s each page cost.
+async fn walk(app: &TestApp, d: &str, root: &str, first: usize) -> (Vec<String>, Vec<u64>) {
+    pages(app, (SUB, "subDiscussion", "find"), d, root, first).await
 }
 
 /// A thread whose first reply holds most of it: `root` → `a` (3 replies of 110 replies each),
@@ -302,43 +323,15 @@ async fn a_move_into_the_layout_counts_subtree_sizes() {
 
 const REPLIES: &str = "query($d: ID!, $s: String!, $f: Int, $a: String) { comment(discussionId: $d, slug: $s) { replies(first: $f, after: $a) { nodes { slug } pageInfo { hasNextPage endCursor } } } }";
 
-/// The `aggregate`s sent so far (replies are one aggregation).
-fn aggregates(app: &TestApp) -> u64 {
-    app.store()
-        .commands()
-        .snapshot()
-        .get("aggregate")
-        .copied()
-        .unwrap_or(0)
-}
-
-/// Every page of `parent`'s replies by cursor, with the `aggregate`s each page cost.
+/// Every page of `parent`'s replies by cursor, with the `aggregate`s each page cost (a page of
+/// replies is one aggregation).
 async fn reply_pages(
     app: &TestApp,
     d: &str,
     parent: &str,
     first: usize,
 ) -> (Vec<String>, Vec<u64>) {
-    let (mut seen, mut costs) = (Vec::new(), Vec::new());
-    let mut after: Option<String> = None;
-    loop {
-        let before = aggregates(app);
-        let data = app
-            .ok(
-                REPLIES,
-                json!({ "d": d, "s": parent, "f": first, "a": after }),
-            )
-            .await;
-        costs.push(aggregates(app) - before);
-        let connection = &data["comment"]["replies"];
-        seen.extend(slugs(connection));
-        if connection["pageInfo"]["hasNextPage"] != json!(true) {
-            return (seen, costs);
-        }
-        after = connection["pageInfo"]["endCursor"]
-            .as_str()
-            .map(str::to_owned);
-    }
+    pages(app, (REPLIES, "replies", "aggregate"), d, parent, first).await
 }
 
 /// A page of a comment's replies stops reading at the reply after it, which the comment's
