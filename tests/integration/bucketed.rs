@@ -245,6 +245,7 @@ async fn many_writers_lose_and_duplicate_nothing() {
         "the stored comments are the posted ones"
     );
     assert_eq!(thread_total, total as i64, "thread totals add up");
+    check_thread_pages(&pages);
 
     // Reply counts agree with the stored parents.
     let mut children: HashMap<&str, i64> = HashMap::new();
@@ -1011,4 +1012,198 @@ async fn a_post_through_the_api_does_not_read_a_discussion_it_posted_to() {
         .map(|p| int(p, "count"))
         .sum();
     assert_eq!(stored, 3, "nothing of the refused post stays");
+}
+
+/// Each page's `thread_pages` as stored: the pages that hold the threads it starts.
+fn thread_pages_of(page: &Document) -> BTreeMap<i64, i64> {
+    page.get_document("thread_pages")
+        .map(|d| {
+            d.keys()
+                .map(|k| (k.parse().expect("a page number"), int(d, k)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Checks every page's `thread_pages` against the stored comments; returns them per page (the
+/// pages holding the comments of the threads each page starts) and each comment's page.
+fn check_thread_pages(
+    pages: &[Document],
+) -> (BTreeMap<i64, BTreeMap<i64, i64>>, HashMap<String, i64>) {
+    let mut page_of: HashMap<String, i64> = HashMap::new();
+    for page in pages {
+        for c in comments(page) {
+            page_of.insert(
+                c.get_str("slug").expect("slug").to_owned(),
+                int(page, "page"),
+            );
+        }
+    }
+    let mut expected: BTreeMap<i64, BTreeMap<i64, i64>> = BTreeMap::new();
+    for (slug, page) in &page_of {
+        let root = slug.split('/').next().expect("a root");
+        *expected
+            .entry(page_of[root])
+            .or_default()
+            .entry(*page)
+            .or_default() += 1;
+    }
+    for page in pages {
+        let n = int(page, "page");
+        let kept = thread_pages_of(page);
+        assert_eq!(
+            kept,
+            expected.get(&n).cloned().unwrap_or_default(),
+            "thread pages of page {n}"
+        );
+        assert_eq!(kept.values().sum::<i64>(), int(page, "thread_total"));
+    }
+    (expected, page_of)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threaded_pages_read_only_the_pages_of_their_threads() {
+    let requests = PageRequests::default();
+    let app = TestApp::with(
+        "bucketed_thread_pages",
+        Settings {
+            command_events: Some(requests.handler()),
+            ..settings(3)
+        },
+    )
+    .await;
+    let d = app.discussion("threads over many pages").await;
+    // Four threads that stay lively while others start: their comments spread over the pages.
+    let mut heads = Vec::new();
+    for i in 0..4 {
+        heads.push(app.post(&d, None, &format!("thread {i}")).await);
+    }
+    let mut last_reply = heads.clone();
+    for round in 0..6 {
+        for (i, head) in heads.iter().enumerate() {
+            let parent = if round % 2 == 0 { head } else { &last_reply[i] };
+            last_reply[i] = app
+                .post(&d, Some(parent), &format!("reply {round} in {i}"))
+                .await;
+        }
+        app.post(&d, None, &format!("filler {round}")).await;
+    }
+
+    // What the pages say, and what it should say: the pages of each page's threads.
+    let pages = raw_pages(&app, &d).await;
+    let (expected, page_of) = check_thread_pages(&pages);
+    let mut threaded: Vec<(String, String)> = pages
+        .iter()
+        .flat_map(comments)
+        .map(|c| {
+            (
+                c.get_str("full_slug").expect("full slug").to_owned(),
+                c.get_str("slug").expect("slug").to_owned(),
+            )
+        })
+        .collect();
+    threaded.sort();
+    let threaded: Vec<String> = threaded.into_iter().map(|(_, slug)| slug).collect();
+    let root_of = |slug: &str| slug.split('/').next().expect("a root").to_owned();
+
+    let store = app.store();
+    let discussion = load_discussion(store, &d).await;
+    let layout = store.layout(Layout::Bucketed).expect("layout");
+    let total = threaded.len();
+    let mut fewer = false;
+    for (skip, limit) in [(0, 4), (3, 5), (10, 6), (20, 10), (total - 3, 5)] {
+        requests.take();
+        let page = layout
+            .list(
+                &ReadScope::new(),
+                &discussion,
+                Listing::Threaded,
+                &Window::Offset {
+                    skip: skip as u64,
+                    limit,
+                },
+            )
+            .await
+            .expect("threaded page");
+        let end = (skip + limit).min(total);
+        assert_eq!(slugs(&page.items), threaded[skip..end], "{skip}+{limit}");
+        assert_eq!(page.has_next, end < total, "more after {skip}+{limit}");
+        // Read: the pages holding the threads that start on the pages from the window's first
+        // thread to the thread of the comment after it (or the last page).
+        let first = page_of[&root_of(&threaded[skip])];
+        let last = threaded
+            .get(end)
+            .map_or(int(pages.last().expect("pages"), "page"), |s| {
+                page_of[&root_of(s)]
+            });
+        let mut wanted: Vec<i64> = (first..=last)
+            .flat_map(|p| expected.get(&p).into_iter().flat_map(|m| m.keys().copied()))
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        fewer |= wanted.len() < pages.len();
+        assert_eq!(
+            requests.take(),
+            vec![wanted],
+            "pages read for {skip}+{limit}"
+        );
+    }
+    assert!(
+        fewer,
+        "some window reads fewer pages than the discussion has"
+    );
+    let walked = all_by_cursor(store, &discussion, Listing::Threaded, 5).await;
+    assert_eq!(slugs(&walked), threaded);
+
+    // Pages from before the counts (none kept, or a part): read the way that does not need them.
+    let raw = raw_db(&app).await.collection::<Document>("comment_pages");
+    raw.update_one(
+        doc! { "discussion_id": &d, "page": 0 },
+        doc! { "$unset": { "thread_pages": "" } },
+    )
+    .await
+    .expect("unset");
+    let counted = *expected[&1].keys().next().expect("page 1 starts a thread");
+    raw.update_one(
+        doc! { "discussion_id": &d, "page": 1 },
+        doc! { "$unset": { format!("thread_pages.{counted}"): "" } },
+    )
+    .await
+    .expect("unset one");
+    assert_eq!(
+        slugs(&all_by_offset(store, &discussion, Listing::Threaded, 4).await),
+        threaded
+    );
+    assert_eq!(
+        slugs(&all_by_cursor(store, &discussion, Listing::Threaded, 7).await),
+        threaded
+    );
+
+    // A move out and back in counts them again, as posts would have.
+    let token = app.moderator_token("mod-1", "Moderator");
+    for layout in ["PER_COMMENT", "BUCKETED"] {
+        let moved = app
+            .exec_as(
+                Some(&token),
+                "mutation($d: ID!, $l: StorageLayout!) { migrateDiscussion(id: $d, layout: $l) { layout } }",
+                json!({ "d": d, "l": layout }),
+            )
+            .await;
+        assert_eq!(
+            moved["data"]["migrateDiscussion"]["layout"],
+            json!(layout),
+            "{moved:#}"
+        );
+    }
+    check_thread_pages(&raw_pages(&app, &d).await);
+    let discussion = load_discussion(store, &d).await;
+    requests.take();
+    assert_eq!(
+        slugs(&all_by_offset(store, &discussion, Listing::Threaded, 4).await),
+        threaded
+    );
+    assert!(
+        !requests.take().is_empty(),
+        "moved pages are read by their thread pages"
+    );
 }

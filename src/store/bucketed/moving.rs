@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 use mongodb::bson::{doc, to_document, Bson, Document};
 
-use super::shapes::{order_key, page_id, FLOOR, KEYED, NUM_PAGES, SEALED_MAX, SEALED_MIN, SIZED};
+use super::shapes::{
+    order_key, page_id, FLOOR, KEYED, NUM_PAGES, SEALED_MAX, SEALED_MIN, SIZED, THREAD_PAGES,
+};
 use super::threads::REPLY_PAGES;
 use super::write::SEALED;
 use super::Bucketed;
@@ -59,6 +61,25 @@ impl Movable for Bucketed {
                 }
             }
         }
+        // Where each page's threads are, as posts count them: the pages of each thread's
+        // comments, on the page of its top-level comment.
+        let mut root_pages: HashMap<&Slug, usize> = HashMap::new();
+        let mut thread_pages: HashMap<usize, BTreeMap<usize, i64>> = HashMap::new();
+        for (number, chunk) in chunks.iter().enumerate() {
+            for comment in chunk.iter() {
+                if comment.parent.is_none() {
+                    root_pages.insert(&comment.slug, number);
+                }
+                let root = comment.slug.ancestor_at(0);
+                if let Some(&home) = root_pages.get(&root) {
+                    *thread_pages
+                        .entry(home)
+                        .or_default()
+                        .entry(number)
+                        .or_default() += 1;
+                }
+            }
+        }
         let last = chunks.len().saturating_sub(1);
         let mut pages = Vec::with_capacity(chunks.len());
         let mut floor = String::new();
@@ -86,6 +107,15 @@ impl Movable for Bucketed {
                     Ok(Bson::Document(element))
                 })
                 .collect::<StoreResult<Vec<_>>>()?;
+            let threads_here: Document = thread_pages
+                .get(&number)
+                .map(|pages| {
+                    pages
+                        .iter()
+                        .map(|(page, n)| (page.to_string(), Bson::from(*n)))
+                        .collect()
+                })
+                .unwrap_or_default();
             let last_key = order_key(end.posted, &end.slug);
             let number = i64::try_from(number).unwrap_or(i64::MAX);
             let mut page = doc! {
@@ -95,6 +125,7 @@ impl Movable for Bucketed {
                 "count": i64::try_from(chunk.len()).unwrap_or(i64::MAX),
                 "roots": i64::try_from(roots.len()).unwrap_or(i64::MAX),
                 "thread_total": thread_total,
+                THREAD_PAGES: threads_here,
                 "first_key": order_key(first.posted, &first.slug),
                 "last_key": &last_key,
                 "comments": stored,

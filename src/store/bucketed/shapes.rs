@@ -71,12 +71,46 @@ pub struct PageInfo {
     pub(super) first_key: String,
     #[serde(default)]
     pub(super) last_key: String,
+    /// Where the comments of those threads are: `{"<page>": n, …}`, counted with
+    /// `thread_total` (pages written before it was kept have none, or a partial one).
+    #[serde(default)]
+    pub(super) thread_pages: Option<Document>,
 }
 
 impl PageInfo {
     pub(super) fn weight(&self, top_level: bool) -> u64 {
         u64::try_from(if top_level { self.roots } else { self.count }).unwrap_or(0)
     }
+
+    /// The pages that hold the comments of the threads this page's top-level comments start,
+    /// when `thread_pages` accounts for every one of them (it adds up to `thread_total`).
+    pub(super) fn thread_page_numbers(&self) -> Option<Vec<i64>> {
+        let stored = match &self.thread_pages {
+            Some(stored) => stored,
+            None if self.thread_total == 0 => return Some(Vec::new()),
+            None => return None,
+        };
+        let mut total = 0_i64;
+        let mut pages = Vec::with_capacity(stored.len());
+        for (page, n) in stored {
+            let n = as_i64(n)?;
+            let page = page.parse::<i64>().ok()?;
+            total = total.checked_add(n)?;
+            if n > 0 {
+                pages.push(page);
+            }
+        }
+        (total == self.thread_total).then_some(pages)
+    }
+}
+
+/// Page field: where the comments of the threads a page's top-level comments start are,
+/// `{"<page>": n, …}`; one `$inc` in the statement that counts the comment in `thread_total`.
+pub(super) const THREAD_PAGES: &str = "thread_pages";
+
+/// The path of a page's count in `thread_pages`.
+pub(super) fn thread_page_path(page: i64) -> String {
+    format!("{THREAD_PAGES}.{page}")
 }
 
 /// Where a post goes next: the current page, and the key every new comment must follow.
@@ -145,5 +179,33 @@ mod tests {
         assert!(order_key(Micros(9), &a) < order_key(Micros(10), &b));
         assert!(order_key(Micros(10), &b) < order_key(Micros(10), &a));
         assert_eq!(key_time(&order_key(Micros(1234), &a)), 1234);
+    }
+
+    fn info(thread_total: i64, thread_pages: Option<Document>) -> PageInfo {
+        PageInfo {
+            page: 3,
+            count: 10,
+            roots: 2,
+            thread_total,
+            first_key: String::new(),
+            last_key: String::new(),
+            thread_pages,
+        }
+    }
+
+    #[test]
+    fn thread_pages_count_only_when_they_account_for_every_comment() {
+        let kept = doc! { "3": 4_i64, "7": 1_i32, "12": 2_i64, "20": 0_i64 };
+        assert_eq!(
+            info(7, Some(kept.clone())).thread_page_numbers(),
+            Some(vec![3, 7, 12])
+        );
+        // Counted before the field was kept, or only partly: not usable.
+        assert_eq!(info(8, Some(kept)).thread_page_numbers(), None);
+        assert_eq!(info(5, None).thread_page_numbers(), None);
+        // A page that starts no thread needs none.
+        assert_eq!(info(0, None).thread_page_numbers(), Some(vec![]));
+        let odd = doc! { "x": 1_i64 };
+        assert_eq!(info(1, Some(odd)).thread_page_numbers(), None);
     }
 }

@@ -3,7 +3,7 @@
 
 use mongodb::bson::{doc, from_document, Bson, Document};
 
-use super::shapes::{key_time, order_key, PageInfo, BATCH_SIZE};
+use super::shapes::{key_time, order_key, PageInfo, BATCH_SIZE, THREAD_PAGES};
 use super::threads::{pages_with, read_page, FULL_SLUGS};
 use super::Bucketed;
 use crate::domain::paging::Cursor;
@@ -32,7 +32,7 @@ impl Bucketed {
                     .find(doc! { "discussion_id": id.as_str() })
                     .projection(doc! {
                         "_id": 0, "page": 1, "count": 1, "roots": 1, "thread_total": 1,
-                        "first_key": 1, "last_key": 1,
+                        "first_key": 1, "last_key": 1, THREAD_PAGES: 1,
                     })
                     .sort(doc! { "page": 1 })
                     .batch_size(BATCH_SIZE)
@@ -289,18 +289,26 @@ impl Bucketed {
         let upper = format!("{:016}", key_time(&last.last_key) + 1);
         let mut range = lower.clone();
         range.insert("$lt", upper.as_str());
-        let cond: Vec<Bson> = range
-            .iter()
-            .map(|(op, v)| doc! { op: ["$$c.full_slug", v.clone()] }.into())
-            .collect();
-        let comments = self
-            .matching(
-                scope,
-                discussion,
-                pages_with(&discussion.id, FULL_SLUGS, [Bson::from(range)]),
-                doc! { "$and": cond }.into(),
-            )
+        let cond: Bson = doc! { "$and": range
+        .iter()
+        .map(|(op, v)| Bson::from(doc! { op: ["$$c.full_slug", v.clone()] }))
+        .collect::<Vec<_>>() }
+        .into();
+        let held = self
+            .in_thread_pages(scope, discussion, &pages[span.0..=span.1], cond.clone())
             .await?;
+        let comments = match held {
+            Some(comments) => comments,
+            None => {
+                self.matching(
+                    scope,
+                    discussion,
+                    pages_with(&discussion.id, FULL_SLUGS, [Bson::from(range)]),
+                    cond,
+                )
+                .await?
+            }
+        };
         let (lo, hi) = (first.first_key.as_str(), last.last_key.as_str());
         let comments = comments
             .into_iter()
@@ -310,6 +318,60 @@ impl Bucketed {
             })
             .collect();
         Ok(Thread::new(comments).list(Listing::Threaded, &inner))
+    }
+
+    /// The comments matching `cond` from the pages that hold the threads `span`'s pages start,
+    /// read by page number: `None` when a page's `thread_pages` does not account for all of its
+    /// threads' comments (written before they were counted), or a page it names is gone.
+    ///
+    /// A range on the multikey `comments.full_slug` is no substitute: it matches every page
+    /// with one comment after the range's start and another before its end (most later pages,
+    /// 131 where 43 hold the threads, in a discussion of 100 000 comments), and the
+    /// development database fetches a page once per index entry in the range (0.37 ms each).
+    async fn in_thread_pages(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        span: &[PageInfo],
+        cond: Bson,
+    ) -> StoreResult<Option<Vec<Comment>>> {
+        let mut wanted = Vec::new();
+        for page in span {
+            let Some(pages) = page.thread_page_numbers() else {
+                return Ok(None);
+            };
+            wanted.extend(pages);
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        if wanted.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let docs: Vec<Document> = self
+            .pages
+            .aggregate(vec![
+                doc! { "$match": {
+                    "discussion_id": discussion.id.as_str(), "page": { "$in": &wanted },
+                } },
+                // Sorted on the page number: without it the development database reads every
+                // page of the discussion for `page $in` (470 ms against 27 ms for 40 pages).
+                doc! { "$sort": { "page": 1 } },
+                doc! { "$project": { "_id": 1, "page": 1, "comments": { "$filter": {
+                    "input": "$comments", "as": "c", "cond": cond,
+                } } } },
+            ])
+            .batch_size(BATCH_SIZE)
+            .await?
+            .try_collect()
+            .await?;
+        if docs.len() != wanted.len() {
+            return Ok(None);
+        }
+        let mut comments = Vec::new();
+        for doc in &docs {
+            comments.extend(read_page(scope, doc, &discussion.id)?);
+        }
+        Ok(Some(comments))
     }
 }
 
@@ -440,6 +502,7 @@ mod tests {
             count,
             roots,
             thread_total: count,
+            thread_pages: None,
             first_key: String::new(),
             last_key: String::new(),
         }

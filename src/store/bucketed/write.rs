@@ -16,7 +16,8 @@ use mongodb::options::ReturnDocument;
 use mongodb::ClientSession;
 
 use super::shapes::{
-    comments_of, order_key, page_filter, Target, FLOOR, NUM_PAGES, SEALED_MAX, SEALED_MIN,
+    comments_of, order_key, page_filter, thread_page_path, Target, FLOOR, NUM_PAGES, SEALED_MAX,
+    SEALED_MIN,
 };
 use super::threads::{pages_with, reply_page_path};
 use super::Bucketed;
@@ -199,11 +200,15 @@ impl Bucketed {
         let mut q = page_filter(discussion, target.page, target.keyed);
         q.insert("count", doc! { "$lte": self.cap - size });
         q.insert(SEALED, doc! { "$exists": false });
+        let mut counts = doc! { "count": size, "roots": top, "thread_total": top };
+        if top > 0 {
+            counts.insert(thread_page_path(target.page), top);
+        }
         let mut updates = vec![doc! {
             "q": q,
             "u": {
                 "$push": { "comments": { "$each": elements, "$sort": { "posted": 1, "slug": 1 } } },
-                "$inc": { "count": size, "roots": top, "thread_total": top },
+                "$inc": counts,
                 "$min": { "first_key": low.unwrap_or_default() },
                 "$max": { "last_key": high.unwrap_or_default() },
             },
@@ -220,7 +225,7 @@ impl Bucketed {
     }
 
     /// The statements that count a new reply: `reply_count` and the reply's page in
-    /// `reply_pages` on its parent, and `thread_total` on its thread's page (one statement when the parent is the root). Both are found by slug
+    /// `reply_pages` on its parent, and `thread_total` and `thread_pages` on its thread's page (one statement when the parent is the root). Both are found by slug
     /// within the page read for the post.
     fn reply_counters(
         &self,
@@ -251,13 +256,15 @@ impl Bucketed {
             "comments.$.reply_count": 1_i64,
             reply_page_path("comments.$.", target.page): 1_i64,
         };
+        // The thread's page counts it, and the page it went to among its thread's pages.
+        let threaded = doc! { "thread_total": 1_i64, thread_page_path(target.page): 1_i64 };
         if *parent == root {
-            counted.insert("thread_total", 1_i64);
+            counted.extend(threaded);
             return Ok(vec![at(parent, doc! { "$inc": counted })?]);
         }
         Ok(vec![
             at(parent, doc! { "$inc": counted })?,
-            at(&root, doc! { "$inc": { "thread_total": 1_i64 } })?,
+            at(&root, doc! { "$inc": threaded })?,
         ])
     }
 }
