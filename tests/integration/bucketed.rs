@@ -1152,6 +1152,7 @@ async fn threaded_pages_read_only_the_pages_of_their_threads() {
         fewer,
         "some window reads fewer pages than the discussion has"
     );
+
     let walked = all_by_cursor(store, &discussion, Listing::Threaded, 5).await;
     assert_eq!(slugs(&walked), threaded);
 

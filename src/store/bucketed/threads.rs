@@ -112,34 +112,11 @@ impl Bucketed {
         }
         wanted.sort_unstable();
         wanted.dedup();
-        let mut comments = Vec::new();
-        if !wanted.is_empty() {
-            let names: Vec<&str> = parents.iter().map(Slug::as_str).collect();
-            // By page number, sorted on it: the development database reads just these pages
-            // (1 ms for 10 of 300), where `_id $in` beside `discussion_id` reads all of them.
-            let docs: Vec<Document> = self
-                .pages
-                .aggregate(vec![
-                    doc! { "$match": { "discussion_id": id.as_str(), "page": { "$in": &wanted } } },
-                    doc! { "$sort": { "page": 1 } },
-                    doc! { "$project": { "_id": 1, "page": 1, "comments": { "$filter": {
-                        "input": "$comments", "as": "c",
-                        "cond": { "$in": ["$$c.parent", &names] },
-                    } } } },
-                ])
-                .batch_size(BATCH_SIZE)
-                .await?
-                .try_collect()
-                .await?;
-            if docs.len() != wanted.len() {
-                // A page it counts is gone (the discussion moved away meanwhile): read the way
-                // that does not depend on the counts.
-                return Ok(None);
-            }
-            for doc in &docs {
-                comments.extend(read_page(scope, doc, id)?);
-            }
-        }
+        let names: Vec<&str> = parents.iter().map(Slug::as_str).collect();
+        let cond = doc! { "$in": ["$$c.parent", &names] };
+        let Some(comments) = self.on_pages(scope, id, &wanted, cond.into()).await? else {
+            return Ok(None);
+        };
         let thread = Thread::new(comments);
         Ok(Some(
             plans
@@ -163,6 +140,46 @@ impl Bucketed {
                 })
                 .collect(),
         ))
+    }
+
+    /// The comments matching `cond` (an expression over `$$c`) on pages `wanted` (page numbers
+    /// in order, none twice): one query by page number, sorted on it, for the development
+    /// database reads just these pages that way (1 ms for 10 of 300; 27 ms for 40 of 1 000),
+    /// where `_id $in` beside `discussion_id`, or `page $in` without the sort, reads all of them
+    /// (470 ms at 1 000 pages). `None` when a page is gone (the discussion moved away
+    /// meanwhile): the caller then reads the way that does not depend on the counts that named
+    /// the pages.
+    pub(super) async fn on_pages(
+        &self,
+        scope: &ReadScope,
+        id: &DiscussionId,
+        wanted: &[i64],
+        cond: Bson,
+    ) -> StoreResult<Option<Vec<Comment>>> {
+        if wanted.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let docs: Vec<Document> = self
+            .pages
+            .aggregate(vec![
+                doc! { "$match": { "discussion_id": id.as_str(), "page": { "$in": wanted } } },
+                doc! { "$sort": { "page": 1 } },
+                doc! { "$project": { "_id": 1, "page": 1, "comments": { "$filter": {
+                    "input": "$comments", "as": "c", "cond": cond,
+                } } } },
+            ])
+            .batch_size(BATCH_SIZE)
+            .await?
+            .try_collect()
+            .await?;
+        if docs.len() != wanted.len() {
+            return Ok(None);
+        }
+        let mut comments = Vec::new();
+        for doc in &docs {
+            comments.extend(read_page(scope, doc, id)?);
+        }
+        Ok(Some(comments))
     }
 
     /// How many descendants each root has: only the matching full slugs travel.
@@ -289,6 +306,9 @@ pub(super) fn reply_span(pages: &[(i64, u64)], skip: u64, end: u64) -> (Vec<i64>
 
 /// The indexed array field of the full slugs, which descendant ranges query.
 pub(super) const FULL_SLUGS: &str = "comments.full_slug";
+
+/// The indexed array field of the slugs.
+pub(super) const SLUGS: &str = "comments.slug";
 
 /// A filter for the pages of discussion `id` holding a comment whose array field `path` (an
 /// indexed one: `comments.slug`, `comments.parent` or `comments.full_slug`) matches any of
