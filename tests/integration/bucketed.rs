@@ -837,6 +837,20 @@ async fn pages_are_keyed_and_discussions_from_before_still_post() {
 struct PageRequests(Arc<std::sync::Mutex<Vec<Vec<i64>>>>);
 
 impl PageRequests {
+    /// A test app with pages of 3 whose page-number reads are recorded.
+    async fn app(name: &str) -> (PageRequests, TestApp) {
+        let requests = PageRequests::default();
+        let app = TestApp::with(
+            name,
+            Settings {
+                command_events: Some(requests.handler()),
+                ..settings(3)
+            },
+        )
+        .await;
+        (requests, app)
+    }
+
     fn handler(&self) -> mongodb::event::EventHandler<mongodb::event::command::CommandEvent> {
         let sink = self.0.clone();
         mongodb::event::EventHandler::callback(
@@ -868,15 +882,7 @@ impl PageRequests {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replies_read_only_the_pages_that_hold_their_window() {
-    let requests = PageRequests::default();
-    let app = TestApp::with(
-        "bucketed_reply_pages",
-        Settings {
-            command_events: Some(requests.handler()),
-            ..settings(3)
-        },
-    )
-    .await;
+    let (requests, app) = PageRequests::app("bucketed_reply_pages").await;
     let d = app.discussion("replies over many pages").await;
     let parent = app.post(&d, None, "the parent").await;
     // Each reply lands two comments after the one before: 12 replies over 9 pages of 3.
@@ -1063,15 +1069,7 @@ fn check_thread_pages(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn threaded_pages_read_only_the_pages_of_their_threads() {
-    let requests = PageRequests::default();
-    let app = TestApp::with(
-        "bucketed_thread_pages",
-        Settings {
-            command_events: Some(requests.handler()),
-            ..settings(3)
-        },
-    )
-    .await;
+    let (requests, app) = PageRequests::app("bucketed_thread_pages").await;
     let d = app.discussion("threads over many pages").await;
     // Four threads that stay lively while others start: their comments spread over the pages.
     let mut heads = Vec::new();

@@ -42,10 +42,6 @@ impl Movable for Bucketed {
         comments: &[Comment],
         lease: &Lease<'_>,
     ) -> StoreResult<Document> {
-        let mut thread_sizes: HashMap<Slug, i64> = HashMap::new();
-        for comment in comments {
-            *thread_sizes.entry(comment.slug.ancestor_at(0)).or_default() += 1;
-        }
         let cap = usize::try_from(self.cap).unwrap_or(usize::MAX).max(1);
         let chunks: Vec<&[Comment]> = comments.chunks(cap).collect();
         // Each comment's direct replies per page, as posts count them.
@@ -62,16 +58,21 @@ impl Movable for Bucketed {
             }
         }
         // Where each page's threads are, as posts count them: the pages of each thread's
-        // comments, on the page of its top-level comment.
-        let mut root_pages: HashMap<&Slug, usize> = HashMap::new();
+        // comments, on the page of its top-level comment (they add up to its `thread_total`).
+        let root_pages: HashMap<&Slug, usize> = chunks
+            .iter()
+            .enumerate()
+            .flat_map(|(number, chunk)| {
+                chunk
+                    .iter()
+                    .filter(|c| c.parent.is_none())
+                    .map(move |c| (&c.slug, number))
+            })
+            .collect();
         let mut thread_pages: HashMap<usize, BTreeMap<usize, i64>> = HashMap::new();
         for (number, chunk) in chunks.iter().enumerate() {
             for comment in chunk.iter() {
-                if comment.parent.is_none() {
-                    root_pages.insert(&comment.slug, number);
-                }
-                let root = comment.slug.ancestor_at(0);
-                if let Some(&home) = root_pages.get(&root) {
+                if let Some(&home) = root_pages.get(&comment.slug.ancestor_at(0)) {
                     *thread_pages
                         .entry(home)
                         .or_default()
@@ -87,11 +88,9 @@ impl Movable for Bucketed {
             let (Some(first), Some(end)) = (chunk.first(), chunk.last()) else {
                 continue;
             };
-            let roots: Vec<&Comment> = chunk.iter().filter(|c| c.parent.is_none()).collect();
-            let thread_total: i64 = roots
-                .iter()
-                .map(|r| thread_sizes.get(&r.slug).copied().unwrap_or(1))
-                .sum();
+            let roots = chunk.iter().filter(|c| c.parent.is_none()).count();
+            let threads = thread_pages.get(&number);
+            let thread_total: i64 = threads.map_or(0, |pages| pages.values().sum());
             let stored = chunk
                 .iter()
                 .map(|c| {
@@ -107,8 +106,7 @@ impl Movable for Bucketed {
                     Ok(Bson::Document(element))
                 })
                 .collect::<StoreResult<Vec<_>>>()?;
-            let threads_here: Document = thread_pages
-                .get(&number)
+            let threads_here: Document = threads
                 .map(|pages| {
                     pages
                         .iter()
@@ -123,7 +121,7 @@ impl Movable for Bucketed {
                 "discussion_id": discussion.id.as_str(),
                 "page": number,
                 "count": i64::try_from(chunk.len()).unwrap_or(i64::MAX),
-                "roots": i64::try_from(roots.len()).unwrap_or(i64::MAX),
+                "roots": i64::try_from(roots).unwrap_or(i64::MAX),
                 "thread_total": thread_total,
                 THREAD_PAGES: threads_here,
                 "first_key": order_key(first.posted, &first.slug),

@@ -307,9 +307,6 @@ pub(super) fn reply_span(pages: &[(i64, u64)], skip: u64, end: u64) -> (Vec<i64>
 /// The indexed array field of the full slugs, which descendant ranges query.
 pub(super) const FULL_SLUGS: &str = "comments.full_slug";
 
-/// The indexed array field of the slugs.
-pub(super) const SLUGS: &str = "comments.slug";
-
 /// A filter for the pages of discussion `id` holding a comment whose array field `path` (an
 /// indexed one: `comments.slug`, `comments.parent` or `comments.full_slug`) matches any of
 /// `conds` (values or ranges): an `$or` with one branch per condition, each naming the

@@ -290,11 +290,11 @@ impl Bucketed {
         let upper = format!("{:016}", key_time(&last.last_key) + 1);
         let mut range = lower.clone();
         range.insert("$lt", upper.as_str());
-        let cond: Bson = doc! { "$and": range
-        .iter()
-        .map(|(op, v)| Bson::from(doc! { op: ["$$c.full_slug", v.clone()] }))
-        .collect::<Vec<_>>() }
-        .into();
+        let bounds: Vec<Bson> = range
+            .iter()
+            .map(|(op, v)| doc! { op: ["$$c.full_slug", v.clone()] }.into())
+            .collect();
+        let cond = Bson::from(doc! { "$and": bounds });
         let held = self
             .in_thread_pages(scope, discussion, &pages[span.0..=span.1], cond.clone())
             .await?;

@@ -19,7 +19,7 @@ use super::shapes::{
     comments_of, order_key, page_filter, thread_page_path, Target, FLOOR, NUM_PAGES, SEALED_MAX,
     SEALED_MIN,
 };
-use super::threads::{pages_with, reply_page_path, SLUGS};
+use super::threads::{pages_with, reply_page_path};
 use super::Bucketed;
 use crate::domain::{Comment, Discussion, DiscussionId, Micros, Placement, Slug, SlugPart};
 use crate::store::bson::{as_i64, corrupt, int_field};
@@ -147,7 +147,7 @@ impl Bucketed {
     async fn locate(&self, id: &DiscussionId, slugs: &[&Slug]) -> StoreResult<Vec<Located>> {
         let wanted: Vec<&str> = slugs.iter().map(|s| s.as_str()).collect();
         let pipeline = vec![
-            doc! { "$match": pages_with(id, SLUGS, wanted.iter().map(|s| Bson::from(*s))) },
+            doc! { "$match": pages_with(id, "comments.slug", wanted.iter().map(|s| Bson::from(*s))) },
             doc! { "$project": {
                 "page": 1,
                 "comments": { "$filter": {
