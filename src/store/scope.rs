@@ -65,6 +65,9 @@ pub struct ReadScope {
     /// Bucketed layout: for comments read so far that keep them, their direct replies per page
     /// (page number, replies there), in page order.
     pub(super) reply_pages: ReplyPages,
+    /// Bucketed layout: for top-level comments read so far whose page counts where the threads
+    /// it starts are (completely), the numbers of the pages that hold those threads.
+    pub(super) thread_homes: BySlug<Vec<i64>>,
     /// Per-comment layout: for comments read so far that keep them, their replies with the size
     /// of each one's subtree (the reply included), in threaded order.
     pub(super) reply_sizes: BySlug<Vec<(FullSlug, u64)>>,

@@ -1067,25 +1067,136 @@ fn check_thread_pages(
     (expected, page_of)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn threaded_pages_read_only_the_pages_of_their_threads() {
-    let (requests, app) = PageRequests::app("bucketed_thread_pages").await;
-    let d = app.discussion("threads over many pages").await;
-    // Four threads that stay lively while others start: their comments spread over the pages.
+/// Four threads that stay lively while others start, so that their comments spread over the
+/// pages (pages of 3): returns their top-level comments and, per thread, its deepest reply.
+async fn lively_threads(app: &TestApp, d: &str) -> (Vec<String>, Vec<String>) {
     let mut heads = Vec::new();
     for i in 0..4 {
-        heads.push(app.post(&d, None, &format!("thread {i}")).await);
+        heads.push(app.post(d, None, &format!("thread {i}")).await);
     }
     let mut last_reply = heads.clone();
     for round in 0..6 {
         for (i, head) in heads.iter().enumerate() {
             let parent = if round % 2 == 0 { head } else { &last_reply[i] };
             last_reply[i] = app
-                .post(&d, Some(parent), &format!("reply {round} in {i}"))
+                .post(d, Some(parent), &format!("reply {round} in {i}"))
                 .await;
         }
-        app.post(&d, None, &format!("filler {round}")).await;
+        app.post(d, None, &format!("filler {round}")).await;
     }
+    (heads, last_reply)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sub_discussions_read_only_the_pages_of_their_thread() {
+    let (requests, app) = PageRequests::app("bucketed_sub_thread_pages").await;
+    let d = app.discussion("sub-discussions over many pages").await;
+    let (heads, _) = lively_threads(&app, &d).await;
+    let pages = raw_pages(&app, &d).await;
+    let (expected, page_of) = check_thread_pages(&pages);
+    let mut threaded: Vec<(String, String)> = pages
+        .iter()
+        .flat_map(comments)
+        .map(|c| {
+            (
+                c.get_str("full_slug").expect("full slug").to_owned(),
+                c.get_str("slug").expect("slug").to_owned(),
+            )
+        })
+        .collect();
+    threaded.sort();
+    let below = |root: &str| -> Vec<String> {
+        let prefix = format!("{root}/");
+        threaded
+            .iter()
+            .filter(|(_, slug)| slug.starts_with(&prefix))
+            .map(|(_, slug)| slug.clone())
+            .collect()
+    };
+    // The pages of the root's thread from the root's own page on.
+    let pages_of_thread = |root: &str| -> Vec<i64> {
+        let head = root.split('/').next().expect("a head");
+        expected[&page_of[head]]
+            .keys()
+            .copied()
+            .filter(|p| *p >= page_of[root])
+            .collect()
+    };
+    let query = "query($d: ID!, $h: String!, $s: String!) {
+        head: comment(discussionId: $d, slug: $h) { slug }
+        root: comment(discussionId: $d, slug: $s) {
+            subDiscussion(first: 100) { totalCount nodes { slug } } } }";
+    let some_reply = |head: &str| -> String {
+        below(head)
+            .into_iter()
+            .find(|s| !below(s).is_empty())
+            .expect("a reply with replies")
+    };
+    let mut fewer = false;
+    for head in &heads {
+        for root in [head.clone(), some_reply(head)] {
+            requests.take();
+            let data = app.ok(query, json!({ "d": d, "h": head, "s": root })).await;
+            let sub = &data["root"]["subDiscussion"];
+            let want = below(&root);
+            let nodes: Vec<&str> = sub["nodes"]
+                .as_array()
+                .expect("nodes")
+                .iter()
+                .map(|n| n["slug"].as_str().expect("slug"))
+                .collect();
+            assert_eq!(nodes, want, "sub-discussion of {root}");
+            assert_eq!(sub["totalCount"], json!(want.len()), "count of {root}");
+            // The comments and their count, each from just the pages of the thread.
+            let wanted = pages_of_thread(&root);
+            fewer |= wanted.len() < pages.len();
+            assert_eq!(
+                requests.take(),
+                vec![wanted.clone(), wanted],
+                "pages read for {root}"
+            );
+        }
+    }
+    assert!(
+        fewer,
+        "some sub-discussion reads fewer pages than there are"
+    );
+
+    // Where the thread's top-level comment was not read in the request, or its page does not
+    // count all of its threads, the pages that hold the descendants are found by range.
+    let head = &heads[1];
+    let alone = "query($d: ID!, $s: String!) { comment(discussionId: $d, slug: $s) {
+        subDiscussion(first: 100) { totalCount nodes { slug } } } }";
+    let reply = some_reply(head);
+    let data = app.ok(alone, json!({ "d": d, "s": reply })).await;
+    assert_eq!(
+        data["comment"]["subDiscussion"]["totalCount"],
+        json!(below(&reply).len())
+    );
+    assert!(requests.take().is_empty(), "read by range");
+    let raw = raw_db(&app).await.collection::<Document>("comment_pages");
+    raw.update_one(
+        doc! { "discussion_id": &d, "page": page_of[head] },
+        doc! { "$unset": { "thread_pages": "" } },
+    )
+    .await
+    .expect("unset");
+    let data = app.ok(query, json!({ "d": d, "h": head, "s": head })).await;
+    let nodes: Vec<&str> = data["root"]["subDiscussion"]["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| n["slug"].as_str().expect("slug"))
+        .collect();
+    assert_eq!(nodes, below(head));
+    assert!(requests.take().is_empty(), "read by range");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threaded_pages_read_only_the_pages_of_their_threads() {
+    let (requests, app) = PageRequests::app("bucketed_thread_pages").await;
+    let d = app.discussion("threads over many pages").await;
+    lively_threads(&app, &d).await;
 
     // What the pages say, and what it should say: the pages of each page's threads.
     let pages = raw_pages(&app, &d).await;

@@ -29,7 +29,6 @@ use crate::domain::tree::Thread;
 use crate::domain::{Comment, Discussion, FullSlug, NewComment, Page, Slug, Window};
 use crate::store::bson::as_i64;
 use crate::store::metrics::Counted;
-use threads::descendant_ranges;
 
 /// The bucketed layout.
 pub struct Bucketed {
@@ -241,17 +240,16 @@ impl CommentStore for Bucketed {
         if roots.is_empty() {
             return Ok(HashMap::new());
         }
-        let (query, cond) = descendant_ranges(&discussion.id, roots);
-        let comments = self.matching(scope, discussion, query, cond).await?;
+        let comments = self.descendants(scope, discussion, roots).await?;
         Ok(Thread::new(comments).sub_discussions(roots, window))
     }
 
     async fn sub_discussion_counts(
         &self,
-        _scope: &ReadScope,
+        scope: &ReadScope,
         discussion: &Discussion,
         roots: &[FullSlug],
     ) -> StoreResult<HashMap<FullSlug, u64>> {
-        self.descendant_counts(discussion, roots).await
+        self.descendant_counts(scope, discussion, roots).await
     }
 }

@@ -85,23 +85,32 @@ impl PageInfo {
     /// The pages that hold the comments of the threads this page's top-level comments start,
     /// when `thread_pages` accounts for every one of them (it adds up to `thread_total`).
     pub(super) fn thread_page_numbers(&self) -> Option<Vec<i64>> {
-        let stored = match &self.thread_pages {
-            Some(stored) => stored,
-            None if self.thread_total == 0 => return Some(Vec::new()),
-            None => return None,
-        };
-        let mut total = 0_i64;
-        let mut pages = Vec::with_capacity(stored.len());
-        for (page, n) in stored {
-            let n = as_i64(n)?;
-            let page = page.parse::<i64>().ok()?;
-            total = total.checked_add(n)?;
-            if n > 0 {
-                pages.push(page);
-            }
-        }
-        (total == self.thread_total).then_some(pages)
+        thread_page_numbers(self.thread_pages.as_ref(), self.thread_total)
     }
+}
+
+/// The pages named by a page's `thread_pages` (`stored`), when it accounts for every comment of
+/// the threads the page starts (it adds up to the page's `thread_total`).
+pub(super) fn thread_page_numbers(
+    stored: Option<&Document>,
+    thread_total: i64,
+) -> Option<Vec<i64>> {
+    let stored = match stored {
+        Some(stored) => stored,
+        None if thread_total == 0 => return Some(Vec::new()),
+        None => return None,
+    };
+    let mut total = 0_i64;
+    let mut pages = Vec::with_capacity(stored.len());
+    for (page, n) in stored {
+        let n = as_i64(n)?;
+        let page = page.parse::<i64>().ok()?;
+        total = total.checked_add(n)?;
+        if n > 0 {
+            pages.push(page);
+        }
+    }
+    (total == thread_total).then_some(pages)
 }
 
 /// Page field: where the comments of the threads a page's top-level comments start are,

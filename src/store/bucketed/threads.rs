@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 
-use super::shapes::{comments_of, BATCH_SIZE};
+use super::shapes::{comments_of, thread_page_numbers, BATCH_SIZE, THREAD_PAGES};
 use super::Bucketed;
 use crate::domain::tree::Thread;
 use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Page, Slug, Window};
@@ -60,9 +60,9 @@ impl Bucketed {
     ) -> StoreResult<Vec<Comment>> {
         let pipeline = vec![
             doc! { "$match": filter },
-            doc! { "$project": { "_id": 1, "page": 1, "comments": {
+            doc! { "$project": read_projection(doc! {
                 "$filter": { "input": "$comments", "as": "c", "cond": cond },
-            } } },
+            }) },
         ];
         self.run(scope, discussion, pipeline).await
     }
@@ -162,11 +162,11 @@ impl Bucketed {
         let docs: Vec<Document> = self
             .pages
             .aggregate(vec![
-                doc! { "$match": { "discussion_id": id.as_str(), "page": { "$in": wanted } } },
+                by_numbers(id, wanted),
                 doc! { "$sort": { "page": 1 } },
-                doc! { "$project": { "_id": 1, "page": 1, "comments": { "$filter": {
+                doc! { "$project": read_projection(doc! { "$filter": {
                     "input": "$comments", "as": "c", "cond": cond,
-                } } } },
+                } }) },
             ])
             .batch_size(BATCH_SIZE)
             .await?
@@ -182,9 +182,54 @@ impl Bucketed {
         Ok(Some(comments))
     }
 
-    /// How many descendants each root has: only the matching full slugs travel.
+    /// The pages that hold the descendants of `roots`, where each root and its thread's
+    /// top-level comment were read in this request from pages that say so: the top-level
+    /// comment's page counts where the threads it starts are (`thread_homes`), and a root's
+    /// descendants were posted to its own page or later ones. `None` otherwise: the caller then
+    /// reads the pages that hold them by range.
+    pub(super) fn descendant_pages(
+        scope: &ReadScope,
+        id: &DiscussionId,
+        roots: &[FullSlug],
+    ) -> Option<Vec<i64>> {
+        let mut wanted = Vec::new();
+        for root in roots {
+            let slug = root.slug();
+            let (_, from) = scope.pages_of.get(id, &slug)?;
+            let homes = scope.thread_homes.get(id, &slug.ancestor_at(0))?;
+            wanted.extend(homes.into_iter().filter(|page| *page >= from));
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        Some(wanted)
+    }
+
+    /// The descendants of `roots`: from just the pages of their threads (see
+    /// [`Self::descendant_pages`]) where this request knows them, else from the pages a range
+    /// on the full slugs finds (a multikey range, which also matches pages where different
+    /// comments satisfy each bound).
+    pub(super) async fn descendants(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        roots: &[FullSlug],
+    ) -> StoreResult<Vec<Comment>> {
+        let id = &discussion.id;
+        let cond = descendant_cond(roots);
+        if let Some(wanted) = Self::descendant_pages(scope, id, roots) {
+            if let Some(found) = self.on_pages(scope, id, &wanted, cond.clone()).await? {
+                return Ok(found);
+            }
+        }
+        let query = descendant_query(id, roots);
+        self.matching(scope, discussion, query, cond).await
+    }
+
+    /// How many descendants each root has: only the matching full slugs travel, from the pages
+    /// [`Self::descendants`] would read.
     pub(super) async fn descendant_counts(
         &self,
+        scope: &ReadScope,
         discussion: &Discussion,
         roots: &[FullSlug],
     ) -> StoreResult<HashMap<FullSlug, u64>> {
@@ -192,23 +237,33 @@ impl Bucketed {
         if roots.is_empty() {
             return Ok(counts);
         }
-        let (query, cond) = descendant_ranges(&discussion.id, roots);
+        let id = &discussion.id;
+        let cond = descendant_cond(roots);
         // Only the full slugs travel: a count needs nothing else.
-        let pipeline = vec![
-            doc! { "$match": query },
-            doc! { "$project": { "_id": 0, "s": { "$map": {
-                "input": { "$filter": { "input": "$comments", "as": "c", "cond": cond } },
-                "as": "c",
-                "in": "$$c.full_slug",
-            } } } },
-        ];
-        let docs: Vec<Document> = self
-            .pages
-            .aggregate(pipeline)
-            .batch_size(BATCH_SIZE)
-            .await?
-            .try_collect()
-            .await?;
+        let project = doc! { "$project": { "_id": 0, "s": { "$map": {
+            "input": { "$filter": { "input": "$comments", "as": "c", "cond": cond } },
+            "as": "c",
+            "in": "$$c.full_slug",
+        } } } };
+        let mut docs = None;
+        if let Some(wanted) = Self::descendant_pages(scope, id, roots) {
+            let pipeline = vec![
+                by_numbers(id, &wanted),
+                doc! { "$sort": { "page": 1 } },
+                project.clone(),
+            ];
+            let found = self.full_slugs(pipeline).await?;
+            // A page that is gone (the discussion moved meanwhile): count by range instead.
+            docs = (found.len() == wanted.len()).then_some(found);
+        }
+        let docs = match docs {
+            Some(docs) => docs,
+            None => {
+                let query = descendant_query(id, roots);
+                self.full_slugs(vec![doc! { "$match": query }, project])
+                    .await?
+            }
+        };
         let wanted: HashSet<&str> = roots.iter().map(FullSlug::as_str).collect();
         for doc in &docs {
             for full in doc.get_array("s").map_err(corrupt)? {
@@ -224,6 +279,16 @@ impl Bucketed {
             }
         }
         Ok(counts)
+    }
+
+    async fn full_slugs(&self, pipeline: Vec<Document>) -> StoreResult<Vec<Document>> {
+        Ok(self
+            .pages
+            .aggregate(pipeline)
+            .batch_size(BATCH_SIZE)
+            .await?
+            .try_collect()
+            .await?)
     }
 }
 
@@ -255,8 +320,32 @@ pub(super) fn read_page(
                 .remember(id, comment.slug.clone(), reply_pages_of(pages));
         }
     }
+    if let Some(total) = doc.get("thread_total").and_then(as_i64) {
+        if let Some(homes) = thread_page_numbers(doc.get_document(THREAD_PAGES).ok(), total) {
+            for comment in comments.iter().filter(|c| c.parent.is_none()) {
+                scope
+                    .thread_homes
+                    .remember(id, comment.slug.clone(), homes.clone());
+            }
+        }
+    }
     scope.seen.remember_all(&comments);
     Ok(comments)
+}
+
+/// What a read of comments projects from their pages: where they were found (`_id` and page
+/// number), where the threads the page starts are (`thread_total` and `thread_pages`, for
+/// sub-discussions of its top-level comments), and `comments` (an expression).
+pub(super) fn read_projection(comments: impl Into<Bson>) -> Document {
+    doc! {
+        "_id": 1, "page": 1, "thread_total": 1, THREAD_PAGES: 1, "comments": comments.into(),
+    }
+}
+
+/// A `$match` stage for pages `wanted` of discussion `id` by number (to be followed by
+/// `$sort: {page: 1}`, see [`Bucketed::on_pages`]).
+fn by_numbers(id: &DiscussionId, wanted: &[i64]) -> Document {
+    doc! { "$match": { "discussion_id": id.as_str(), "page": { "$in": wanted } } }
 }
 
 /// A comment's field that counts its direct replies per page: `{"<page>": n, …}`, one `$inc`
@@ -334,21 +423,26 @@ pub(super) fn pages_with(
 /// A value no slug, parent or full slug has.
 const NO_SLUG: &str = "";
 
-/// The pages holding descendants of `roots` (see [`pages_with`]), and the same ranges as a
-/// condition on `$$c`.
-pub(super) fn descendant_ranges(id: &DiscussionId, roots: &[FullSlug]) -> (Document, Bson) {
-    let mut ranges = Vec::new();
-    let mut cond = Vec::new();
-    for root in roots {
+/// The pages holding descendants of `roots` by range (see [`pages_with`]).
+pub(super) fn descendant_query(id: &DiscussionId, roots: &[FullSlug]) -> Document {
+    let ranges = roots.iter().map(|root| {
         let (lo, hi) = root.descendant_range();
-        ranges.push(Bson::from(doc! { "$gte": &lo, "$lt": &hi }));
-        cond.push(doc! { "$and": [
-            { "$gte": ["$$c.full_slug", &lo] },
-            { "$lt": ["$$c.full_slug", &hi] },
-        ] });
-    }
-    (
-        pages_with(id, FULL_SLUGS, ranges),
-        doc! { "$or": cond }.into(),
-    )
+        Bson::from(doc! { "$gte": lo, "$lt": hi })
+    });
+    pages_with(id, FULL_SLUGS, ranges)
+}
+
+/// The descendants of `roots` as a condition on `$$c`.
+fn descendant_cond(roots: &[FullSlug]) -> Bson {
+    let cond: Vec<Document> = roots
+        .iter()
+        .map(|root| {
+            let (lo, hi) = root.descendant_range();
+            doc! { "$and": [
+                { "$gte": ["$$c.full_slug", &lo] },
+                { "$lt": ["$$c.full_slug", &hi] },
+            ] }
+        })
+        .collect();
+    doc! { "$or": cond }.into()
 }

@@ -4,7 +4,7 @@
 use mongodb::bson::{doc, from_document, Bson, Document};
 
 use super::shapes::{key_time, order_key, PageInfo, BATCH_SIZE, THREAD_PAGES};
-use super::threads::{pages_with, read_page, FULL_SLUGS};
+use super::threads::{pages_with, read_page, read_projection, FULL_SLUGS};
 use super::Bucketed;
 use crate::domain::paging::Cursor;
 use crate::domain::tree::{Listing, Thread};
@@ -171,7 +171,7 @@ impl Bucketed {
                     "page": { "$gte": from, "$lt": from.saturating_add(span) },
                 } },
                 doc! { "$sort": { "page": 1 } },
-                doc! { "$project": { "_id": 1, "page": 1, "comments": comments } },
+                doc! { "$project": read_projection(comments) },
             ])
             .batch_size(BATCH_SIZE)
             .await?
