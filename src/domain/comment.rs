@@ -95,6 +95,19 @@ pub struct Discussion {
     /// pages): an offset in posting order is then a page number and a position in it, with no
     /// page list to read.
     pub full_pages: Option<FullPages>,
+    /// Where a bucketed discussion keeps them (and they account for every comment): per block
+    /// of consecutive pages, the comments of the threads started there and the block's first
+    /// order key, so that a threaded page reads the headers of the pages it needs, not of all.
+    pub page_blocks: Option<Vec<PageBlock>>,
+}
+
+/// A block of consecutive pages of a bucketed discussion (see `Discussion::page_blocks`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageBlock {
+    /// The comments of the threads whose top-level comment is in one of its pages.
+    pub threaded: u64,
+    /// The smallest order key (`<posted>:<slug>`) of its comments.
+    pub first_key: String,
 }
 
 /// The sealed pages of a bucketed discussion, all of one size.

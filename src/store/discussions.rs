@@ -18,8 +18,8 @@ use super::{changes, ChangeKind, DiscussionStore, StoreError, StoreResult};
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{
-    Comment, Discussion, DiscussionId, DiscussionTitle, FullPages, Layout, Micros, Page, Slug,
-    Window,
+    Comment, Discussion, DiscussionId, DiscussionTitle, FullPages, Layout, Micros, Page, PageBlock,
+    Slug, Window,
 };
 
 /// A discussion's metadata as stored. Layouts may add fields (the embedded layout keeps its
@@ -61,12 +61,20 @@ struct DiscussionDoc {
     sealed_max: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     num_comment_pages: Option<i64>,
+    /// Bucketed discussions: per block of pages, the comments of the threads started there
+    /// (`{"<block>": n}`) and the block's first order key (`{"<block>": key}`); see
+    /// `Discussion::page_blocks`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    page_blocks: Option<Document>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    page_block_keys: Option<Document>,
 }
 
 impl DiscussionDoc {
     fn into_discussion(self) -> StoreResult<Discussion> {
         let corrupt = |what: String| StoreError::Corrupt(format!("discussion {}: {what}", self.id));
         let full_pages = self.full_pages();
+        let page_blocks = self.page_blocks();
         Ok(Discussion {
             id: DiscussionId::parse(&self.id).map_err(|e| corrupt(e.to_string()))?,
             layout: self
@@ -87,7 +95,50 @@ impl DiscussionDoc {
                 .transpose()?,
             subtree_sizes: self.subtree_sizes,
             full_pages,
+            page_blocks,
         })
+    }
+
+    /// The blocks of pages, where both fields are kept, every block has its first key (in
+    /// increasing order) and the counts account for every comment. Counts that do not (a
+    /// discussion from before they were kept, whose posts since began them) are not used: reads
+    /// then walk every page's header.
+    fn page_blocks(&self) -> Option<Vec<PageBlock>> {
+        let (counts, keys) = (self.page_blocks.as_ref()?, self.page_block_keys.as_ref()?);
+        let mut blocks: Vec<PageBlock> = Vec::new();
+        let mut at = |key: &str| -> Option<usize> {
+            let block: usize = key.parse().ok()?;
+            if block >= blocks.len() {
+                blocks.resize(
+                    block + 1,
+                    PageBlock {
+                        threaded: 0,
+                        first_key: String::new(),
+                    },
+                );
+            }
+            Some(block)
+        };
+        let mut found = Vec::new();
+        for (key, n) in counts {
+            found.push((at(key)?, to_count(as_i64(n)?)));
+        }
+        let mut first_keys = Vec::new();
+        for (key, first) in keys {
+            first_keys.push((at(key)?, first.as_str()?.to_owned()));
+        }
+        for (block, n) in found {
+            blocks[block].threaded = n;
+        }
+        for (block, first) in first_keys {
+            blocks[block].first_key = first;
+        }
+        let total: u64 = blocks.iter().map(|b| b.threaded).sum();
+        let ordered = blocks
+            .windows(2)
+            .all(|pair| pair[0].first_key < pair[1].first_key);
+        let keyed = blocks.iter().all(|b| !b.first_key.is_empty());
+        (total == to_count(self.comment_count) && ordered && keyed).then_some(blocks)
     }
 
     /// The sealed pages, when they are tracked and all of one size.
@@ -186,6 +237,7 @@ fn metadata_projection() -> Document {
         "title": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1,
         "sequenced": 1, "moves": 1, thread_blocks::FIELD: 1, SUBTREE_SIZES: 1,
         "sized_pages": 1, "sealed_min": 1, "sealed_max": 1, "num_comment_pages": 1,
+        "page_blocks": 1, "page_block_keys": 1,
     }
 }
 
@@ -230,21 +282,33 @@ impl Discussions {
         comment: &Comment,
         session: &mut mongodb::ClientSession,
     ) -> StoreResult<()> {
-        self.record_posts(discussion, &[comment], session).await
+        self.record_posts(discussion, &[comment], Document::new(), session)
+            .await
     }
 
     /// Counts comments stored together (one update, one change-feed mark for them all), in
-    /// their post's transaction: `Moving` (and nothing of the transaction stays) when the
-    /// discussion is moving, moved, or was locked since `discussion` was read.
+    /// their post's transaction, with the layout's own counts (`more`: update operators and
+    /// their fields, merged into the update): `Moving` (and nothing of the transaction stays)
+    /// when the discussion is moving, moved, or was locked since `discussion` was read.
     pub async fn record_posts(
         &self,
         discussion: &Discussion,
         comments: &[&Comment],
+        more: Document,
         session: &mut mongodb::ClientSession,
     ) -> StoreResult<()> {
+        let mut update = posts_update(comments);
+        for (op, fields) in more {
+            match (update.get_document_mut(&op), fields) {
+                (Ok(existing), Bson::Document(fields)) => existing.extend(fields),
+                (_, fields) => {
+                    update.insert(op, fields);
+                }
+            }
+        }
         let result = self
             .coll
-            .update_one(open_for_posts(discussion), posts_update(comments))
+            .update_one(open_for_posts(discussion), update)
             .session(session)
             .await?;
         if result.matched_count == 0 {
@@ -427,6 +491,8 @@ impl DiscussionStore for Discussions {
             sealed_min: None,
             sealed_max: None,
             num_comment_pages: None,
+            page_blocks: (layout == Layout::Bucketed).then(Document::new),
+            page_block_keys: (layout == Layout::Bucketed).then(Document::new),
         };
         self.coll.insert_one(&doc).await?;
         doc.into_discussion()
@@ -499,4 +565,59 @@ impl DiscussionStore for Discussions {
 /// The driver's limit for fetching `limit` items plus one that tells whether more follow.
 pub(super) fn limit_plus_one(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX - 1) + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(comments: i64, blocks: Option<Document>, keys: Option<Document>) -> DiscussionDoc {
+        let mut doc = doc! {
+            "_id": "d", "title": "t", "layout": "bucketed", "created": 0_i64,
+            "comment_count": comments,
+        };
+        if let Some(blocks) = blocks {
+            doc.insert("page_blocks", blocks);
+        }
+        if let Some(keys) = keys {
+            doc.insert("page_block_keys", keys);
+        }
+        mongodb::bson::from_document(doc).expect("a discussion")
+    }
+
+    #[test]
+    fn page_blocks_count_only_when_they_account_for_every_comment() {
+        let keys = doc! { "0": "0001:a", "1": "0005:b", "2": "0009:c" };
+        let blocks = doc! { "1": 3_i64, "0": 5_i32, "2": 0_i64 };
+        let found = stored(8, Some(blocks.clone()), Some(keys.clone()))
+            .page_blocks()
+            .expect("blocks");
+        let counts: Vec<u64> = found.iter().map(|b| b.threaded).collect();
+        assert_eq!(counts, [5, 3, 0]);
+        assert_eq!(found[1].first_key, "0005:b");
+        // A new discussion: none yet.
+        assert_eq!(
+            stored(0, Some(Document::new()), Some(Document::new())).page_blocks(),
+            Some(vec![])
+        );
+        // From before they were kept, counts its posts began, or damaged: not used.
+        assert_eq!(stored(8, None, None).page_blocks(), None);
+        assert_eq!(
+            stored(9, Some(blocks.clone()), Some(keys.clone())).page_blocks(),
+            None
+        );
+        assert_eq!(stored(8, Some(blocks.clone()), None).page_blocks(), None);
+        let gap = doc! { "0": "0001:a", "2": "0009:c" };
+        assert_eq!(
+            stored(8, Some(blocks.clone()), Some(gap)).page_blocks(),
+            None
+        );
+        let unordered = doc! { "0": "0001:a", "1": "0010:b", "2": "0009:c" };
+        assert_eq!(
+            stored(8, Some(blocks.clone()), Some(unordered)).page_blocks(),
+            None
+        );
+        let odd = doc! { "x": 8_i64 };
+        assert_eq!(stored(8, Some(odd), Some(keys)).page_blocks(), None);
+    }
 }

@@ -246,6 +246,7 @@ async fn many_writers_lose_and_duplicate_nothing() {
     );
     assert_eq!(thread_total, total as i64, "thread totals add up");
     check_thread_pages(&pages);
+    check_page_blocks(&app, &d, &pages).await;
 
     // Reply counts agree with the stored parents.
     let mut children: HashMap<&str, i64> = HashMap::new();
@@ -832,9 +833,16 @@ async fn pages_are_keyed_and_discussions_from_before_still_post() {
     }
 }
 
-/// Records the page numbers each replies query by page asks for.
+/// Records the page numbers each query by page number asks for, and the pages each read of
+/// page headers covers (`None` for every page of the discussion).
 #[derive(Clone, Default)]
-struct PageRequests(Arc<std::sync::Mutex<Vec<Vec<i64>>>>);
+struct PageRequests {
+    pages: Arc<std::sync::Mutex<Vec<Vec<i64>>>>,
+    headers: Arc<std::sync::Mutex<Vec<HeaderRead>>>,
+}
+
+/// The pages a read of page headers covers, `[from, to)`; `None` for every page.
+type HeaderRead = Option<(i64, i64)>;
 
 impl PageRequests {
     /// A test app with pages of 3 whose page-number reads are recorded.
@@ -852,14 +860,14 @@ impl PageRequests {
     }
 
     fn handler(&self) -> mongodb::event::EventHandler<mongodb::event::command::CommandEvent> {
-        let sink = self.0.clone();
+        let (pages_sink, headers_sink) = (self.pages.clone(), self.headers.clone());
         mongodb::event::EventHandler::callback(
             move |event: mongodb::event::command::CommandEvent| {
                 let mongodb::event::command::CommandEvent::Started(started) = event else {
                     return;
                 };
-                let pages = started
-                    .command
+                let command = &started.command;
+                let pages = command
                     .get_array("pipeline")
                     .ok()
                     .and_then(|p| p.first())
@@ -869,14 +877,40 @@ impl PageRequests {
                     .and_then(|page| page.get_array("$in").ok())
                     .map(|pages| pages.iter().filter_map(Bson::as_i64).collect::<Vec<_>>());
                 if let Some(pages) = pages {
-                    sink.lock().unwrap_or_else(|p| p.into_inner()).push(pages);
+                    pages_sink
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(pages);
+                }
+                // A read of page headers: a `find` that projects the thread pages.
+                let headers = command.get_str("find").is_ok()
+                    && command
+                        .get_document("projection")
+                        .is_ok_and(|p| p.contains_key("thread_pages"));
+                if headers {
+                    let range = command
+                        .get_document("filter")
+                        .ok()
+                        .and_then(|f| f.get_document("page").ok())
+                        .map(|page| {
+                            let bound = |op: &str| page.get(op).and_then(Bson::as_i64);
+                            (bound("$gte").expect("from"), bound("$lt").expect("to"))
+                        });
+                    headers_sink
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(range);
                 }
             },
         )
     }
 
     fn take(&self) -> Vec<Vec<i64>> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+        std::mem::take(&mut *self.pages.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn take_headers(&self) -> Vec<HeaderRead> {
+        std::mem::take(&mut *self.headers.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
 
@@ -1085,6 +1119,195 @@ async fn lively_threads(app: &TestApp, d: &str) -> (Vec<String>, Vec<String>) {
         app.post(d, None, &format!("filler {round}")).await;
     }
     (heads, last_reply)
+}
+
+/// Pages per block of the discussion's `page_blocks`.
+const BLOCK_PAGES: i64 = 32;
+
+/// Checks the discussion's blocks of pages against its pages: per block of 32, the sum of the
+/// pages' `thread_total` and the first page's first key; and that the store uses them.
+async fn check_page_blocks(app: &TestApp, d: &str, pages: &[Document]) {
+    let mut counts: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut keys: BTreeMap<i64, String> = BTreeMap::new();
+    for page in pages {
+        let block = int(page, "page") / BLOCK_PAGES;
+        *counts.entry(block).or_default() += int(page, "thread_total");
+        keys.entry(block)
+            .or_insert_with(|| page.get_str("first_key").expect("first key").to_owned());
+    }
+    let stored = raw_db(app)
+        .await
+        .collection::<Document>("discussions")
+        .find_one(doc! { "_id": d })
+        .await
+        .expect("discussion")
+        .expect("a discussion");
+    let blocks = stored.get_document("page_blocks").expect("page blocks");
+    let kept: BTreeMap<i64, i64> = blocks
+        .keys()
+        .map(|k| (k.parse().expect("a block"), int(blocks, k)))
+        .collect();
+    assert_eq!(kept, counts, "comments of the threads each block starts");
+    let first_keys = stored.get_document("page_block_keys").expect("block keys");
+    let kept: BTreeMap<i64, String> = first_keys
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.parse().expect("a block"),
+                v.as_str().expect("a key").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(kept, keys, "first key of each block");
+    assert!(
+        load_discussion(app.store(), d).await.page_blocks.is_some(),
+        "the counts account for every comment"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threaded_pages_read_the_headers_of_their_blocks_only() {
+    let (requests, app) = PageRequests::app("bucketed_page_blocks").await;
+    let d = app.discussion("threads over many blocks").await;
+    // 9 × 34 comments in pages of 3: 102 pages, four blocks.
+    for _ in 0..9 {
+        lively_threads(&app, &d).await;
+    }
+    let pages = raw_pages(&app, &d).await;
+    assert!(
+        pages.len() as i64 > 3 * BLOCK_PAGES,
+        "{} pages",
+        pages.len()
+    );
+    check_page_blocks(&app, &d, &pages).await;
+    let mut threaded: Vec<(String, String)> = pages
+        .iter()
+        .flat_map(comments)
+        .map(|c| {
+            (
+                c.get_str("full_slug").expect("full slug").to_owned(),
+                c.get_str("slug").expect("slug").to_owned(),
+            )
+        })
+        .collect();
+    threaded.sort();
+    let threaded: Vec<String> = threaded.into_iter().map(|(_, slug)| slug).collect();
+    let total = threaded.len();
+
+    let store = app.store();
+    let layout = store.layout(Layout::Bucketed).expect("layout");
+    let bounded = |reads: Vec<HeaderRead>, what: &str| {
+        assert_eq!(reads.len(), 1, "{what}: one read of headers: {reads:?}");
+        let (from, to) = reads[0].unwrap_or_else(|| panic!("{what}: every page's header read"));
+        assert!(
+            to - from <= 2 * BLOCK_PAGES,
+            "{what}: headers of pages {from}..{to}"
+        );
+    };
+    let discussion = load_discussion(store, &d).await;
+    for (skip, limit) in [(0, 5), (100, 10), (150, 7), (290, 10), (total - 3, 5)] {
+        requests.take_headers();
+        let page = layout
+            .list(
+                &ReadScope::new(),
+                &discussion,
+                Listing::Threaded,
+                &Window::Offset {
+                    skip: skip as u64,
+                    limit,
+                },
+            )
+            .await
+            .expect("threaded page");
+        let end = (skip + limit).min(total);
+        assert_eq!(slugs(&page.items), threaded[skip..end], "{skip}+{limit}");
+        assert_eq!(page.has_next, end < total, "more after {skip}+{limit}");
+        bounded(requests.take_headers(), &format!("offset {skip}"));
+    }
+    let past = layout
+        .list(
+            &ReadScope::new(),
+            &discussion,
+            Listing::Threaded,
+            &Window::Offset {
+                skip: total as u64,
+                limit: 5,
+            },
+        )
+        .await
+        .expect("past the end");
+    assert!(past.items.is_empty() && !past.has_next);
+    requests.take_headers();
+    let walked = all_by_cursor(store, &discussion, Listing::Threaded, 9).await;
+    assert_eq!(slugs(&walked), threaded);
+    let reads = requests.take_headers();
+    assert_eq!(reads.len(), total.div_ceil(9), "one read of headers a page");
+    for read in reads {
+        bounded(vec![read], "cursor page");
+    }
+
+    // Over GraphQL, from the discussion the request reads.
+    let data = app
+        .ok(
+            "query($d: ID!) { discussion(id: $d) { comments(order: THREADED, offset: 200, first: 10) { nodes { slug } } } }",
+            json!({ "d": d }),
+        )
+        .await;
+    let nodes: Vec<&str> = data["discussion"]["comments"]["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| n["slug"].as_str().expect("slug"))
+        .collect();
+    assert_eq!(nodes, threaded[200..210]);
+    bounded(requests.take_headers(), "GraphQL offset 200");
+
+    // Counts from before they were kept, or that miss a post: every page's header is read.
+    let raw = raw_db(&app).await.collection::<Document>("discussions");
+    for change in [
+        doc! { "$inc": { "page_blocks.1": -1_i64 } },
+        doc! { "$unset": { "page_blocks": "" } },
+    ] {
+        raw.update_one(doc! { "_id": &d }, change)
+            .await
+            .expect("change the counts");
+        let discussion = load_discussion(store, &d).await;
+        assert!(discussion.page_blocks.is_none());
+        assert_eq!(
+            slugs(&all_by_offset(store, &discussion, Listing::Threaded, 11).await),
+            threaded
+        );
+        assert_eq!(
+            slugs(&all_by_cursor(store, &discussion, Listing::Threaded, 8).await),
+            threaded
+        );
+        assert!(requests.take_headers().iter().all(Option::is_none));
+    }
+
+    // A move out and back in counts them again.
+    let token = app.moderator_token("mod-1", "Moderator");
+    for layout in ["PER_COMMENT", "BUCKETED"] {
+        let moved = app
+            .exec_as(
+                Some(&token),
+                "mutation($d: ID!, $l: StorageLayout!) { migrateDiscussion(id: $d, layout: $l) { layout } }",
+                json!({ "d": d, "l": layout }),
+            )
+            .await;
+        assert_eq!(
+            moved["data"]["migrateDiscussion"]["layout"],
+            json!(layout),
+            "{moved:#}"
+        );
+    }
+    check_page_blocks(&app, &d, &raw_pages(&app, &d).await).await;
+    let discussion = load_discussion(store, &d).await;
+    requests.take_headers();
+    assert_eq!(
+        slugs(&all_by_offset(store, &discussion, Listing::Threaded, 10).await),
+        threaded
+    );
+    assert!(requests.take_headers().iter().all(Option::is_some));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

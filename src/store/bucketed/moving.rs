@@ -6,13 +6,14 @@ use async_trait::async_trait;
 use mongodb::bson::{doc, to_document, Bson, Document};
 
 use super::shapes::{
-    order_key, page_id, FLOOR, KEYED, NUM_PAGES, SEALED_MAX, SEALED_MIN, SIZED, THREAD_PAGES,
+    block_of, order_key, page_id, BLOCK_KEYS, FLOOR, KEYED, NUM_PAGES, PAGE_BLOCKS, SEALED_MAX,
+    SEALED_MIN, SIZED, THREAD_PAGES,
 };
 use super::threads::REPLY_PAGES;
 use super::write::SEALED;
 use super::Bucketed;
 use crate::domain::{Comment, Discussion, DiscussionId, Slug};
-use crate::store::bson::corrupt;
+use crate::store::bson::{as_i64, corrupt};
 use crate::store::docs::CommentDoc;
 use crate::store::migrate::{Lease, Movable};
 use crate::store::StoreResult;
@@ -28,6 +29,7 @@ impl Movable for Bucketed {
                 doc! { "_id": id.as_str() },
                 doc! { "$unset": {
                     NUM_PAGES: "", FLOOR: "", KEYED: "", SIZED: "", SEALED_MIN: "", SEALED_MAX: "",
+                    PAGE_BLOCKS: "", BLOCK_KEYS: "",
                 } },
             )
             .await?;
@@ -83,6 +85,8 @@ impl Movable for Bucketed {
         }
         let last = chunks.len().saturating_sub(1);
         let mut pages = Vec::with_capacity(chunks.len());
+        // Per block of pages, the comments of the threads started there and its first key.
+        let (mut blocks, mut block_keys) = (Document::new(), Document::new());
         let mut floor = String::new();
         for (number, chunk) in chunks.iter().enumerate() {
             let (Some(first), Some(end)) = (chunk.first(), chunk.last()) else {
@@ -116,6 +120,12 @@ impl Movable for Bucketed {
                 .unwrap_or_default();
             let last_key = order_key(end.posted, &end.slug);
             let number = i64::try_from(number).unwrap_or(i64::MAX);
+            let block = block_of(number).to_string();
+            let before = blocks.get(&block).and_then(as_i64).unwrap_or(0);
+            blocks.insert(block.as_str(), before + thread_total);
+            if !block_keys.contains_key(&block) {
+                block_keys.insert(block, order_key(first.posted, &first.slug));
+            }
             let mut page = doc! {
                 "_id": page_id(&discussion.id, number),
                 "discussion_id": discussion.id.as_str(),
@@ -145,7 +155,10 @@ impl Movable for Bucketed {
                 .unsigned_abs();
             lease.written(done).await?;
         }
-        let mut fields = doc! { NUM_PAGES: i64::try_from(last).unwrap_or(0), FLOOR: floor, KEYED: true, SIZED: true };
+        let mut fields = doc! {
+            NUM_PAGES: i64::try_from(last).unwrap_or(0), FLOOR: floor, KEYED: true, SIZED: true,
+            PAGE_BLOCKS: blocks, BLOCK_KEYS: block_keys,
+        };
         if last > 0 {
             // Every page but the last is full.
             fields.insert(SEALED_MIN, self.cap);

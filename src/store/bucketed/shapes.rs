@@ -25,6 +25,27 @@ pub(super) const SIZED: &str = "sized_pages";
 pub(super) const SEALED_MIN: &str = "sealed_min";
 pub(super) const SEALED_MAX: &str = "sealed_max";
 
+/// Discussion fields: per block of [`BLOCK_PAGES`] consecutive pages, the comments of the
+/// threads started there (`{"<block>": n}`, counted with `comment_count`) and the smallest order
+/// key of the block's comments (`{"<block>": key}`); `DiscussionDoc` reads them under these
+/// names as `Discussion::page_blocks`.
+pub(super) const PAGE_BLOCKS: &str = "page_blocks";
+pub(super) const BLOCK_KEYS: &str = "page_block_keys";
+/// Pages per block.
+pub(super) const BLOCK_PAGES: i64 = 32;
+
+/// The block of page `page`.
+pub(super) fn block_of(page: i64) -> i64 {
+    page.max(0) / BLOCK_PAGES
+}
+
+/// The pages of blocks `first..=last`, as a range of page numbers `[from, to)`.
+pub(super) fn block_pages(first: usize, last: usize) -> (i64, i64) {
+    let at =
+        |block: usize| i64::try_from(block).unwrap_or(i64::MAX / BLOCK_PAGES - 1) * BLOCK_PAGES;
+    (at(first), at(last) + BLOCK_PAGES)
+}
+
 /// The `_id` of a keyed page.
 pub(super) fn page_id(id: &DiscussionId, page: i64) -> String {
     format!("{id}:{page}")
@@ -216,5 +237,15 @@ mod tests {
         assert_eq!(info(0, None).thread_page_numbers(), Some(vec![]));
         let odd = doc! { "x": 1_i64 };
         assert_eq!(info(1, Some(odd)).thread_page_numbers(), None);
+    }
+
+    #[test]
+    fn blocks_group_pages_by_32() {
+        assert_eq!(block_of(0), 0);
+        assert_eq!(block_of(31), 0);
+        assert_eq!(block_of(32), 1);
+        assert_eq!(block_of(-1), 0);
+        assert_eq!(block_pages(0, 0), (0, 32));
+        assert_eq!(block_pages(2, 3), (64, 128));
     }
 }

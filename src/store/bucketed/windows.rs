@@ -3,7 +3,7 @@
 
 use mongodb::bson::{doc, from_document, Bson, Document};
 
-use super::shapes::{key_time, order_key, PageInfo, BATCH_SIZE, THREAD_PAGES};
+use super::shapes::{block_pages, key_time, order_key, PageInfo, BATCH_SIZE, THREAD_PAGES};
 use super::threads::{pages_with, read_page, read_projection, FULL_SLUGS};
 use super::Bucketed;
 use crate::domain::paging::Cursor;
@@ -13,6 +13,7 @@ use crate::domain::{
 };
 use crate::store::bson::corrupt;
 use crate::store::order::after_cond;
+use crate::store::thread_blocks;
 use crate::store::{ReadScope, StoreError, StoreResult};
 use futures::TryStreamExt;
 use std::sync::Arc;
@@ -27,23 +28,103 @@ impl Bucketed {
         scope
             .page_lists
             .get_or_load(id, || async {
-                let docs: Vec<Document> = self
-                    .pages
-                    .find(doc! { "discussion_id": id.as_str() })
-                    .projection(doc! {
-                        "_id": 0, "page": 1, "count": 1, "roots": 1, "thread_total": 1,
-                        "first_key": 1, "last_key": 1, THREAD_PAGES: 1,
-                    })
-                    .sort(doc! { "page": 1 })
-                    .batch_size(BATCH_SIZE)
-                    .await?
-                    .try_collect()
-                    .await?;
-                docs.into_iter()
-                    .map(|d| from_document::<PageInfo>(d).map_err(corrupt))
-                    .collect::<StoreResult<Vec<_>>>()
+                self.headers(doc! { "discussion_id": id.as_str() }).await
             })
             .await
+    }
+
+    /// The headers (no comments) of the pages `filter` matches, in page order.
+    async fn headers(&self, filter: Document) -> StoreResult<Vec<PageInfo>> {
+        let docs: Vec<Document> = self
+            .pages
+            .find(filter)
+            .projection(doc! {
+                "_id": 0, "page": 1, "count": 1, "roots": 1, "thread_total": 1,
+                "first_key": 1, "last_key": 1, THREAD_PAGES: 1,
+            })
+            .sort(doc! { "page": 1 })
+            .batch_size(BATCH_SIZE)
+            .await?
+            .try_collect()
+            .await?;
+        docs.into_iter()
+            .map(|d| from_document::<PageInfo>(d).map_err(corrupt))
+            .collect()
+    }
+
+    /// The headers of just the pages a threaded window needs, found from the discussion's
+    /// blocks of pages (see `Discussion::page_blocks`): the blocks that hold the window (for a
+    /// cursor, from the block of the cursor's thread on), read as one bounded range of page
+    /// numbers; with the threaded comments before them. `None` where the discussion keeps no
+    /// blocks, or the pages read do not hold the window (posts came since the discussion was
+    /// read): the caller then reads every page's header.
+    async fn threaded_headers(
+        &self,
+        discussion: &Discussion,
+        window: &Window,
+        need: u64,
+    ) -> StoreResult<Option<(Arc<Vec<PageInfo>>, u64)>> {
+        let Some(blocks) = &discussion.page_blocks else {
+            return Ok(None);
+        };
+        let Some(final_block) = blocks.len().checked_sub(1) else {
+            return Ok(Some((Arc::default(), 0)));
+        };
+        let totals: Vec<u64> = blocks.iter().map(|b| b.threaded).collect();
+        let start = match window {
+            Window::Offset { skip, .. } => Start::Skip(*skip),
+            Window::After { cursor: None, .. } => Start::Skip(0),
+            Window::After {
+                cursor: Some(Cursor::Threaded(from)),
+                ..
+            } => Start::After(from.ancestor_at(0)),
+            Window::After { .. } => return Ok(None),
+        };
+        let (first, last, before) = match &start {
+            Start::Skip(skip) => match thread_blocks::span(&totals, *skip, need) {
+                Some(span) => (span.first, span.last, span.before),
+                None => return Ok(Some((Arc::default(), 0))),
+            },
+            Start::After(root) => {
+                // The block of the page holding the cursor's top-level comment, and the blocks
+                // after it until they hold a page.
+                let first = blocks
+                    .partition_point(|b| b.first_key.as_str() <= root.as_str())
+                    .saturating_sub(1);
+                let (mut last, mut gathered) = (first, 0);
+                while gathered < need && last < final_block {
+                    last += 1;
+                    gathered += totals[last];
+                }
+                (first, last, 0)
+            }
+        };
+        let (from, to) = block_pages(first, last);
+        let headers = self
+            .headers(doc! {
+                "discussion_id": discussion.id.as_str(),
+                "page": { "$gte": from, "$lt": to },
+            })
+            .await?;
+        let total = |pages: &[PageInfo]| -> u64 {
+            pages
+                .iter()
+                .map(|p| u64::try_from(p.thread_total).unwrap_or(0))
+                .sum()
+        };
+        let held = match &start {
+            Start::Skip(skip) => total(&headers) >= skip - before + need,
+            Start::After(root) => {
+                let Some(at) = headers
+                    .iter()
+                    .position(|p| p.last_key.as_str() >= root.as_str())
+                else {
+                    return Ok(None);
+                };
+                total(&headers[at + 1..]) >= need
+            }
+        };
+        Ok((held || last == final_block).then(|| (Arc::new(headers), before)))
     }
 
     /// The start of a chronological listing (or of the top-level comments), after `after`:
@@ -251,11 +332,14 @@ impl Bucketed {
         discussion: &Discussion,
         window: &Window,
     ) -> StoreResult<Page<Comment>> {
-        let pages = self.page_list(scope, &discussion.id).await?;
         let need = window.limit() as u64 + 1;
+        let (pages, before) = match self.threaded_headers(discussion, window, need).await? {
+            Some(found) => found,
+            None => (self.page_list(scope, &discussion.id).await?, 0),
+        };
         let (span, lower, inner) = match window {
             Window::Offset { skip, limit } => {
-                let Some((span, inner_skip)) = thread_span(&pages, *skip, need) else {
+                let Some((span, inner_skip)) = thread_span(&pages, *skip - before, need) else {
                     return Ok(Page::from_overfetch(Vec::new(), *limit));
                 };
                 let first = &pages[span.0];
@@ -347,6 +431,13 @@ impl Bucketed {
         wanted.dedup();
         self.on_pages(scope, &discussion.id, &wanted, cond).await
     }
+}
+
+/// Where a threaded window starts: after this many comments, or after the thread of this
+/// top-level comment's page (a cursor).
+enum Start {
+    Skip(u64),
+    After(FullSlug),
 }
 
 /// Part of one page that a window needs.

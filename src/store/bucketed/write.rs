@@ -16,8 +16,8 @@ use mongodb::options::ReturnDocument;
 use mongodb::ClientSession;
 
 use super::shapes::{
-    comments_of, order_key, page_filter, thread_page_path, Target, FLOOR, NUM_PAGES, SEALED_MAX,
-    SEALED_MIN,
+    block_of, comments_of, order_key, page_filter, thread_page_path, Target, BLOCK_KEYS, FLOOR,
+    NUM_PAGES, PAGE_BLOCKS, SEALED_MAX, SEALED_MIN,
 };
 use super::threads::{pages_with, reply_page_path};
 use super::Bucketed;
@@ -269,6 +269,11 @@ impl Bucketed {
     }
 }
 
+/// Whether `key` is below the key at `path` in `keys` (or there is none).
+fn below_kept(keys: &Document, path: &str, key: &str) -> bool {
+    keys.get_str(path).map_or(true, |kept| key < kept)
+}
+
 /// What an `update` command's reply says about its first statement. A duplicate key there is
 /// the upsert meeting an existing page that did not match; any other write error, or a failed
 /// counter statement after a stored comment, is reported (the comment is stored either way, so
@@ -472,13 +477,39 @@ impl PostSteps for Bucketed {
         group: &[Try<'_, PostState>],
         session: &mut ClientSession,
     ) -> StoreResult<()> {
-        let stored: Vec<&Comment> = group
+        let stored: Vec<&Try<'_, PostState>> = group
             .iter()
             .filter(|t| t.outcome == Attempt::Stored)
-            .map(|t| t.comment)
             .collect();
+        // The block of each thread's page counts its comment; each page's block keeps its
+        // first key.
+        let (mut counts, mut keys) = (Document::new(), Document::new());
+        for one in &stored {
+            let (comment, state) = (one.comment, &one.state);
+            let home = match (&comment.parent, &state.root) {
+                (None, _) => state.target.page,
+                (Some(_), Some((page, _))) => *page,
+                // Not stored: `reply_counters` refuses a reply whose thread has no page.
+                (Some(_), None) => continue,
+            };
+            let path = format!("{PAGE_BLOCKS}.{}", block_of(home));
+            let n = counts.get(&path).and_then(as_i64).unwrap_or(0);
+            counts.insert(path, n + 1);
+            let path = format!("{BLOCK_KEYS}.{}", block_of(state.target.page));
+            let key = order_key(comment.posted, &comment.slug);
+            if below_kept(&keys, &path, &key) {
+                keys.insert(path, key);
+            }
+        }
+        let comments: Vec<&Comment> = stored.iter().map(|t| t.comment).collect();
+        let mut more = Document::new();
+        for (op, fields) in [("$inc", counts), ("$min", keys)] {
+            if !fields.is_empty() {
+                more.insert(op, fields);
+            }
+        }
         self.discussions
-            .record_posts(discussion, &stored, session)
+            .record_posts(discussion, &comments, more, session)
             .await
     }
 }
