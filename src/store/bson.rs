@@ -33,10 +33,11 @@ pub(super) fn to_count(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-/// A comment element (any layout's shape: unknown fields such as nested `replies` are ignored).
-pub(super) fn comment_of(item: &Bson, id: &DiscussionId) -> StoreResult<Comment> {
+/// A comment element (any layout's shape: unknown fields such as nested `replies` are ignored),
+/// taken by value: decoded without copying it first.
+pub(super) fn owned_comment_of(item: Bson, id: &DiscussionId) -> StoreResult<Comment> {
     match item {
-        Bson::Document(d) => from_document::<CommentDoc>(d.clone())
+        Bson::Document(d) => from_document::<CommentDoc>(d)
             .map(|c| c.into_comment(id))
             .map_err(corrupt),
         _ => Err(corrupt("a comment is not a document")),

@@ -10,7 +10,7 @@ use mongodb::bson::{
 };
 use mongodb::{ClientSession, Database};
 
-use super::bson::{as_i64, comment_of, corrupt};
+use super::bson::{as_i64, corrupt, owned_comment_of};
 use super::discussions::{locked, moving, open_for_posts, unfenced, FENCE};
 use super::docs::{element_size, replace_update, unchanged_filter, CommentDoc};
 use super::error::is_too_large;
@@ -482,12 +482,13 @@ impl Embedded {
         let found: Vec<Document> = self.coll.aggregate(pipeline).await?.try_collect().await?;
         let items = match found.into_iter().next() {
             None => Vec::new(),
-            Some(found) => found
-                .get_array("page")
-                .map_err(corrupt)?
-                .iter()
-                .map(|item| comment_of(item, id))
-                .collect::<StoreResult<Vec<_>>>()?,
+            Some(mut found) => match found.remove("page") {
+                Some(Bson::Array(items)) => items
+                    .into_iter()
+                    .map(|item| owned_comment_of(item, id))
+                    .collect::<StoreResult<Vec<_>>>()?,
+                _ => return Err(corrupt("an embedded page is not an array")),
+            },
         };
         Ok(Page::from_overfetch(items, limit))
     }
@@ -526,7 +527,7 @@ fn flatten(mut root: Document, id: &DiscussionId) -> StoreResult<Vec<Comment>> {
             return Err(corrupt("comment is not a document"));
         };
         stack.extend(take_replies(&mut element)?);
-        out.push(comment_of(&Bson::Document(element), id)?);
+        out.push(owned_comment_of(Bson::Document(element), id)?);
     }
     Ok(out)
 }

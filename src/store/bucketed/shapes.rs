@@ -5,7 +5,7 @@ use mongodb::bson::{doc, Bson, Document};
 use serde::Deserialize;
 
 use crate::domain::{Comment, DiscussionId, Micros, Slug};
-use crate::store::bson::{as_i64, comment_of};
+use crate::store::bson::{as_i64, owned_comment_of};
 use crate::store::StoreResult;
 
 /// Documents per reply batch: large, so that a read is one command however many pages it returns.
@@ -176,14 +176,22 @@ impl Target {
     }
 }
 
-/// The comments of a document's `comments` field: an array, or one comment after `$unwind`.
-pub(super) fn comments_of(doc: &Document, id: &DiscussionId) -> StoreResult<Vec<Comment>> {
-    let items = match doc.get("comments") {
-        Some(Bson::Array(items)) => items.as_slice(),
-        Some(one @ Bson::Document(_)) => std::slice::from_ref(one),
-        _ => return Ok(Vec::new()),
-    };
-    items.iter().map(|item| comment_of(item, id)).collect()
+/// The comment elements of a document's `comments` field (taken out of it): an array, or one
+/// comment after `$unwind`.
+pub(super) fn comment_items(doc: &mut Document) -> Vec<Bson> {
+    match doc.remove("comments") {
+        Some(Bson::Array(items)) => items,
+        Some(one @ Bson::Document(_)) => vec![one],
+        _ => Vec::new(),
+    }
+}
+
+/// The comments of a document's `comments` field, decoded without copying them.
+pub(super) fn comments_of(mut doc: Document, id: &DiscussionId) -> StoreResult<Vec<Comment>> {
+    comment_items(&mut doc)
+        .into_iter()
+        .map(|item| owned_comment_of(item, id))
+        .collect()
 }
 
 #[cfg(test)]

@@ -6,11 +6,11 @@ use std::collections::{HashMap, HashSet};
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 
-use super::shapes::{comments_of, thread_page_numbers, BATCH_SIZE, THREAD_PAGES};
+use super::shapes::{comment_items, thread_page_numbers, BATCH_SIZE, THREAD_PAGES};
 use super::Bucketed;
 use crate::domain::tree::Thread;
 use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Page, Slug, Window};
-use crate::store::bson::{as_i64, corrupt};
+use crate::store::bson::{as_i64, corrupt, owned_comment_of};
 use crate::store::{ReadScope, StoreResult};
 
 impl Bucketed {
@@ -29,7 +29,7 @@ impl Bucketed {
             .try_collect()
             .await?;
         let mut out = Vec::new();
-        for doc in &docs {
+        for doc in docs {
             out.extend(read_page(scope, doc, &discussion.id)?);
         }
         Ok(out)
@@ -114,7 +114,10 @@ impl Bucketed {
         wanted.dedup();
         let names: Vec<&str> = parents.iter().map(Slug::as_str).collect();
         let cond = doc! { "$in": ["$$c.parent", &names] };
-        let Some(comments) = self.on_pages(scope, id, &wanted, cond.into()).await? else {
+        let Some(comments) = self
+            .on_pages(scope, id, &wanted, cond.into(), false)
+            .await?
+        else {
             return Ok(None);
         };
         let thread = Thread::new(comments);
@@ -148,25 +151,31 @@ impl Bucketed {
     /// where `_id $in` beside `discussion_id`, or `page $in` without the sort, reads all of them
     /// (470 ms at 1 000 pages). `None` when a page is gone (the discussion moved away
     /// meanwhile): the caller then reads the way that does not depend on the counts that named
-    /// the pages.
+    /// the pages. `homes`: whether to keep the thread pages of the pages read for the top-level
+    /// comments among them (see [`read_projection`]; replies and descendants are none).
     pub(super) async fn on_pages(
         &self,
         scope: &ReadScope,
         id: &DiscussionId,
         wanted: &[i64],
         cond: Bson,
+        homes: bool,
     ) -> StoreResult<Option<Vec<Comment>>> {
         if wanted.is_empty() {
             return Ok(Some(Vec::new()));
         }
+        let comments = doc! { "$filter": { "input": "$comments", "as": "c", "cond": cond } };
+        let projection = if homes {
+            read_projection(comments)
+        } else {
+            doc! { "_id": 1, "page": 1, "comments": comments }
+        };
         let docs: Vec<Document> = self
             .pages
             .aggregate(vec![
                 by_numbers(id, wanted),
                 doc! { "$sort": { "page": 1 } },
-                doc! { "$project": read_projection(doc! { "$filter": {
-                    "input": "$comments", "as": "c", "cond": cond,
-                } }) },
+                doc! { "$project": projection },
             ])
             .batch_size(BATCH_SIZE)
             .await?
@@ -176,7 +185,7 @@ impl Bucketed {
             return Ok(None);
         }
         let mut comments = Vec::new();
-        for doc in &docs {
+        for doc in docs {
             comments.extend(read_page(scope, doc, id)?);
         }
         Ok(Some(comments))
@@ -217,7 +226,10 @@ impl Bucketed {
         let id = &discussion.id;
         let cond = descendant_cond(roots);
         if let Some(wanted) = Self::descendant_pages(scope, id, roots) {
-            if let Some(found) = self.on_pages(scope, id, &wanted, cond.clone()).await? {
+            if let Some(found) = self
+                .on_pages(scope, id, &wanted, cond.clone(), false)
+                .await?
+            {
                 return Ok(found);
             }
         }
@@ -296,28 +308,27 @@ impl Bucketed {
 /// with where each was found and, for those that keep them, their replies per page.
 pub(super) fn read_page(
     scope: &ReadScope,
-    doc: &Document,
+    mut doc: Document,
     id: &DiscussionId,
 ) -> StoreResult<Vec<Comment>> {
-    let comments = comments_of(doc, id)?;
+    let items = comment_items(&mut doc);
+    let mut comments = Vec::with_capacity(items.len());
+    for item in items {
+        let reply_pages = item
+            .as_document()
+            .and_then(|d| d.get_document(REPLY_PAGES).ok())
+            .map(reply_pages_of);
+        let comment = owned_comment_of(item, id)?;
+        if let Some(pages) = reply_pages {
+            scope.reply_pages.remember(id, comment.slug.clone(), pages);
+        }
+        comments.push(comment);
+    }
     if let (Some(page), Some(number)) = (doc.get("_id"), doc.get("page").and_then(as_i64)) {
         for comment in &comments {
             scope
                 .pages_of
                 .remember(id, comment.slug.clone(), (page.clone(), number));
-        }
-    }
-    if let Ok(items) = doc.get_array("comments") {
-        for (item, comment) in items.iter().zip(&comments) {
-            let Some(pages) = item
-                .as_document()
-                .and_then(|d| d.get_document(REPLY_PAGES).ok())
-            else {
-                continue;
-            };
-            scope
-                .reply_pages
-                .remember(id, comment.slug.clone(), reply_pages_of(pages));
         }
     }
     if let Some(total) = doc.get("thread_total").and_then(as_i64) {

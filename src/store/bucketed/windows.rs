@@ -263,7 +263,7 @@ impl Bucketed {
             .and_then(|d| d.get("page"))
             .and_then(crate::store::bson::as_i64);
         let mut out = Vec::new();
-        for doc in &docs {
+        for doc in docs {
             out.extend(read_page(scope, doc, &discussion.id)?);
         }
         // Page numbers have no gaps: when the range's last page is missing, there is no later one.
@@ -429,7 +429,8 @@ impl Bucketed {
         }
         wanted.sort_unstable();
         wanted.dedup();
-        self.on_pages(scope, &discussion.id, &wanted, cond).await
+        self.on_pages(scope, &discussion.id, &wanted, cond, true)
+            .await
     }
 }
 

@@ -161,7 +161,7 @@ impl Bucketed {
         while cursor.advance().await? {
             let page: Document = cursor.deserialize_current()?;
             let number = int_field(&page, "page")?;
-            for comment in comments_of(&page, id)? {
+            for comment in comments_of(page, id)? {
                 found.push((number, comment));
             }
         }
