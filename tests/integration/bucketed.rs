@@ -412,12 +412,7 @@ async fn the_seeds_worked_example_reads_only_the_window() {
         )
         .await;
     let used = diff(&before, &app.store().commands().snapshot());
-    let got: Vec<&str> = data["discussion"]["comments"]["nodes"]
-        .as_array()
-        .expect("nodes")
-        .iter()
-        .map(|n| n["slug"].as_str().expect("slug"))
-        .collect();
+    let got = node_slugs(&data["discussion"]["comments"]);
     let expected: Vec<&str> = all[2][98..]
         .iter()
         .chain(all[3].iter())
@@ -452,12 +447,7 @@ async fn the_seeds_worked_example_reads_only_the_window() {
                 json!({ "d": d, "o": skip, "f": first }),
             )
             .await;
-        let got: Vec<&str> = data["discussion"]["threads"]["nodes"]
-            .as_array()
-            .expect("nodes")
-            .iter()
-            .map(|n| n["slug"].as_str().expect("slug"))
-            .collect();
+        let got = node_slugs(&data["discussion"]["threads"]);
         let expected: Vec<&str> = all
             .iter()
             .flatten()
@@ -1121,6 +1111,84 @@ async fn lively_threads(app: &TestApp, d: &str) -> (Vec<String>, Vec<String>) {
     (heads, last_reply)
 }
 
+/// The slugs of a connection's nodes.
+fn node_slugs(connection: &serde_json::Value) -> Vec<&str> {
+    connection["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| n["slug"].as_str().expect("slug"))
+        .collect()
+}
+
+/// The slugs of the discussion's comments in threaded order (by full slug), from its pages.
+fn threaded_order(pages: &[Document]) -> Vec<String> {
+    let mut threaded: Vec<(String, String)> = pages
+        .iter()
+        .flat_map(comments)
+        .map(|c| {
+            (
+                c.get_str("full_slug").expect("full slug").to_owned(),
+                c.get_str("slug").expect("slug").to_owned(),
+            )
+        })
+        .collect();
+    threaded.sort();
+    threaded.into_iter().map(|(_, slug)| slug).collect()
+}
+
+/// Checks the threaded window `skip`, `limit` read from the store against `threaded` (the
+/// expected order); returns where it ends.
+async fn check_threaded_window(
+    store: &Store,
+    discussion: &Discussion,
+    threaded: &[String],
+    skip: usize,
+    limit: usize,
+) -> usize {
+    let page = store
+        .layout(Layout::Bucketed)
+        .expect("layout")
+        .list(
+            &ReadScope::new(),
+            discussion,
+            Listing::Threaded,
+            &Window::Offset {
+                skip: skip as u64,
+                limit,
+            },
+        )
+        .await
+        .expect("threaded page");
+    let end = (skip + limit).min(threaded.len());
+    assert_eq!(slugs(&page.items), threaded[skip..end], "{skip}+{limit}");
+    assert_eq!(
+        page.has_next,
+        end < threaded.len(),
+        "more after {skip}+{limit}"
+    );
+    end
+}
+
+/// Moves the discussion to the per-comment layout and back, as a moderator.
+async fn move_out_and_back(app: &TestApp, d: &str) {
+    let token = app.moderator_token("mod-1", "Moderator");
+    for layout in ["PER_COMMENT", "BUCKETED"] {
+        let moved = app
+            .exec_as(
+                Some(&token),
+                "mutation($d: ID!, $l: StorageLayout!) { migrateDiscussion(id: $d, layout: $l) { layout } }",
+                json!({ "d": d, "l": layout }),
+            )
+            .await;
+        assert_eq!(
+            moved["data"]["migrateDiscussion"]["layout"],
+            json!(layout),
+            "{moved:#}"
+        );
+    }
+}
+
 /// Pages per block of the discussion's `page_blocks`.
 const BLOCK_PAGES: i64 = 32;
 
@@ -1180,18 +1248,7 @@ async fn threaded_pages_read_the_headers_of_their_blocks_only() {
         pages.len()
     );
     check_page_blocks(&app, &d, &pages).await;
-    let mut threaded: Vec<(String, String)> = pages
-        .iter()
-        .flat_map(comments)
-        .map(|c| {
-            (
-                c.get_str("full_slug").expect("full slug").to_owned(),
-                c.get_str("slug").expect("slug").to_owned(),
-            )
-        })
-        .collect();
-    threaded.sort();
-    let threaded: Vec<String> = threaded.into_iter().map(|(_, slug)| slug).collect();
+    let threaded = threaded_order(&pages);
     let total = threaded.len();
 
     let store = app.store();
@@ -1207,21 +1264,7 @@ async fn threaded_pages_read_the_headers_of_their_blocks_only() {
     let discussion = load_discussion(store, &d).await;
     for (skip, limit) in [(0, 5), (100, 10), (150, 7), (290, 10), (total - 3, 5)] {
         requests.take_headers();
-        let page = layout
-            .list(
-                &ReadScope::new(),
-                &discussion,
-                Listing::Threaded,
-                &Window::Offset {
-                    skip: skip as u64,
-                    limit,
-                },
-            )
-            .await
-            .expect("threaded page");
-        let end = (skip + limit).min(total);
-        assert_eq!(slugs(&page.items), threaded[skip..end], "{skip}+{limit}");
-        assert_eq!(page.has_next, end < total, "more after {skip}+{limit}");
+        check_threaded_window(store, &discussion, &threaded, skip, limit).await;
         bounded(requests.take_headers(), &format!("offset {skip}"));
     }
     let past = layout
@@ -1253,12 +1296,7 @@ async fn threaded_pages_read_the_headers_of_their_blocks_only() {
             json!({ "d": d }),
         )
         .await;
-    let nodes: Vec<&str> = data["discussion"]["comments"]["nodes"]
-        .as_array()
-        .expect("nodes")
-        .iter()
-        .map(|n| n["slug"].as_str().expect("slug"))
-        .collect();
+    let nodes = node_slugs(&data["discussion"]["comments"]);
     assert_eq!(nodes, threaded[200..210]);
     bounded(requests.take_headers(), "GraphQL offset 200");
 
@@ -1285,21 +1323,7 @@ async fn threaded_pages_read_the_headers_of_their_blocks_only() {
     }
 
     // A move out and back in counts them again.
-    let token = app.moderator_token("mod-1", "Moderator");
-    for layout in ["PER_COMMENT", "BUCKETED"] {
-        let moved = app
-            .exec_as(
-                Some(&token),
-                "mutation($d: ID!, $l: StorageLayout!) { migrateDiscussion(id: $d, layout: $l) { layout } }",
-                json!({ "d": d, "l": layout }),
-            )
-            .await;
-        assert_eq!(
-            moved["data"]["migrateDiscussion"]["layout"],
-            json!(layout),
-            "{moved:#}"
-        );
-    }
+    move_out_and_back(&app, &d).await;
     check_page_blocks(&app, &d, &raw_pages(&app, &d).await).await;
     let discussion = load_discussion(store, &d).await;
     requests.take_headers();
@@ -1317,23 +1341,13 @@ async fn sub_discussions_read_only_the_pages_of_their_thread() {
     let (heads, _) = lively_threads(&app, &d).await;
     let pages = raw_pages(&app, &d).await;
     let (expected, page_of) = check_thread_pages(&pages);
-    let mut threaded: Vec<(String, String)> = pages
-        .iter()
-        .flat_map(comments)
-        .map(|c| {
-            (
-                c.get_str("full_slug").expect("full slug").to_owned(),
-                c.get_str("slug").expect("slug").to_owned(),
-            )
-        })
-        .collect();
-    threaded.sort();
+    let threaded = threaded_order(&pages);
     let below = |root: &str| -> Vec<String> {
         let prefix = format!("{root}/");
         threaded
             .iter()
-            .filter(|(_, slug)| slug.starts_with(&prefix))
-            .map(|(_, slug)| slug.clone())
+            .filter(|slug| slug.starts_with(&prefix))
+            .cloned()
             .collect()
     };
     // The pages of the root's thread from the root's own page on.
@@ -1362,12 +1376,7 @@ async fn sub_discussions_read_only_the_pages_of_their_thread() {
             let data = app.ok(query, json!({ "d": d, "h": head, "s": root })).await;
             let sub = &data["root"]["subDiscussion"];
             let want = below(&root);
-            let nodes: Vec<&str> = sub["nodes"]
-                .as_array()
-                .expect("nodes")
-                .iter()
-                .map(|n| n["slug"].as_str().expect("slug"))
-                .collect();
+            let nodes = node_slugs(sub);
             assert_eq!(nodes, want, "sub-discussion of {root}");
             assert_eq!(sub["totalCount"], json!(want.len()), "count of {root}");
             // The comments and their count, each from just the pages of the thread.
@@ -1405,12 +1414,7 @@ async fn sub_discussions_read_only_the_pages_of_their_thread() {
     .await
     .expect("unset");
     let data = app.ok(query, json!({ "d": d, "h": head, "s": head })).await;
-    let nodes: Vec<&str> = data["root"]["subDiscussion"]["nodes"]
-        .as_array()
-        .expect("nodes")
-        .iter()
-        .map(|n| n["slug"].as_str().expect("slug"))
-        .collect();
+    let nodes = node_slugs(&data["root"]["subDiscussion"]);
     assert_eq!(nodes, below(head));
     assert!(requests.take().is_empty(), "read by range");
 }
@@ -1424,42 +1428,16 @@ async fn threaded_pages_read_only_the_pages_of_their_threads() {
     // What the pages say, and what it should say: the pages of each page's threads.
     let pages = raw_pages(&app, &d).await;
     let (expected, page_of) = check_thread_pages(&pages);
-    let mut threaded: Vec<(String, String)> = pages
-        .iter()
-        .flat_map(comments)
-        .map(|c| {
-            (
-                c.get_str("full_slug").expect("full slug").to_owned(),
-                c.get_str("slug").expect("slug").to_owned(),
-            )
-        })
-        .collect();
-    threaded.sort();
-    let threaded: Vec<String> = threaded.into_iter().map(|(_, slug)| slug).collect();
+    let threaded = threaded_order(&pages);
     let root_of = |slug: &str| slug.split('/').next().expect("a root").to_owned();
 
     let store = app.store();
     let discussion = load_discussion(store, &d).await;
-    let layout = store.layout(Layout::Bucketed).expect("layout");
     let total = threaded.len();
     let mut fewer = false;
     for (skip, limit) in [(0, 4), (3, 5), (10, 6), (20, 10), (total - 3, 5)] {
         requests.take();
-        let page = layout
-            .list(
-                &ReadScope::new(),
-                &discussion,
-                Listing::Threaded,
-                &Window::Offset {
-                    skip: skip as u64,
-                    limit,
-                },
-            )
-            .await
-            .expect("threaded page");
-        let end = (skip + limit).min(total);
-        assert_eq!(slugs(&page.items), threaded[skip..end], "{skip}+{limit}");
-        assert_eq!(page.has_next, end < total, "more after {skip}+{limit}");
+        let end = check_threaded_window(store, &discussion, &threaded, skip, limit).await;
         // Read: the pages holding the threads that start on the pages from the window's first
         // thread to the thread of the comment after it (or the last page).
         let first = page_of[&root_of(&threaded[skip])];
@@ -1513,21 +1491,7 @@ async fn threaded_pages_read_only_the_pages_of_their_threads() {
     );
 
     // A move out and back in counts them again, as posts would have.
-    let token = app.moderator_token("mod-1", "Moderator");
-    for layout in ["PER_COMMENT", "BUCKETED"] {
-        let moved = app
-            .exec_as(
-                Some(&token),
-                "mutation($d: ID!, $l: StorageLayout!) { migrateDiscussion(id: $d, layout: $l) { layout } }",
-                json!({ "d": d, "l": layout }),
-            )
-            .await;
-        assert_eq!(
-            moved["data"]["migrateDiscussion"]["layout"],
-            json!(layout),
-            "{moved:#}"
-        );
-    }
+    move_out_and_back(&app, &d).await;
     check_thread_pages(&raw_pages(&app, &d).await);
     let discussion = load_discussion(store, &d).await;
     requests.take();
