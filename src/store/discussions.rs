@@ -104,41 +104,31 @@ impl DiscussionDoc {
     /// discussion from before they were kept, whose posts since began them) are not used: reads
     /// then walk every page's header.
     fn page_blocks(&self) -> Option<Vec<PageBlock>> {
-        let (counts, keys) = (self.page_blocks.as_ref()?, self.page_block_keys.as_ref()?);
-        let mut blocks: Vec<PageBlock> = Vec::new();
-        let mut at = |key: &str| -> Option<usize> {
-            let block: usize = key.parse().ok()?;
-            if block >= blocks.len() {
-                blocks.resize(
-                    block + 1,
-                    PageBlock {
-                        threaded: 0,
-                        first_key: String::new(),
-                    },
-                );
+        // Stored like the per-comment layout's blocks of threads: `{"<block>": n}`.
+        let mut counts = thread_blocks::parse(self.page_blocks.as_ref()?).ok()?;
+        let mut first_keys: Vec<String> = Vec::new();
+        for (block, first) in self.page_block_keys.as_ref()? {
+            let block: usize = block.parse().ok()?;
+            if first_keys.len() <= block {
+                first_keys.resize(block + 1, String::new());
             }
-            Some(block)
-        };
-        let mut found = Vec::new();
-        for (key, n) in counts {
-            found.push((at(key)?, to_count(as_i64(n)?)));
+            first_keys[block] = first.as_str()?.to_owned();
         }
-        let mut first_keys = Vec::new();
-        for (key, first) in keys {
-            first_keys.push((at(key)?, first.as_str()?.to_owned()));
-        }
-        for (block, n) in found {
-            blocks[block].threaded = n;
-        }
-        for (block, first) in first_keys {
-            blocks[block].first_key = first;
-        }
-        let total: u64 = blocks.iter().map(|b| b.threaded).sum();
-        let ordered = blocks
-            .windows(2)
-            .all(|pair| pair[0].first_key < pair[1].first_key);
-        let keyed = blocks.iter().all(|b| !b.first_key.is_empty());
-        (total == to_count(self.comment_count) && ordered && keyed).then_some(blocks)
+        counts.resize(counts.len().max(first_keys.len()), 0);
+        first_keys.resize(counts.len(), String::new());
+        let total: u64 = counts.iter().sum();
+        let keyed = first_keys.iter().all(|k| !k.is_empty());
+        let ordered = first_keys.windows(2).all(|pair| pair[0] < pair[1]);
+        (total == to_count(self.comment_count) && keyed && ordered).then(|| {
+            counts
+                .into_iter()
+                .zip(first_keys)
+                .map(|(threaded, first_key)| PageBlock {
+                    threaded,
+                    first_key,
+                })
+                .collect()
+        })
     }
 
     /// The sealed pages, when they are tracked and all of one size.

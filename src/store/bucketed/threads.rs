@@ -21,15 +21,8 @@ impl Bucketed {
         discussion: &Discussion,
         pipeline: Vec<Document>,
     ) -> StoreResult<Vec<Comment>> {
-        let docs: Vec<Document> = self
-            .pages
-            .aggregate(pipeline)
-            .batch_size(BATCH_SIZE)
-            .await?
-            .try_collect()
-            .await?;
         let mut out = Vec::new();
-        for doc in docs {
+        for doc in self.aggregate(pipeline).await? {
             out.extend(read_page(scope, doc, &discussion.id)?);
         }
         Ok(out)
@@ -170,20 +163,9 @@ impl Bucketed {
         } else {
             doc! { "_id": 1, "page": 1, "comments": comments }
         };
-        let docs: Vec<Document> = self
-            .pages
-            .aggregate(vec![
-                by_numbers(id, wanted),
-                doc! { "$sort": { "page": 1 } },
-                doc! { "$project": projection },
-            ])
-            .batch_size(BATCH_SIZE)
-            .await?
-            .try_collect()
-            .await?;
-        if docs.len() != wanted.len() {
+        let Some(docs) = self.by_numbers(id, wanted, projection).await? else {
             return Ok(None);
-        }
+        };
         let mut comments = Vec::new();
         for doc in docs {
             comments.extend(read_page(scope, doc, id)?);
@@ -252,27 +234,20 @@ impl Bucketed {
         let id = &discussion.id;
         let cond = descendant_cond(roots);
         // Only the full slugs travel: a count needs nothing else.
-        let project = doc! { "$project": { "_id": 0, "s": { "$map": {
+        let project = doc! { "_id": 0, "s": { "$map": {
             "input": { "$filter": { "input": "$comments", "as": "c", "cond": cond } },
             "as": "c",
             "in": "$$c.full_slug",
-        } } } };
+        } } };
         let mut docs = None;
         if let Some(wanted) = Self::descendant_pages(scope, id, roots) {
-            let pipeline = vec![
-                by_numbers(id, &wanted),
-                doc! { "$sort": { "page": 1 } },
-                project.clone(),
-            ];
-            let found = self.full_slugs(pipeline).await?;
-            // A page that is gone (the discussion moved meanwhile): count by range instead.
-            docs = (found.len() == wanted.len()).then_some(found);
+            docs = self.by_numbers(id, &wanted, project.clone()).await?;
         }
         let docs = match docs {
             Some(docs) => docs,
             None => {
                 let query = descendant_query(id, roots);
-                self.full_slugs(vec![doc! { "$match": query }, project])
+                self.aggregate(vec![doc! { "$match": query }, doc! { "$project": project }])
                     .await?
             }
         };
@@ -293,7 +268,27 @@ impl Bucketed {
         Ok(counts)
     }
 
-    async fn full_slugs(&self, pipeline: Vec<Document>) -> StoreResult<Vec<Document>> {
+    /// Pages `wanted` of discussion `id` (page numbers in order, none twice) as `projection`
+    /// makes them, read by page number and sorted on it (see [`Self::on_pages`]); `None` when a
+    /// page is gone.
+    async fn by_numbers(
+        &self,
+        id: &DiscussionId,
+        wanted: &[i64],
+        projection: Document,
+    ) -> StoreResult<Option<Vec<Document>>> {
+        let docs = self
+            .aggregate(vec![
+                doc! { "$match": { "discussion_id": id.as_str(), "page": { "$in": wanted } } },
+                doc! { "$sort": { "page": 1 } },
+                doc! { "$project": projection },
+            ])
+            .await?;
+        Ok((docs.len() == wanted.len()).then_some(docs))
+    }
+
+    /// Every document a pipeline on the pages returns, in one reply batch.
+    pub(super) async fn aggregate(&self, pipeline: Vec<Document>) -> StoreResult<Vec<Document>> {
         Ok(self
             .pages
             .aggregate(pipeline)
@@ -351,12 +346,6 @@ pub(super) fn read_projection(comments: impl Into<Bson>) -> Document {
     doc! {
         "_id": 1, "page": 1, "thread_total": 1, THREAD_PAGES: 1, "comments": comments.into(),
     }
-}
-
-/// A `$match` stage for pages `wanted` of discussion `id` by number (to be followed by
-/// `$sort: {page: 1}`, see [`Bucketed::on_pages`]).
-fn by_numbers(id: &DiscussionId, wanted: &[i64]) -> Document {
-    doc! { "$match": { "discussion_id": id.as_str(), "page": { "$in": wanted } } }
 }
 
 /// A comment's field that counts its direct replies per page: `{"<page>": n, …}`, one `$inc`

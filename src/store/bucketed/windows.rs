@@ -244,8 +244,7 @@ impl Bucketed {
                 "input": "$comments", "as": "c", "cond": { "$and": conds },
             } })
         };
-        let docs: Vec<Document> = self
-            .pages
+        let docs = self
             .aggregate(vec![
                 doc! { "$match": {
                     "discussion_id": discussion.id.as_str(),
@@ -254,9 +253,6 @@ impl Bucketed {
                 doc! { "$sort": { "page": 1 } },
                 doc! { "$project": read_projection(comments) },
             ])
-            .batch_size(BATCH_SIZE)
-            .await?
-            .try_collect()
             .await?;
         let last_page = docs
             .last()
