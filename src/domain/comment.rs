@@ -1,6 +1,6 @@
 //! Comments, discussions, authors and the validated text a client may post.
 
-use super::{DiscussionId, DomainError, FullSlug, Layout, Micros, Slug, SlugPart};
+use super::{DiscussionId, DomainError, FullSlug, Layout, Micros, Slug, SlugPart, SortKey};
 
 /// Who wrote a comment, from the poster's token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +52,15 @@ pub struct Revision {
 }
 
 impl Comment {
+    /// What orders it in either listing.
+    pub fn sort_key(&self) -> SortKey<'_> {
+        SortKey {
+            posted: self.posted,
+            slug: self.slug.as_str(),
+            full_slug: self.full_slug.as_str(),
+        }
+    }
+
     /// 0 for a top-level comment.
     pub fn depth(&self) -> usize {
         self.slug.depth()

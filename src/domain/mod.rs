@@ -15,5 +15,5 @@ pub use comment::{
 pub use error::DomainError;
 pub use ids::{DiscussionId, Layout};
 pub use lifecycle::{Actor, Change, EditRules};
-pub use paging::{Cursor, CursorKind, Page, PageArgs, Window};
+pub use paging::{Cursor, CursorKind, Page, PageArgs, SortKey, Window};
 pub use slug::{FullSlug, Micros, Slug, SlugPart};

@@ -108,11 +108,16 @@ impl Cursor {
 
     /// Whether a comment sorts strictly after this cursor.
     pub fn precedes(&self, comment: &Comment) -> bool {
+        self.precedes_key(comment.sort_key())
+    }
+
+    /// Whether a comment with these sort keys sorts strictly after this cursor.
+    pub fn precedes_key(&self, key: SortKey<'_>) -> bool {
         match self {
             Cursor::Chronological { posted, slug } => {
-                (comment.posted, &comment.slug) > (*posted, slug)
+                (key.posted, key.slug) > (*posted, slug.as_str())
             }
-            Cursor::Threaded(full) => &comment.full_slug > full,
+            Cursor::Threaded(full) => key.full_slug > full.as_str(),
             Cursor::Discussion { .. } => false,
         }
     }
@@ -120,6 +125,18 @@ impl Cursor {
 
 fn shorten(text: &str) -> String {
     text.chars().take(60).collect()
+}
+
+/// What orders a comment in either listing: its posting time and slug (chronological), and its
+/// full slug (threaded). Read from a decoded comment, or from a stored one before decoding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SortKey<'a> {
+    /// When it was posted.
+    pub posted: Micros,
+    /// Its slug.
+    pub slug: &'a str,
+    /// Its full slug.
+    pub full_slug: &'a str,
 }
 
 /// A validated window into an ordered list.
@@ -195,21 +212,34 @@ impl Window {
     /// Applies the window to a list already in the window's order. The page holds at most
     /// `limit` items; `has_next` says whether more follow.
     pub fn apply<'a>(&self, sorted: impl IntoIterator<Item = &'a Comment>) -> Page<Comment> {
-        let items: Vec<Comment> = match self {
+        let items = self.pick(sorted, |c| c.sort_key());
+        Page::from_overfetch(items.into_iter().cloned().collect(), self.limit())
+    }
+
+    /// The items of a list already in the window's order that the window takes, with one more
+    /// when more follow (up to `limit + 1`, for [`Page::from_overfetch`]), given each item's
+    /// sort keys: what [`Window::apply`] does, for items that are not decoded comments yet.
+    pub fn pick<T>(
+        &self,
+        sorted: impl IntoIterator<Item = T>,
+        key: impl for<'k> Fn(&'k T) -> SortKey<'k>,
+    ) -> Vec<T> {
+        match self {
             Window::Offset { skip, limit } => sorted
                 .into_iter()
                 .skip(usize::try_from(*skip).unwrap_or(usize::MAX))
                 .take(limit + 1)
-                .cloned()
                 .collect(),
             Window::After { cursor, limit } => sorted
                 .into_iter()
-                .filter(|c| cursor.as_ref().is_none_or(|cur| cur.precedes(c)))
+                .filter(|item| {
+                    cursor
+                        .as_ref()
+                        .is_none_or(|cur| cur.precedes_key(key(item)))
+                })
                 .take(limit + 1)
-                .cloned()
                 .collect(),
-        };
-        Page::from_overfetch(items, self.limit())
+        }
     }
 }
 

@@ -1504,3 +1504,75 @@ async fn threaded_pages_read_only_the_pages_of_their_threads() {
         "moved pages are read by their thread pages"
     );
 }
+
+/// Threaded pages and sub-discussion pages decode only their window from the pages they read,
+/// and keep the parents those pages held: showing what each comment answers costs no command
+/// more than the page itself did, even where the parent is before the window.
+#[tokio::test]
+async fn windows_keep_the_parents_they_read() {
+    let (_requests, app) = PageRequests::app("bucketed_window_parents").await;
+    let d = app.discussion("parents of windows").await;
+    let (heads, _) = lively_threads(&app, &d).await;
+    let pages = raw_pages(&app, &d).await;
+    let parent_of: HashMap<String, Option<String>> = pages
+        .iter()
+        .flat_map(|page| comments(page))
+        .map(|c| {
+            let slug = c.get_str("slug").expect("slug").to_owned();
+            (slug, c.get_str("parent").ok().map(str::to_owned))
+        })
+        .collect();
+    let head = &heads[1];
+    let first = app
+        .ok(
+            "query($d: ID!, $h: String!) { comment(discussionId: $d, slug: $h) {
+                subDiscussion(first: 2) { pageInfo { endCursor } } } }",
+            json!({ "d": d, "h": head }),
+        )
+        .await;
+    let after = first["comment"]["subDiscussion"]["pageInfo"]["endCursor"].clone();
+    let windows = [
+        (
+            "threaded page at an offset",
+            "query($d: ID!) { discussion(id: $d) {
+                comments(order: THREADED, offset: 5, first: 8) { nodes { slug FIELDS } } } }",
+            json!({ "d": d }),
+            vec!["discussion", "comments"],
+        ),
+        (
+            "sub-discussion after a cursor",
+            "query($d: ID!, $h: String!, $c: String!) { comment(discussionId: $d, slug: $h) {
+                subDiscussion(first: 4, after: $c) { nodes { slug FIELDS } } } }",
+            json!({ "d": d, "h": head, "c": after }),
+            vec!["comment", "subDiscussion"],
+        ),
+    ];
+    for (what, query, vars, path) in windows {
+        let before = app.commands();
+        app.ok(&query.replace("FIELDS", ""), vars.clone()).await;
+        let plain = app.commands() - before;
+        let before = app.commands();
+        let data = app
+            .ok(&query.replace("FIELDS", "parent { slug }"), vars.clone())
+            .await;
+        let with_parents = app.commands() - before;
+        assert_eq!(with_parents, plain, "{what}: the parents cost no command");
+        let nodes = path.iter().fold(&data, |value, key| &value[*key])["nodes"]
+            .as_array()
+            .expect("nodes")
+            .clone();
+        assert!(!nodes.is_empty(), "{what}: a window");
+        let in_window: HashSet<&str> = nodes
+            .iter()
+            .map(|n| n["slug"].as_str().expect("slug"))
+            .collect();
+        let mut before_window = false;
+        for node in &nodes {
+            let slug = node["slug"].as_str().expect("slug");
+            let parent = node["parent"]["slug"].as_str().map(str::to_owned);
+            assert_eq!(parent, parent_of[slug], "{what}: parent of {slug}");
+            before_window |= parent.as_deref().is_some_and(|p| !in_window.contains(p));
+        }
+        assert!(before_window, "{what}: some parent is outside the window");
+    }
+}

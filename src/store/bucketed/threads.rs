@@ -4,13 +4,15 @@
 use std::collections::{HashMap, HashSet};
 
 use futures::TryStreamExt;
-use mongodb::bson::{doc, Bson, Document};
+use mongodb::bson::{doc, Bson, Document, RawDocumentBuf};
+use serde::de::DeserializeOwned;
 
-use super::shapes::{comment_items, thread_page_numbers, BATCH_SIZE, THREAD_PAGES};
+use super::shapes::{BATCH_SIZE, THREAD_PAGES};
+use super::stored::read_all;
 use super::Bucketed;
 use crate::domain::tree::Thread;
 use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Page, Slug, Window};
-use crate::store::bson::{as_i64, corrupt, owned_comment_of};
+use crate::store::bson::{as_i64, corrupt};
 use crate::store::{ReadScope, StoreResult};
 
 impl Bucketed {
@@ -21,11 +23,8 @@ impl Bucketed {
         discussion: &Discussion,
         pipeline: Vec<Document>,
     ) -> StoreResult<Vec<Comment>> {
-        let mut out = Vec::new();
-        for doc in self.aggregate(pipeline).await? {
-            out.extend(read_page(scope, doc, &discussion.id)?);
-        }
-        Ok(out)
+        let docs: Vec<RawDocumentBuf> = self.aggregate(pipeline).await?;
+        read_all(scope, &docs, &discussion.id)
     }
 
     /// The comments whose `field` is one of `values` (one indexed query on `comments.<field>`).
@@ -51,13 +50,23 @@ impl Bucketed {
         filter: Document,
         cond: Bson,
     ) -> StoreResult<Vec<Comment>> {
-        let pipeline = vec![
+        let docs = self.matching_docs(filter, cond).await?;
+        read_all(scope, &docs, &discussion.id)
+    }
+
+    /// The pages [`Self::matching`] reads, as read.
+    pub(super) async fn matching_docs(
+        &self,
+        filter: Document,
+        cond: Bson,
+    ) -> StoreResult<Vec<RawDocumentBuf>> {
+        self.aggregate(vec![
             doc! { "$match": filter },
             doc! { "$project": read_projection(doc! {
                 "$filter": { "input": "$comments", "as": "c", "cond": cond },
             }) },
-        ];
-        self.run(scope, discussion, pipeline).await
+        ])
+        .await
     }
 
     /// The replies of `parents` from just the pages that hold their window, where every parent
@@ -154,6 +163,18 @@ impl Bucketed {
         cond: Bson,
         homes: bool,
     ) -> StoreResult<Option<Vec<Comment>>> {
+        let docs = self.page_docs(id, wanted, cond, homes).await?;
+        docs.map(|docs| read_all(scope, &docs, id)).transpose()
+    }
+
+    /// The pages [`Self::on_pages`] reads, as read.
+    pub(super) async fn page_docs(
+        &self,
+        id: &DiscussionId,
+        wanted: &[i64],
+        cond: Bson,
+        homes: bool,
+    ) -> StoreResult<Option<Vec<RawDocumentBuf>>> {
         if wanted.is_empty() {
             return Ok(Some(Vec::new()));
         }
@@ -163,14 +184,7 @@ impl Bucketed {
         } else {
             doc! { "_id": 1, "page": 1, "comments": comments }
         };
-        let Some(docs) = self.by_numbers(id, wanted, projection).await? else {
-            return Ok(None);
-        };
-        let mut comments = Vec::new();
-        for doc in docs {
-            comments.extend(read_page(scope, doc, id)?);
-        }
-        Ok(Some(comments))
+        self.by_numbers(id, wanted, projection).await
     }
 
     /// The pages that hold the descendants of `roots`, where each root and its thread's
@@ -195,28 +209,24 @@ impl Bucketed {
         Some(wanted)
     }
 
-    /// The descendants of `roots`: from just the pages of their threads (see
-    /// [`Self::descendant_pages`]) where this request knows them, else from the pages a range
-    /// on the full slugs finds (a multikey range, which also matches pages where different
-    /// comments satisfy each bound).
-    pub(super) async fn descendants(
+    /// The pages that hold the descendants of `roots`, as read (only the descendants
+    /// travel): just the pages of their threads (see [`Self::descendant_pages`]) where this
+    /// request knows them, else the pages a range on the full slugs finds (a multikey range,
+    /// which also matches pages where different comments satisfy each bound).
+    pub(super) async fn descendant_docs(
         &self,
         scope: &ReadScope,
         discussion: &Discussion,
         roots: &[FullSlug],
-    ) -> StoreResult<Vec<Comment>> {
+    ) -> StoreResult<Vec<RawDocumentBuf>> {
         let id = &discussion.id;
         let cond = descendant_cond(roots);
         if let Some(wanted) = Self::descendant_pages(scope, id, roots) {
-            if let Some(found) = self
-                .on_pages(scope, id, &wanted, cond.clone(), false)
-                .await?
-            {
+            if let Some(found) = self.page_docs(id, &wanted, cond.clone(), false).await? {
                 return Ok(found);
             }
         }
-        let query = descendant_query(id, roots);
-        self.matching(scope, discussion, query, cond).await
+        self.matching_docs(descendant_query(id, roots), cond).await
     }
 
     /// How many descendants each root has: only the matching full slugs travel, from the pages
@@ -239,7 +249,7 @@ impl Bucketed {
             "as": "c",
             "in": "$$c.full_slug",
         } } };
-        let mut docs = None;
+        let mut docs: Option<Vec<RawDocumentBuf>> = None;
         if let Some(wanted) = Self::descendant_pages(scope, id, roots) {
             docs = self.by_numbers(id, &wanted, project.clone()).await?;
         }
@@ -254,7 +264,9 @@ impl Bucketed {
         let wanted: HashSet<&str> = roots.iter().map(FullSlug::as_str).collect();
         for doc in &docs {
             for full in doc.get_array("s").map_err(corrupt)? {
-                let Bson::String(full) = full else { continue };
+                let Some(full) = full.map_err(corrupt)?.as_str() else {
+                    continue;
+                };
                 // Every proper prefix that ends at a segment boundary is an ancestor.
                 for (i, _) in full.match_indices('/') {
                     let ancestor = &full[..i];
@@ -271,12 +283,15 @@ impl Bucketed {
     /// Pages `wanted` of discussion `id` (page numbers in order, none twice) as `projection`
     /// makes them, read by page number and sorted on it (see [`Self::on_pages`]); `None` when a
     /// page is gone.
-    async fn by_numbers(
+    async fn by_numbers<T>(
         &self,
         id: &DiscussionId,
         wanted: &[i64],
         projection: Document,
-    ) -> StoreResult<Option<Vec<Document>>> {
+    ) -> StoreResult<Option<Vec<T>>>
+    where
+        T: DeserializeOwned + Send + Sync,
+    {
         let docs = self
             .aggregate(vec![
                 doc! { "$match": { "discussion_id": id.as_str(), "page": { "$in": wanted } } },
@@ -287,56 +302,21 @@ impl Bucketed {
         Ok((docs.len() == wanted.len()).then_some(docs))
     }
 
-    /// Every document a pipeline on the pages returns, in one reply batch.
-    pub(super) async fn aggregate(&self, pipeline: Vec<Document>) -> StoreResult<Vec<Document>> {
+    /// Every document a pipeline on the pages returns, in one reply batch, as `T` (a
+    /// `Document`, or a `RawDocumentBuf` for comments decoded straight from what was read).
+    pub(super) async fn aggregate<T>(&self, pipeline: Vec<Document>) -> StoreResult<Vec<T>>
+    where
+        T: DeserializeOwned + Send + Sync,
+    {
         Ok(self
             .pages
             .aggregate(pipeline)
             .batch_size(BATCH_SIZE)
+            .with_type::<T>()
             .await?
             .try_collect()
             .await?)
     }
-}
-
-/// The comments of a page (or of part of one) as read, remembering them in the request's scope
-/// with where each was found and, for those that keep them, their replies per page.
-pub(super) fn read_page(
-    scope: &ReadScope,
-    mut doc: Document,
-    id: &DiscussionId,
-) -> StoreResult<Vec<Comment>> {
-    let items = comment_items(&mut doc);
-    let mut comments = Vec::with_capacity(items.len());
-    for item in items {
-        let reply_pages = item
-            .as_document()
-            .and_then(|d| d.get_document(REPLY_PAGES).ok())
-            .map(reply_pages_of);
-        let comment = owned_comment_of(item, id)?;
-        if let Some(pages) = reply_pages {
-            scope.reply_pages.remember(id, comment.slug.clone(), pages);
-        }
-        comments.push(comment);
-    }
-    if let (Some(page), Some(number)) = (doc.get("_id"), doc.get("page").and_then(as_i64)) {
-        for comment in &comments {
-            scope
-                .pages_of
-                .remember(id, comment.slug.clone(), (page.clone(), number));
-        }
-    }
-    if let Some(total) = doc.get("thread_total").and_then(as_i64) {
-        if let Some(homes) = thread_page_numbers(doc.get_document(THREAD_PAGES).ok(), total) {
-            for comment in comments.iter().filter(|c| c.parent.is_none()) {
-                scope
-                    .thread_homes
-                    .remember(id, comment.slug.clone(), homes.clone());
-            }
-        }
-    }
-    scope.seen.remember_all(&comments);
-    Ok(comments)
 }
 
 /// What a read of comments projects from their pages: where they were found (`_id` and page
@@ -359,7 +339,7 @@ pub(super) fn reply_page_path(prefix: &str, page: i64) -> String {
 
 /// `(page, replies there)` in page order, from a stored `reply_pages` (entries that are not a
 /// page number and a count are left out; the caller checks the total against `reply_count`).
-fn reply_pages_of(stored: &Document) -> Vec<(i64, u64)> {
+pub(super) fn reply_pages_of(stored: &Document) -> Vec<(i64, u64)> {
     let mut pages: Vec<(i64, u64)> = stored
         .iter()
         .filter_map(|(page, n)| {

@@ -1,13 +1,13 @@
 //! Listing windows over buckets: the page list, offset walks that read only the pages they
 //! need, streams from a cursor, and threaded windows found through thread totals.
 
-use mongodb::bson::{doc, from_document, Bson, Document};
+use mongodb::bson::{doc, from_document, Bson, Document, RawDocumentBuf};
 
 use super::shapes::{block_pages, key_time, order_key, PageInfo, BATCH_SIZE, THREAD_PAGES};
-use super::threads::{pages_with, read_page, read_projection, FULL_SLUGS};
+use super::stored::{int_of, read_all, Stored};
+use super::threads::{pages_with, read_projection, FULL_SLUGS};
 use super::Bucketed;
 use crate::domain::paging::Cursor;
-use crate::domain::tree::{Listing, Thread};
 use crate::domain::{
     Comment, Discussion, DiscussionId, FullPages, FullSlug, Micros, Page, Slug, Window,
 };
@@ -244,7 +244,7 @@ impl Bucketed {
                 "input": "$comments", "as": "c", "cond": { "$and": conds },
             } })
         };
-        let docs = self
+        let docs: Vec<RawDocumentBuf> = self
             .aggregate(vec![
                 doc! { "$match": {
                     "discussion_id": discussion.id.as_str(),
@@ -254,14 +254,8 @@ impl Bucketed {
                 doc! { "$project": read_projection(comments) },
             ])
             .await?;
-        let last_page = docs
-            .last()
-            .and_then(|d| d.get("page"))
-            .and_then(crate::store::bson::as_i64);
-        let mut out = Vec::new();
-        for doc in docs {
-            out.extend(read_page(scope, doc, &discussion.id)?);
-        }
+        let last_page = docs.last().and_then(|d| int_of(d, "page"));
+        let mut out = read_all(scope, &docs, &discussion.id)?;
         // Page numbers have no gaps: when the range's last page is missing, there is no later one.
         if out.len() < need && last_page == Some(from.saturating_add(span) - 1) {
             return Ok(None);
@@ -376,29 +370,26 @@ impl Bucketed {
             .collect();
         let cond = Bson::from(doc! { "$and": bounds });
         let held = self
-            .in_thread_pages(scope, discussion, &pages[span.0..=span.1], cond.clone())
+            .in_thread_pages(discussion, &pages[span.0..=span.1], cond.clone())
             .await?;
-        let comments = match held {
-            Some(comments) => comments,
+        let docs = match held {
+            Some(docs) => docs,
             None => {
-                self.matching(
-                    scope,
-                    discussion,
-                    pages_with(&discussion.id, FULL_SLUGS, [Bson::from(range)]),
-                    cond,
-                )
-                .await?
+                let filter = pages_with(&discussion.id, FULL_SLUGS, [Bson::from(range)]);
+                self.matching_docs(filter, cond).await?
             }
         };
+        // The threads of the span's pages, in threaded order; only the window is decoded.
         let (lo, hi) = (first.first_key.as_str(), last.last_key.as_str());
-        let comments = comments
-            .into_iter()
-            .filter(|c| {
-                let root = c.full_slug.ancestor_at(0);
-                lo <= root.as_str() && root.as_str() <= hi
-            })
-            .collect();
-        Ok(Thread::new(comments).list(Listing::Threaded, &inner))
+        let stored = Stored::new(&docs)?;
+        stored.remember_homes(scope, &discussion.id);
+        let in_span = stored.items().iter().filter(|item| {
+            let root = item.thread();
+            lo <= root && root <= hi
+        });
+        let picked = inner.pick(in_span, |item| item.key());
+        let comments = stored.decode(scope, &discussion.id, picked)?;
+        Ok(Page::from_overfetch(comments, inner.limit()))
     }
 
     /// The comments matching `cond` from the pages that hold the threads `span`'s pages start,
@@ -411,11 +402,10 @@ impl Bucketed {
     /// development database fetches a page once per index entry in the range (0.37 ms each).
     async fn in_thread_pages(
         &self,
-        scope: &ReadScope,
         discussion: &Discussion,
         span: &[PageInfo],
         cond: Bson,
-    ) -> StoreResult<Option<Vec<Comment>>> {
+    ) -> StoreResult<Option<Vec<RawDocumentBuf>>> {
         let mut wanted = Vec::new();
         for page in span {
             let Some(pages) = page.thread_page_numbers() else {
@@ -425,8 +415,7 @@ impl Bucketed {
         }
         wanted.sort_unstable();
         wanted.dedup();
-        self.on_pages(scope, &discussion.id, &wanted, cond, true)
-            .await
+        self.page_docs(&discussion.id, &wanted, cond, true).await
     }
 }
 
