@@ -293,6 +293,12 @@ impl Fixtures {
                 slugs(&page.items)
             }
             Read::Replies => {
+                // As the GraphQL request does: the comment by its slug, then its replies.
+                layout
+                    .by_slugs(&scope, &discussion, std::slice::from_ref(&self.busiest))
+                    .await?
+                    .first()
+                    .context("the busiest comment not found")?;
                 let mut pages = layout
                     .replies(
                         &scope,
