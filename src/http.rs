@@ -196,22 +196,32 @@ impl Format {
 /// A GraphQL result as HTTP: in `application/graphql-response+json`, a request that did not
 /// run (no `data`) is 400 and its body has no `data` key.
 fn respond(format: Format, response: BatchResponse) -> Response {
-    let mut status = StatusCode::OK;
-    let body = match response {
+    let not_run = match &response {
         BatchResponse::Single(single) => {
-            let not_run = single.data == async_graphql::Value::Null && !single.errors.is_empty();
-            let mut body = serde_json::to_value(&single).unwrap_or_default();
-            if format == Format::GraphqlResponse && not_run {
-                status = StatusCode::BAD_REQUEST;
-                if let Some(object) = body.as_object_mut() {
-                    object.remove("data");
-                }
-            }
-            body
+            single.data == async_graphql::Value::Null && !single.errors.is_empty()
         }
-        batch => serde_json::to_value(&batch).unwrap_or_default(),
+        BatchResponse::Batch(_) => false,
     };
-    let mut response = (status, Json(body)).into_response();
+    let mut response = if format == Format::GraphqlResponse && not_run {
+        // A request that did not run: 400, and no `data` key in the body.
+        let mut body = serde_json::to_value(&response).unwrap_or_default();
+        if let Some(object) = body.as_object_mut() {
+            object.remove("data");
+        }
+        (StatusCode::BAD_REQUEST, Json(body)).into_response()
+    } else {
+        // Serialised once, straight to the body (through a `serde_json::Value` first, a page
+        // of comments cost twice the serialising).
+        match serde_json::to_vec(&response) {
+            Ok(body) => (StatusCode::OK, body).into_response(),
+            Err(err) => Refusal::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "INTERNAL_SERVER_ERROR",
+                format!("the response could not be written: {err}"),
+            )
+            .into_response(),
+        }
+    };
     response
         .headers_mut()
         .insert(CONTENT_TYPE, format.content_type());

@@ -27,6 +27,24 @@ pub(super) fn read_all(
     Ok(out)
 }
 
+/// The first `need` comments of `docs` (page documents as read, in order), decoded and
+/// remembered; the rest are not decoded (a first page of 50 reads two pages of 100).
+pub(super) fn read_first(
+    scope: &ReadScope,
+    docs: &[RawDocumentBuf],
+    id: &DiscussionId,
+    need: usize,
+) -> StoreResult<Vec<Comment>> {
+    let mut out = Vec::with_capacity(need);
+    for doc in docs {
+        if out.len() >= need {
+            break;
+        }
+        out.extend(read_items(scope, doc, id, need - out.len())?);
+    }
+    Ok(out)
+}
+
 /// The comments of one page document (or part of one) as read, remembering them in the
 /// request's scope (see [`Decoder`]).
 pub(super) fn read_page(
@@ -34,9 +52,20 @@ pub(super) fn read_page(
     doc: &RawDocument,
     id: &DiscussionId,
 ) -> StoreResult<Vec<Comment>> {
+    read_items(scope, doc, id, usize::MAX)
+}
+
+/// The first `most` comments of one page document, decoded and remembered.
+fn read_items(
+    scope: &ReadScope,
+    doc: &RawDocument,
+    id: &DiscussionId,
+    most: usize,
+) -> StoreResult<Vec<Comment>> {
     let page = Decoder::new(doc)?;
     let comments = items(doc)?
         .into_iter()
+        .take(most)
         .map(|item| page.decode(scope, id, item))
         .collect::<StoreResult<Vec<_>>>()?;
     scope.seen.remember_all(&comments);

@@ -4,7 +4,7 @@
 use mongodb::bson::{doc, from_document, Bson, Document, RawDocumentBuf};
 
 use super::shapes::{block_pages, key_time, order_key, PageInfo, BATCH_SIZE, THREAD_PAGES};
-use super::stored::{int_of, read_all, Stored};
+use super::stored::{int_of, read_first, Stored};
 use super::threads::{pages_with, read_projection, FULL_SLUGS};
 use super::Bucketed;
 use crate::domain::paging::Cursor;
@@ -255,12 +255,11 @@ impl Bucketed {
             ])
             .await?;
         let last_page = docs.last().and_then(|d| int_of(d, "page"));
-        let mut out = read_all(scope, &docs, &discussion.id)?;
+        let out = read_first(scope, &docs, &discussion.id, need)?;
         // Page numbers have no gaps: when the range's last page is missing, there is no later one.
         if out.len() < need && last_page == Some(from.saturating_add(span) - 1) {
             return Ok(None);
         }
-        out.truncate(need);
         Ok(Some(out))
     }
 
