@@ -1,5 +1,5 @@
 """Two (or more) `threadql` server binaries on one loaded database, in turns: each serves the
-largest bucketed discussion's sub-discussion page and first threaded page, 60 requests each
+largest bucketed discussion's sub-discussion page, first page and first threaded page, 60 requests each
 (the first 10 not timed), three rounds, one keep-alive client. Comparing binaries on the same
 stored data, in alternation, keeps the noise of separate loads and of the machine out of the
 comparison (see BENCHMARKS.md).
@@ -26,6 +26,7 @@ F = "fragment F on Comment { id slug fullSlug parentSlug depth posted editedAt d
 PAGE = "nodes { ...F } pageInfo { hasNextPage endCursor }"
 reads = {
  "sub-discussion": ("query($d: ID!, $s: String!) { comment(discussionId: $d, slug: $s) { slug subDiscussion(first: 50) { %s } } } %s" % (PAGE, F), {"d": d["_id"], "s": root}),
+ "first page": ("query($d: ID!) { discussion(id: $d) { comments(first: 50) { %s } } } %s" % (PAGE, F), {"d": d["_id"]}),
  "threaded first": ("query($d: ID!) { discussion(id: $d) { comments(order: THREADED, first: 50) { %s } } } %s" % (PAGE, F), {"d": d["_id"]}),
 }
 bins = sys.argv[2:]
