@@ -1,21 +1,16 @@
-//! Limits on the shape of a GraphQL document, checked by an engine extension before anything is
-//! executed: lexical tokens (before parsing), aliased fields and root fields (after parsing, with
-//! fragments expanded). Depth and cost are the engine's own `limit_depth`/`limit_complexity`,
-//! with connection fields costed by their page size (see `page_cost`). The same extension gives
-//! the errors of each stage the code clients and gateways know (Apollo's names).
+//! Limits on the shape of a GraphQL document, checked before the engine runs it: lexical tokens
+//! (before parsing), aliased fields and root fields (after parsing, with fragments expanded).
+//! Depth and cost are the engine's own `limit_depth`/`limit_complexity`, with connection fields
+//! costed by their page size (see `page_cost`). The errors of each stage get the codes clients
+//! and gateways know (Apollo's names). None of this is an engine extension: with any extension
+//! installed, the engine sends every field it resolves through the extension chain.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
 
-use async_graphql::extensions::{
-    Extension, ExtensionContext, ExtensionFactory, NextParseQuery, NextPrepareRequest,
-    NextValidation,
-};
 use async_graphql::parser::types::{
     DocumentOperations, ExecutableDocument, FragmentDefinition, Selection, SelectionSet,
 };
-use async_graphql::{Name, Pos, Positioned, ServerError, ServerResult, Variables};
-use async_graphql::{Request, ValidationResult};
+use async_graphql::{Name, Pos, Positioned, Request, Response, ServerError};
 
 use crate::domain::paging::DEFAULT_PAGE_SIZE;
 
@@ -37,22 +32,6 @@ pub struct DocumentLimits {
     pub max_root_fields: usize,
     /// Whether `__schema` and `__type` may be asked for.
     pub introspection: bool,
-}
-
-impl ExtensionFactory for DocumentLimits {
-    fn create(&self) -> Arc<dyn Extension> {
-        Arc::new(Checks {
-            limits: *self,
-            variable_arguments: Mutex::default(),
-        })
-    }
-}
-
-/// The checks of one request: the limits, and where its document passes a variable as an
-/// argument (so a value that does not fit is told apart as a variable's).
-struct Checks {
-    limits: DocumentLimits,
-    variable_arguments: Mutex<HashSet<Pos>>,
 }
 
 /// Positions of the arguments whose value is a variable, in every selection of a document.
@@ -88,42 +67,28 @@ fn variable_arguments(document: &ExecutableDocument) -> HashSet<Pos> {
     out
 }
 
-#[async_trait::async_trait]
-impl Extension for Checks {
-    async fn prepare_request(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        request: Request,
-        next: NextPrepareRequest<'_>,
-    ) -> ServerResult<Request> {
-        // Counted here, before a persisted-query extension registered after this one parses it.
-        if count_tokens(&request.query, self.limits.max_tokens) > self.limits.max_tokens {
+impl DocumentLimits {
+    /// Refuses a document with more lexical tokens than allowed. Counted on the text as sent,
+    /// before a persisted query is looked up or anything is parsed.
+    pub fn check_tokens(&self, query: &str) -> Result<(), ServerError> {
+        if count_tokens(query, self.max_tokens) > self.max_tokens {
             return Err(too_big(format!(
                 "the document has more than {} tokens",
-                self.limits.max_tokens
+                self.max_tokens
             )));
         }
-        next.run(ctx, request).await.map_err(|e| {
-            let code = match e.message.as_str() {
-                "PersistedQueryNotFound" => "PERSISTED_QUERY_NOT_FOUND",
-                _ => "BAD_USER_INPUT",
-            };
-            with_code(e, code)
-        })
+        Ok(())
     }
 
-    async fn parse_query(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        query: &str,
-        variables: &Variables,
-        next: NextParseQuery<'_>,
-    ) -> ServerResult<ExecutableDocument> {
-        let document = next
-            .run(ctx, query, variables)
-            .await
+    /// Parses the request's document (unless a persisted query gave it already), leaving it in
+    /// the request so the engine does not parse it again, and checks it: no mutation in a
+    /// request that must not write, introspection only where allowed, and at most so many root
+    /// and aliased fields (fragments expanded).
+    pub fn check(&self, request: &mut Request, read_only: bool) -> Result<Checked, ServerError> {
+        let document = request
+            .parsed_query()
             .map_err(|e| with_code(e, "GRAPHQL_PARSE_FAILED"))?;
-        if ctx.data_opt::<ReadOnly>().is_some() && has_mutation(&document) {
+        if read_only && has_mutation(document) {
             return Err(with_code(
                 ServerError::new("mutations must be sent with POST", None),
                 "BAD_USER_INPUT",
@@ -135,11 +100,11 @@ impl Extension for Checks {
                 ops.values().map(|op| &op.node.selection_set.node).collect()
             }
         };
-        let mut aliases = Walk::new(&document.fragments, self.limits.max_aliases);
+        let mut aliases = Walk::new(&document.fragments, self.max_aliases);
         for set in &operations {
-            let mut roots = Walk::new(&document.fragments, self.limits.max_root_fields);
+            let mut roots = Walk::new(&document.fragments, self.max_root_fields);
             roots.count(set, false, &mut Vec::new());
-            if !self.limits.introspection && roots.introspects {
+            if !self.introspection && roots.introspects {
                 return Err(with_code(
                     ServerError::new("introspection is turned off on this server", None),
                     "GRAPHQL_VALIDATION_FAILED",
@@ -148,49 +113,80 @@ impl Extension for Checks {
             if roots.over() {
                 return Err(too_big(format!(
                     "an operation selects more than {} root fields",
-                    self.limits.max_root_fields
+                    self.max_root_fields
                 )));
             }
             aliases.count(set, true, &mut Vec::new());
             if aliases.over() {
                 return Err(too_big(format!(
                     "the document has more than {} aliased fields",
-                    self.limits.max_aliases
+                    self.max_aliases
                 )));
             }
         }
-        *self
-            .variable_arguments
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = variable_arguments(&document);
-        Ok(document)
-    }
-
-    async fn validation(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        next: NextValidation<'_>,
-    ) -> Result<ValidationResult, Vec<ServerError>> {
-        next.run(ctx).await.map_err(|errors| {
-            // A variable whose value does not fit its type is bad input, not a bad document:
-            // the engine reports it at the argument the variable is passed to.
-            let variable_arguments = self
-                .variable_arguments
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            let variables = errors.iter().any(|e| {
-                e.message.to_ascii_lowercase().contains("variable")
-                    || (e.message.starts_with("Invalid value for argument")
-                        && e.locations.iter().any(|at| variable_arguments.contains(at)))
-            });
-            let code = match variables {
-                true => "BAD_USER_INPUT",
-                false => "GRAPHQL_VALIDATION_FAILED",
-            };
-            errors.into_iter().map(|e| with_code(e, code)).collect()
+        Ok(Checked {
+            variable_arguments: variable_arguments(document),
         })
     }
 }
+
+/// What the checks learned about a document that the codes of the engine's own errors need:
+/// where it passes a variable as an argument, so that a value that does not fit is told apart as
+/// a variable's.
+pub struct Checked {
+    variable_arguments: HashSet<Pos>,
+}
+
+impl Checked {
+    /// Gives the errors the engine raised before running the document (they have no path)
+    /// the codes clients and gateways know: a document too deep to walk could not be parsed; a
+    /// variable whose value does not fit its type is bad input; anything else the engine's
+    /// validation refused is a bad document. Errors about choosing the operation or the
+    /// transport are left to [`super::error::ensure_codes`] (bad input).
+    pub fn code_engine_errors(&self, response: &mut Response) {
+        let uncoded = |e: &ServerError| {
+            e.path.is_empty()
+                && e.extensions
+                    .as_ref()
+                    .is_none_or(|ext| ext.get("code").is_none())
+        };
+        let mut validation = Vec::new();
+        for (i, error) in response.errors.iter_mut().enumerate() {
+            if !uncoded(error) || REQUEST_ERRORS.iter().any(|m| error.message.starts_with(m)) {
+                continue;
+            }
+            if error.message.starts_with(TOO_DEEP_TO_PARSE) {
+                set_code(error, "GRAPHQL_PARSE_FAILED");
+                continue;
+            }
+            validation.push(i);
+        }
+        let variables = validation.iter().any(|&i| {
+            let e = &response.errors[i];
+            e.message.to_ascii_lowercase().contains("variable")
+                || (e.message.starts_with("Invalid value for argument")
+                    && e.locations
+                        .iter()
+                        .any(|at| self.variable_arguments.contains(at)))
+        });
+        let code = match variables {
+            true => "BAD_USER_INPUT",
+            false => "GRAPHQL_VALIDATION_FAILED",
+        };
+        for i in validation {
+            set_code(&mut response.errors[i], code);
+        }
+    }
+}
+
+/// How the engine's error for a document nested past its parser's limit begins.
+const TOO_DEEP_TO_PARSE: &str = "The recursion depth of the query cannot be greater than";
+/// How the engine's errors about the request rather than its document begin.
+const REQUEST_ERRORS: [&str; 3] = [
+    "Unknown operation named",
+    "Operation name required in request",
+    "Subscriptions are not supported on this transport",
+];
 
 /// Marks a request that must not write (an HTTP GET): a document with a mutation is refused,
 /// also when it arrives by persisted-query hash.
@@ -208,12 +204,17 @@ fn has_mutation(document: &ExecutableDocument) -> bool {
 }
 
 /// The error with `code` in its extensions, unless it has a code already.
-fn with_code(mut error: ServerError, code: &str) -> ServerError {
+pub(super) fn with_code(mut error: ServerError, code: &str) -> ServerError {
+    set_code(&mut error, code);
+    error
+}
+
+/// Gives the error `code` in its extensions, unless it has a code already.
+fn set_code(error: &mut ServerError, code: &str) {
     let extensions = error.extensions.get_or_insert_with(Default::default);
     if extensions.get("code").is_none() {
         extensions.set("code", code);
     }
-    error
 }
 
 fn too_big(message: String) -> ServerError {

@@ -6,6 +6,7 @@ pub mod limits;
 pub mod live;
 pub mod loaders;
 mod mutation;
+mod persisted;
 mod query;
 mod subscription;
 pub mod types;
@@ -140,6 +141,8 @@ pub struct Api {
     storage: DynStorage,
     keys: JwtKeys,
     live: Arc<live::Live>,
+    document: limits::DocumentLimits,
+    persisted: Option<persisted::PersistedQueries>,
 }
 
 impl Api {
@@ -149,7 +152,6 @@ impl Api {
         let mut builder = schema_builder()
             .limit_depth(limits.max_query_depth)
             .limit_complexity(limits.max_complexity)
-            .extension(limits.document)
             .data(storage.clone())
             .data(limits)
             .data(live.clone())
@@ -157,21 +159,42 @@ impl Api {
         if !limits.introspection {
             builder = builder.disable_introspection();
         }
-        if let Some(size) = std::num::NonZeroUsize::new(limits.apq_cache) {
-            use async_graphql::extensions::apollo_persisted_queries::{
-                ApolloPersistedQueries, LruCacheStorage,
-            };
-            builder = builder.extension(ApolloPersistedQueries::new(LruCacheStorage::new(
-                size.get(),
-            )));
-        }
         let schema = builder.finish();
         Self {
             schema,
             storage,
             keys,
             live,
+            document: limits.document,
+            persisted: (limits.apq_cache > 0)
+                .then(|| persisted::PersistedQueries::new(limits.apq_cache)),
         }
+    }
+
+    /// What the engine does not check, checked before it runs a request: the document's tokens,
+    /// its persisted query, its parse and its shape (`limits`). Gives the request ready to run
+    /// (parsed) and what coding the engine's own errors needs, or the response that refuses it.
+    async fn admit(
+        &self,
+        mut request: async_graphql::Request,
+    ) -> Result<(async_graphql::Request, limits::Checked), async_graphql::Response> {
+        let refuse = |error: async_graphql::ServerError| {
+            let mut response = async_graphql::Response::from_errors(vec![error]);
+            error::ensure_codes(&mut response);
+            response
+        };
+        self.document.check_tokens(&request.query).map_err(refuse)?;
+        if let Some(persisted) = &self.persisted {
+            persisted.resolve(&mut request).await.map_err(refuse)?;
+        }
+        let read_only = request
+            .data
+            .contains_key(&std::any::TypeId::of::<limits::ReadOnly>());
+        let checked = self
+            .document
+            .check(&mut request, read_only)
+            .map_err(refuse)?;
+        Ok((request, checked))
     }
 
     /// Live subscribers now, and how often this process opened its change stream.
@@ -216,15 +239,28 @@ impl Api {
             ]);
             return futures::stream::once(futures::future::ready(response)).boxed();
         };
-        let batches = batch::Batches::new();
-        let request = request
-            .data(connection.auth.clone())
-            .data(RequestReads::new(self.storage.clone(), batches.clone()));
-        let responses = self.schema.execute_stream(request);
-        batch::drive_stream(responses, batches)
-            .map(move |mut response| {
+        let (api, auth) = (self.clone(), connection.auth.clone());
+        futures::stream::once(async move { api.admit(request).await.map(|ok| (api, ok)) })
+            .flat_map(move |admitted| {
+                let (api, (request, checked)) = match admitted {
+                    Ok(admitted) => admitted,
+                    Err(refused) => return futures::stream::once(async { refused }).boxed(),
+                };
+                let batches = batch::Batches::new();
+                let request = request
+                    .data(auth.clone())
+                    .data(RequestReads::new(api.storage.clone(), batches.clone()));
+                let responses = api.schema.execute_stream(request);
+                batch::drive_stream(responses, batches)
+                    .map(move |mut response| {
+                        checked.code_engine_errors(&mut response);
+                        error::ensure_codes(&mut response);
+                        response
+                    })
+                    .boxed()
+            })
+            .map(move |response| {
                 let _running = &slot;
-                error::ensure_codes(&mut response);
                 response
             })
             .boxed()
@@ -251,10 +287,13 @@ impl Api {
         request: impl Into<async_graphql::Request>,
         authorization: Option<&str>,
     ) -> async_graphql::Response {
+        let (request, checked) = match self.admit(request.into()).await {
+            Ok(admitted) => admitted,
+            Err(refused) => return refused,
+        };
         let auth = self.keys.authenticate(authorization);
         let batches = batch::Batches::new();
         let request = request
-            .into()
             .data(auth)
             .data(RequestReads::new(self.storage.clone(), batches.clone()));
         let timeout = self.schema.data::<Limits>().map(|l| l.request_timeout);
@@ -273,6 +312,7 @@ impl Api {
                 }),
             None => run.await,
         };
+        checked.code_engine_errors(&mut response);
         error::ensure_codes(&mut response);
         response
     }

@@ -336,6 +336,97 @@ async fn graphql_over_http_negotiates_and_codes_its_errors() {
     server.shutdown().await;
 }
 
+/// The engine's own refusals, raised before it runs anything, keep the codes clients know now
+/// that the server checks documents before the engine and codes its errors after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_before_running_have_their_codes() {
+    let server = Running::start(config("refusals")).await;
+    let client = reqwest::Client::new();
+    let sha = |text: &str| {
+        use std::fmt::Write as _;
+        let digest = <sha2::Sha256 as sha2::Digest>::digest(text.as_bytes());
+        digest.iter().fold(String::new(), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+    };
+    // Past the parser's recursion limit (32 nested selections), though within the token limit.
+    let deep = format!("{}{}", "{ a ".repeat(40), "}".repeat(40));
+    let broken = "{ discussions(first: ";
+    let two = "query A { discussions(first: 1) { nodes { id } } } query B { discussions(first: 2) { nodes { id } } }";
+    let cases = [
+        (
+            "nested past the parser's limit",
+            json!({ "query": deep }),
+            "GRAPHQL_PARSE_FAILED",
+        ),
+        (
+            "a persisted query that does not parse",
+            json!({ "query": broken, "extensions": { "persistedQuery": { "version": 1, "sha256Hash": sha(broken) } } }),
+            "GRAPHQL_PARSE_FAILED",
+        ),
+        (
+            "a persisted query whose hash is not its text's",
+            json!({ "query": "{ discussions(first: 1) { nodes { id } } }", "extensions": { "persistedQuery": { "version": 1, "sha256Hash": sha("other") } } }),
+            "BAD_USER_INPUT",
+        ),
+        (
+            "a persisted query of another version",
+            json!({ "extensions": { "persistedQuery": { "version": 2, "sha256Hash": sha("x") } } }),
+            "BAD_USER_INPUT",
+        ),
+        (
+            "a persisted query extension of the wrong shape",
+            json!({ "query": "{ __typename }", "extensions": { "persistedQuery": "yes" } }),
+            "BAD_USER_INPUT",
+        ),
+        (
+            "two operations and no name",
+            json!({ "query": two }),
+            "BAD_USER_INPUT",
+        ),
+        (
+            "an operation name not in the document",
+            json!({ "query": two, "operationName": "C" }),
+            "BAD_USER_INPUT",
+        ),
+        (
+            "an unknown field",
+            json!({ "query": "{ nope }" }),
+            "GRAPHQL_VALIDATION_FAILED",
+        ),
+        (
+            "a variable of the wrong type",
+            json!({ "query": "query($n: Int) { discussions(first: $n) { nodes { id } } }", "variables": { "n": "ten" } }),
+            "BAD_USER_INPUT",
+        ),
+        (
+            "a literal argument of the wrong type",
+            json!({ "query": "{ discussions(first: \"ten\") { nodes { id } } }" }),
+            "GRAPHQL_VALIDATION_FAILED",
+        ),
+    ];
+    for (what, request, code) in cases {
+        let (status, _, body) = post_accepting(&client, &server, None, request).await;
+        assert_eq!(status, 200, "{what}: {body}");
+        assert!(body["data"].is_null(), "{what}: {body}");
+        assert_eq!(
+            body["errors"][0]["extensions"]["code"], code,
+            "{what}: {body}"
+        );
+    }
+    // Naming one of two operations runs it.
+    let (_, _, body) = post_accepting(
+        &client,
+        &server,
+        None,
+        json!({ "query": two, "operationName": "B" }),
+    )
+    .await;
+    assert!(body["data"]["discussions"]["nodes"].is_array(), "{body}");
+    server.shutdown().await;
+}
+
 fn urlencode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
