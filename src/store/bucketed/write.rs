@@ -1,11 +1,13 @@
 //! Posting into buckets: the seed's loop made safe under concurrency (see docs/ARCHITECTURE.md).
 //!
-//! In the steady state a post is one read (the parent, its thread's root and whether the new
+//! In the steady state a reply is one read (the parent, its thread's root and whether the new
 //! slug is free), one `update` command on the pages (the `$push`, the parent's `reply_count` and
 //! the thread's `thread_total`, as ordered statements) and the discussion's counters, plus the
-//! commit of the transaction that holds them where the deployment has transactions. The page
-//! new comments go to is remembered per process. Posts that wait for the discussion's turn share
-//! the writes: one `$push $each`, their counters in the same command, one discussion update.
+//! commit of the transaction that holds them where the deployment has transactions. A top-level
+//! post there needs no read: a guard statement ahead of the `$push` finds any page that holds
+//! its slug, and the transaction is abandoned if one does. The page new comments go to is
+//! remembered per process. Posts that wait for the discussion's turn share the writes: one
+//! `$push $each`, their counters in the same command, one discussion update.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -83,11 +85,13 @@ pub(in crate::store) struct PostState {
     room: Option<i64>,
 }
 
-/// What the `update` command on the pages did with its first statement (the `$push`).
+/// What the `update` command on the pages did with its `$push`.
 enum Pushed {
     Stored,
     /// The page exists and did not take the comment (full, sealed, or created a moment ago).
     Refused,
+    /// The guard found a slug of the group already stored: the transaction must not commit.
+    Taken,
 }
 
 impl Bucketed {
@@ -173,15 +177,22 @@ impl Bucketed {
         Ok(!self.locate(id, &[slug]).await?.is_empty())
     }
 
-    /// One `update` command with ordered statements: the `$push` of `group` (comments stored
-    /// together, each with its post's state) into the target page (refused unless the page has
-    /// room for all of them and is not sealed), then the counters of each reply's parent and
-    /// thread. The counters run only when the push stored the comments.
+    /// One `update` command with ordered statements: the guard for the slugs in `unchecked`
+    /// (in a transaction only), the `$push` of `group` (comments stored together, each with its
+    /// post's state) into the target page (refused unless the page has room for all of them and
+    /// is not sealed), then the counters of each reply's parent and thread. The counters run
+    /// only when the push stored the comments.
+    ///
+    /// The guard is a multi-document update that changes nothing (`$inc` by 0) on the pages
+    /// holding any of those slugs: the command's reply counts what it matched (`n`) apart from
+    /// what the push and the counters changed (`nModified`, and the page an upsert created), so
+    /// a slug already in use costs no command of its own to find.
     async fn push(
         &self,
         discussion: &DiscussionId,
         group: &[(&Comment, &PostState)],
         target: &Target,
+        unchecked: &[&Slug],
         session: &mut ClientSession,
     ) -> StoreResult<Pushed> {
         let Some(((first, _), _)) = group.split_first() else {
@@ -204,7 +215,17 @@ impl Bucketed {
         if top > 0 {
             counts.insert(thread_page_path(target.page), top);
         }
-        let mut updates = vec![doc! {
+        let mut updates = Vec::with_capacity(2 + 2 * group.len());
+        if !unchecked.is_empty() {
+            let slugs: Vec<&str> = unchecked.iter().map(|s| s.as_str()).collect();
+            updates.push(doc! {
+                "q": { "discussion_id": discussion.as_str(), "comments.slug": { "$in": slugs } },
+                "u": { "$inc": { "count": 0_i64 } },
+                "multi": true,
+            });
+        }
+        let guards = updates.len();
+        updates.push(doc! {
             "q": q,
             "u": {
                 "$push": { "comments": { "$each": elements, "$sort": { "posted": 1, "slug": 1 } } },
@@ -213,7 +234,7 @@ impl Bucketed {
                 "$max": { "last_key": high.unwrap_or_default() },
             },
             "upsert": true,
-        }];
+        });
         for (comment, state) in group {
             updates.extend(self.reply_counters(discussion, comment, state, target)?);
         }
@@ -221,7 +242,11 @@ impl Bucketed {
             .pages
             .update_statements(updates, self.writer.transactions, session)
             .await?;
-        write_outcome(&reply, discussion, &first.slug)
+        let pushed = write_outcome(&reply, guards, discussion, &first.slug)?;
+        if guards > 0 && matches!(pushed, Pushed::Stored) && matched_unchanged(&reply) > 0 {
+            return Ok(Pushed::Taken);
+        }
+        Ok(pushed)
     }
 
     /// The statements that count a new reply: `reply_count` and the reply's page in
@@ -274,11 +299,29 @@ fn below_kept(keys: &Document, path: &str, key: &str) -> bool {
     keys.get_str(path).map_or(true, |kept| key < kept)
 }
 
-/// What an `update` command's reply says about its first statement. A duplicate key there is
-/// the upsert meeting an existing page that did not match; any other write error, or a failed
-/// counter statement after a stored comment, is reported (the comment is stored either way, so
-/// a failed counter is only logged: answering with an error would invite a duplicate post).
-fn write_outcome(reply: &Document, id: &DiscussionId, slug: &Slug) -> StoreResult<Pushed> {
+/// Documents an `update` command's statements matched and left as they were: `n` counts every
+/// document matched (and every page an upsert created), `nModified` the matched ones changed.
+fn matched_unchanged(reply: &Document) -> i64 {
+    let count = |field: &str| reply.get(field).and_then(as_i64).unwrap_or(0);
+    let upserted = match reply.get("upserted") {
+        Some(Bson::Array(upserted)) => i64::try_from(upserted.len()).unwrap_or(i64::MAX),
+        _ => 0,
+    };
+    count("n") - count("nModified") - upserted
+}
+
+/// What an `update` command's reply says about its `$push`, the statement at `push`. A
+/// duplicate key there is the upsert meeting an existing page that did not match; any other
+/// write error, or a failed counter statement after a stored comment, is reported (the comment
+/// is stored either way, so a failed counter is only logged: answering with an error would
+/// invite a duplicate post).
+fn write_outcome(
+    reply: &Document,
+    push: usize,
+    id: &DiscussionId,
+    slug: &Slug,
+) -> StoreResult<Pushed> {
+    let push = i64::try_from(push).unwrap_or(i64::MAX);
     let errors = match reply.get("writeErrors") {
         Some(Bson::Array(errors)) => errors.as_slice(),
         _ => &[],
@@ -291,8 +334,8 @@ fn write_outcome(reply: &Document, id: &DiscussionId, slug: &Slug) -> StoreResul
         let code = error.get("code").and_then(as_i64).unwrap_or(0);
         let message = error.get_str("errmsg").unwrap_or_default();
         match (index, code) {
-            (0, 11000) => return Ok(Pushed::Refused),
-            (0, _) => {
+            (i, 11000) if i == push => return Ok(Pushed::Refused),
+            (i, _) if i <= push => {
                 return Err(StoreError::Corrupt(format!(
                     "posting {slug} to {id} failed: {message} (code {code})"
                 )))
@@ -321,6 +364,18 @@ impl PostSteps for Bucketed {
         part: &SlugPart,
     ) -> StoreResult<(Option<ParentPaths>, PostState)> {
         let id = &discussion.id;
+        if parent.is_none() && self.writer.transactions {
+            // A top-level post reads nothing: its slug is checked by the guard of the pages
+            // command, in the post's transaction.
+            let state = PostState {
+                target: self.target(discussion).await?,
+                parent: None,
+                root: None,
+                checked: None,
+                room: None,
+            };
+            return Ok((None, state));
+        }
         let (attached, slug) = Placement::slug_under(parent, self.writer.max_depth, part);
         let root = attached.as_ref().map(|a| a.ancestor_at(0));
         let mut wanted: Vec<&Slug> = vec![&slug];
@@ -411,18 +466,20 @@ impl PostSteps for Bucketed {
         let mut chosen: Vec<usize> = Vec::new();
         for i in 0..group.len() {
             let comment = group[i].comment;
-            // Slug uniqueness across pages: looked up once per slug (see ARCHITECTURE.md).
+            // Slug uniqueness across pages: looked up once per slug, or (in a transaction)
+            // guarded by the pages command (see ARCHITECTURE.md).
             let free = match &group[i].state.checked {
-                Some((slug, free)) if *slug == comment.slug => *free,
-                _ => !self.slug_taken(id, &comment.slug).await?,
+                Some((slug, free)) if *slug == comment.slug => Some(*free),
+                _ if self.writer.transactions => None,
+                _ => Some(!self.slug_taken(id, &comment.slug).await?),
             };
             let twin = chosen
                 .iter()
                 .any(|&j| group[j].comment.slug == comment.slug);
             let one = &mut group[i];
             one.state.target = target.clone();
-            one.state.checked = Some((comment.slug.clone(), free));
-            one.outcome = if !free || twin {
+            one.state.checked = free.map(|free| (comment.slug.clone(), free));
+            one.outcome = if free == Some(false) || twin {
                 Attempt::Retry
             } else if i64::try_from(chosen.len()).unwrap_or(i64::MAX) < room {
                 chosen.push(i);
@@ -438,9 +495,25 @@ impl PostSteps for Bucketed {
         if members.is_empty() {
             return Ok(());
         }
+        let unchecked: Vec<&Slug> = chosen
+            .iter()
+            .filter(|&&i| group[i].state.checked.is_none())
+            .map(|&i| &group[i].comment.slug)
+            .collect();
         let size = i64::try_from(members.len()).unwrap_or(i64::MAX);
-        let pushed = self.push(id, &members, &target, session).await?;
+        let pushed = self
+            .push(id, &members, &target, &unchecked, session)
+            .await?;
         drop(members);
+        drop(unchecked);
+        if let Pushed::Taken = pushed {
+            // Some slug of the group is in use: nothing of this try may stay (no post is
+            // stored, so the transaction is abandoned), and each post draws a new slug.
+            for &i in &chosen {
+                group[i].outcome = Attempt::Retry;
+            }
+            return Ok(());
+        }
         let (mut next, mut room) = (None, None);
         if let Pushed::Refused = pushed {
             let header = self
@@ -511,5 +584,24 @@ impl PostSteps for Bucketed {
         self.discussions
             .record_posts(discussion, &comments, more, session)
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guard_is_what_matched_and_changed_nothing() {
+        // The replies of the development database to a guard and a push, in a transaction.
+        let upserted = doc! { "n": 2, "nModified": 0, "upserted": [{ "index": 1, "_id": "d:1" }] };
+        assert_eq!(matched_unchanged(&upserted), 1);
+        let pushed = doc! { "n": 1, "nModified": 1 };
+        assert_eq!(matched_unchanged(&pushed), 0);
+        let created = doc! { "n": 1, "nModified": 0, "upserted": [{ "index": 1, "_id": "d:1" }] };
+        assert_eq!(matched_unchanged(&created), 0);
+        // A push and two reply counters, and a guard that found two pages.
+        let counted = doc! { "n": 5_i64, "nModified": 3_i64 };
+        assert_eq!(matched_unchanged(&counted), 2);
     }
 }
