@@ -1,6 +1,7 @@
 //! The GraphQL API: schema construction, per-request context and execution.
 
 pub mod batch;
+mod documents;
 pub mod error;
 pub mod limits;
 pub mod live;
@@ -143,6 +144,7 @@ pub struct Api {
     live: Arc<live::Live>,
     document: limits::DocumentLimits,
     persisted: Option<persisted::PersistedQueries>,
+    parsed: documents::ParsedDocuments,
 }
 
 impl Api {
@@ -168,11 +170,13 @@ impl Api {
             document: limits.document,
             persisted: (limits.apq_cache > 0)
                 .then(|| persisted::PersistedQueries::new(limits.apq_cache)),
+            parsed: documents::ParsedDocuments::default(),
         }
     }
 
     /// What the engine does not check, checked before it runs a request: the document's tokens,
-    /// its persisted query, its parse and its shape (`limits`). Gives the request ready to run
+    /// its persisted query, its parse (or the document parsed from the same text before) and its
+    /// shape (`limits`). Gives the request ready to run
     /// (parsed) and what coding the engine's own errors needs, or the response that refuses it.
     async fn admit(
         &self,
@@ -184,6 +188,7 @@ impl Api {
             response
         };
         self.document.check_tokens(&request.query).map_err(refuse)?;
+        let recalled = self.parsed.recall(&mut request).await;
         if let Some(persisted) = &self.persisted {
             persisted.resolve(&mut request).await.map_err(refuse)?;
         }
@@ -194,6 +199,9 @@ impl Api {
             .document
             .check(&mut request, read_only)
             .map_err(refuse)?;
+        if !recalled {
+            self.parsed.keep(&mut request).await;
+        }
         Ok((request, checked))
     }
 

@@ -427,6 +427,49 @@ async fn refusals_before_running_have_their_codes() {
     server.shutdown().await;
 }
 
+/// The server keeps documents parsed from the texts it was sent; a text sent again runs afresh
+/// with its own variables (a field skipped once is there the next time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_document_sent_again_runs_with_its_own_variables() {
+    let server = Running::start(config("documents")).await;
+    let client = reqwest::Client::new();
+    let token = JwtKeys::new(SECRET).mint("u1", "Ada", &[], 600);
+    let (_, created) = graphql(
+        &client,
+        &server,
+        Some(&token),
+        "mutation { createDiscussion(input: {title: \"kept\"}) { id } }",
+        json!({}),
+    )
+    .await;
+    assert!(
+        created["data"]["createDiscussion"]["id"].is_string(),
+        "{created}"
+    );
+    let query =
+        "query($s: Boolean!) { discussions(first: 1) { nodes { id title @skip(if: $s) } } }";
+    for skip in [true, false, true, false] {
+        let (_, _, body) = post_accepting(
+            &client,
+            &server,
+            None,
+            json!({ "query": query, "variables": { "s": skip } }),
+        )
+        .await;
+        let node = &body["data"]["discussions"]["nodes"][0];
+        assert!(node["id"].is_string(), "{body}");
+        assert_eq!(node.get("title").is_none(), skip, "skip {skip}: {body}");
+    }
+    // The same text sent as GET may not write, even when its parse was kept from a POST.
+    let mutation = "mutation { createDiscussion(input: {title: \"twice\"}) { id } }";
+    let (_, body) = graphql(&client, &server, Some(&token), mutation, json!({})).await;
+    assert!(body["data"]["createDiscussion"]["id"].is_string(), "{body}");
+    let url = format!("{}?query={}", server.url("/graphql"), urlencode(mutation));
+    let status = client.get(url).send().await.unwrap().status().as_u16();
+    assert_eq!(status, 405);
+    server.shutdown().await;
+}
+
 fn urlencode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
