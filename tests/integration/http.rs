@@ -299,14 +299,7 @@ async fn graphql_over_http_negotiates_and_codes_its_errors() {
     // Automatic persisted queries: the hash alone is unknown first, then works after the full
     // query was sent once, by POST and by GET.
     let query = "{ discussions(first: 2) { nodes { id } } }";
-    let hash = {
-        use std::fmt::Write as _;
-        let digest = <sha2::Sha256 as sha2::Digest>::digest(query.as_bytes());
-        digest.iter().fold(String::new(), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
-    };
+    let hash = sha256_hex(query);
     let persisted = json!({ "persistedQuery": { "version": 1, "sha256Hash": hash } });
     let (_, _, body) =
         post_accepting(&client, &server, None, json!({ "extensions": persisted })).await;
@@ -342,14 +335,7 @@ async fn graphql_over_http_negotiates_and_codes_its_errors() {
 async fn refusals_before_running_have_their_codes() {
     let server = Running::start(config("refusals")).await;
     let client = reqwest::Client::new();
-    let sha = |text: &str| {
-        use std::fmt::Write as _;
-        let digest = <sha2::Sha256 as sha2::Digest>::digest(text.as_bytes());
-        digest.iter().fold(String::new(), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
-    };
+    let sha = sha256_hex;
     // Past the parser's recursion limit (32 nested selections), though within the token limit.
     let deep = format!("{}{}", "{ a ".repeat(40), "}".repeat(40));
     let broken = "{ discussions(first: ";
@@ -468,6 +454,16 @@ async fn a_document_sent_again_runs_with_its_own_variables() {
     let status = client.get(url).send().await.unwrap().status().as_u16();
     assert_eq!(status, 405);
     server.shutdown().await;
+}
+
+/// A document's SHA-256 in hex, as automatic persisted queries name it.
+fn sha256_hex(text: &str) -> String {
+    use std::fmt::Write as _;
+    let digest = <sha2::Sha256 as sha2::Digest>::digest(text.as_bytes());
+    digest.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }
 
 fn urlencode(text: &str) -> String {
