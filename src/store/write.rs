@@ -215,6 +215,9 @@ pub(super) trait PostSteps: Send + Sync {
         Ok(one[0].outcome)
     }
 
+    /// Learns what the layout keeps about a comment this process stored (and committed).
+    fn stored(&self, _discussion: &Discussion, _comment: &Comment, _state: &Self::State) {}
+
     /// Counts a stored comment (replies of its parent, comments of the discussion) where the
     /// write did not already, in the same transaction as the comment (nothing, for a layout
     /// whose write counts everything or that counts in [`PostSteps::count_group`]).
@@ -532,6 +535,7 @@ async fn store<S: PostSteps>(
                 for ((entry, comment), outcome) in live.iter_mut().zip(comments).zip(outcomes) {
                     match outcome {
                         Attempt::Stored => {
+                            steps.stored(discussion, &comment, &entry.state);
                             entry.result = Some(Ok(Posted {
                                 comment,
                                 reattached: entry.reattached,

@@ -616,7 +616,7 @@ async fn a_changed_bucket_size_keeps_old_pages_readable() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_post_costs_three_commands_and_a_reply_four() {
+async fn a_post_costs_three_commands_and_a_reply_to_a_comment_unknown_to_the_process_four() {
     let app = TestApp::with("bucketed_post_cost", settings(100)).await;
     let d = app.discussion("post cost").await;
     let store = app.store();
@@ -658,17 +658,38 @@ async fn a_post_costs_three_commands_and_a_reply_four() {
             .collect()
     };
     for (top, reply) in &costs {
-        // A top-level post: one update command on the pages (the guard that finds its slug
-        // anywhere in the discussion, then the push), the discussion's counters, and the commit
-        // of their transaction (the development database has transactions).
+        // A post: one update command on the pages (the guard that finds its slug anywhere in
+        // the discussion, then the push, and for a reply its counters), the discussion's
+        // counters, and the commit of their transaction (the development database has
+        // transactions). The process stored the parent, so it knows where it and its thread's
+        // root are.
         assert_eq!(top, &expected(&[("update", 2), ("commitTransaction", 1)]));
-        // A reply also reads its parent, its thread's root and whether its slug is free; its
-        // update command holds the push and the reply counters.
-        assert_eq!(
-            reply,
-            &expected(&[("aggregate", 1), ("update", 2), ("commitTransaction", 1)])
-        );
+        assert_eq!(reply, &expected(&[("update", 2), ("commitTransaction", 1)]));
     }
+    // Another process knows none of these comments: its first reply to one reads it and its
+    // thread's root; the next reply there, and a reply to its own reply, do not.
+    let other = Store::connect(&store_config(&app.database, &settings(100)))
+        .await
+        .expect("connect");
+    post_in(&other, Layout::Bucketed, &discussion, None, "warm").await;
+    let mut other_costs = Vec::new();
+    let mut reply_to = parent.clone();
+    for text in ["other 1", "other 2", "other 3"] {
+        let before = other.commands().snapshot();
+        let posted = post_in(&other, Layout::Bucketed, &discussion, Some(&reply_to), text).await;
+        other_costs.push(diff(&before, &other.commands().snapshot()));
+        if text == "other 2" {
+            reply_to = posted;
+        }
+    }
+    assert_eq!(
+        other_costs,
+        vec![
+            expected(&[("aggregate", 1), ("update", 2), ("commitTransaction", 1)]),
+            expected(&[("update", 2), ("commitTransaction", 1)]),
+            expected(&[("update", 2), ("commitTransaction", 1)]),
+        ]
+    );
     // The reply counters landed with the push.
     let pages = raw_pages(&app, &d).await;
     let stored: HashMap<String, &Document> = pages
@@ -676,21 +697,16 @@ async fn a_post_costs_three_commands_and_a_reply_four() {
         .flat_map(|p| comments(p))
         .map(|c| (c.get_str("slug").expect("slug").to_owned(), c))
         .collect();
-    assert_eq!(stored.len(), 11);
-    let mut chain = Some(root.clone());
-    while let Some(slug) = chain {
-        let c = stored[slug.as_str()];
+    assert_eq!(stored.len(), 15);
+    for (slug, c) in &stored {
         let children = stored
             .values()
             .filter(|o| o.get_str("parent").ok() == Some(slug.as_str()))
             .count() as i64;
         assert_eq!(int(c, "reply_count"), children, "reply count of {slug}");
-        chain = stored
-            .values()
-            .find(|o| o.get_str("parent").ok() == Some(slug.as_str()))
-            .map(|o| Slug::parse(o.get_str("slug").expect("slug")).expect("slug"));
     }
-    assert_eq!(int(&pages[0], "thread_total"), 11);
+    assert_eq!(int(&pages[0], "thread_total"), 15);
+    check_thread_pages(&pages);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1012,8 +1028,21 @@ async fn a_post_through_the_api_does_not_read_a_discussion_it_posted_to() {
     let app = TestApp::with("bucketed_api_post_cost", settings(100)).await;
     let d = app.discussion("api post cost").await;
     let root = app.post(&d, None, "first").await;
+    // A comment another process posted: this one has not seen it.
+    let other = Store::connect(&store_config(&app.database, &settings(100)))
+        .await
+        .expect("connect");
+    let discussion = load_discussion(&other, &d).await;
+    let unseen = post_in(&other, Layout::Bucketed, &discussion, None, "elsewhere").await;
+    let unseen = unseen.to_string();
     const POST: &str = "mutation($d: ID!, $p: String, $t: String!) { postComment(input: {discussionId: $d, parentSlug: $p, text: $t}) { slug } }";
-    for parent in [None, Some(root.clone())] {
+    let posts = [
+        (None, false),
+        (Some(root.clone()), false),
+        (Some(unseen.clone()), true),
+        (Some(unseen.clone()), false),
+    ];
+    for (parent, read) in posts {
         let before = app.store().commands().snapshot();
         let response = app
             .exec(POST, json!({ "d": d, "p": parent, "t": "warm" }))
@@ -1023,9 +1052,9 @@ async fn a_post_through_the_api_does_not_read_a_discussion_it_posted_to() {
             "{response:#}"
         );
         let spent = diff(&before, &app.store().commands().snapshot());
-        // A reply reads its parent; a top-level post reads nothing (its slug is guarded in the
-        // pages command).
-        let read = u64::from(parent.is_some());
+        // A post's slug is guarded in the pages command; a reply reads its parent and its
+        // thread's root the first time the process meets them.
+        let read = u64::from(read);
         let expected: BTreeMap<String, u64> =
             [("aggregate", read), ("update", 2), ("commitTransaction", 1)]
                 .into_iter()
@@ -1052,7 +1081,77 @@ async fn a_post_through_the_api_does_not_read_a_discussion_it_posted_to() {
         .iter()
         .map(|p| int(p, "count"))
         .sum();
-    assert_eq!(stored, 3, "nothing of the refused post stays");
+    assert_eq!(stored, 6, "nothing of the refused post stays");
+}
+
+/// What a process remembers of where comments live is checked by the reply's own pages command:
+/// a comment that is not where it was remembered (here moved behind the store's back) costs the
+/// post a retry from a read, and counts the reply where the comment is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comment_not_where_the_process_remembered_it_is_read_again() {
+    let app = TestApp::with("bucketed_stale_location", settings(3)).await;
+    let d = app.discussion("stale location").await;
+    let mut posted = Vec::new();
+    for text in ["a", "b", "c", "d"] {
+        posted.push(app.post(&d, None, text).await);
+    }
+    let pages = raw_pages(&app, &d).await;
+    assert_eq!(pages.len(), 2);
+    let moved = comments(&pages[0])
+        .into_iter()
+        .find(|c| c.get_str("slug") == Ok(posted[0].as_str()))
+        .expect("the first comment is on page 0")
+        .clone();
+    let raw = raw_db(&app).await.collection::<Document>("comment_pages");
+    raw.update_one(
+        doc! { "_id": pages[0].get("_id").expect("id") },
+        doc! { "$pull": { "comments": { "slug": &posted[0] } }, "$inc": { "count": -1 } },
+    )
+    .await
+    .expect("take it off page 0");
+    raw.update_one(
+        doc! { "_id": pages[1].get("_id").expect("id") },
+        doc! {
+            "$push": { "comments": { "$each": [moved], "$sort": { "posted": 1, "slug": 1 } } },
+            "$inc": { "count": 1 },
+        },
+    )
+    .await
+    .expect("put it on page 1");
+    let before = app.store().commands().snapshot();
+    let reply = app.post(&d, Some(&posted[0]), "to the moved one").await;
+    let spent = diff(&before, &app.store().commands().snapshot());
+    assert_eq!(spent.get("abortTransaction"), Some(&1), "{spent:?}");
+    assert_eq!(spent.get("aggregate"), Some(&1), "{spent:?}");
+    let pages = raw_pages(&app, &d).await;
+    let count_of = |page: &Document, slug: &str| {
+        comments(page)
+            .into_iter()
+            .find(|c| c.get_str("slug") == Ok(slug))
+            .map(|c| int(c, "reply_count"))
+    };
+    assert_eq!(count_of(&pages[1], &posted[0]), Some(1));
+    assert!(comments(&pages[0])
+        .iter()
+        .all(|c| int(c, "reply_count") == 0));
+    let stored: Vec<String> = pages
+        .iter()
+        .flat_map(|p| comments(p))
+        .map(|c| c.get_str("slug").expect("slug").to_owned())
+        .collect();
+    assert_eq!(
+        stored.iter().filter(|s| **s == reply).count(),
+        1,
+        "stored once"
+    );
+    // And again: now it knows where the comment is (page 1 is full after this one, so the post
+    // goes on to page 2 on its second try).
+    let before = app.store().commands().snapshot();
+    app.post(&d, Some(&posted[0]), "once more").await;
+    let spent = diff(&before, &app.store().commands().snapshot());
+    assert_eq!(spent.get("aggregate"), None, "{spent:?}");
+    let pages = raw_pages(&app, &d).await;
+    assert_eq!(count_of(&pages[1], &posted[0]), Some(2));
 }
 
 /// Each page's `thread_pages` as stored: the pages that hold the threads it starts.

@@ -6,6 +6,7 @@
 //! windows are cut from the `{page, count}` list, cursor windows start at the first page whose
 //! `last_key` follows the cursor. See docs/ARCHITECTURE.md for why this holds under concurrency.
 
+mod known;
 mod moving;
 mod shapes;
 mod stored;
@@ -40,6 +41,8 @@ pub struct Bucketed {
     writer: Writer,
     cap: i64,
     targets: write::Targets,
+    /// Where comments this process stored or read for a post live.
+    known: known::Locations,
     /// Posts waiting for their discussion's turn, stored together by whoever gets it.
     waiting: Waiting<write::PostState>,
 }
@@ -61,6 +64,7 @@ impl Bucketed {
             writer,
             cap: i64::from(bucket_size.max(1)),
             targets: write::Targets::default(),
+            known: known::Locations::default(),
             waiting: Waiting::new(write::GROUP),
         }
     }

@@ -1,13 +1,14 @@
 //! Posting into buckets: the seed's loop made safe under concurrency (see docs/ARCHITECTURE.md).
 //!
-//! In the steady state a reply is one read (the parent, its thread's root and whether the new
-//! slug is free), one `update` command on the pages (the `$push`, the parent's `reply_count` and
-//! the thread's `thread_total`, as ordered statements) and the discussion's counters, plus the
-//! commit of the transaction that holds them where the deployment has transactions. A top-level
-//! post there needs no read: a guard statement ahead of the `$push` finds any page that holds
-//! its slug, and the transaction is abandoned if one does. The page new comments go to is
-//! remembered per process. Posts that wait for the discussion's turn share the writes: one
-//! `$push $each`, their counters in the same command, one discussion update.
+//! In the steady state a post is one `update` command on the pages (the `$push`, and for a reply
+//! the parent's `reply_count` and the thread's `thread_total`, as ordered statements), the
+//! discussion's counters, and the commit of the transaction that holds them where the deployment
+//! has transactions. A guard statement ahead of the `$push` finds any page that holds the new
+//! slug, and the transaction is abandoned if one does. A reply reads its parent and its thread's
+//! root first (their pages, and the parent's full slug) unless the process knows where they are
+//! (`known`); without transactions, every post reads whether its slug is free. The page new
+//! comments go to is remembered per process. Posts that wait for the discussion's turn share the
+//! writes: one `$push $each`, their counters in the same command, one discussion update.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -17,6 +18,7 @@ use mongodb::bson::{doc, to_bson, Bson, Document};
 use mongodb::options::ReturnDocument;
 use mongodb::ClientSession;
 
+use super::known::Location;
 use super::shapes::{
     block_of, comments_of, order_key, page_filter, thread_page_path, Target, BLOCK_KEYS, FLOOR,
     NUM_PAGES, PAGE_BLOCKS, SEALED_MAX, SEALED_MIN,
@@ -70,15 +72,21 @@ impl Targets {
     }
 }
 
-/// A stored comment a post needs: its page and its stored form.
+/// A stored comment a post read: its page and its stored form.
 type Located = (i64, Comment);
 
-/// A post in progress: where posts go, the parent and its thread's root with their pages, and
-/// what is known about slugs.
+/// A comment a reply counts on: its page and its slug.
+type Counted = (i64, Slug);
+
+/// A post in progress: where posts go, the comment a reply is attached to and its thread's root
+/// with their pages, and what is known about slugs.
 pub(in crate::store) struct PostState {
     target: Target,
-    parent: Option<Located>,
-    root: Option<Located>,
+    parent: Option<Counted>,
+    root: Option<Counted>,
+    /// The parent's and the root's pages are what the process remembered, not read: the pages
+    /// command checks that the reply's counters found them.
+    known: bool,
     /// The slug last looked up, and whether it was free.
     checked: Option<(Slug, bool)>,
     /// Room left on the target page, learned when a group of posts did not fit there.
@@ -92,6 +100,9 @@ enum Pushed {
     Refused,
     /// The guard found a slug of the group already stored: the transaction must not commit.
     Taken,
+    /// A reply counter found no comment where the process remembered one: the transaction must
+    /// not commit.
+    Stale,
 }
 
 impl Bucketed {
@@ -172,6 +183,47 @@ impl Bucketed {
         Ok(found)
     }
 
+    /// What the process knows of a reply's requested parent (its paths) and of the comment the
+    /// reply is attached to and its thread's root (their pages); `None` when it does not know
+    /// all of it.
+    fn known_reply(
+        &self,
+        discussion: &Discussion,
+        parent: &Slug,
+        attached: Option<&Slug>,
+    ) -> Option<(Option<ParentPaths>, Option<Counted>, Option<Counted>)> {
+        let requested = self.known.get(discussion, parent)?;
+        let paths = ParentPaths {
+            slug: parent.clone(),
+            full_slug: requested.full_slug.clone(),
+        };
+        let Some(attached) = attached else {
+            return Some((Some(paths), None, None));
+        };
+        let home = match attached == parent {
+            true => requested,
+            false => self.known.get(discussion, attached)?,
+        };
+        let root = (home.root_page, attached.ancestor_at(0));
+        Some((Some(paths), Some((home.page, attached.clone())), Some(root)))
+    }
+
+    /// Remembers where the comments a post read live (those whose thread's root it read too).
+    fn remember_found(&self, discussion: &Discussion, found: &[Located]) {
+        let page_of = |slug: &Slug| found.iter().find(|(_, c)| &c.slug == slug).map(|f| f.0);
+        self.known.remember(
+            discussion,
+            found.iter().filter_map(|(page, c)| {
+                let location = Location {
+                    page: *page,
+                    root_page: page_of(&c.slug.ancestor_at(0))?,
+                    full_slug: c.full_slug.clone(),
+                };
+                Some((c.slug.clone(), location))
+            }),
+        );
+    }
+
     /// Whether a slug is in use anywhere in the discussion.
     async fn slug_taken(&self, id: &DiscussionId, slug: &Slug) -> StoreResult<bool> {
         Ok(!self.locate(id, &[slug]).await?.is_empty())
@@ -238,20 +290,29 @@ impl Bucketed {
         for (comment, state) in group {
             updates.extend(self.reply_counters(discussion, comment, state, target)?);
         }
+        // The push changes one page, and each counter its comment's.
+        let changes = i64::try_from(updates.len() - guards).unwrap_or(i64::MAX);
         let reply = self
             .pages
             .update_statements(updates, self.writer.transactions, session)
             .await?;
         let pushed = write_outcome(&reply, guards, discussion, &first.slug)?;
-        if guards > 0 && matches!(pushed, Pushed::Stored) && matched_unchanged(&reply) > 0 {
+        if !matches!(pushed, Pushed::Stored) {
+            return Ok(pushed);
+        }
+        if guards > 0 && matched_unchanged(&reply) > 0 {
             return Ok(Pushed::Taken);
         }
-        Ok(pushed)
+        if group.iter().any(|(_, state)| state.known) && changed(&reply) < changes {
+            return Ok(Pushed::Stale);
+        }
+        Ok(Pushed::Stored)
     }
 
     /// The statements that count a new reply: `reply_count` and the reply's page in
-    /// `reply_pages` on its parent, and `thread_total` and `thread_pages` on its thread's page (one statement when the parent is the root). Both are found by slug
-    /// within the page read for the post.
+    /// `reply_pages` on its parent, and `thread_total` and `thread_pages` on its thread's page
+    /// (one statement when the parent is the root). Both are found by slug within the page the
+    /// post read or remembered for them.
     fn reply_counters(
         &self,
         id: &DiscussionId,
@@ -267,7 +328,7 @@ impl Bucketed {
             [&state.parent, &state.root]
                 .into_iter()
                 .flatten()
-                .find(|(_, c)| &c.slug == slug)
+                .find(|(_, s)| s == slug)
                 .map(|(page, _)| *page)
                 .ok_or_else(|| StoreError::Corrupt(format!("comment {slug} of {id} has no page")))
         };
@@ -299,15 +360,20 @@ fn below_kept(keys: &Document, path: &str, key: &str) -> bool {
     keys.get_str(path).map_or(true, |kept| key < kept)
 }
 
-/// Documents an `update` command's statements matched and left as they were: `n` counts every
-/// document matched (and every page an upsert created), `nModified` the matched ones changed.
-fn matched_unchanged(reply: &Document) -> i64 {
-    let count = |field: &str| reply.get(field).and_then(as_i64).unwrap_or(0);
+/// Documents an `update` command's statements changed, the pages an upsert created included.
+fn changed(reply: &Document) -> i64 {
+    let modified = reply.get("nModified").and_then(as_i64).unwrap_or(0);
     let upserted = match reply.get("upserted") {
         Some(Bson::Array(upserted)) => i64::try_from(upserted.len()).unwrap_or(i64::MAX),
         _ => 0,
     };
-    count("n") - count("nModified") - upserted
+    modified.saturating_add(upserted)
+}
+
+/// Documents an `update` command's statements matched and left as they were: `n` counts every
+/// document matched (and every page an upsert created), `nModified` the matched ones changed.
+fn matched_unchanged(reply: &Document) -> i64 {
+    reply.get("n").and_then(as_i64).unwrap_or(0) - changed(reply)
 }
 
 /// What an `update` command's reply says about its `$push`, the statement at `push`. A
@@ -355,8 +421,10 @@ fn write_outcome(
 impl PostSteps for Bucketed {
     type State = PostState;
 
-    /// One read finds the parent, its thread's root and whether the first try's slug is free
-    /// (with the write target, which the process usually remembers).
+    /// With transactions, a top-level post and a reply to a comment the process knows read
+    /// nothing: the guard of the pages command checks the new slug. Otherwise one read finds the
+    /// parent, its thread's root and whether the first try's slug is free (with the write
+    /// target, which the process usually remembers).
     async fn prepare(
         &self,
         discussion: &Discussion,
@@ -364,19 +432,24 @@ impl PostSteps for Bucketed {
         part: &SlugPart,
     ) -> StoreResult<(Option<ParentPaths>, PostState)> {
         let id = &discussion.id;
-        if parent.is_none() && self.writer.transactions {
-            // A top-level post reads nothing: its slug is checked by the guard of the pages
-            // command, in the post's transaction.
-            let state = PostState {
-                target: self.target(discussion).await?,
-                parent: None,
-                root: None,
-                checked: None,
-                room: None,
-            };
-            return Ok((None, state));
-        }
         let (attached, slug) = Placement::slug_under(parent, self.writer.max_depth, part);
+        if self.writer.transactions {
+            let known = match parent {
+                None => Some((None, None, None)),
+                Some(p) => self.known_reply(discussion, p, attached.as_ref()),
+            };
+            if let Some((paths, attached, root)) = known {
+                let state = PostState {
+                    target: self.target(discussion).await?,
+                    known: attached.is_some(),
+                    parent: attached,
+                    root,
+                    checked: None,
+                    room: None,
+                };
+                return Ok((paths, state));
+            }
+        }
         let root = attached.as_ref().map(|a| a.ancestor_at(0));
         let mut wanted: Vec<&Slug> = vec![&slug];
         wanted.extend(parent);
@@ -384,6 +457,7 @@ impl PostSteps for Bucketed {
         wanted.extend(&root);
         wanted.dedup();
         let (target, found) = tokio::try_join!(self.target(discussion), self.locate(id, &wanted))?;
+        self.remember_found(discussion, &found);
         let pick = |want: Option<&Slug>| -> Option<Located> {
             let want = want?;
             found.iter().find(|(_, c)| &c.slug == want).cloned()
@@ -396,10 +470,12 @@ impl PostSteps for Bucketed {
         };
         let paths = requested.as_ref().map(|(_, c)| c.into());
         let free = pick(Some(&slug)).is_none();
+        let counted = |want: Option<&Slug>| pick(want).map(|(page, c)| (page, c.slug));
         let state = PostState {
             target,
-            parent: pick(attached.as_ref()),
-            root: pick(root.as_ref()),
+            parent: counted(attached.as_ref()),
+            root: counted(root.as_ref()),
+            known: false,
             checked: Some((slug, free)),
             room: None,
         };
@@ -427,6 +503,23 @@ impl PostSteps for Bucketed {
     /// of the page before the current one.
     fn floor(&self, state: &PostState, _parent: Option<&Slug>) -> Option<Micros> {
         Some(state.target.floor_time())
+    }
+
+    /// The process remembers where a comment it stored lives.
+    fn stored(&self, discussion: &Discussion, comment: &Comment, state: &PostState) {
+        let page = state.target.page;
+        let root_page = match (&comment.parent, &state.root) {
+            (None, _) => page,
+            (Some(_), Some((root_page, _))) => *root_page,
+            (Some(_), None) => return,
+        };
+        let location = Location {
+            page,
+            root_page,
+            full_slug: comment.full_slug.clone(),
+        };
+        self.known
+            .remember(discussion, [(comment.slug.clone(), location)]);
     }
 
     /// Posts waiting for the discussion's turn go into the page together.
@@ -506,6 +599,13 @@ impl PostSteps for Bucketed {
             .await?;
         drop(members);
         drop(unchecked);
+        if let Pushed::Stale = pushed {
+            // Nothing of this try stays; the post starts again from a read.
+            self.known.forget(id);
+            return Err(StoreError::Moving(format!(
+                "the comments of discussion {id} are not on the pages this process remembered"
+            )));
+        }
         if let Pushed::Taken = pushed {
             // Some slug of the group is in use: nothing of this try may stay (no post is
             // stored, so the transaction is abandoned), and each post draws a new slug.
