@@ -431,8 +431,15 @@ async fn bench_case(
             keys,
             seed: args.seed,
         };
-        let single =
-            measure::writes(&server, &client, &target, 1, effort.posts_single, effort).await?;
+        let single = measure::writes(
+            &server,
+            &client,
+            &target,
+            (1, false),
+            effort.posts_single,
+            effort,
+        )
+        .await?;
         let floor = match floor {
             Some(mut floor) => {
                 eprintln!("{label}: measuring the floor again on the grown document");
@@ -446,13 +453,23 @@ async fn bench_case(
             &server,
             &client,
             &target,
-            args.writers(layout),
+            (args.writers(layout), false),
             effort.posts_concurrent,
             effort,
         )
         .await?;
+        eprintln!("{label}: measuring a conversation (replies to this run's comments)");
+        let talk = measure::writes(
+            &server,
+            &client,
+            &target,
+            (1, true),
+            effort.posts_single,
+            effort,
+        )
+        .await?;
         let peak = server.peak_rss_bytes()?;
-        anyhow::Ok((reads, vec![single, many], peak, floor))
+        anyhow::Ok((reads, vec![single, many, talk], peak, floor))
     }
     .await;
     server.stop().await;

@@ -79,6 +79,9 @@ pub struct ReadResult {
 pub struct WriteResult {
     /// Writers posting at once.
     pub writers: usize,
+    /// Whether replies went to comments posted earlier in the same run (a live conversation)
+    /// rather than to random loaded comments.
+    pub conversation: bool,
     /// Posts per second (median over runs).
     pub posts_per_sec: f64,
     /// Posts per second of each run.
@@ -202,12 +205,13 @@ pub struct WriteTarget<'a> {
 const POST: &str = "mutation($d: ID!, $p: String, $t: String!) { postComment(input: {discussionId: $d, parentSlug: $p, text: $t}) { slug } }";
 
 /// Measures posting through GraphQL with `writers` concurrent writers, `posts` per run in all:
-/// 30% top-level comments, 70% replies to loaded comments.
+/// 30% top-level comments, 70% replies, to random loaded comments or, in a `conversation`, to
+/// random comments the writer posted earlier in the run.
 pub async fn writes(
     server: &Server,
     client: &GraphqlClient,
     target: &WriteTarget<'_>,
-    writers: usize,
+    (writers, conversation): (usize, bool),
     posts: usize,
     effort: Effort,
 ) -> anyhow::Result<WriteResult> {
@@ -227,7 +231,7 @@ pub async fn writes(
         tokens[0].clone(),
         effort.warmup.min(per_writer),
         Some(Instant::now() + Duration::from_secs_f64(effort.run_secs)),
-        target.seed ^ 0xdead_beef,
+        (target.seed ^ 0xdead_beef, conversation),
     )
     .await?;
     let mut runs_posts_per_sec = Vec::new();
@@ -249,7 +253,7 @@ pub async fn writes(
                     token.clone(),
                     per_writer,
                     Some(started + Duration::from_secs_f64(effort.run_secs)),
-                    seed,
+                    (seed, conversation),
                 ))
             })
             .collect();
@@ -266,6 +270,7 @@ pub async fn writes(
     }
     Ok(WriteResult {
         writers,
+        conversation,
         posts_per_sec: median(runs_posts_per_sec.clone()),
         runs_posts_per_sec,
         runs_posts,
@@ -283,18 +288,23 @@ async fn post_many(
     token: String,
     count: usize,
     deadline: Option<Instant>,
-    seed: u64,
+    (seed, conversation): (u64, bool),
 ) -> anyhow::Result<Vec<Duration>> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut samples = Vec::with_capacity(count);
+    let mut own: Vec<String> = Vec::new();
     for done in 0..count {
         if done > 0 && deadline.is_some_and(|d| Instant::now() > d) {
             break;
         }
-        let parent = if parents.is_empty() || rng.gen_bool(0.3) {
+        let pool: Vec<&str> = match conversation {
+            true => own.iter().map(String::as_str).collect(),
+            false => parents.iter().map(Slug::as_str).collect(),
+        };
+        let parent = if pool.is_empty() || rng.gen_bool(0.3) {
             None
         } else {
-            Some(parents[rng.gen_range(0..parents.len())].as_str())
+            Some(pool[rng.gen_range(0..pool.len())])
         };
         let variables = json!({
             "d": discussion.as_str(),
@@ -304,6 +314,13 @@ async fn post_many(
         let answer = client.send(POST, &variables, Some(&token)).await?;
         answer.check()?;
         samples.push(answer.elapsed);
+        if conversation {
+            let data = answer.data()?;
+            let slug = data["postComment"]["slug"]
+                .as_str()
+                .context("a post without its slug")?;
+            own.push(slug.to_owned());
+        }
     }
     Ok(samples)
 }

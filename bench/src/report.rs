@@ -227,6 +227,13 @@ fn load_label(case: &Case) -> String {
 }
 
 impl Case {
+    /// The single writer posting the harness's mix (replies to loaded comments).
+    fn single_writer(&self) -> Option<&WriteResult> {
+        self.writes
+            .iter()
+            .find(|w| w.writers == 1 && !w.conversation)
+    }
+
     /// A few lines on standard error once the case is measured.
     pub fn summary(&self) -> String {
         let mut out = String::new();
@@ -249,10 +256,15 @@ impl Case {
         for w in &self.writes {
             let _ = writeln!(
                 out,
-                "  {} {}: {} writer(s): {:.0} posts/s, {} round trips per post",
+                "  {} {}: {} writer(s){}: {:.0} posts/s, {} round trips per post",
                 self.layout,
                 group(self.size),
                 w.writers,
+                if w.conversation {
+                    " in a conversation"
+                } else {
+                    ""
+                },
                 w.posts_per_sec,
                 trips(w.round_trips)
             );
@@ -314,11 +326,15 @@ impl Report {
         }
 
         let _ = writeln!(out, "\n## Writes, bulk load and memory\n");
-        let _ = writeln!(out, "| layout | comments | posts/s, 1 writer | posts/s, N writers (N) | N ÷ 1 | post p50 / p99 ms, 1 writer | post p50 / p99 ms, N writers | DB commands per post (1 / N writers) | bulk load posts/s (in-process, in the layout named when it was moved) | server peak RSS MiB |");
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(out, "| layout | comments | posts/s, 1 writer | posts/s, N writers (N) | N ÷ 1 | post p50 / p99 ms, 1 writer | post p50 / p99 ms, N writers | DB commands per post (1 / N writers) | DB commands per post, 1 writer in a conversation | bulk load posts/s (in-process, in the layout named when it was moved) | server peak RSS MiB |");
+        let _ = writeln!(
+            out,
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        );
         for case in &self.cases {
-            let single = case.writes.iter().find(|w| w.writers == 1);
+            let single = case.single_writer();
             let many = case.writes.iter().find(|w| w.writers > 1);
+            let talk = case.writes.iter().find(|w| w.conversation);
             let rate = |w: Option<&WriteResult>| {
                 w.map_or("–".into(), |w| format!("{:.0}", w.posts_per_sec))
             };
@@ -335,7 +351,7 @@ impl Report {
             };
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} ({}) | {} | {} | {} | {} / {} | {} | {:.0} |",
+                "| {} | {} | {} | {} ({}) | {} | {} | {} | {} / {} | {} | {} | {:.0} |",
                 layout_label(case),
                 size_label(case),
                 rate(single),
@@ -346,6 +362,7 @@ impl Report {
                 lat(many),
                 single.map_or("–".into(), |w| trips(w.round_trips)),
                 many.map_or("–".into(), |w| trips(w.round_trips)),
+                talk.map_or("–".into(), |w| trips(w.round_trips)),
                 load_label(case),
                 case.server_peak_rss_mib,
             );
@@ -359,7 +376,7 @@ impl Report {
             let _ = writeln!(out, "|---:|---:|---:|---:|---:|");
             for case in floors {
                 let Some(floor) = &case.floor else { continue };
-                let single = case.writes.iter().find(|w| w.writers == 1);
+                let single = case.single_writer();
                 let ratio = single.map(|w| w.latency.p50_ms / floor.for_posts_ms().max(1e-9));
                 let mib = |f: &Floor| format!("{:.2}", f.document_bytes as f64 / (1024.0 * 1024.0));
                 let (sizes, times) = match &floor.after {
