@@ -252,20 +252,24 @@ impl Bucketed {
         };
         let size = i64::try_from(group.len()).unwrap_or(i64::MAX);
         let mut elements = Vec::with_capacity(group.len());
-        let (mut low, mut high, mut top) = (None::<String>, None::<String>, 0_i64);
-        for (comment, _) in group {
+        let (mut low, mut high, mut top, mut threaded) = (None::<String>, None::<String>, 0, 0);
+        for (comment, state) in group {
             let key = order_key(comment.posted, &comment.slug);
             low = Some(low.map_or(key.clone(), |low| low.min(key.clone())));
             high = Some(high.map_or(key.clone(), |high| high.max(key)));
             top += i64::from(comment.parent.is_none());
+            // The comments of threads this page starts: its top-level ones, and the replies
+            // whose thread's root is on it (their page counts them here, not in a statement of
+            // their own).
+            threaded += i64::from(comment.parent.is_none() || threads_here(state, target));
             elements.push(to_bson(&CommentDoc::from_comment(comment, false)).map_err(corrupt)?);
         }
         let mut q = page_filter(discussion, target.page, target.keyed);
         q.insert("count", doc! { "$lte": self.cap - size });
         q.insert(SEALED, doc! { "$exists": false });
-        let mut counts = doc! { "count": size, "roots": top, "thread_total": top };
-        if top > 0 {
-            counts.insert(thread_page_path(target.page), top);
+        let mut counts = doc! { "count": size, "roots": top, "thread_total": threaded };
+        if threaded > 0 {
+            counts.insert(thread_page_path(target.page), threaded);
         }
         let mut updates = Vec::with_capacity(2 + 2 * group.len());
         if !unchecked.is_empty() {
@@ -310,9 +314,11 @@ impl Bucketed {
     }
 
     /// The statements that count a new reply: `reply_count` and the reply's page in
-    /// `reply_pages` on its parent, and `thread_total` and `thread_pages` on its thread's page
-    /// (one statement when the parent is the root). Both are found by slug within the page the
-    /// post read or remembered for them.
+    /// `reply_pages` on its parent, and `thread_total` and `thread_pages` on its thread's page.
+    /// The parent is found by slug within the page the post read or remembered for it. The
+    /// development database rewrites a whole page for each statement, so the thread's counts go
+    /// in the push's statement when its root is on the page the reply goes to
+    /// ([`threads_here`]), or else in the parent's when the root is on the parent's page.
     fn reply_counters(
         &self,
         id: &DiscussionId,
@@ -344,7 +350,10 @@ impl Bucketed {
         };
         // The thread's page counts it, and the page it went to among its thread's pages.
         let threaded = doc! { "thread_total": 1_i64, thread_page_path(target.page): 1_i64 };
-        if *parent == root {
+        if threads_here(state, target) {
+            return Ok(vec![at(parent, doc! { "$inc": counted })?]);
+        }
+        if *parent == root || page_of(parent)? == page_of(&root)? {
             counted.extend(threaded);
             return Ok(vec![at(parent, doc! { "$inc": counted })?]);
         }
@@ -353,6 +362,12 @@ impl Bucketed {
             at(&root, doc! { "$inc": threaded })?,
         ])
     }
+}
+
+/// Whether a reply's thread starts on the page it goes to: the push's statement then counts it
+/// in the page's `thread_total` and `thread_pages`.
+fn threads_here(state: &PostState, target: &Target) -> bool {
+    matches!(&state.root, Some((page, _)) if *page == target.page)
 }
 
 /// Whether `key` is below the key at `path` in `keys` (or there is none).
