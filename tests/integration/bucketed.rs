@@ -7,8 +7,8 @@ use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use serde_json::json;
 use threadql::domain::{
-    Author, Comment, CommentText, Cursor, CursorKind, Discussion, FullPages, Layout, NewComment,
-    Page, Slug, Window,
+    Author, Comment, CommentText, Cursor, CursorKind, Discussion, DiscussionId, FullPages, Layout,
+    NewComment, Page, Slug, Window,
 };
 use threadql::store::{Listing, ReadScope, Storage, Store};
 
@@ -1152,6 +1152,54 @@ async fn a_comment_not_where_the_process_remembered_it_is_read_again() {
     assert_eq!(spent.get("aggregate"), None, "{spent:?}");
     let pages = raw_pages(&app, &d).await;
     assert_eq!(count_of(&pages[1], &posted[0]), Some(2));
+}
+
+/// Another server moves the discussion out of the layout and back while this one remembers where
+/// its comments were (and posts from the discussion as it kept it): its next replies are stored
+/// once and counted where their parents are now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_by_another_server_does_not_mislead_what_this_one_remembers() {
+    let app = TestApp::with("bucketed_known_moved", settings(3)).await;
+    let d = app.discussion("known moved").await;
+    let mut posted = Vec::new();
+    for text in ["a", "b", "c", "d", "e"] {
+        posted.push(app.post(&d, None, text).await);
+    }
+    let reply = app.post(&d, Some(&posted[3]), "remembered").await;
+    let other = Store::connect(&store_config(&app.database, &settings(3)))
+        .await
+        .expect("connect");
+    let id = DiscussionId::parse(&d).expect("id");
+    for layout in [Layout::PerComment, Layout::Bucketed] {
+        other.migrate(&id, layout, &|_| {}).await.expect("move");
+    }
+    let before = app.store().commands().snapshot();
+    app.post(&d, Some(&reply), "after the move").await;
+    let spent = diff(&before, &app.store().commands().snapshot());
+    // It tried from what it remembered, which the post's own transaction refused (the
+    // discussion moved), then read the parent where the discussion is now.
+    assert!(
+        spent.get("abortTransaction").is_some_and(|n| *n >= 1),
+        "{spent:?}"
+    );
+    assert_eq!(spent.get("aggregate"), Some(&1), "{spent:?}");
+    app.post(&d, Some(&posted[0]), "to the first").await;
+    app.post(&d, Some(&reply), "again").await;
+    let pages = raw_pages(&app, &d).await;
+    check_thread_pages(&pages);
+    let stored: Vec<&Document> = pages.iter().flat_map(|p| comments(p)).collect();
+    assert_eq!(stored.len(), 9, "each post stored once");
+    for c in &stored {
+        let slug = c.get_str("slug").expect("slug");
+        let children = stored
+            .iter()
+            .filter(|o| o.get_str("parent").ok() == Some(slug))
+            .count() as i64;
+        assert_eq!(int(c, "reply_count"), children, "reply count of {slug}");
+    }
+    let discussion = load_discussion(app.store(), &d).await;
+    assert_eq!(discussion.comment_count, 9);
+    assert_eq!(discussion.moves, 2);
 }
 
 /// Each page's `thread_pages` as stored: the pages that hold the threads it starts.
