@@ -692,19 +692,7 @@ async fn a_post_costs_three_commands_and_a_reply_to_a_comment_unknown_to_the_pro
     );
     // The reply counters landed with the push.
     let pages = raw_pages(&app, &d).await;
-    let stored: HashMap<String, &Document> = pages
-        .iter()
-        .flat_map(|p| comments(p))
-        .map(|c| (c.get_str("slug").expect("slug").to_owned(), c))
-        .collect();
-    assert_eq!(stored.len(), 15);
-    for (slug, c) in &stored {
-        let children = stored
-            .values()
-            .filter(|o| o.get_str("parent").ok() == Some(slug.as_str()))
-            .count() as i64;
-        assert_eq!(int(c, "reply_count"), children, "reply count of {slug}");
-    }
+    assert_eq!(check_reply_counts(&pages), 15);
     assert_eq!(int(&pages[0], "thread_total"), 15);
     check_thread_pages(&pages);
 }
@@ -817,15 +805,7 @@ async fn pages_are_keyed_and_discussions_from_before_still_post() {
             }
         }
         // Reply counts and thread totals landed on the right pages.
-        let stored: Vec<&Document> = pages.iter().flat_map(|p| comments(p)).collect();
-        for c in &stored {
-            let slug = c.get_str("slug").expect("slug");
-            let children = stored
-                .iter()
-                .filter(|o| o.get_str("parent").ok() == Some(slug))
-                .count() as i64;
-            assert_eq!(int(c, "reply_count"), children, "reply count of {slug}");
-        }
+        check_reply_counts(&pages);
         let totals: i64 = pages.iter().map(|p| int(p, "thread_total")).sum();
         assert_eq!(totals, 17);
         // Both orders read back everything that was posted.
@@ -1187,8 +1167,16 @@ async fn a_move_by_another_server_does_not_mislead_what_this_one_remembers() {
     app.post(&d, Some(&reply), "again").await;
     let pages = raw_pages(&app, &d).await;
     check_thread_pages(&pages);
+    assert_eq!(check_reply_counts(&pages), 9, "each post stored once");
+    let discussion = load_discussion(app.store(), &d).await;
+    assert_eq!(discussion.comment_count, 9);
+    assert_eq!(discussion.moves, 2);
+}
+
+/// Checks every stored comment's `reply_count` against the comments stored under it; returns
+/// how many comments the pages hold.
+fn check_reply_counts(pages: &[Document]) -> usize {
     let stored: Vec<&Document> = pages.iter().flat_map(|p| comments(p)).collect();
-    assert_eq!(stored.len(), 9, "each post stored once");
     for c in &stored {
         let slug = c.get_str("slug").expect("slug");
         let children = stored
@@ -1197,9 +1185,7 @@ async fn a_move_by_another_server_does_not_mislead_what_this_one_remembers() {
             .count() as i64;
         assert_eq!(int(c, "reply_count"), children, "reply count of {slug}");
     }
-    let discussion = load_discussion(app.store(), &d).await;
-    assert_eq!(discussion.comment_count, 9);
-    assert_eq!(discussion.moves, 2);
+    stored.len()
 }
 
 /// Each page's `thread_pages` as stored: the pages that hold the threads it starts.

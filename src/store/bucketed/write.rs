@@ -208,8 +208,12 @@ impl Bucketed {
         Some((Some(paths), Some((home.page, attached.clone())), Some(root)))
     }
 
-    /// Remembers where the comments a post read live (those whose thread's root it read too).
+    /// Remembers where the comments a post read live (those whose thread's root it read too),
+    /// where replies can use it (with transactions).
     fn remember_found(&self, discussion: &Discussion, found: &[Located]) {
+        if !self.writer.transactions {
+            return;
+        }
         let page_of = |slug: &Slug| found.iter().find(|(_, c)| &c.slug == slug).map(|f| f.0);
         self.known.remember(
             discussion,
@@ -520,8 +524,12 @@ impl PostSteps for Bucketed {
         Some(state.target.floor_time())
     }
 
-    /// The process remembers where a comment it stored lives.
+    /// The process remembers where a comment it stored lives (with transactions: without, every
+    /// reply reads whether its slug is free anyway, and learns its parent in the same read).
     fn stored(&self, discussion: &Discussion, comment: &Comment, state: &PostState) {
+        if !self.writer.transactions {
+            return;
+        }
         let page = state.target.page;
         let root_page = match (&comment.parent, &state.root) {
             (None, _) => page,
