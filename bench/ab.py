@@ -1,6 +1,8 @@
 """Two (or more) `threadql` server binaries on one loaded database, in turns: each serves the
-largest bucketed discussion's sub-discussion page, first page and first threaded page, 60 requests each
-(the first 10 not timed), three rounds, one keep-alive client. Comparing binaries on the same
+largest bucketed discussion's sub-discussion page, first page and first threaded page, and the
+tree (20 threads × 4 levels of 10 replies, the harness's) of every bucketed discussion, 60
+requests each (the first 10 not timed), three rounds, one keep-alive client. Every binary must
+give the same answers. Comparing binaries on the same
 stored data, in alternation, keeps the noise of separate loads and of the machine out of the
 comparison (see BENCHMARKS.md).
 
@@ -29,6 +31,12 @@ reads = {
  "first page": ("query($d: ID!) { discussion(id: $d) { comments(first: 50) { %s } } } %s" % (PAGE, F), {"d": d["_id"]}),
  "threaded first": ("query($d: ID!) { discussion(id: $d) { comments(order: THREADED, first: 50) { %s } } } %s" % (PAGE, F), {"d": d["_id"]}),
 }
+for t in db.discussions.find({"layout": "bucketed"}).sort("comment_count", 1):
+    level = "...F"
+    for _ in range(4):
+        level = "...F replies(first: 10) { nodes { %s } }" % level
+    reads["tree %d" % t["comment_count"]] = ("query($d: ID!) { discussion(id: $d) { threads(first: 20) { nodes { %s } } } } %s" % (level, F), {"d": t["_id"]})
+answers = {}
 bins = sys.argv[2:]
 res = {(b, r): [] for b in bins for r in reads}
 def serve(b, port):
@@ -55,6 +63,7 @@ for round_ in range(3):
                 dt = time.perf_counter() - t
                 if k == 0:
                     assert b'"errors"' not in data, data[:300]
+                    assert answers.setdefault(r, data) == data, f"{b} answers {r} differently"
                 if k >= 10: res[(b, r)].append(dt)
         p.terminate(); p.wait()
 for r in reads:

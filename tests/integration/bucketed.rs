@@ -1004,6 +1004,100 @@ async fn replies_read_only_the_pages_that_hold_their_window() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_levels_of_a_tree_read_each_page_once_per_request() {
+    let (requests, app) = PageRequests::app("bucketed_tree_pages_once").await;
+    let d = app.discussion("a tree over many pages").await;
+    let root = app.post(&d, None, "the root").await;
+    // Six replies, each answered right away and again after two fillers: a reply's own
+    // replies lie on its page and on the next ones (pages of 3).
+    let mut replies = Vec::new();
+    let mut answers: HashMap<String, Vec<String>> = HashMap::new();
+    for i in 0..6 {
+        let reply = app.post(&d, Some(&root), &format!("reply {i}")).await;
+        let first = app.post(&d, Some(&reply), &format!("answer {i}a")).await;
+        app.post(&d, None, &format!("filler {i}")).await;
+        let second = app.post(&d, Some(&reply), &format!("answer {i}b")).await;
+        answers.insert(reply.clone(), vec![first, second]);
+        replies.push(reply);
+    }
+    let page_of: HashMap<String, i64> = raw_pages(&app, &d)
+        .await
+        .iter()
+        .flat_map(|p| {
+            comments(p)
+                .into_iter()
+                .map(|c| (c.get_str("slug").expect("slug").to_owned(), int(p, "page")))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let store = app.store();
+    let discussion = load_discussion(store, &d).await;
+    let layout = store.layout(Layout::Bucketed).expect("layout");
+    let root_slug = Slug::parse(&root).expect("slug");
+    let window = Window::After {
+        cursor: None,
+        limit: 10,
+    };
+    let requests = &requests;
+    let levels = |scope: ReadScope| {
+        let (root_slug, window, discussion) = (&root_slug, &window, &discussion);
+        async move {
+            layout
+                .by_slugs(&scope, discussion, std::slice::from_ref(root_slug))
+                .await
+                .expect("root");
+            requests.take();
+            let first = layout
+                .replies(&scope, discussion, std::slice::from_ref(root_slug), window)
+                .await
+                .expect("replies")
+                .remove(root_slug)
+                .expect("a page");
+            let read_first = requests.take();
+            let parents: Vec<Slug> = first.items.iter().map(|c| c.slug.clone()).collect();
+            let second = layout
+                .replies(&scope, discussion, &parents, window)
+                .await
+                .expect("replies of replies");
+            (first, read_first, second, requests.take())
+        }
+    };
+    let (first, read_first, second, read_second) = levels(ReadScope::new()).await;
+    assert_eq!(slugs(&first.items), replies);
+    for reply in &replies {
+        let got = &second[&Slug::parse(reply).expect("slug")];
+        assert_eq!(slugs(&got.items), answers[reply], "answers to {reply}");
+        assert!(!got.has_next);
+    }
+    let mut first_pages: Vec<i64> = replies.iter().map(|s| page_of[s]).collect();
+    first_pages.dedup();
+    assert_eq!(
+        read_first,
+        vec![first_pages.clone()],
+        "pages of the first level"
+    );
+    // The second level asks only for the pages the first did not read, in one query.
+    let mut second_pages: Vec<i64> = answers
+        .values()
+        .flatten()
+        .map(|s| page_of[s])
+        .filter(|page| !first_pages.contains(page))
+        .collect();
+    second_pages.sort_unstable();
+    second_pages.dedup();
+    assert!(!second_pages.is_empty() && second_pages.len() < 6);
+    assert_eq!(read_second, vec![second_pages], "pages of the second level");
+    // Another request reads its pages again, and gets the same answers.
+    let (again, read_again, second_again, _) = levels(ReadScope::new()).await;
+    assert_eq!(slugs(&again.items), replies);
+    assert_eq!(read_again, vec![first_pages]);
+    assert_eq!(second_again.len(), second.len());
+    for (parent, page) in &second {
+        assert_eq!(slugs(&second_again[parent].items), slugs(&page.items));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_post_through_the_api_does_not_read_a_discussion_it_posted_to() {
     let app = TestApp::with("bucketed_api_post_cost", settings(100)).await;
     let d = app.discussion("api post cost").await;

@@ -3,6 +3,7 @@
 //! sub-discussion of 4 000) orders them by the keys it reads in place and decodes the window.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use mongodb::bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf};
 
@@ -42,6 +43,27 @@ pub(super) fn read_first(
         }
         out.extend(read_items(scope, doc, id, need - out.len())?);
     }
+    Ok(out)
+}
+
+/// The comments of `docs` (whole pages as read) that `keep` picks (given each one's stored
+/// element), decoded and remembered; the others are not decoded.
+pub(super) fn read_where(
+    scope: &ReadScope,
+    docs: &[Arc<RawDocumentBuf>],
+    id: &DiscussionId,
+    keep: impl Fn(&RawDocument) -> bool,
+) -> StoreResult<Vec<Comment>> {
+    let mut out = Vec::new();
+    for doc in docs {
+        let page = Decoder::new(doc)?;
+        for item in items(doc)? {
+            if keep(item) {
+                out.push(page.decode(scope, id, item)?);
+            }
+        }
+    }
+    scope.seen.remember_all(&out);
     Ok(out)
 }
 
