@@ -1,5 +1,6 @@
 //! Threads in buckets: replies, sub-discussions, counts and direct links, each one indexed
-//! aggregation per batch that returns only the matching comments.
+//! aggregation per batch that returns only the matching comments, except replies read by their
+//! reply counts, which take their pages whole and keep them for the request's next levels.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -190,11 +191,10 @@ impl Bucketed {
     }
 
     /// Pages `wanted` (page numbers in order, none twice) as read, with just their comments
-    /// matching `cond` (an expression over `$$c`): one query by page number, sorted on it,
-    /// for the development
-    /// database reads just these pages that way (1 ms for 10 of 300; 27 ms for 40 of 1 000),
-    /// where `_id $in` beside `discussion_id`, or `page $in` without the sort, reads all of them
-    /// (470 ms at 1 000 pages). `None` when a page is gone (the discussion moved away
+    /// matching `cond` (an expression over `$$c`): one query by page number, sorted on it, for
+    /// the development database reads just these pages that way (1 ms for 10 of 300; 27 ms for
+    /// 40 of 1 000), where `_id $in` beside `discussion_id`, or `page $in` without the sort,
+    /// reads all of them (470 ms at 1 000 pages). `None` when a page is gone (the discussion moved away
     /// meanwhile): the caller then reads the way that does not depend on the counts that named
     /// the pages. `homes`: whether to project the pages' thread counts too, for the top-level
     /// comments among them (see [`read_projection`]; replies and descendants are none).
