@@ -54,6 +54,18 @@ fn int(doc: &Document, key: &str) -> i64 {
     }
 }
 
+/// The page each stored comment is on, by slug.
+fn pages_by_slug(pages: &[Document]) -> HashMap<String, i64> {
+    pages
+        .iter()
+        .flat_map(|p| {
+            comments(p)
+                .into_iter()
+                .map(|c| (c.get_str("slug").expect("slug").to_owned(), int(p, "page")))
+        })
+        .collect()
+}
+
 fn comments(page: &Document) -> Vec<&Document> {
     page.get_array("comments")
         .expect("comments")
@@ -918,16 +930,7 @@ async fn replies_read_only_the_pages_that_hold_their_window() {
         app.post(&d, None, &format!("filler {i}")).await;
         replies.push(app.post(&d, Some(&parent), &format!("reply {i}")).await);
     }
-    let page_of: HashMap<String, i64> = raw_pages(&app, &d)
-        .await
-        .iter()
-        .flat_map(|p| {
-            comments(p)
-                .into_iter()
-                .map(|c| (c.get_str("slug").expect("slug").to_owned(), int(p, "page")))
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let page_of = pages_by_slug(&raw_pages(&app, &d).await);
     let store = app.store();
     let discussion = load_discussion(store, &d).await;
     let layout = store.layout(Layout::Bucketed).expect("layout");
@@ -1020,16 +1023,7 @@ async fn the_levels_of_a_tree_read_each_page_once_per_request() {
         answers.insert(reply.clone(), vec![first, second]);
         replies.push(reply);
     }
-    let page_of: HashMap<String, i64> = raw_pages(&app, &d)
-        .await
-        .iter()
-        .flat_map(|p| {
-            comments(p)
-                .into_iter()
-                .map(|c| (c.get_str("slug").expect("slug").to_owned(), int(p, "page")))
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let page_of = pages_by_slug(&raw_pages(&app, &d).await);
     let store = app.store();
     let discussion = load_discussion(store, &d).await;
     let layout = store.layout(Layout::Bucketed).expect("layout");
@@ -1298,15 +1292,7 @@ fn thread_pages_of(page: &Document) -> BTreeMap<i64, i64> {
 fn check_thread_pages(
     pages: &[Document],
 ) -> (BTreeMap<i64, BTreeMap<i64, i64>>, HashMap<String, i64>) {
-    let mut page_of: HashMap<String, i64> = HashMap::new();
-    for page in pages {
-        for c in comments(page) {
-            page_of.insert(
-                c.get_str("slug").expect("slug").to_owned(),
-                int(page, "page"),
-            );
-        }
-    }
+    let page_of = pages_by_slug(pages);
     let mut expected: BTreeMap<i64, BTreeMap<i64, i64>> = BTreeMap::new();
     for (slug, page) in &page_of {
         let root = slug.split('/').next().expect("a root");

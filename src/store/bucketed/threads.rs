@@ -174,8 +174,11 @@ impl Bucketed {
             }
         }
         if !missing.is_empty() {
+            // Where the comments were found and the comments; not the page's thread counts,
+            // which only reads that may return top-level comments use.
+            let projection = doc! { "_id": 1, "page": 1, "comments": 1 };
             let Some(read) = self
-                .by_numbers::<RawDocumentBuf>(id, &missing, read_projection(1))
+                .by_numbers::<RawDocumentBuf>(id, &missing, projection)
                 .await?
             else {
                 return Ok(None);
