@@ -56,12 +56,8 @@ pub(super) fn read_where(
 ) -> StoreResult<Vec<Comment>> {
     let mut out = Vec::new();
     for doc in docs {
-        let page = Decoder::new(doc)?;
-        for item in items(doc)? {
-            if keep(item) {
-                out.push(page.decode(scope, id, item)?);
-            }
-        }
+        let picked = items(doc)?.into_iter().filter(|item| keep(item));
+        out.extend(decode(scope, doc, id, picked)?);
     }
     scope.seen.remember_all(&out);
     Ok(out)
@@ -84,14 +80,23 @@ fn read_items(
     id: &DiscussionId,
     most: usize,
 ) -> StoreResult<Vec<Comment>> {
-    let page = Decoder::new(doc)?;
-    let comments = items(doc)?
-        .into_iter()
-        .take(most)
-        .map(|item| page.decode(scope, id, item))
-        .collect::<StoreResult<Vec<_>>>()?;
+    let comments = decode(scope, doc, id, items(doc)?.into_iter().take(most))?;
     scope.seen.remember_all(&comments);
     Ok(comments)
+}
+
+/// The comment elements `picked` of page document `doc`, decoded (not remembered).
+fn decode<'a>(
+    scope: &ReadScope,
+    doc: &RawDocument,
+    id: &DiscussionId,
+    picked: impl IntoIterator<Item = &'a RawDocument>,
+) -> StoreResult<Vec<Comment>> {
+    let page = Decoder::new(doc)?;
+    picked
+        .into_iter()
+        .map(|item| page.decode(scope, id, item))
+        .collect()
 }
 
 /// The comment elements of a page document's `comments`: an array, or one comment after
