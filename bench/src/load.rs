@@ -96,10 +96,7 @@ pub async fn load(
             let mut moved_once = false;
             loop {
                 let discussion = current.read().await.clone();
-                let result = store
-                    .layout(discussion.layout)?
-                    .post_comment(&discussion, new.clone())
-                    .await;
+                let result = store.post(&discussion, new.clone()).await;
                 match result {
                     Ok(done) => {
                         let _ = slots[index].set(done.comment.slug);

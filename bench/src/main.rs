@@ -290,6 +290,8 @@ async fn bench(
     let db_name = format!("threadql_bench_{}", std::process::id());
     let mut config = threadql::config::Config::defaults()?;
     config.database = db_name.clone();
+    // The loader fills embedded discussions up to their cap, and stops there.
+    config.promote_embedded = false;
     let store = Store::connect(&threadql::app::store_config(&config, database.uri.clone()))
         .await
         .context("cannot connect to the benchmark database")?;

@@ -1,5 +1,9 @@
 //! Comments, discussions, authors and the validated text a client may post.
 
+use std::any::Any;
+use std::fmt::Debug;
+use std::sync::Arc;
+
 use super::{DiscussionId, DomainError, FullSlug, Layout, Micros, Slug, SlugPart, SortKey};
 
 /// Who wrote a comment, from the poster's token.
@@ -84,48 +88,67 @@ pub struct Discussion {
     pub thread_count: u64,
     /// Whether posting is closed (a moderator locked it).
     pub locked: bool,
-    /// Whether its comments carry per-discussion sequence numbers in posting order (per-comment
-    /// discussions created on a deployment with transactions), so that pages are read as bounded
-    /// ranges of them.
-    pub sequenced: bool,
     /// How many times it moved from one layout to another (what a process remembers about its
     /// storage is valid only for the same count).
     pub moves: u64,
-    /// Comments per block of consecutive threads, where the discussion keeps them (sequenced
-    /// per-comment discussions), so that a threaded page finds its threads without counting the
-    /// ones before it.
-    pub thread_blocks: Option<Vec<u64>>,
-    /// Whether every comment carries the size of its subtree (sequenced per-comment
-    /// discussions), so that a page of a sub-discussion finds where it ends without reading the
-    /// whole subtree.
-    pub subtree_sizes: bool,
-    /// Where every page of a bucketed discussion before the one posts go to holds the same
-    /// number of comments (the discussion keeps the smallest and largest count of its sealed
-    /// pages): an offset in posting order is then a page number and a position in it, with no
-    /// page list to read.
-    pub full_pages: Option<FullPages>,
-    /// Where a bucketed discussion keeps them (and they account for every comment): per block
-    /// of consecutive pages, the comments of the threads started there and the block's first
-    /// order key, so that a threaded page reads the headers of the pages it needs, not of all.
-    pub page_blocks: Option<Vec<PageBlock>>,
+    /// What its layout keeps on the discussion for its own reads, opaque to everything else.
+    pub hints: LayoutHints,
 }
 
-/// A block of consecutive pages of a bucketed discussion (see `Discussion::page_blocks`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PageBlock {
-    /// The comments of the threads whose top-level comment is in one of its pages.
-    pub threaded: u64,
-    /// The smallest order key (`<posted>:<slug>`) of its comments.
-    pub first_key: String,
+/// A value a storage layout keeps with a discussion for its own use (counts that bound its
+/// reads, say). Only that layout reads it; to everyone else it is opaque.
+#[derive(Clone, Default)]
+pub struct LayoutHints(Option<Arc<dyn Hint>>);
+
+/// A layout's hints: any value that can be compared and printed.
+pub trait Hint: Any + Debug + Send + Sync {
+    /// The value, to downcast.
+    fn as_any(&self) -> &dyn Any;
+    /// Whether `other` is the same type with the same value.
+    fn same_as(&self, other: &dyn Hint) -> bool;
 }
 
-/// The sealed pages of a bucketed discussion, all of one size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FullPages {
-    /// How many pages are sealed (pages `0..count`; page `count` is where posts go).
-    pub count: u64,
-    /// How many comments each of them holds.
-    pub size: u64,
+impl<T: Any + Debug + PartialEq + Send + Sync> Hint for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn same_as(&self, other: &dyn Hint) -> bool {
+        other.as_any().downcast_ref::<T>() == Some(self)
+    }
+}
+
+impl LayoutHints {
+    /// Hints holding `value`.
+    pub fn new(value: impl Hint) -> Self {
+        Self(Some(Arc::new(value)))
+    }
+
+    /// The hints, when they are a `T`.
+    pub fn get<T: Any>(&self) -> Option<&T> {
+        self.0.as_deref()?.as_any().downcast_ref()
+    }
+}
+
+impl PartialEq for LayoutHints {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (None, None) => true,
+            (Some(a), Some(b)) => a.same_as(b.as_ref()),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for LayoutHints {}
+
+impl Debug for LayoutHints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(hint) => hint.fmt(f),
+            None => f.write_str("LayoutHints(none)"),
+        }
+    }
 }
 
 /// A validated discussion title: 1 to 300 characters, not blank.

@@ -9,8 +9,8 @@ pub mod slug;
 pub mod tree;
 
 pub use comment::{
-    Author, Comment, CommentText, Discussion, DiscussionTitle, FullPages, NewComment, PageBlock,
-    Placement, Revision,
+    Author, Comment, CommentText, Discussion, DiscussionTitle, LayoutHints, NewComment, Placement,
+    Revision,
 };
 pub use error::DomainError;
 pub use ids::{DiscussionId, Layout};

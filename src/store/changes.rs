@@ -12,8 +12,8 @@ use mongodb::bson::{doc, oid::ObjectId, Document};
 use mongodb::change_stream::event::ResumeToken;
 use mongodb::change_stream::ChangeStream;
 
+use super::api::{ChangeKind, CommentChange, Watched};
 use super::metrics::Counted;
-use super::{ChangeKind, CommentChange, Watched};
 use crate::domain::{DiscussionId, Slug};
 
 /// The field of a discussion document that holds its latest change.

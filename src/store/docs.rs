@@ -1,10 +1,10 @@
 //! The BSON shape of a comment, shared by every layout (a layout adds only its own fields).
 
-use mongodb::bson::{doc, to_bson, Bson, Document};
+use mongodb::bson::{doc, from_document, from_slice, to_bson, Bson, Document, RawBsonRef};
 use serde::{Deserialize, Serialize};
 
 use super::bson::corrupt;
-use super::StoreResult;
+use super::error::StoreResult;
 use crate::domain::{Author, Comment, DiscussionId, FullSlug, Micros, Revision, Slug};
 
 /// An author as stored.
@@ -225,4 +225,25 @@ pub fn element_size(comment: &Comment, nested: bool) -> StoreResult<i64> {
     }
     let bytes = mongodb::bson::to_vec(&element).map_err(corrupt)?;
     Ok(i64::try_from(bytes.len()).unwrap_or(i64::MAX))
+}
+
+/// A comment element (any layout's shape: unknown fields such as nested `replies` are ignored),
+/// taken by value: decoded without copying it first.
+pub(crate) fn owned_comment_of(item: Bson, id: &DiscussionId) -> StoreResult<Comment> {
+    match item {
+        Bson::Document(d) => from_document::<CommentDoc>(d)
+            .map(|c| c.into_comment(id))
+            .map_err(corrupt),
+        _ => Err(corrupt("a comment is not a document")),
+    }
+}
+
+/// A comment element read as raw BSON, decoded once.
+pub(crate) fn raw_comment_of(item: RawBsonRef<'_>, id: &DiscussionId) -> StoreResult<Comment> {
+    match item {
+        RawBsonRef::Document(d) => from_slice::<CommentDoc>(d.as_bytes())
+            .map(|c| c.into_comment(id))
+            .map_err(corrupt),
+        _ => Err(corrupt("a comment is not a document")),
+    }
 }

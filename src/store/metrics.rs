@@ -61,7 +61,7 @@ impl CommandCounter {
         *named.entry(name).or_default() += 1;
     }
 
-    /// The counts so far, by command name; commands the driver sent on its own are [`OTHER`].
+    /// The counts so far, by command name; commands the driver sent on its own are counted as `"other"`.
     pub fn snapshot(&self) -> BTreeMap<String, u64> {
         let named = self
             .inner

@@ -18,9 +18,12 @@ use async_trait::async_trait;
 use mongodb::bson::{doc, Document};
 use mongodb::options::ReturnDocument;
 
+use super::api::{CommentStore, MoveTiming, Moved, Step};
+use super::discussions::Discussions;
 use super::discussions::FENCE;
+use super::error::{StoreError, StoreResult};
 use super::metrics::Counted;
-use super::{CommentStore, Discussions, ReadScope, StoreError, StoreResult};
+use super::scope::ReadScope;
 use crate::domain::paging::Cursor;
 use crate::domain::tree::Listing;
 use crate::domain::{Comment, Discussion, DiscussionId, Layout, Window};
@@ -41,57 +44,6 @@ pub(super) trait Movable: CommentStore {
         comments: &[Comment],
         lease: &Lease<'_>,
     ) -> StoreResult<Document>;
-}
-
-/// Where a move is, for progress reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    /// Comments read from the old layout so far (of the discussion's count).
-    Reading { done: u64, total: u64 },
-    /// Comments written to the new layout so far.
-    Writing { done: u64, total: u64 },
-    /// The discussion now reads and writes in the new layout.
-    Switched,
-    /// The old storage is removed; the move is over.
-    Done,
-}
-
-/// What a move did.
-#[derive(Debug, Clone)]
-pub struct Moved {
-    /// The discussion as it is now.
-    pub discussion: Discussion,
-    /// The layout it had before (the same when it was already in the target layout, in which
-    /// case only leftovers of earlier, interrupted moves were removed).
-    pub from: Layout,
-    /// Comments copied.
-    pub comments: u64,
-}
-
-/// How moves hold their fence.
-#[derive(Debug, Clone, Copy)]
-pub struct MoveTiming {
-    /// How long a fence lasts without being renewed: a move that stops for longer (a crash)
-    /// loses it, and writers and later moves take over.
-    pub lease: Duration,
-    /// How long after the switch the old storage stays, so that reads that began before the
-    /// switch can finish there.
-    pub grace: Duration,
-    /// How long a write waits for a move to end before it answers `UNAVAILABLE`.
-    pub wait: Duration,
-    /// Comments read from the old layout, and written to the new one, per command.
-    pub chunk: usize,
-}
-
-impl Default for MoveTiming {
-    fn default() -> Self {
-        Self {
-            lease: Duration::from_secs(15),
-            grace: Duration::from_secs(1),
-            wait: Duration::from_secs(60),
-            chunk: 1_000,
-        }
-    }
 }
 
 /// Milliseconds since the epoch.

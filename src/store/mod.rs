@@ -1,253 +1,37 @@
-//! The storage layer: the `CommentStore` trait, one implementation per layout, and the only code
-//! that talks to MongoDB.
+//! The storage layer: the traits the API uses, the router over the three layouts, and the only
+//! code that talks to MongoDB. Each layout is a folder that owns everything it knows.
 
+mod api;
+mod blocks;
 mod bson;
-mod bucketed;
+pub mod bucketed;
 mod changes;
+mod connect;
 mod discussions;
-pub mod docs;
-mod embedded;
+mod docs;
+pub mod embedded;
 pub mod embedded_db;
 mod error;
 mod metrics;
 mod migrate;
-mod mongo;
 mod order;
-mod per_comment;
+pub mod per_comment;
+mod registry;
+mod router;
 mod scope;
 pub mod shard;
-mod subtree;
-mod thread_blocks;
-mod write;
+mod skeleton;
+mod writer;
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
-
-use async_trait::async_trait;
-use futures::stream::BoxStream;
-
+pub use api::{
+    ChangeKind, CommentChange, CommentStore, Decide, DiscussionStore, DynStorage, MoveTiming,
+    Moved, Posted, Step, Storage, Watched,
+};
+pub use connect::StoreConfig;
 pub use discussions::Discussions;
 pub use error::{StoreError, StoreResult};
 pub use metrics::CommandCounter;
-pub use migrate::{MoveTiming, Moved, Step};
-pub use mongo::{Store, StoreConfig};
+pub use router::Store;
 pub use scope::ReadScope;
-pub use write::Decide;
 
 pub use crate::domain::tree::Listing;
-use crate::domain::{
-    Comment, Discussion, DiscussionId, DiscussionTitle, DomainError, FullSlug, Layout, NewComment,
-    Page, Slug, Window,
-};
-
-/// Everything the API layer needs from storage: discussions, the layouts, and health.
-#[async_trait]
-pub trait Storage: Send + Sync {
-    /// Discussion metadata, shared by every layout.
-    fn discussions(&self) -> &dyn DiscussionStore;
-
-    /// The implementation of a layout (`Unsupported` when it is not available).
-    fn layout(&self, layout: Layout) -> StoreResult<&dyn CommentStore>;
-
-    /// Checks that the database answers.
-    async fn ping(&self) -> StoreResult<()>;
-
-    /// Database commands sent so far, by command name.
-    fn command_counts(&self) -> BTreeMap<String, u64>;
-
-    /// Posts a comment in the discussion's layout. A post that meets a move of the discussion
-    /// to another layout waits for it and is posted in the new layout; one that does not fit an
-    /// embedded discussion moves it to the bucketed layout first, where the store is configured
-    /// to promote.
-    async fn post(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted>;
-
-    /// Posts a comment to the discussion `id` (`NOT_FOUND` when there is none, `Locked` while
-    /// it is locked), as [`Storage::post`] does; returns the discussion as the post found it
-    /// (in the layout the comment went to) with the comment. An embedded or bucketed discussion
-    /// this process posted to lately is not read first: the post's own write checks that it is
-    /// still unlocked and has not moved (`open_for_posts`), and a refused post reads it.
-    async fn post_to(
-        &self,
-        id: &DiscussionId,
-        new: NewComment,
-    ) -> StoreResult<(Arc<Discussion>, Posted)>;
-
-    /// Moves a discussion to another layout while it stays online (see `migrate`), reporting
-    /// its progress.
-    async fn migrate(
-        &self,
-        id: &DiscussionId,
-        to: Layout,
-        report: &(dyn Fn(Step) + Send + Sync),
-    ) -> StoreResult<Moved>;
-
-    /// Changes a posted comment of `discussion`: reads it, lets `decide` say what it becomes (it
-    /// gets the time of the change), and writes that unless the comment changed meanwhile, in
-    /// which case it reads again. Returns the comment as it is afterwards.
-    async fn change_comment(
-        &self,
-        discussion: &Discussion,
-        slug: &Slug,
-        decide: &Decide<'_>,
-    ) -> Result<Comment, DomainError>;
-
-    /// The feed of posts and changes in every discussion, as the database reports them to this
-    /// process (open it once per process: every call opens a change stream). It never ends; it
-    /// reopens itself after failures, waiting `retry` before the first try.
-    fn changes(&self, retry: std::time::Duration) -> BoxStream<'static, Watched>;
-}
-
-/// What happened to a comment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChangeKind {
-    /// It was posted.
-    Posted,
-    /// It was edited or deleted.
-    Changed,
-}
-
-impl ChangeKind {
-    /// The stored name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChangeKind::Posted => "posted",
-            ChangeKind::Changed => "changed",
-        }
-    }
-}
-
-/// A comment that was posted or changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommentChange {
-    /// Its discussion.
-    pub discussion: DiscussionId,
-    /// The comment.
-    pub slug: Slug,
-    /// What happened.
-    pub kind: ChangeKind,
-}
-
-/// What the change feed reports.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Watched {
-    /// The feed is open: every change from now on is reported.
-    Open,
-    /// A comment was posted or changed.
-    Change(CommentChange),
-    /// The feed failed and is being reopened; changes made meanwhile are reported once it is
-    /// open again.
-    Interrupted,
-    /// The feed had to start afresh: changes made while it was down were lost.
-    Gap,
-}
-
-/// Storage as the API layer holds it.
-pub type DynStorage = Arc<dyn Storage>;
-
-/// Discussion metadata: creation, lookup, listing, locking.
-#[async_trait]
-pub trait DiscussionStore: Send + Sync {
-    /// Creates a discussion with the given layout.
-    async fn create(&self, title: DiscussionTitle, layout: Layout) -> StoreResult<Discussion>;
-
-    /// The discussions with these ids (missing ones are left out).
-    async fn by_ids(&self, ids: &[DiscussionId]) -> StoreResult<Vec<Discussion>>;
-
-    /// One page of discussions, oldest first.
-    async fn list(&self, window: &Window) -> StoreResult<Page<Discussion>>;
-
-    /// How many discussions exist.
-    async fn count(&self) -> StoreResult<u64>;
-
-    /// Opens or closes a discussion for posting; returns it as it is now (`NotFound` if unknown).
-    async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion>;
-}
-
-/// The result of posting a comment.
-#[derive(Debug, Clone)]
-pub struct Posted {
-    /// The stored comment.
-    pub comment: Comment,
-    /// True when the requested parent was too deep and the comment went to an ancestor.
-    pub reattached: bool,
-    /// The discussion as it is after the post, when the post met a move of it to another layout
-    /// (or made one).
-    pub moved: Option<Discussion>,
-}
-
-/// The comment operations every storage layout provides. Batched reads take many parents or roots
-/// at once so that one level of a tree costs one query; `scope` is the per-request cache a layout
-/// may use to read a document only once per request.
-#[async_trait]
-pub trait CommentStore: Send + Sync {
-    /// Posts a top-level comment or a reply.
-    async fn post_comment(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted>;
-
-    /// Replaces a comment's changeable fields (text, edit time and editor, revisions, tombstone)
-    /// with those of `next`, only if they are still those of `current`. `Ok(false)` means the
-    /// comment changed since it was read (read it again and retry; see [`revise`]). `scope` is
-    /// the one `current` was read in (a layout may use what that read saw to find the comment).
-    async fn replace(
-        &self,
-        scope: &ReadScope,
-        discussion: &Discussion,
-        current: &Comment,
-        next: &Comment,
-    ) -> StoreResult<bool>;
-
-    /// One page of the discussion's comments.
-    async fn list(
-        &self,
-        scope: &ReadScope,
-        discussion: &Discussion,
-        listing: Listing,
-        window: &Window,
-    ) -> StoreResult<Page<Comment>>;
-
-    /// One page of a listing when the request reads nothing below the listed comments (no
-    /// replies, parents or sub-discussions of them). A layout that can read such a page more
-    /// cheaply than a full `list` overrides this; by default it is `list`.
-    async fn list_shallow(
-        &self,
-        scope: &ReadScope,
-        discussion: &Discussion,
-        listing: Listing,
-        window: &Window,
-    ) -> StoreResult<Page<Comment>> {
-        self.list(scope, discussion, listing, window).await
-    }
-
-    /// The comments with these slugs (missing ones are left out).
-    async fn by_slugs(
-        &self,
-        scope: &ReadScope,
-        discussion: &Discussion,
-        slugs: &[Slug],
-    ) -> StoreResult<Vec<Comment>>;
-
-    /// One page of direct replies (oldest first) for each parent.
-    async fn replies(
-        &self,
-        scope: &ReadScope,
-        discussion: &Discussion,
-        parents: &[Slug],
-        window: &Window,
-    ) -> StoreResult<HashMap<Slug, Page<Comment>>>;
-
-    /// One page of all descendants (threaded order) for each root.
-    async fn sub_discussions(
-        &self,
-        scope: &ReadScope,
-        discussion: &Discussion,
-        roots: &[FullSlug],
-        window: &Window,
-    ) -> StoreResult<HashMap<FullSlug, Page<Comment>>>;
-
-    /// How many descendants each root has.
-    async fn sub_discussion_counts(
-        &self,
-        scope: &ReadScope,
-        discussion: &Discussion,
-        roots: &[FullSlug],
-    ) -> StoreResult<HashMap<FullSlug, u64>>;
-}

@@ -79,6 +79,11 @@ fn into_doc(value: Bson) -> Option<Document> {
     }
 }
 
+/// The driver's limit for fetching `limit` items plus one that tells whether more follow.
+pub(crate) fn limit_plus_one(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX - 1) + 1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

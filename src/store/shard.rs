@@ -6,7 +6,7 @@
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 
-use super::{StoreError, StoreResult};
+use super::error::{StoreError, StoreResult};
 
 /// A collection's shard key: fields in order, and whether its index is unique.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

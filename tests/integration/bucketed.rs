@@ -7,9 +7,10 @@ use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use serde_json::json;
 use threadql::domain::{
-    Author, Comment, CommentText, Cursor, CursorKind, Discussion, DiscussionId, FullPages, Layout,
-    NewComment, Page, Slug, Window,
+    Author, Comment, CommentText, Cursor, CursorKind, Discussion, DiscussionId, Layout, NewComment,
+    Page, Slug, Window,
 };
+use threadql::store::bucketed::hints::{FullPages, Hints};
 use threadql::store::{Listing, ReadScope, Storage, Store};
 
 use crate::model::build_tree;
@@ -155,13 +156,12 @@ async fn many_writers_lose_and_duplicate_nothing() {
     for task in 0..TASKS {
         let (store, discussion) = (app.store().clone(), discussion.clone());
         tasks.push(tokio::spawn(async move {
-            let layout = store.layout(Layout::Bucketed).expect("layout");
             let mut mine: Vec<Slug> = Vec::new();
             for i in 0..POSTS {
                 // Every third post replies to one of the task's earlier comments, at any depth.
                 let parent = (i % 3 == 2).then(|| mine[(i / 2 + task * 7) % mine.len()].clone());
-                let posted = layout
-                    .post_comment(
+                let posted = store
+                    .post(
                         &discussion,
                         NewComment {
                             parent: parent.clone(),
@@ -583,7 +583,7 @@ async fn a_changed_bucket_size_keeps_old_pages_readable() {
     }
     // Two sealed pages of 4: offsets are cut by arithmetic.
     assert_eq!(
-        load_discussion(app.store(), &d).await.full_pages,
+        *full_pages(&load_discussion(app.store(), &d).await),
         Some(FullPages { count: 2, size: 4 })
     );
     // The same database served with pages of 3 from now on.
@@ -593,9 +593,7 @@ async fn a_changed_bucket_size_keeps_old_pages_readable() {
     let discussion = load_discussion(&resized, &d).await;
     for i in 0..7 {
         let c = resized
-            .layout(Layout::Bucketed)
-            .expect("layout")
-            .post_comment(
+            .post(
                 &discussion,
                 NewComment {
                     parent: None,
@@ -618,7 +616,7 @@ async fn a_changed_bucket_size_keeps_old_pages_readable() {
     assert_eq!(counts, vec![4, 4, 3, 3, 3]);
     let discussion = load_discussion(app.store(), &d).await;
     // Sealed pages of two sizes: offsets go by the page list.
-    assert_eq!(discussion.full_pages, None);
+    assert_eq!(*full_pages(&discussion), None);
     for size in [1, 3, 4, 7] {
         let by_offset = all_by_offset(app.store(), &discussion, Listing::Chronological, size).await;
         assert_eq!(slugs(&by_offset), posted, "offset pages of {size}");
@@ -1452,7 +1450,9 @@ async fn check_page_blocks(app: &TestApp, d: &str, pages: &[Document]) {
         .collect();
     assert_eq!(kept, keys, "first key of each block");
     assert!(
-        load_discussion(app.store(), d).await.page_blocks.is_some(),
+        Hints::of(&load_discussion(app.store(), d).await)
+            .page_blocks
+            .is_some(),
         "the counts account for every comment"
     );
 }
@@ -1534,7 +1534,7 @@ async fn threaded_pages_read_the_headers_of_their_blocks_only() {
             .await
             .expect("change the counts");
         let discussion = load_discussion(store, &d).await;
-        assert!(discussion.page_blocks.is_none());
+        assert!(Hints::of(&discussion).page_blocks.is_none());
         assert_eq!(
             slugs(&all_by_offset(store, &discussion, Listing::Threaded, 11).await),
             threaded
@@ -1799,4 +1799,9 @@ async fn windows_keep_the_parents_they_read() {
         }
         assert!(before_window, "{what}: some parent is outside the window");
     }
+}
+
+/// The sealed pages of a bucketed discussion, as its hints give them.
+fn full_pages(discussion: &Discussion) -> &Option<FullPages> {
+    &Hints::of(discussion).full_pages
 }

@@ -449,10 +449,9 @@ pub async fn post_in(
     parent: Option<&Slug>,
     text: &str,
 ) -> Slug {
+    assert_eq!(discussion.layout, layout, "the discussion's layout");
     store
-        .layout(layout)
-        .expect("layout")
-        .post_comment(
+        .post(
             discussion,
             NewComment {
                 parent: parent.cloned(),

@@ -15,7 +15,7 @@ use crate::domain::{Discussion, DiscussionId, FullSlug, Slug};
 
 /// Comments remembered in all, over every discussion (the map is emptied beyond this): about
 /// 200 bytes each.
-const KNOWN: usize = 50_000;
+pub(super) const KNOWN: usize = 50_000;
 
 /// Where one comment lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +33,7 @@ pub(super) struct Location {
 pub(super) struct Locations(Mutex<Remembered>);
 
 #[derive(Default)]
-struct Remembered {
+pub(super) struct Remembered {
     discussions: HashMap<DiscussionId, (u64, HashMap<Slug, Location>)>,
     total: usize,
 }
@@ -89,7 +89,7 @@ impl Locations {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{Layout, Micros, SlugPart};
+    use crate::domain::{Layout, LayoutHints, Micros, SlugPart};
 
     fn discussion(moves: u64) -> Discussion {
         Discussion {
@@ -100,12 +100,8 @@ mod tests {
             comment_count: 0,
             thread_count: 0,
             locked: false,
-            sequenced: false,
             moves,
-            thread_blocks: None,
-            subtree_sizes: false,
-            full_pages: None,
-            page_blocks: None,
+            hints: LayoutHints::default(),
         }
     }
 

@@ -6,8 +6,12 @@
 //! windows are cut from the `{page, count}` list, cursor windows start at the first page whose
 //! `last_key` follows the cursor. See docs/ARCHITECTURE.md for why this holds under concurrency.
 
+pub mod hints;
+mod kept;
 mod known;
 mod moving;
+mod pages;
+mod push;
 mod shapes;
 mod stored;
 mod threads;
@@ -20,17 +24,23 @@ use async_trait::async_trait;
 use mongodb::bson::{doc, Document};
 use mongodb::Database;
 
+use kept::Kept;
 pub use shapes::PageInfo;
 
-use super::docs::{replace_update, unchanged_filter};
-use super::mongo::index_model as index;
-use super::write::{Waiting, Writer};
-use super::{CommentStore, Discussions, Listing, Posted, ReadScope, StoreError, StoreResult};
 use crate::domain::paging::Cursor;
+use crate::domain::tree::Listing;
 use crate::domain::tree::Thread;
-use crate::domain::{Comment, Discussion, FullSlug, NewComment, Page, Slug, Window};
+use crate::domain::{Comment, Discussion, FullSlug, Page, Slug, Window};
+use crate::store::api::CommentStore;
 use crate::store::bson::as_i64;
+use crate::store::connect::index_model as index;
+use crate::store::discussions::Discussions;
+use crate::store::docs::{replace_update, unchanged_filter};
+use crate::store::error::{StoreError, StoreResult};
 use crate::store::metrics::Counted;
+use crate::store::scope::ReadScope;
+use crate::store::skeleton::Waiting;
+use crate::store::writer::Writer;
 use stored::Stored;
 
 /// The bucketed layout.
@@ -40,18 +50,23 @@ pub struct Bucketed {
     discussions: Discussions,
     writer: Writer,
     cap: i64,
-    targets: write::Targets,
+    targets: pages::Targets,
     /// Where comments this process stored or read for a post live.
     known: known::Locations,
     /// Posts waiting for their discussion's turn, stored together by whoever gets it.
-    waiting: Waiting<write::PostState>,
+    waiting: Waiting<push::PostState>,
 }
 
 impl Bucketed {
+    /// Its fields on the discussion document.
+    pub(crate) fn fields() -> hints::Fields {
+        hints::Fields
+    }
+
     /// Name of the collection.
     pub const COLLECTION: &'static str = "comment_pages";
 
-    pub(super) fn new(
+    pub(crate) fn new(
         db: &Database,
         discussions: Discussions,
         writer: Writer,
@@ -63,13 +78,13 @@ impl Bucketed {
             discussions,
             writer,
             cap: i64::from(bucket_size.max(1)),
-            targets: write::Targets::default(),
+            targets: pages::Targets::default(),
             known: known::Locations::default(),
             waiting: Waiting::new(write::GROUP),
         }
     }
 
-    pub(super) async fn ensure_indexes(&self) -> StoreResult<()> {
+    pub(crate) async fn ensure_indexes(&self) -> StoreResult<()> {
         self.pages
             .create_indexes([
                 index("page_unique", doc! { "discussion_id": 1, "page": 1 }, true),
@@ -97,16 +112,11 @@ impl Bucketed {
 
 #[async_trait]
 impl CommentStore for Bucketed {
-    async fn post_comment(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
-        super::write::post(self, &self.writer, discussion, &new).await
-    }
-
     /// One update of the comment inside its page (`$elemMatch` also checks that its fields are
     /// still as read; `$` is the matched element), written by the `_id` of the page the read of
     /// `current` found it in (found by slug when that read was not this layout's): one page
-    /// written, however many the discussion has. The development database answers a filter that
-    /// starts with `discussion_id` and has an `$elemMatch` by reading every page of the
-    /// discussion.
+    /// written, however many the discussion has (a filter on `discussion_id` and an `$elemMatch`
+    /// alone may be answered by reading every page of the discussion).
     async fn replace(
         &self,
         scope: &ReadScope,
@@ -115,7 +125,11 @@ impl CommentStore for Bucketed {
         next: &Comment,
     ) -> StoreResult<bool> {
         let id = discussion.id.as_str();
-        let (page_doc_id, page) = match scope.pages_of.get(&discussion.id, &current.slug) {
+        let (page_doc_id, page) = match scope
+            .slot::<Kept>()
+            .pages_of
+            .get(&discussion.id, &current.slug)
+        {
             Some(found) => found,
             None => {
                 let Some(found) = self
@@ -142,7 +156,7 @@ impl CommentStore for Bucketed {
             "page": page,
             "comments": { "$elemMatch": unchanged_filter("", current)? },
         };
-        crate::store::write::replace_outside(
+        crate::store::writer::replace_outside(
             &self.writer,
             &self.discussions,
             (&discussion.id, &next.slug),
@@ -199,7 +213,7 @@ impl CommentStore for Bucketed {
         let mut out = Vec::new();
         let mut missing: Vec<&str> = Vec::new();
         for slug in slugs {
-            match scope.seen.get(&discussion.id, slug) {
+            match scope.slot::<Kept>().seen.get(&discussion.id, slug) {
                 Some(c) => out.push(c),
                 None => missing.push(slug.as_str()),
             }

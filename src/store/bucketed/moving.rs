@@ -5,18 +5,18 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 use mongodb::bson::{doc, to_document, Bson, Document};
 
+use super::shapes::REPLY_PAGES;
+use super::shapes::SEALED;
 use super::shapes::{
     block_of, order_key, page_id, BLOCK_KEYS, FLOOR, KEYED, NUM_PAGES, PAGE_BLOCKS, SEALED_MAX,
     SEALED_MIN, SIZED, THREAD_PAGES,
 };
-use super::threads::REPLY_PAGES;
-use super::write::SEALED;
 use super::Bucketed;
 use crate::domain::{Comment, Discussion, DiscussionId, Slug};
 use crate::store::bson::{as_i64, corrupt};
 use crate::store::docs::CommentDoc;
+use crate::store::error::StoreResult;
 use crate::store::migrate::{Lease, Movable};
-use crate::store::StoreResult;
 
 #[async_trait]
 impl Movable for Bucketed {

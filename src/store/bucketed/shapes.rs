@@ -5,11 +5,16 @@ use mongodb::bson::{doc, Bson, Document};
 use serde::Deserialize;
 
 use crate::domain::{Comment, DiscussionId, Micros, Slug};
-use crate::store::bson::{as_i64, owned_comment_of};
-use crate::store::StoreResult;
+use crate::store::bson::as_i64;
+use crate::store::docs::owned_comment_of;
+use crate::store::error::StoreResult;
 
 /// Documents per reply batch: large, so that a read is one command however many pages it returns.
 pub(super) const BATCH_SIZE: u32 = 100_000;
+/// Field set on a page once the discussion has moved on from it: no post may land there later,
+/// whatever bucket size the poster runs with.
+pub(super) const SEALED: &str = "sealed";
+
 /// Discussion fields this layout keeps: the page new comments go to, and the last key of the
 /// page before it (every later comment must sort after it).
 pub(super) const NUM_PAGES: &str = "num_comment_pages";
@@ -20,15 +25,14 @@ pub(super) const FLOOR: &str = "comment_pages_floor";
 pub(super) const KEYED: &str = "keyed_pages";
 
 /// Discussion fields: set where the sizes of the discussion's sealed pages are tracked, and the
-/// smallest and largest of them (see `FullPages`; `DiscussionDoc` reads them under these names).
+/// smallest and largest of them (read as [`super::hints::FullPages`]).
 pub(super) const SIZED: &str = "sized_pages";
 pub(super) const SEALED_MIN: &str = "sealed_min";
 pub(super) const SEALED_MAX: &str = "sealed_max";
 
 /// Discussion fields: per block of [`BLOCK_PAGES`] consecutive pages, the comments of the
 /// threads started there (`{"<block>": n}`, counted with `comment_count`) and the smallest order
-/// key of the block's comments (`{"<block>": key}`); `DiscussionDoc` reads them under these
-/// names as `Discussion::page_blocks`.
+/// key of the block's comments (`{"<block>": key}`), read as [`super::hints::Hints::page_blocks`].
 pub(super) const PAGE_BLOCKS: &str = "page_blocks";
 pub(super) const BLOCK_KEYS: &str = "page_block_keys";
 /// Pages per block.
@@ -52,10 +56,8 @@ pub(super) fn page_id(id: &DiscussionId, page: i64) -> String {
 }
 
 /// A filter for page `page` of the discussion: by `_id` too where its pages are keyed, and `_id`
-/// first. The development database picks its index by the filter's first fields: given
-/// `discussion_id` first, it reads every page of the discussion to find one (11 ms at 300 pages,
-/// measured, growing with the discussion), where `_id` first reads one (1 ms). The shard key
-/// stays in the filter either way.
+/// first, so that the read is a point lookup on the `_id` index whatever index a planner would
+/// pick for `discussion_id`. The shard key stays in the filter either way.
 pub(super) fn page_filter(id: &DiscussionId, page: i64, keyed: bool) -> Document {
     let mut filter = Document::new();
     if keyed {
@@ -192,6 +194,30 @@ pub(super) fn comments_of(mut doc: Document, id: &DiscussionId) -> StoreResult<V
         .into_iter()
         .map(|item| owned_comment_of(item, id))
         .collect()
+}
+
+/// A comment's field that counts its direct replies per page: `{"<page>": n, …}`, one `$inc`
+/// in the statement that counts the reply in `reply_count`.
+pub(super) const REPLY_PAGES: &str = "reply_pages";
+
+/// The path of a reply's count in its parent's `reply_pages`, under `prefix` (`comments.$.`).
+pub(super) fn reply_page_path(prefix: &str, page: i64) -> String {
+    format!("{prefix}{REPLY_PAGES}.{page}")
+}
+
+/// `(page, replies there)` in page order, from a stored `reply_pages` (entries that are not a
+/// page number and a count are left out; the caller checks the total against `reply_count`).
+pub(super) fn reply_pages_of(stored: &Document) -> Vec<(i64, u64)> {
+    let mut pages: Vec<(i64, u64)> = stored
+        .iter()
+        .filter_map(|(page, n)| {
+            let page = page.parse::<i64>().ok()?;
+            let n = u64::try_from(as_i64(n)?).ok()?;
+            Some((page, n))
+        })
+        .collect();
+    pages.sort_unstable();
+    pages
 }
 
 #[cfg(test)]

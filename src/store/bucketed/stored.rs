@@ -7,12 +7,15 @@ use std::sync::Arc;
 
 use mongodb::bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf};
 
+use super::kept::Kept;
+use super::shapes::reply_pages_of;
+use super::shapes::REPLY_PAGES;
 use super::shapes::{thread_page_numbers, THREAD_PAGES};
-use super::threads::reply_pages_of;
-use super::threads::REPLY_PAGES;
 use crate::domain::{Comment, DiscussionId, Micros, Slug, SortKey};
-use crate::store::bson::{as_i64, corrupt, raw_comment_of};
-use crate::store::{ReadScope, StoreResult};
+use crate::store::bson::{as_i64, corrupt};
+use crate::store::docs::raw_comment_of;
+use crate::store::error::StoreResult;
+use crate::store::scope::ReadScope;
 
 /// Every comment of `docs` (page documents as read, their `comments` an array or, after
 /// `$unwind`, one comment), decoded and remembered.
@@ -59,7 +62,7 @@ pub(super) fn read_where(
         let picked = items(doc)?.into_iter().filter(|item| keep(item));
         out.extend(decode(scope, doc, id, picked)?);
     }
-    scope.seen.remember_all(&out);
+    scope.slot::<Kept>().seen.remember_all(&out);
     Ok(out)
 }
 
@@ -74,19 +77,19 @@ pub(super) fn read_page(
 }
 
 /// The first `most` comments of one page document, decoded and remembered.
-fn read_items(
+pub(super) fn read_items(
     scope: &ReadScope,
     doc: &RawDocument,
     id: &DiscussionId,
     most: usize,
 ) -> StoreResult<Vec<Comment>> {
     let comments = decode(scope, doc, id, items(doc)?.into_iter().take(most))?;
-    scope.seen.remember_all(&comments);
+    scope.slot::<Kept>().seen.remember_all(&comments);
     Ok(comments)
 }
 
 /// The comment elements `picked` of page document `doc`, decoded (not remembered).
-fn decode<'a>(
+pub(super) fn decode<'a>(
     scope: &ReadScope,
     doc: &RawDocument,
     id: &DiscussionId,
@@ -101,7 +104,7 @@ fn decode<'a>(
 
 /// The comment elements of a page document's `comments`: an array, or one comment after
 /// `$unwind`; none when it has no such field.
-fn items(doc: &RawDocument) -> StoreResult<Vec<&RawDocument>> {
+pub(super) fn items(doc: &RawDocument) -> StoreResult<Vec<&RawDocument>> {
     match doc.get("comments").map_err(corrupt)? {
         Some(RawBsonRef::Array(items)) => items
             .into_iter()
@@ -125,13 +128,13 @@ pub(super) fn int_of(doc: &RawDocument, key: &str) -> Option<i64> {
 /// `_id` and number), and for its top-level comments, where the threads it starts are (when
 /// its `thread_pages` adds up to its `thread_total`; only reads that may return top-level
 /// comments project them).
-struct Decoder {
+pub(super) struct Decoder {
     place: Option<(Bson, i64)>,
     homes: Option<Vec<i64>>,
 }
 
 impl Decoder {
-    fn new(doc: &RawDocument) -> StoreResult<Self> {
+    pub(super) fn new(doc: &RawDocument) -> StoreResult<Self> {
         let id = doc
             .get("_id")
             .map_err(corrupt)?
@@ -153,7 +156,7 @@ impl Decoder {
     /// Decodes one comment element and remembers, in the request's scope, where it was found,
     /// its replies per page (where it keeps them) and, for a top-level comment, where its
     /// page's threads are. The caller remembers the comment itself ([`ReadScope::seen`]).
-    fn decode(
+    pub(super) fn decode(
         &self,
         scope: &ReadScope,
         id: &DiscussionId,
@@ -162,17 +165,21 @@ impl Decoder {
         let comment = raw_comment_of(RawBsonRef::Document(item), id)?;
         if let Ok(raw) = item.get_document(REPLY_PAGES) {
             let stored = Document::try_from(raw).map_err(corrupt)?;
-            scope
-                .reply_pages
-                .remember(id, comment.slug.clone(), reply_pages_of(&stored));
+            scope.slot::<Kept>().reply_pages.remember(
+                id,
+                comment.slug.clone(),
+                reply_pages_of(&stored),
+            );
         }
         if let Some(place) = &self.place {
             scope
+                .slot::<Kept>()
                 .pages_of
                 .remember(id, comment.slug.clone(), place.clone());
         }
         if let (Some(homes), None) = (&self.homes, &comment.parent) {
             scope
+                .slot::<Kept>()
                 .thread_homes
                 .remember(id, comment.slug.clone(), homes.clone());
         }
@@ -249,7 +256,7 @@ impl<'a> Stored<'a> {
                 continue;
             }
             if let Some(homes) = &self.pages[item.page].homes {
-                scope.thread_homes.remember(
+                scope.slot::<Kept>().thread_homes.remember(
                     id,
                     Slug::from_stored(item.key.slug.to_owned()),
                     homes.clone(),
@@ -272,7 +279,7 @@ impl<'a> Stored<'a> {
             .into_iter()
             .map(|item| self.pages[item.page].decode(scope, id, item.element))
             .collect::<StoreResult<Vec<_>>>()?;
-        scope.seen.remember_all(&comments);
+        scope.slot::<Kept>().seen.remember_all(&comments);
         // Their parents that were read too are remembered as well: a client that shows what
         // each comment answers asks for them next, and they cost no further read.
         let have: HashSet<&str> = comments.iter().map(|c| c.slug.as_str()).collect();
@@ -288,7 +295,7 @@ impl<'a> Stored<'a> {
                 .filter(|item| parents.contains(item.key.slug))
                 .map(|item| self.pages[item.page].decode(scope, id, item.element))
                 .collect::<StoreResult<Vec<_>>>()?;
-            scope.seen.remember_all(&found);
+            scope.slot::<Kept>().seen.remember_all(&found);
         }
         Ok(comments)
     }

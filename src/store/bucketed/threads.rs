@@ -9,13 +9,15 @@ use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document, RawDocumentBuf};
 use serde::de::DeserializeOwned;
 
+use super::kept::Kept;
 use super::shapes::{BATCH_SIZE, THREAD_PAGES};
 use super::stored::{int_of, read_all, read_where};
 use super::Bucketed;
 use crate::domain::tree::Thread;
 use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Page, Slug, Window};
-use crate::store::bson::{as_i64, corrupt};
-use crate::store::{ReadScope, StoreResult};
+use crate::store::bson::corrupt;
+use crate::store::error::StoreResult;
+use crate::store::scope::ReadScope;
 
 impl Bucketed {
     /// Runs a pipeline whose documents hold a `comments` array; returns the comments in order.
@@ -97,14 +99,14 @@ impl Bucketed {
         let mut plans: Vec<(&Slug, u64)> = Vec::new();
         let mut wanted: Vec<i64> = Vec::new();
         for parent in parents {
-            let Some(read) = scope.seen.get(id, parent) else {
+            let Some(read) = scope.slot::<Kept>().seen.get(id, parent) else {
                 return Ok(None);
             };
             if read.reply_count == 0 {
                 plans.push((parent, 0));
                 continue;
             }
-            let Some(pages) = scope.reply_pages.get(id, parent) else {
+            let Some(pages) = scope.slot::<Kept>().reply_pages.get(id, parent) else {
                 return Ok(None);
             };
             if pages.iter().map(|(_, n)| n).sum::<u64>() != read.reply_count {
@@ -152,10 +154,9 @@ impl Bucketed {
     /// Pages `wanted` (page numbers in order, none twice) whole, in that order, each read at
     /// most once per request: the pages this request read whole already come from its scope
     /// ([`crate::store::ReadScope`]'s `whole_pages`), the others come in one query by page
-    /// number (see [`Self::page_docs`]). A whole page costs the development database what the
-    /// same page with its comments filtered costs (18–19 ms for 38 pages of 100 comments,
-    /// 2 MB against 3 KB, measured), so a tree, whose levels read the same pages again (92
-    /// page reads of 38 pages at 100 000 comments), reads each once. `None` when a page is
+    /// number (see [`Self::page_docs`]). Reading a page whole costs the server about what filtering
+    /// its comments costs (it loads the page either way), so a tree, whose levels read the
+    /// same pages again, reads each page once. `None` when a page is
     /// gone (see [`Self::page_docs`]).
     pub(super) async fn whole_pages(
         &self,
@@ -166,7 +167,7 @@ impl Bucketed {
         let mut found: HashMap<i64, Arc<RawDocumentBuf>> = HashMap::new();
         let mut missing = Vec::new();
         for &page in wanted {
-            match scope.whole_pages.get(id, page) {
+            match scope.slot::<Kept>().whole_pages.get(id, page) {
                 Some(doc) => {
                     found.insert(page, doc);
                 }
@@ -186,7 +187,10 @@ impl Bucketed {
             for doc in read {
                 let page = int_of(&doc, "page").ok_or_else(|| corrupt("a page's number"))?;
                 let doc = Arc::new(doc);
-                scope.whole_pages.keep(id, page, Arc::clone(&doc));
+                scope
+                    .slot::<Kept>()
+                    .whole_pages
+                    .keep(id, page, Arc::clone(&doc));
                 found.insert(page, doc);
             }
         }
@@ -194,10 +198,10 @@ impl Bucketed {
     }
 
     /// Pages `wanted` (page numbers in order, none twice) as read, with just their comments
-    /// matching `cond` (an expression over `$$c`): one query by page number, sorted on it, for
-    /// the development database reads just these pages that way (1 ms for 10 of 300; 27 ms for
-    /// 40 of 1 000), where `_id $in` beside `discussion_id`, or `page $in` without the sort,
-    /// reads all of them (470 ms at 1 000 pages). `None` when a page is gone (the discussion moved away
+    /// matching `cond` (an expression over `$$c`): one query by page number, sorted on it: the
+    /// `{discussion_id, page}` index then bounds it to these pages (an `_id $in` beside
+    /// `discussion_id`, or a `page $in` without the sort, may leave a planner reading all of the
+    /// discussion's pages). `None` when a page is gone (the discussion moved away
     /// meanwhile): the caller then reads the way that does not depend on the counts that named
     /// the pages. `homes`: whether to project the pages' thread counts too, for the top-level
     /// comments among them (see [`read_projection`]; replies and descendants are none).
@@ -233,8 +237,11 @@ impl Bucketed {
         let mut wanted = Vec::new();
         for root in roots {
             let slug = root.slug();
-            let (_, from) = scope.pages_of.get(id, &slug)?;
-            let homes = scope.thread_homes.get(id, &slug.ancestor_at(0))?;
+            let (_, from) = scope.slot::<Kept>().pages_of.get(id, &slug)?;
+            let homes = scope
+                .slot::<Kept>()
+                .thread_homes
+                .get(id, &slug.ancestor_at(0))?;
             wanted.extend(homes.into_iter().filter(|page| *page >= from));
         }
         wanted.sort_unstable();
@@ -316,7 +323,7 @@ impl Bucketed {
     /// Pages `wanted` of discussion `id` (page numbers in order, none twice) as `projection`
     /// makes them, read by page number and sorted on it (see [`Self::page_docs`]); `None` when a
     /// page is gone.
-    async fn by_numbers<T>(
+    pub(super) async fn by_numbers<T>(
         &self,
         id: &DiscussionId,
         wanted: &[i64],
@@ -361,30 +368,6 @@ pub(super) fn read_projection(comments: impl Into<Bson>) -> Document {
     }
 }
 
-/// A comment's field that counts its direct replies per page: `{"<page>": n, …}`, one `$inc`
-/// in the statement that counts the reply in `reply_count`.
-pub(super) const REPLY_PAGES: &str = "reply_pages";
-
-/// The path of a reply's count in its parent's `reply_pages`, under `prefix` (`comments.$.`).
-pub(super) fn reply_page_path(prefix: &str, page: i64) -> String {
-    format!("{prefix}{REPLY_PAGES}.{page}")
-}
-
-/// `(page, replies there)` in page order, from a stored `reply_pages` (entries that are not a
-/// page number and a count are left out; the caller checks the total against `reply_count`).
-pub(super) fn reply_pages_of(stored: &Document) -> Vec<(i64, u64)> {
-    let mut pages: Vec<(i64, u64)> = stored
-        .iter()
-        .filter_map(|(page, n)| {
-            let page = page.parse::<i64>().ok()?;
-            let n = u64::try_from(as_i64(n)?).ok()?;
-            Some((page, n))
-        })
-        .collect();
-    pages.sort_unstable();
-    pages
-}
-
 /// The pages that hold a comment's direct replies `skip..end` (of `pages`, its replies per page
 /// in page order), and how many of its replies come before the first of them.
 pub(super) fn reply_span(pages: &[(i64, u64)], skip: u64, end: u64) -> (Vec<i64>, u64) {
@@ -413,11 +396,9 @@ pub(super) const FULL_SLUGS: &str = "comments.full_slug";
 /// indexed one: `comments.slug`, `comments.parent` or `comments.full_slug`) matches any of
 /// `conds` (values or ranges): an `$or` with one branch per condition, each naming the
 /// discussion, so that every branch is one index range and the pages read are the ones that
-/// match. The development database answers a multikey query that matches more than one page in
-/// any other form (`$in`, a range, or an `$or` it can fold into one query) by reading every page
-/// of the collection (140 ms at 300 pages, measured, whatever the discussion); so a single
-/// condition gets a second branch that matches nothing (no slug or full slug is empty). On
-/// MongoDB each branch is the same index range the plain query would use.
+/// match. A single condition gets a second branch that matches nothing (no slug or full slug is
+/// empty), so that no planner folds it into one multikey query it might answer by a scan. Each
+/// branch is the same index range the plain query would use.
 pub(super) fn pages_with(
     id: &DiscussionId,
     path: &str,
@@ -434,7 +415,7 @@ pub(super) fn pages_with(
 }
 
 /// A value no slug, parent or full slug has.
-const NO_SLUG: &str = "";
+pub(super) const NO_SLUG: &str = "";
 
 /// The pages holding descendants of `roots` by range (see [`pages_with`]).
 pub(super) fn descendant_query(id: &DiscussionId, roots: &[FullSlug]) -> Document {
@@ -446,7 +427,7 @@ pub(super) fn descendant_query(id: &DiscussionId, roots: &[FullSlug]) -> Documen
 }
 
 /// The descendants of `roots` as a condition on `$$c`.
-fn descendant_cond(roots: &[FullSlug]) -> Bson {
+pub(super) fn descendant_cond(roots: &[FullSlug]) -> Bson {
     let cond: Vec<Document> = roots
         .iter()
         .map(|root| {

@@ -3,18 +3,18 @@
 
 use mongodb::bson::{doc, from_document, Bson, Document, RawDocumentBuf};
 
+use super::hints::{FullPages, Hints};
+use super::kept::Kept;
 use super::shapes::{block_pages, key_time, order_key, PageInfo, BATCH_SIZE, THREAD_PAGES};
 use super::stored::{int_of, read_first, Stored};
 use super::threads::{pages_with, read_projection, FULL_SLUGS};
 use super::Bucketed;
 use crate::domain::paging::Cursor;
-use crate::domain::{
-    Comment, Discussion, DiscussionId, FullPages, FullSlug, Micros, Page, Slug, Window,
-};
+use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Micros, Page, Slug, Window};
 use crate::store::bson::corrupt;
+use crate::store::error::{StoreError, StoreResult};
 use crate::store::order::after_cond;
-use crate::store::thread_blocks;
-use crate::store::{ReadScope, StoreError, StoreResult};
+use crate::store::scope::ReadScope;
 use futures::TryStreamExt;
 use std::sync::Arc;
 
@@ -26,6 +26,7 @@ impl Bucketed {
         id: &DiscussionId,
     ) -> StoreResult<Arc<Vec<PageInfo>>> {
         scope
+            .slot::<Kept>()
             .page_lists
             .get_or_load(id, || async {
                 self.headers(doc! { "discussion_id": id.as_str() }).await
@@ -34,7 +35,7 @@ impl Bucketed {
     }
 
     /// The headers (no comments) of the pages `filter` matches, in page order.
-    async fn headers(&self, filter: Document) -> StoreResult<Vec<PageInfo>> {
+    pub(super) async fn headers(&self, filter: Document) -> StoreResult<Vec<PageInfo>> {
         let docs: Vec<Document> = self
             .pages
             .find(filter)
@@ -58,13 +59,13 @@ impl Bucketed {
     /// numbers; with the threaded comments before them. `None` where the discussion keeps no
     /// blocks, or the pages read do not hold the window (posts came since the discussion was
     /// read): the caller then reads every page's header.
-    async fn threaded_headers(
+    pub(super) async fn threaded_headers(
         &self,
         discussion: &Discussion,
         window: &Window,
         need: u64,
     ) -> StoreResult<Option<(Arc<Vec<PageInfo>>, u64)>> {
-        let Some(blocks) = &discussion.page_blocks else {
+        let Some(blocks) = &Hints::of(discussion).page_blocks else {
             return Ok(None);
         };
         let Some(final_block) = blocks.len().checked_sub(1) else {
@@ -81,7 +82,7 @@ impl Bucketed {
             Window::After { .. } => return Ok(None),
         };
         let (first, last, before) = match &start {
-            Start::Skip(skip) => match thread_blocks::span(&totals, *skip, need) {
+            Start::Skip(skip) => match crate::store::blocks::span(&totals, *skip, need) {
                 Some(span) => (span.first, span.last, span.before),
                 None => return Ok(Some((Arc::default(), 0))),
             },
@@ -185,7 +186,7 @@ impl Bucketed {
     /// the comment `slug` (found with the slug index), when the cursor's key is not before that
     /// page's first key (pages hold disjoint, increasing runs of keys, so no earlier page holds a
     /// later comment). `None` for a cursor that names no comment or not its position.
-    async fn page_from(
+    pub(super) async fn page_from(
         &self,
         discussion: &Discussion,
         posted: Micros,
@@ -214,7 +215,7 @@ impl Bucketed {
     /// page exists and the range still held too few (pages of an older, smaller size, threads
     /// started unevenly, or a cursor late in its page): the caller then streams on, which costs
     /// one more command.
-    async fn pages_from(
+    pub(super) async fn pages_from(
         &self,
         scope: &ReadScope,
         discussion: &Discussion,
@@ -274,7 +275,7 @@ impl Bucketed {
         skip: u64,
         need: u64,
     ) -> StoreResult<Vec<Comment>> {
-        let slices = match discussion.full_pages {
+        let slices = match Hints::of(discussion).full_pages {
             Some(full) if !top_level => uniform_slices(full, skip, need),
             _ => {
                 let pages = self.page_list(scope, &discussion.id).await?;
@@ -397,9 +398,9 @@ impl Bucketed {
     ///
     /// A range on the multikey `comments.full_slug` is no substitute: it matches every page
     /// with one comment after the range's start and another before its end (most later pages,
-    /// 131 where 43 hold the threads, in a discussion of 100 000 comments), and the
-    /// development database fetches a page once per index entry in the range (0.37 ms each).
-    async fn in_thread_pages(
+    /// three times the pages that hold the threads, in a large discussion), and a page is fetched
+    /// once per index entry in the range.
+    pub(super) async fn in_thread_pages(
         &self,
         discussion: &Discussion,
         span: &[PageInfo],
@@ -420,21 +421,26 @@ impl Bucketed {
 
 /// Where a threaded window starts: after this many comments, or after the thread of this
 /// top-level comment's page (a cursor).
-enum Start {
+pub(super) enum Start {
     Skip(u64),
     After(FullSlug),
 }
 
 /// Part of one page that a window needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Slice {
+pub(super) struct Slice {
     page: i64,
     skip: u64,
     take: u64,
 }
 
 /// The slices of the pages that hold items `skip..skip + need` of the walk.
-fn window_slices(pages: &[PageInfo], top_level: bool, skip: u64, need: u64) -> Vec<Slice> {
+pub(super) fn window_slices(
+    pages: &[PageInfo],
+    top_level: bool,
+    skip: u64,
+    need: u64,
+) -> Vec<Slice> {
     let end = skip.saturating_add(need);
     let mut before = 0_u64;
     let mut out = Vec::new();
@@ -462,7 +468,7 @@ fn window_slices(pages: &[PageInfo], top_level: bool, skip: u64, need: u64) -> V
 /// The slices holding items `skip..skip + need` of the posting order when pages `0..full.count`
 /// hold `full.size` comments each and the rest is in page `full.count` (which may hold fewer:
 /// `$slice` then returns what there is).
-fn uniform_slices(full: FullPages, skip: u64, need: u64) -> Vec<Slice> {
+pub(super) fn uniform_slices(full: FullPages, skip: u64, need: u64) -> Vec<Slice> {
     let sealed = full.count.saturating_mul(full.size);
     let end = skip.saturating_add(need);
     let mut out = Vec::new();
@@ -488,7 +494,11 @@ fn uniform_slices(full: FullPages, skip: u64, need: u64) -> Vec<Slice> {
 
 /// The pages whose threads hold threaded items `skip..skip + need`, and the offset of the
 /// window inside their threads.
-fn thread_span(pages: &[PageInfo], skip: u64, need: u64) -> Option<((usize, usize), u64)> {
+pub(super) fn thread_span(
+    pages: &[PageInfo],
+    skip: u64,
+    need: u64,
+) -> Option<((usize, usize), u64)> {
     let mut before = 0_u64;
     let mut first: Option<(usize, u64)> = None;
     for (i, page) in pages.iter().enumerate() {
@@ -508,7 +518,7 @@ fn thread_span(pages: &[PageInfo], skip: u64, need: u64) -> Option<((usize, usiz
 
 /// The pages whose threads hold the `need` threaded items after `from`: from the page holding
 /// `from`'s top-level comment, until the pages after it hold enough.
-fn thread_span_after(
+pub(super) fn thread_span_after(
     pages: &[PageInfo],
     from: Option<&FullSlug>,
     need: u64,
@@ -538,7 +548,7 @@ fn thread_span_after(
     Some((start, end))
 }
 
-fn to_i64(n: u64) -> i64 {
+pub(super) fn to_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 

@@ -10,156 +10,33 @@
 //! comments go to is remembered per process. Posts that wait for the discussion's turn share the
 //! writes: one `$push $each`, their counters in the same command, one discussion update.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
 use async_trait::async_trait;
-use mongodb::bson::{doc, to_bson, Bson, Document};
-use mongodb::options::ReturnDocument;
+use mongodb::bson::{doc, Bson, Document};
 use mongodb::ClientSession;
 
 use super::known::Location;
-use super::shapes::{
-    block_of, comments_of, order_key, page_filter, thread_page_path, Target, BLOCK_KEYS, FLOOR,
-    NUM_PAGES, PAGE_BLOCKS, SEALED_MAX, SEALED_MIN,
-};
-use super::threads::{pages_with, reply_page_path};
+use super::push::{below_kept, Counted, Located, PostState, Pushed};
+use super::shapes::SEALED;
+use super::shapes::{block_of, comments_of, order_key, page_filter, BLOCK_KEYS, PAGE_BLOCKS};
+use super::threads::pages_with;
 use super::Bucketed;
 use crate::domain::{Comment, Discussion, DiscussionId, Micros, Placement, Slug, SlugPart};
-use crate::store::bson::{as_i64, corrupt, int_field};
-use crate::store::docs::CommentDoc;
-use crate::store::write::{Attempt, ParentPaths, PostSteps, Try, Waiting};
-use crate::store::{StoreError, StoreResult};
+use crate::store::bson::{as_i64, int_field};
+use crate::store::error::{StoreError, StoreResult};
+use crate::store::skeleton::{Attempt, ParentPaths, PostPolicy, PostSteps, Try};
 
-/// Field set on a page once the discussion has moved on from it: no post may land there later,
-/// whatever bucket size the poster runs with.
-pub(super) const SEALED: &str = "sealed";
-/// Discussions whose write target a process remembers (the map is emptied beyond this).
-const REMEMBERED: usize = 10_000;
 /// Most posts waiting for a discussion's turn that one try stores together (a page's room
 /// bounds it too).
 pub(super) const GROUP: usize = 64;
 
-/// Where each discussion's posts go, as this process last saw it. A stale entry costs one
-/// refused `$push` (the page is full or sealed) and a read of the current target.
-/// Entries hold the discussion's count of moves between layouts: pages written by an earlier
-/// stay in the bucketed layout are never a target.
-#[derive(Clone, Default)]
-pub(super) struct Targets(Arc<Mutex<HashMap<DiscussionId, (u64, Target)>>>);
-
-impl Targets {
-    fn get(&self, discussion: &Discussion) -> Option<Target> {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&discussion.id)
-            .filter(|(moves, _)| *moves == discussion.moves)
-            .map(|(_, target)| target.clone())
-    }
-
-    fn set(&self, discussion: &Discussion, target: &Target) {
-        let id = &discussion.id;
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if map.len() >= REMEMBERED && !map.contains_key(id) {
-            map.clear();
-        }
-        let newer = map
-            .get(id)
-            .is_none_or(|(moves, known)| *moves != discussion.moves || known.page <= target.page);
-        if newer {
-            map.insert(id.clone(), (discussion.moves, target.clone()));
-        }
-    }
-}
-
-/// A stored comment a post read: its page and its stored form.
-type Located = (i64, Comment);
-
-/// A comment a reply counts on: its page and its slug.
-type Counted = (i64, Slug);
-
-/// A post in progress: where posts go, the comment a reply is attached to and its thread's root
-/// with their pages, and what is known about slugs.
-pub(in crate::store) struct PostState {
-    target: Target,
-    parent: Option<Counted>,
-    root: Option<Counted>,
-    /// The parent's and the root's pages are what the process remembered, not read: the pages
-    /// command checks that the reply's counters found them.
-    known: bool,
-    /// The slug last looked up, and whether it was free.
-    checked: Option<(Slug, bool)>,
-    /// Room left on the target page, learned when a group of posts did not fit there.
-    room: Option<i64>,
-}
-
-/// What the `update` command on the pages did with its `$push`.
-enum Pushed {
-    Stored,
-    /// The page exists and did not take the comment (full, sealed, or created a moment ago).
-    Refused,
-    /// The guard found a slug of the group already stored: the transaction must not commit.
-    Taken,
-    /// A reply counter found no comment where the process remembered one: the transaction must
-    /// not commit.
-    Stale,
-}
-
 impl Bucketed {
-    /// The page new comments go to, as the discussion records it.
-    async fn target(&self, discussion: &Discussion) -> StoreResult<Target> {
-        let id = &discussion.id;
-        if let Some(known) = self.targets.get(discussion) {
-            return Ok(known);
-        }
-        let doc = self
-            .discussion_docs
-            .find_one(doc! { "_id": id.as_str() })
-            .projection(Target::projection())
-            .await?;
-        let target = Target::from_doc(doc);
-        self.targets.set(discussion, &target);
-        Ok(target)
-    }
-
-    /// Page `full` is full: seal it (so no post lands there any more, and its last key is
-    /// final), move the discussion on to the next page (a no-op when another post already did)
-    /// and return where posts go now.
-    async fn next_page(&self, discussion: &Discussion, full: &Target) -> StoreResult<Target> {
-        let id = &discussion.id;
-        let (full, keyed) = (full.page, full.keyed);
-        let sealed = self
-            .pages
-            .find_one_and_update(
-                page_filter(id, full, keyed),
-                doc! { "$set": { SEALED: true } },
-            )
-            .projection(doc! { "last_key": 1, "count": 1 })
-            .return_document(ReturnDocument::After)
-            .await?
-            .ok_or_else(|| StoreError::Corrupt(format!("page {full} of {id} vanished")))?;
-        let last_key = sealed.get_str("last_key").unwrap_or_default();
-        let count = sealed.get("count").and_then(as_i64).unwrap_or(0);
-        let doc = self
-            .discussion_docs
-            .find_one_and_update(
-                doc! { "_id": id.as_str() },
-                doc! {
-                    "$max": { NUM_PAGES: full + 1, FLOOR: last_key, SEALED_MAX: count },
-                    "$min": { SEALED_MIN: count },
-                },
-            )
-            .projection(Target::projection())
-            .return_document(ReturnDocument::After)
-            .await?;
-        let target = Target::from_doc(doc);
-        self.targets.set(discussion, &target);
-        Ok(target)
-    }
-
     /// One read for a post: the stored comments among `slugs` (the parent, its thread's root,
     /// the new comment's slug), each with its page.
-    async fn locate(&self, id: &DiscussionId, slugs: &[&Slug]) -> StoreResult<Vec<Located>> {
+    pub(super) async fn locate(
+        &self,
+        id: &DiscussionId,
+        slugs: &[&Slug],
+    ) -> StoreResult<Vec<Located>> {
         let wanted: Vec<&str> = slugs.iter().map(|s| s.as_str()).collect();
         let pipeline = vec![
             doc! { "$match": pages_with(id, "comments.slug", wanted.iter().map(|s| Bson::from(*s))) },
@@ -186,7 +63,7 @@ impl Bucketed {
     /// What the process knows of a reply's requested parent (its paths) and of the comment the
     /// reply is attached to and its thread's root (their pages); `None` when it does not know
     /// all of it.
-    fn known_reply(
+    pub(super) fn known_reply(
         &self,
         discussion: &Discussion,
         parent: &Slug,
@@ -210,7 +87,7 @@ impl Bucketed {
 
     /// Remembers where the comments a post read live (those whose thread's root it read too),
     /// where replies can use it (with transactions).
-    fn remember_found(&self, discussion: &Discussion, found: &[Located]) {
+    pub(super) fn remember_found(&self, discussion: &Discussion, found: &[Located]) {
         if !self.writer.transactions {
             return;
         }
@@ -229,211 +106,9 @@ impl Bucketed {
     }
 
     /// Whether a slug is in use anywhere in the discussion.
-    async fn slug_taken(&self, id: &DiscussionId, slug: &Slug) -> StoreResult<bool> {
+    pub(super) async fn slug_taken(&self, id: &DiscussionId, slug: &Slug) -> StoreResult<bool> {
         Ok(!self.locate(id, &[slug]).await?.is_empty())
     }
-
-    /// One `update` command with ordered statements: the guard for the slugs in `unchecked`
-    /// (in a transaction only), the `$push` of `group` (comments stored together, each with its
-    /// post's state) into the target page (refused unless the page has room for all of them and
-    /// is not sealed), then the counters of each reply's parent and thread. The counters run
-    /// only when the push stored the comments.
-    ///
-    /// The guard is a multi-document update that changes nothing (`$inc` by 0) on the pages
-    /// holding any of those slugs: the command's reply counts what it matched (`n`) apart from
-    /// what the push and the counters changed (`nModified`, and the page an upsert created), so
-    /// a slug already in use costs no command of its own to find.
-    async fn push(
-        &self,
-        discussion: &DiscussionId,
-        group: &[(&Comment, &PostState)],
-        target: &Target,
-        unchecked: &[&Slug],
-        session: &mut ClientSession,
-    ) -> StoreResult<Pushed> {
-        let Some(((first, _), _)) = group.split_first() else {
-            return Ok(Pushed::Stored);
-        };
-        let size = i64::try_from(group.len()).unwrap_or(i64::MAX);
-        let mut elements = Vec::with_capacity(group.len());
-        let (mut low, mut high, mut top, mut threaded) = (None::<String>, None::<String>, 0, 0);
-        for (comment, state) in group {
-            let key = order_key(comment.posted, &comment.slug);
-            low = Some(low.map_or(key.clone(), |low| low.min(key.clone())));
-            high = Some(high.map_or(key.clone(), |high| high.max(key)));
-            top += i64::from(comment.parent.is_none());
-            // The comments of threads this page starts: its top-level ones, and the replies
-            // whose thread's root is on it (their page counts them here, not in a statement of
-            // their own).
-            threaded += i64::from(comment.parent.is_none() || threads_here(state, target));
-            elements.push(to_bson(&CommentDoc::from_comment(comment, false)).map_err(corrupt)?);
-        }
-        let mut q = page_filter(discussion, target.page, target.keyed);
-        q.insert("count", doc! { "$lte": self.cap - size });
-        q.insert(SEALED, doc! { "$exists": false });
-        let mut counts = doc! { "count": size, "roots": top, "thread_total": threaded };
-        if threaded > 0 {
-            counts.insert(thread_page_path(target.page), threaded);
-        }
-        let mut updates = Vec::with_capacity(2 + 2 * group.len());
-        if !unchecked.is_empty() {
-            let slugs: Vec<&str> = unchecked.iter().map(|s| s.as_str()).collect();
-            updates.push(doc! {
-                "q": { "discussion_id": discussion.as_str(), "comments.slug": { "$in": slugs } },
-                "u": { "$inc": { "count": 0_i64 } },
-                "multi": true,
-            });
-        }
-        let guards = updates.len();
-        updates.push(doc! {
-            "q": q,
-            "u": {
-                "$push": { "comments": { "$each": elements, "$sort": { "posted": 1, "slug": 1 } } },
-                "$inc": counts,
-                "$min": { "first_key": low.unwrap_or_default() },
-                "$max": { "last_key": high.unwrap_or_default() },
-            },
-            "upsert": true,
-        });
-        for (comment, state) in group {
-            updates.extend(self.reply_counters(discussion, comment, state, target)?);
-        }
-        // The push changes one page, and each counter its comment's.
-        let changes = i64::try_from(updates.len() - guards).unwrap_or(i64::MAX);
-        let reply = self
-            .pages
-            .update_statements(updates, self.writer.transactions, session)
-            .await?;
-        let pushed = write_outcome(&reply, guards, discussion, &first.slug)?;
-        if !matches!(pushed, Pushed::Stored) {
-            return Ok(pushed);
-        }
-        if guards > 0 && matched_unchanged(&reply) > 0 {
-            return Ok(Pushed::Taken);
-        }
-        if group.iter().any(|(_, state)| state.known) && changed(&reply) < changes {
-            return Ok(Pushed::Stale);
-        }
-        Ok(Pushed::Stored)
-    }
-
-    /// The statements that count a new reply: `reply_count` and the reply's page in
-    /// `reply_pages` on its parent, and `thread_total` and `thread_pages` on its thread's page.
-    /// The parent is found by slug within the page the post read or remembered for it. The
-    /// development database rewrites a whole page for each statement, so the thread's counts go
-    /// in the push's statement when its root is on the page the reply goes to
-    /// ([`threads_here`]), or else in the parent's when the root is on the parent's page.
-    fn reply_counters(
-        &self,
-        id: &DiscussionId,
-        comment: &Comment,
-        state: &PostState,
-        target: &Target,
-    ) -> StoreResult<Vec<Document>> {
-        let Some(parent) = &comment.parent else {
-            return Ok(Vec::new());
-        };
-        let root = comment.slug.ancestor_at(0);
-        let page_of = |slug: &Slug| -> StoreResult<i64> {
-            [&state.parent, &state.root]
-                .into_iter()
-                .flatten()
-                .find(|(_, s)| s == slug)
-                .map(|(page, _)| *page)
-                .ok_or_else(|| StoreError::Corrupt(format!("comment {slug} of {id} has no page")))
-        };
-        let at = |slug: &Slug, update: Document| -> StoreResult<Document> {
-            let mut q = page_filter(id, page_of(slug)?, target.keyed);
-            q.insert("comments.slug", slug.as_str());
-            Ok(doc! { "q": q, "u": update })
-        };
-        // The parent counts the reply, and the page it went to among its replies' pages.
-        let mut counted = doc! {
-            "comments.$.reply_count": 1_i64,
-            reply_page_path("comments.$.", target.page): 1_i64,
-        };
-        // The thread's page counts it, and the page it went to among its thread's pages.
-        let threaded = doc! { "thread_total": 1_i64, thread_page_path(target.page): 1_i64 };
-        if threads_here(state, target) {
-            return Ok(vec![at(parent, doc! { "$inc": counted })?]);
-        }
-        if *parent == root || page_of(parent)? == page_of(&root)? {
-            counted.extend(threaded);
-            return Ok(vec![at(parent, doc! { "$inc": counted })?]);
-        }
-        Ok(vec![
-            at(parent, doc! { "$inc": counted })?,
-            at(&root, doc! { "$inc": threaded })?,
-        ])
-    }
-}
-
-/// Whether a reply's thread starts on the page it goes to: the push's statement then counts it
-/// in the page's `thread_total` and `thread_pages`.
-fn threads_here(state: &PostState, target: &Target) -> bool {
-    matches!(&state.root, Some((page, _)) if *page == target.page)
-}
-
-/// Whether `key` is below the key at `path` in `keys` (or there is none).
-fn below_kept(keys: &Document, path: &str, key: &str) -> bool {
-    keys.get_str(path).map_or(true, |kept| key < kept)
-}
-
-/// Documents an `update` command's statements changed, the pages an upsert created included.
-fn changed(reply: &Document) -> i64 {
-    let modified = reply.get("nModified").and_then(as_i64).unwrap_or(0);
-    let upserted = match reply.get("upserted") {
-        Some(Bson::Array(upserted)) => i64::try_from(upserted.len()).unwrap_or(i64::MAX),
-        _ => 0,
-    };
-    modified.saturating_add(upserted)
-}
-
-/// Documents an `update` command's statements matched and left as they were: `n` counts every
-/// document matched (and every page an upsert created), `nModified` the matched ones changed.
-fn matched_unchanged(reply: &Document) -> i64 {
-    reply.get("n").and_then(as_i64).unwrap_or(0) - changed(reply)
-}
-
-/// What an `update` command's reply says about its `$push`, the statement at `push`. A
-/// duplicate key there is the upsert meeting an existing page that did not match; any other
-/// write error, or a failed counter statement after a stored comment, is reported (the comment
-/// is stored either way, so a failed counter is only logged: answering with an error would
-/// invite a duplicate post).
-fn write_outcome(
-    reply: &Document,
-    push: usize,
-    id: &DiscussionId,
-    slug: &Slug,
-) -> StoreResult<Pushed> {
-    let push = i64::try_from(push).unwrap_or(i64::MAX);
-    let errors = match reply.get("writeErrors") {
-        Some(Bson::Array(errors)) => errors.as_slice(),
-        _ => &[],
-    };
-    for error in errors {
-        let Bson::Document(error) = error else {
-            continue;
-        };
-        let index = error.get("index").and_then(as_i64).unwrap_or(-1);
-        let code = error.get("code").and_then(as_i64).unwrap_or(0);
-        let message = error.get_str("errmsg").unwrap_or_default();
-        match (index, code) {
-            (i, 11000) if i == push => return Ok(Pushed::Refused),
-            (i, _) if i <= push => {
-                return Err(StoreError::Corrupt(format!(
-                    "posting {slug} to {id} failed: {message} (code {code})"
-                )))
-            }
-            _ => {
-                tracing::error!(discussion = %id, %slug, code, message, "a reply counter was not updated")
-            }
-        }
-    }
-    if let Ok(concern) = reply.get_document("writeConcernError") {
-        tracing::warn!(discussion = %id, %slug, ?concern, "post stored without its write concern");
-    }
-    Ok(Pushed::Stored)
 }
 
 #[async_trait]
@@ -501,11 +176,16 @@ impl PostSteps for Bucketed {
         Ok((paths, state))
     }
 
-    /// The parent's and the root's pages never change, a slug taken meanwhile is caught by the
-    /// next lookup or accepted as the layout's known race (ARCHITECTURE.md), and a page the
-    /// discussion moved on from refuses the push: the read overlaps the post ahead.
-    fn prepares_before_turn(&self) -> bool {
-        true
+    /// A comment and its counters land together, in one transaction, and the posts waiting for
+    /// the discussion's turn go into the page together. The read may come before the turn: the
+    /// parent's and the root's pages never change, a slug taken meanwhile is caught by the next
+    /// lookup or accepted as the layout's known race (ARCHITECTURE.md), and a page the
+    /// discussion moved on from refuses the push.
+    fn policy(&self) -> PostPolicy<'_, PostState> {
+        PostPolicy {
+            transaction: true,
+            grouping: Some(&self.waiting),
+        }
     }
 
     /// The write target this process learned while the post waited (the post ahead may have
@@ -543,11 +223,6 @@ impl PostSteps for Bucketed {
         };
         self.known
             .remember(discussion, [(comment.slug.clone(), location)]);
-    }
-
-    /// Posts waiting for the discussion's turn go into the page together.
-    fn grouping(&self) -> Option<&Waiting<PostState>> {
-        Some(&self.waiting)
     }
 
     /// One `$push` of the group's comments into the current page while it has room for them
@@ -707,24 +382,5 @@ impl PostSteps for Bucketed {
         self.discussions
             .record_posts(discussion, &comments, more, session)
             .await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_guard_is_what_matched_and_changed_nothing() {
-        // The replies of the development database to a guard and a push, in a transaction.
-        let upserted = doc! { "n": 2, "nModified": 0, "upserted": [{ "index": 1, "_id": "d:1" }] };
-        assert_eq!(matched_unchanged(&upserted), 1);
-        let pushed = doc! { "n": 1, "nModified": 1 };
-        assert_eq!(matched_unchanged(&pushed), 0);
-        let created = doc! { "n": 1, "nModified": 0, "upserted": [{ "index": 1, "_id": "d:1" }] };
-        assert_eq!(matched_unchanged(&created), 0);
-        // A push and two reply counters, and a guard that found two pages.
-        let counted = doc! { "n": 5_i64, "nModified": 3_i64 };
-        assert_eq!(matched_unchanged(&counted), 2);
     }
 }

@@ -2,9 +2,8 @@
 //!
 //! A sub-discussion in threaded order is one range of `full_slug`, and a page of it is the first
 //! `limit + 1` comments of the range after its start (the root's descendants, or what follows a
-//! cursor). A database that reads every match of a range before applying the limit (the
-//! development database does) reads the whole subtree for that: 4 000 comments for a page of
-//! 50. Where every comment carries the size of its subtree (`descendants`, counted on every
+//! cursor). A range bounded only at its start leaves the server to stop at the limit, and a
+//! server that reads every match before applying it reads the whole subtree. Where every comment carries the size of its subtree (`descendants`, counted on every
 //! ancestor in the post's transaction), the page can name where it ends instead:
 //!
 //! * the comments after the start are the subtrees of the *heads*: the replies, later than the
@@ -24,8 +23,8 @@
 
 use mongodb::bson::Document;
 
-use super::bson::as_i64;
 use crate::domain::{Cursor, FullSlug, Window};
+use crate::store::bson::as_i64;
 
 /// The comment's field that holds the size of its subtree, itself left out.
 pub const DESCENDANTS: &str = "descendants";
@@ -111,9 +110,8 @@ pub fn replies_bound(replies: &[(FullSlug, u64)], window: &Window) -> Option<i64
 }
 
 /// How many comments a range may read beyond the ones its page needs, at either end, before the
-/// walk looks one level deeper. A level costs a point read of one comment: on the development
-/// database about what reading 100 more comments of a range costs (0.3 ms against 3 µs a
-/// comment, measured).
+/// walk looks one level deeper. A level costs a point read of one comment, about what reading a
+/// hundred more index entries of a range costs (docs/ARCHITECTURE.md has the figures).
 pub const DEEPER_PAST: u64 = 100;
 
 /// How many times a walk may look one level deeper (each is a query).
@@ -163,7 +161,7 @@ impl Head {
         }
     }
 
-    fn deeper(&self) -> bool {
+    pub(super) fn deeper(&self) -> bool {
         !self.alone && self.size.is_some_and(|n| n > 1)
     }
 }

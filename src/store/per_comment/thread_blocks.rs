@@ -17,11 +17,8 @@
 //! thread until they hold a page. Either way the reads are bounded by the page and the threads it
 //! touches, never by the discussion.
 
-use mongodb::bson::Document;
-
-use super::bson::{as_i64, corrupt, to_count};
-use super::StoreResult;
 use crate::domain::FullSlug;
+use crate::store::blocks::window;
 
 /// Threads per block.
 pub const BLOCK: i64 = 32;
@@ -43,83 +40,6 @@ pub fn count_path(thread: i64) -> String {
 pub fn threads_of(block: usize) -> (i64, i64) {
     let first = i64::try_from(block).unwrap_or(i64::MAX / BLOCK - 1) * BLOCK + 1;
     (first, first + BLOCK - 1)
-}
-
-/// The stored counts as a list indexed by block (a block with no count reads as 0).
-pub fn parse(stored: &Document) -> StoreResult<Vec<u64>> {
-    let mut blocks = Vec::new();
-    for (key, value) in stored {
-        let block: usize = key
-            .parse()
-            .map_err(|_| corrupt(format!("{FIELD} has a key {key:?} that is not a block")))?;
-        let count =
-            as_i64(value).ok_or_else(|| corrupt(format!("{FIELD}.{key} is not an integer")))?;
-        if blocks.len() <= block {
-            blocks.resize(block + 1, 0);
-        }
-        blocks[block] = to_count(count);
-    }
-    Ok(blocks)
-}
-
-/// The stored form of a list of block counts.
-pub fn stored(blocks: &[u64]) -> Document {
-    blocks
-        .iter()
-        .enumerate()
-        .map(|(block, n)| {
-            (
-                block.to_string(),
-                mongodb::bson::Bson::Int64(i64::try_from(*n).unwrap_or(i64::MAX)),
-            )
-        })
-        .collect()
-}
-
-/// The blocks an offset window lies in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Span {
-    /// The block of its first comment.
-    pub first: usize,
-    /// The block of its last comment (or the discussion's last block).
-    pub last: usize,
-    /// Comments in the blocks before `first`.
-    pub before: u64,
-}
-
-/// The blocks that hold comments `skip+1 ..= skip+want` of the threaded order; `None` when the
-/// discussion has `skip` comments or fewer.
-pub fn span(blocks: &[u64], skip: u64, want: u64) -> Option<Span> {
-    let (first, before, last, _) = window(blocks.iter().copied(), skip, want)?;
-    Some(Span {
-        first,
-        last,
-        before,
-    })
-}
-
-/// Where comments `skip+1 ..= skip+want` lie among consecutive groups of `totals` comments:
-/// the group of the first, the comments before it, the group of the last (or the last group),
-/// and how many the window holds. `None` when the groups hold `skip` comments or fewer.
-fn window(
-    totals: impl Iterator<Item = u64>,
-    skip: u64,
-    want: u64,
-) -> Option<(usize, u64, usize, u64)> {
-    let end = skip.saturating_add(want);
-    let (mut seen, mut first, mut last) = (0_u64, None, 0);
-    for (i, n) in totals.enumerate() {
-        if first.is_none() && seen + n > skip {
-            first = Some((i, seen));
-        }
-        seen += n;
-        last = i;
-        if first.is_some() && seen >= end {
-            break;
-        }
-    }
-    let (first, before) = first?;
-    Some((first, before, last, seen.min(end) - skip))
 }
 
 /// A top-level comment as the threaded pages need it.
@@ -174,6 +94,7 @@ pub fn cover(roots: &[Root], want: u64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::blocks::{parse, span, stored, Span};
 
     fn roots(totals: &[u64]) -> Vec<Root> {
         totals
@@ -200,11 +121,11 @@ mod tests {
     #[test]
     fn stored_counts_read_back() {
         let blocks = vec![40, 0, 7];
-        assert_eq!(parse(&stored(&blocks)).unwrap(), blocks);
+        assert_eq!(parse(FIELD, &stored(&blocks)).unwrap(), blocks);
         let sparse = mongodb::bson::doc! { "2": 5_i32, "0": 3_i64 };
-        assert_eq!(parse(&sparse).unwrap(), vec![3, 0, 5]);
-        assert!(parse(&mongodb::bson::doc! { "x": 1 }).is_err());
-        assert!(parse(&mongodb::bson::doc! { "0": "1" }).is_err());
+        assert_eq!(parse(FIELD, &sparse).unwrap(), vec![3, 0, 5]);
+        assert!(parse(FIELD, &mongodb::bson::doc! { "x": 1 }).is_err());
+        assert!(parse(FIELD, &mongodb::bson::doc! { "0": "1" }).is_err());
     }
 
     #[test]

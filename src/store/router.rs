@@ -1,4 +1,6 @@
-//! `Store`: connects to MongoDB, counts commands, creates indexes and hands out the layouts.
+//! `Store`, the storage router: hands each request to its discussion's layout, waits out moves
+//! between layouts, promotes full embedded discussions, and remembers the discussions this
+//! process posts to.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -6,80 +8,30 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
-use mongodb::bson::{doc, Document};
-use mongodb::event::command::CommandEvent;
-use mongodb::event::EventHandler;
-use mongodb::options::{Acknowledgment, ClientOptions, IndexOptions, WriteConcern};
-use mongodb::{Client, Database, IndexModel};
+use mongodb::bson::doc;
+use mongodb::Database;
 
-use super::bucketed::Bucketed;
-use super::discussions::locked;
-use super::embedded::Embedded;
-use super::metrics::Counted;
-use super::migrate::{self, MoveTiming, Moved, Movers, Step};
-use super::per_comment::PerComment;
-use super::write::{revise, Decide, Writer};
-use super::{changes, Posted, Watched};
-use super::{
-    CommandCounter, CommentStore, DiscussionStore, Discussions, Storage, StoreError, StoreResult,
-};
+use super::api::Decide;
+use super::api::{CommentStore, DiscussionStore, Posted, Storage, Watched};
+use super::api::{MoveTiming, Moved, Step};
+use super::changes;
+use super::connect::{self, Connection, StoreConfig};
+use super::discussions::{locked, Discussions};
+use super::error::{StoreError, StoreResult};
+use super::metrics::{CommandCounter, Counted};
+use super::migrate;
+use super::registry::{Layouts, Parts};
+use super::skeleton::revise;
+use super::writer::Writer;
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{Comment, Discussion, DiscussionId, DomainError, Layout, NewComment, Slug};
-
-/// What the store needs to know to connect and to shape comments.
-#[derive(Debug, Clone)]
-pub struct StoreConfig {
-    /// MongoDB connection string.
-    pub uri: String,
-    /// Database name.
-    pub database: String,
-    /// Deepest comment depth allowed (depth 0 is top-level).
-    pub max_depth: usize,
-    /// Comments per bucket in the bucketed layout.
-    pub bucket_size: u32,
-    /// Size cap of a discussion document in the embedded layout, in bytes (MongoDB refuses
-    /// documents over 16 MiB).
-    pub embedded_max_bytes: usize,
-    /// How long to wait for a server to talk to (and for a connection to open) before failing.
-    pub timeout: Duration,
-    /// Most connections in the pool.
-    pub pool_size: u32,
-    /// Write concern: `majority`, or a number of nodes.
-    pub write_concern: String,
-    /// Whether writes wait for the journal.
-    pub journal: bool,
-    /// Whether a post that does not fit in an embedded discussion moves it to the bucketed
-    /// layout (and is then posted there) instead of failing with `TooLarge`.
-    pub promote_embedded: bool,
-    /// How moves between layouts hold their discussion, and how long writes wait for them.
-    pub moves: MoveTiming,
-    /// Receives every command the driver sends (`None` in production: the driver then builds
-    /// no events at all). Tests use it to check what the store sends.
-    pub command_events: Option<EventHandler<CommandEvent>>,
-}
-
-impl StoreConfig {
-    fn write_concern(&self) -> StoreResult<WriteConcern> {
-        let w = match self.write_concern.trim() {
-            "majority" => Acknowledgment::Majority,
-            n => Acknowledgment::Nodes(n.parse().map_err(|_| {
-                StoreError::Unsupported(format!(
-                    "write concern {n:?}: expected `majority` or a number of nodes"
-                ))
-            })?),
-        };
-        Ok(WriteConcern::builder().w(w).journal(self.journal).build())
-    }
-}
 
 /// The MongoDB storage: discussions, the three layouts, and the command counter.
 pub struct Store {
     db: Database,
     discussions: Discussions,
-    layouts: HashMap<Layout, Arc<dyn CommentStore>>,
-    per_comment: Arc<PerComment>,
-    embedded: Arc<Embedded>,
-    bucketed: Arc<Bucketed>,
+    layouts: Layouts,
+    writer: Writer,
     commands: CommandCounter,
     clock: Arc<MonotonicClock>,
     transactions: bool,
@@ -96,50 +48,36 @@ const POSTING: usize = 1024;
 impl Store {
     /// Connects, installs the command counter and creates the indexes (idempotent).
     pub async fn connect(config: &StoreConfig) -> StoreResult<Self> {
-        let mut options = ClientOptions::parse(&config.uri).await?;
-        let commands = CommandCounter::new();
-        options.cmap_event_handler = Some(commands.handler());
-        options.command_event_handler = config.command_events.clone();
-        options.app_name = Some("threadql".to_owned());
-        options.server_selection_timeout = Some(config.timeout);
-        options.connect_timeout = Some(config.timeout);
-        options.max_pool_size = Some(config.pool_size);
-        options.write_concern = Some(config.write_concern()?);
-        let client = Client::with_options(options)?;
-        let db = client.database(&config.database);
+        let Connection {
+            client,
+            db,
+            commands,
+            transactions,
+        } = connect::open(config).await?;
         let clock = Arc::new(MonotonicClock::default());
-        commands.sent("hello");
-        let transactions = supports_transactions(&db).await?;
         let writer = Writer::new(
-            client.clone(),
+            client,
             transactions,
             clock.clone(),
             config.max_depth.max(1),
             commands.clone(),
         );
-        let discussions = Discussions::new(&db, clock.clone(), transactions, &commands);
-        let per_comment = PerComment::new(&db, discussions.clone(), writer.clone());
-        let embedded = Embedded::new(&db, writer.clone(), config.embedded_max_bytes);
-        let bucketed = Bucketed::new(&db, discussions.clone(), writer, config.bucket_size);
+        let discussions =
+            Discussions::new(&db, clock.clone(), Layouts::fields(transactions), &commands);
+        let parts = Parts {
+            db: &db,
+            writer: writer.clone(),
+            bucket_size: config.bucket_size,
+            embedded_max_bytes: config.embedded_max_bytes,
+        };
+        let layouts = Layouts::new(parts, &discussions);
         discussions.ensure_indexes().await?;
-        per_comment.ensure_indexes().await?;
-        bucketed.ensure_indexes().await?;
-        let (per_comment, embedded, bucketed) = (
-            Arc::new(per_comment),
-            Arc::new(embedded),
-            Arc::new(bucketed),
-        );
-        let mut layouts: HashMap<Layout, Arc<dyn CommentStore>> = HashMap::new();
-        layouts.insert(Layout::PerComment, per_comment.clone());
-        layouts.insert(Layout::Embedded, embedded.clone());
-        layouts.insert(Layout::Bucketed, bucketed.clone());
+        layouts.ensure_indexes().await?;
         Ok(Self {
             db,
             discussions,
             layouts,
-            per_comment,
-            embedded,
-            bucketed,
+            writer,
             commands,
             clock,
             transactions,
@@ -147,15 +85,6 @@ impl Store {
             moves: config.moves,
             posting: std::sync::Mutex::default(),
         })
-    }
-
-    /// The layouts as a move sees them.
-    fn movers(&self) -> Movers<'_> {
-        let mut movers: Movers<'_> = HashMap::new();
-        movers.insert(Layout::PerComment, self.per_comment.as_ref());
-        movers.insert(Layout::Embedded, self.embedded.as_ref());
-        movers.insert(Layout::Bucketed, self.bucketed.as_ref());
-        movers
     }
 
     /// Waits while a move of the discussion holds it, then reads it again.
@@ -182,12 +111,7 @@ impl Storage for Store {
     }
 
     fn layout(&self, layout: Layout) -> StoreResult<&dyn CommentStore> {
-        match self.layouts.get(&layout) {
-            Some(store) => Ok(store.as_ref()),
-            None => Err(StoreError::Unsupported(format!(
-                "the {layout} layout is not available in this build"
-            ))),
-        }
+        Ok(self.layouts.get(layout))
     }
 
     async fn ping(&self) -> StoreResult<()> {
@@ -223,8 +147,7 @@ impl Storage for Store {
         let mut discussion = discussion.clone();
         let mut promoted = false;
         loop {
-            let layout = self.layout(discussion.layout)?;
-            match layout.post_comment(&discussion, new.clone()).await {
+            match self.layouts.post(&self.writer, &discussion, &new).await {
                 Err(StoreError::Moving(_)) => {
                     discussion = self.after_move(&discussion.id).await?;
                     if discussion.locked {
@@ -336,7 +259,7 @@ impl Storage for Store {
                     .into(),
             ));
         }
-        let movers = self.movers();
+        let movers = self.layouts.movers();
         migrate::run(&self.discussions, &movers, id, to, self.moves, report).await
     }
 
@@ -346,31 +269,4 @@ impl Storage for Store {
             retry,
         )
     }
-}
-
-/// Whether the deployment runs multi-document transactions: a replica set member or a mongos
-/// (a standalone server cannot; then a post's writes go one after the other, with a warning).
-async fn supports_transactions(db: &Database) -> StoreResult<bool> {
-    let hello = db.run_command(doc! { "hello": 1 }).await?;
-    let replicated = hello.get_str("setName").is_ok() || hello.get_str("msg") == Ok("isdbgrid");
-    if !replicated {
-        tracing::warn!(
-            "the database is a standalone server: posts are written without transactions, so a \
-             crash between a comment and its counters can leave a counter one low; use a replica set"
-        );
-    }
-    Ok(replicated)
-}
-
-/// An index with a name (so re-creating it at start-up is a no-op), unique or not.
-pub(super) fn index_model(name: &str, keys: Document, unique: bool) -> IndexModel {
-    IndexModel::builder()
-        .keys(keys)
-        .options(
-            IndexOptions::builder()
-                .name(name.to_owned())
-                .unique(unique.then_some(true))
-                .build(),
-        )
-        .build()
 }

@@ -1,0 +1,391 @@
+//! The `discussions` collection: the fields every layout shares (title, counters, lock, the move
+//! fence), and the hook through which each layout reads its own.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document, RawDocument, RawDocumentBuf};
+use mongodb::options::ReturnDocument;
+use mongodb::Database;
+use serde::{Deserialize, Serialize};
+
+use super::api::{ChangeKind, DiscussionStore};
+use super::bson::{corrupt, to_count};
+use super::changes;
+use super::connect::index_model;
+use super::error::{StoreError, StoreResult};
+use super::metrics::{CommandCounter, Counted};
+use super::order::{after_filter, limit_plus_one};
+use crate::domain::paging::Cursor;
+use crate::domain::slug::MonotonicClock;
+use crate::domain::{
+    Comment, Discussion, DiscussionId, DiscussionTitle, Layout, LayoutHints, Micros, Page, Slug,
+    Window,
+};
+
+/// The fields every discussion document has, whatever its layout. Layouts add fields of their
+/// own (see [`LayoutFields`]; the embedded layout keeps its comments here); metadata reads
+/// project the comments away.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct DiscussionDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    title: String,
+    layout: String,
+    created: i64,
+    #[serde(default)]
+    comment_count: i64,
+    #[serde(default)]
+    thread_count: i64,
+    #[serde(default)]
+    locked: bool,
+    #[serde(default)]
+    moves: i64,
+}
+
+/// What a layout keeps on the discussion document for its own reads and writes: the names of
+/// its fields, how they read as the layout's hints, and their values in a new discussion.
+pub(crate) trait LayoutFields: Send + Sync {
+    /// The fields (metadata reads return them).
+    fn names(&self) -> &'static [&'static str];
+
+    /// The layout's hints, read from the discussion document (which has the shared fields and
+    /// those of [`LayoutFields::names`]).
+    fn hints(&self, doc: &RawDocument) -> StoreResult<LayoutHints>;
+
+    /// The fields of a new discussion in this layout.
+    fn initial(&self) -> Document;
+}
+
+/// The fields of every layout, by layout.
+pub(crate) type FieldsByLayout = HashMap<Layout, Arc<dyn LayoutFields>>;
+
+/// Reads a discussion document: the shared fields, and the hints of its layout.
+fn discussion_of(raw: &RawDocument, fields: &FieldsByLayout) -> StoreResult<Discussion> {
+    let doc: DiscussionDoc = mongodb::bson::from_slice(raw.as_bytes())
+        .map_err(|e| StoreError::Corrupt(format!("a discussion: {e}")))?;
+    let corrupt = |what: String| StoreError::Corrupt(format!("discussion {}: {what}", doc.id));
+    let layout = doc
+        .layout
+        .parse::<Layout>()
+        .map_err(|e| corrupt(e.to_string()))?;
+    let hints = match fields.get(&layout) {
+        Some(fields) => fields.hints(raw)?,
+        None => LayoutHints::default(),
+    };
+    Ok(Discussion {
+        id: DiscussionId::parse(&doc.id).map_err(|e| corrupt(e.to_string()))?,
+        layout,
+        title: doc.title,
+        created: Micros(doc.created),
+        comment_count: to_count(doc.comment_count),
+        thread_count: to_count(doc.thread_count),
+        locked: doc.locked,
+        moves: to_count(doc.moves),
+        hints,
+    })
+}
+
+/// The field a move to another layout holds while it runs: every write to the discussion's
+/// comments is refused while it is there (see `migrate`).
+pub(crate) const FENCE: &str = "moving";
+
+/// The discussion, while no move of it is under way.
+pub(crate) fn unfenced(id: &DiscussionId) -> Document {
+    doc! { "_id": id.as_str(), FENCE: { "$exists": false } }
+}
+
+/// The error of a write refused because the discussion is moving (or is gone).
+pub(crate) fn moving(id: &DiscussionId) -> StoreError {
+    StoreError::Moving(format!(
+        "discussion {id} is moving to another layout (or no longer exists)"
+    ))
+}
+
+/// The discussion, while it takes posts as `discussion` saw it: no move under way or made
+/// since, and not locked. A post that did not read the discussion itself (see
+/// `Storage::post_to`) relies on this filter in its write.
+pub(crate) fn open_for_posts(discussion: &Discussion) -> Document {
+    let mut filter = unfenced(&discussion.id);
+    filter.insert("locked", doc! { "$ne": true });
+    match i64::try_from(discussion.moves).unwrap_or(i64::MAX) {
+        // Discussions from before moves were counted have no count.
+        0 => filter.insert("moves", doc! { "$in": [0_i64, Bson::Null] }),
+        moves => filter.insert("moves", moves),
+    };
+    filter
+}
+
+/// The error of a post to a locked discussion.
+pub(crate) fn locked(id: &DiscussionId) -> StoreError {
+    StoreError::Locked(format!(
+        "discussion {id} is locked: it takes no new comments or replies"
+    ))
+}
+
+/// What new comments stored together change on their discussion: the counters, and one
+/// change-feed mark that names them all.
+pub(crate) fn posts_update(comments: &[&Comment]) -> Document {
+    let count = i64::try_from(comments.len()).unwrap_or(i64::MAX);
+    let top_level = comments.iter().filter(|c| c.parent.is_none()).count();
+    let slugs: Vec<&Slug> = comments.iter().map(|c| &c.slug).collect();
+    doc! {
+        "$inc": { "comment_count": count, "thread_count": i64::try_from(top_level).unwrap_or(i64::MAX) },
+        "$set": { changes::FIELD: changes::mark_all(ChangeKind::Posted, &slugs) },
+    }
+}
+
+/// Fields a metadata read returns: the shared ones and every layout's own.
+fn metadata_projection(fields: &FieldsByLayout) -> Document {
+    let mut projection = doc! {
+        "title": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1,
+        "moves": 1,
+    };
+    let mut layouts: Vec<_> = fields.iter().collect();
+    layouts.sort_by_key(|(layout, _)| layout.as_str());
+    for (_, fields) in layouts {
+        for name in fields.names() {
+            projection.insert(*name, 1);
+        }
+    }
+    projection
+}
+
+/// The discussions collection.
+#[derive(Clone)]
+pub struct Discussions {
+    coll: Counted<Document>,
+    clock: Arc<MonotonicClock>,
+    /// What each layout keeps on the discussion document.
+    fields: Arc<FieldsByLayout>,
+}
+
+impl Discussions {
+    /// Name of the collection.
+    pub const COLLECTION: &'static str = "discussions";
+
+    pub(crate) fn new(
+        db: &Database,
+        clock: Arc<MonotonicClock>,
+        fields: FieldsByLayout,
+        commands: &CommandCounter,
+    ) -> Self {
+        Self {
+            coll: Counted::new(db, Self::COLLECTION, commands),
+            clock,
+            fields: Arc::new(fields),
+        }
+    }
+
+    /// The collection's indexes.
+    pub(crate) async fn ensure_indexes(&self) -> StoreResult<()> {
+        let index = index_model("created_id", doc! { "created": 1, "_id": 1 }, false);
+        self.coll.create_index(index).await?;
+        Ok(())
+    }
+
+    /// Records a new comment in the discussion's counters.
+    /// and marks it for the change feed.
+    pub async fn record_post(
+        &self,
+        discussion: &Discussion,
+        comment: &Comment,
+        session: &mut mongodb::ClientSession,
+    ) -> StoreResult<()> {
+        self.record_posts(discussion, &[comment], Document::new(), session)
+            .await
+    }
+
+    /// Counts comments stored together (one update, one change-feed mark for them all), in
+    /// their post's transaction, with the layout's own counts (`more`: update operators and
+    /// their fields, merged into the update): `Moving` (and nothing of the transaction stays)
+    /// when the discussion is moving, moved, or was locked since `discussion` was read.
+    pub async fn record_posts(
+        &self,
+        discussion: &Discussion,
+        comments: &[&Comment],
+        more: Document,
+        session: &mut mongodb::ClientSession,
+    ) -> StoreResult<()> {
+        let mut update = posts_update(comments);
+        for (op, fields) in more {
+            match (update.get_document_mut(&op), fields) {
+                (Ok(existing), Bson::Document(fields)) => existing.extend(fields),
+                (_, fields) => {
+                    update.insert(op, fields);
+                }
+            }
+        }
+        let result = self
+            .coll
+            .update_one(open_for_posts(discussion), update)
+            .session(session)
+            .await?;
+        if result.matched_count == 0 {
+            return Err(moving(&discussion.id));
+        }
+        Ok(())
+    }
+
+    /// Marks a change of a comment stored outside the discussion document for the change feed,
+    /// in the transaction that changes it: the mark takes the discussion document into the
+    /// transaction, so a move of the discussion cannot begin until it is over, and it is
+    /// refused (`Moving`) once one has begun.
+    pub async fn mark_change(
+        &self,
+        id: &DiscussionId,
+        slug: &Slug,
+        session: &mut mongodb::ClientSession,
+    ) -> StoreResult<()> {
+        let mark = changes::mark(ChangeKind::Changed, slug);
+        let result = self
+            .coll
+            .update_one(unfenced(id), doc! { "$set": { changes::FIELD: mark } })
+            .session(session)
+            .await?;
+        if result.matched_count == 0 {
+            return Err(moving(id));
+        }
+        Ok(())
+    }
+
+    /// The discussion (`NotFound` when there is none).
+    pub(crate) async fn by_id(&self, id: &DiscussionId) -> StoreResult<Discussion> {
+        self.by_ids(std::slice::from_ref(id))
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| StoreError::NotFound(format!("no discussion {id}")))
+    }
+
+    /// The discussion collection, for the layouts' own fields and for moves between layouts.
+    pub(in crate::store) fn raw(&self) -> Counted<Document> {
+        self.coll.clone()
+    }
+
+    /// Reads discussion documents as read by a metadata read.
+    fn read(&self, raw: &RawDocument) -> StoreResult<Discussion> {
+        discussion_of(raw, &self.fields)
+    }
+
+    /// Fields a metadata read returns.
+    fn projection(&self) -> Document {
+        metadata_projection(&self.fields)
+    }
+
+    /// After a compare-and-set replace of a comment stored outside the discussion document
+    /// (`replaced` tells whether it matched): marks the change for the change feed, and passes
+    /// `replaced` on.
+    pub async fn after_replace(&self, id: &DiscussionId, slug: &Slug, replaced: bool) -> bool {
+        if replaced {
+            self.record_change(id, slug).await;
+        }
+        replaced
+    }
+
+    /// Marks an edit or delete of a comment stored outside the discussion document for the
+    /// change feed. The change itself is already stored: when the mark cannot be written, live
+    /// subscribers miss it (logged), and the change stands.
+    async fn record_change(&self, id: &DiscussionId, slug: &Slug) {
+        let mark = changes::mark(ChangeKind::Changed, slug);
+        let update = doc! { "$set": { changes::FIELD: mark } };
+        if let Err(err) = self
+            .coll
+            .update_one(doc! { "_id": id.as_str() }, update)
+            .await
+        {
+            tracing::warn!(%err, discussion = %id, %slug, "a change was stored, but live subscribers will not hear of it");
+        }
+    }
+}
+
+#[async_trait]
+impl DiscussionStore for Discussions {
+    /// Creates a discussion with the given layout.
+    async fn create(&self, title: DiscussionTitle, layout: Layout) -> StoreResult<Discussion> {
+        let shared = DiscussionDoc {
+            id: DiscussionId::generate().to_string(),
+            title: title.into_inner(),
+            layout: layout.as_str().to_owned(),
+            created: self.clock.now().0,
+            comment_count: 0,
+            thread_count: 0,
+            locked: false,
+            moves: 0,
+        };
+        let mut doc = mongodb::bson::to_document(&shared)
+            .map_err(|e| StoreError::Corrupt(format!("a new discussion: {e}")))?;
+        if let Some(fields) = self.fields.get(&layout) {
+            doc.extend(fields.initial());
+        }
+        self.coll.insert_one(&doc).await?;
+        self.read(&RawDocumentBuf::from_document(&doc).map_err(corrupt)?)
+    }
+
+    /// The discussions with these ids (missing ones are left out).
+    async fn by_ids(&self, ids: &[DiscussionId]) -> StoreResult<Vec<Discussion>> {
+        let ids: Vec<&str> = ids.iter().map(DiscussionId::as_str).collect();
+        let docs: Vec<RawDocumentBuf> = self
+            .coll
+            .clone_with_type::<RawDocumentBuf>()
+            .find(doc! { "_id": { "$in": ids } })
+            .projection(self.projection())
+            .await?
+            .try_collect()
+            .await?;
+        docs.iter().map(|d| self.read(d)).collect()
+    }
+
+    /// One page of discussions, oldest first.
+    async fn list(&self, window: &Window) -> StoreResult<Page<Discussion>> {
+        let (filter, skip) = match window {
+            Window::Offset { skip, .. } => (doc! {}, *skip),
+            Window::After { cursor: None, .. } => (doc! {}, 0),
+            Window::After {
+                cursor: Some(cursor @ Cursor::Discussion { .. }),
+                ..
+            } => (after_filter(cursor), 0),
+            Window::After {
+                cursor: Some(_), ..
+            } => return Err(StoreError::Unsupported("cursor of another list".into())),
+        };
+        let docs: Vec<RawDocumentBuf> = self
+            .coll
+            .clone_with_type::<RawDocumentBuf>()
+            .find(filter)
+            .sort(doc! { "created": 1, "_id": 1 })
+            .skip(skip)
+            .limit(limit_plus_one(window.limit()))
+            .projection(self.projection())
+            .await?
+            .try_collect()
+            .await?;
+        let items = docs
+            .iter()
+            .map(|d| self.read(d))
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok(Page::from_overfetch(items, window.limit()))
+    }
+
+    /// How many discussions exist.
+    async fn count(&self) -> StoreResult<u64> {
+        Ok(self.coll.count_documents(doc! {}).await?)
+    }
+
+    async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion> {
+        let found = self
+            .coll
+            .clone_with_type::<RawDocumentBuf>()
+            .find_one_and_update(
+                doc! { "_id": id.as_str() },
+                doc! { "$set": { "locked": locked } },
+            )
+            .projection(self.projection())
+            .return_document(ReturnDocument::After)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("no discussion {id}")))?;
+        self.read(&found)
+    }
+}

@@ -1,0 +1,69 @@
+//! The embedded side of a move between layouts.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use mongodb::bson::{doc, to_document, Bson, Document};
+
+use super::*;
+use crate::domain::{Comment, Discussion, DiscussionId, Slug};
+use crate::store::bson::corrupt;
+use crate::store::docs::{element_size, CommentDoc};
+use crate::store::error::StoreResult;
+use crate::store::migrate::{Lease, Movable};
+
+#[async_trait]
+impl Movable for Embedded {
+    async fn clear(&self, id: &DiscussionId) -> StoreResult<()> {
+        self.coll
+            .update_one(
+                doc! { "_id": id.as_str() },
+                doc! { "$unset": { REPLIES: "", BYTES: "" } },
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The nested document, built here and written by the update that switches the layout
+    /// (`TooLarge`, and nothing written, when it would not fit under the cap).
+    async fn import(
+        &self,
+        discussion: &Discussion,
+        comments: &[Comment],
+        lease: &Lease<'_>,
+    ) -> StoreResult<Document> {
+        let mut children: HashMap<Option<&Slug>, Vec<&Comment>> = HashMap::new();
+        let mut bytes = 0_i64;
+        for comment in comments {
+            children
+                .entry(comment.parent.as_ref())
+                .or_default()
+                .push(comment);
+            bytes = bytes
+                .saturating_add(element_size(comment, true)?)
+                .saturating_add(ELEMENT_OVERHEAD);
+        }
+        if bytes > self.max_bytes.saturating_sub(METADATA_ALLOWANCE) {
+            return Err(self.too_large(&discussion.id));
+        }
+        fn nest(
+            children: &HashMap<Option<&Slug>, Vec<&Comment>>,
+            parent: Option<&Slug>,
+        ) -> StoreResult<Vec<Bson>> {
+            let Some(list) = children.get(&parent) else {
+                return Ok(Vec::new());
+            };
+            list.iter()
+                .map(|comment| {
+                    let mut element =
+                        to_document(&CommentDoc::from_comment(comment, false)).map_err(corrupt)?;
+                    element.insert(REPLIES, nest(children, Some(&comment.slug))?);
+                    Ok(Bson::Document(element))
+                })
+                .collect()
+        }
+        let top = nest(&children, None)?;
+        lease.written(comments.len() as u64).await?;
+        Ok(doc! { REPLIES: top, BYTES: bytes })
+    }
+}

@@ -1,0 +1,249 @@
+//! The embedded reads (the document once per request) and the guarded replace of a comment.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document};
+
+use super::shape::chain_of;
+use super::write::element_path;
+use super::*;
+use crate::domain::tree::Listing;
+use crate::domain::tree::Thread;
+use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Page, Slug, Window};
+use crate::store::api::{ChangeKind, CommentStore};
+use crate::store::bson::corrupt;
+use crate::store::changes;
+use crate::store::discussions::unfenced;
+use crate::store::docs::owned_comment_of;
+use crate::store::docs::{element_size, replace_update, unchanged_filter};
+use crate::store::error::is_too_large;
+use crate::store::error::StoreResult;
+use crate::store::scope::ReadScope;
+
+impl Embedded {
+    /// The whole thread, read once per request.
+    pub(super) async fn thread(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+    ) -> StoreResult<Arc<Thread>> {
+        scope
+            .slot::<Kept>()
+            .documents
+            .get_or_load(&discussion.id, || self.load(&discussion.id))
+            .await
+    }
+
+    pub(super) async fn load(&self, id: &DiscussionId) -> StoreResult<Thread> {
+        let found = self
+            .coll
+            .find_one(doc! { "_id": id.as_str() })
+            .projection(doc! { "_id": 0, REPLIES: 1 })
+            .await?;
+        let comments = match found {
+            Some(document) => flatten(document, id)?,
+            None => Vec::new(),
+        };
+        Ok(Thread::new(comments))
+    }
+
+    /// One page of top-level comments, read as a `$slice` of the top-level array (which is in
+    /// chronological order, see the type's comment) without the nested replies.
+    pub(super) async fn threads_page(
+        &self,
+        id: &DiscussionId,
+        window: &Window,
+    ) -> StoreResult<Page<Comment>> {
+        let (skip, limit) = match window {
+            Window::Offset { skip, limit } => (*skip, *limit),
+            Window::After { limit, .. } => (0, *limit),
+        };
+        let skip = i32::try_from(skip).unwrap_or(i32::MAX);
+        let take = i32::try_from(limit.saturating_add(1)).unwrap_or(i32::MAX);
+        let without_replies = doc! { "$arrayToObject": { "$filter": {
+            "input": { "$objectToArray": "$$c" },
+            "as": "f",
+            "cond": { "$ne": ["$$f.k", REPLIES] },
+        } } };
+        let pipeline = vec![
+            doc! { "$match": { "_id": id.as_str() } },
+            doc! { "$project": { "_id": 0, "page": { "$map": {
+                "input": { "$slice": [{ "$ifNull": [format!("${REPLIES}"), []] }, skip, take] },
+                "as": "c",
+                "in": without_replies,
+            } } } },
+        ];
+        let found: Vec<Document> = self.coll.aggregate(pipeline).await?.try_collect().await?;
+        let items = match found.into_iter().next() {
+            None => Vec::new(),
+            Some(mut found) => match found.remove("page") {
+                Some(Bson::Array(items)) => items
+                    .into_iter()
+                    .map(|item| owned_comment_of(item, id))
+                    .collect::<StoreResult<Vec<_>>>()?,
+                _ => return Err(corrupt("an embedded page is not an array")),
+            },
+        };
+        Ok(Page::from_overfetch(items, limit))
+    }
+}
+
+/// Every comment of a discussion document (or of a comment element), depth first.
+pub(super) fn flatten(mut root: Document, id: &DiscussionId) -> StoreResult<Vec<Comment>> {
+    let mut out = Vec::new();
+    let mut stack = take_replies(&mut root)?;
+    while let Some(item) = stack.pop() {
+        let Bson::Document(mut element) = item else {
+            return Err(corrupt("comment is not a document"));
+        };
+        stack.extend(take_replies(&mut element)?);
+        out.push(owned_comment_of(Bson::Document(element), id)?);
+    }
+    Ok(out)
+}
+
+pub(super) fn take_replies(element: &mut Document) -> StoreResult<Vec<Bson>> {
+    match element.remove(REPLIES) {
+        None | Some(Bson::Null) => Ok(Vec::new()),
+        Some(Bson::Array(replies)) => Ok(replies),
+        Some(_) => Err(corrupt("replies is not an array")),
+    }
+}
+
+#[async_trait]
+impl CommentStore for Embedded {
+    /// One guarded update at the comment's position: its fields must still be as read, and a
+    /// longer text must fit under the cap; the size counter moves by the exact change in bytes.
+    async fn replace(
+        &self,
+        _scope: &ReadScope,
+        discussion: &Discussion,
+        current: &Comment,
+        next: &Comment,
+    ) -> StoreResult<bool> {
+        let id = &discussion.id;
+        let at = self.locate(id, &chain_of(&current.slug)).await?;
+        let prefix = format!("{}.", element_path(&at.path));
+        let growth = element_size(next, true)? - element_size(current, true)?;
+        let mut filter = unfenced(id);
+        filter.extend(unchanged_filter(&prefix, current)?);
+        let budget = self.budget(id, growth.max(0))?;
+        if growth > 0 {
+            filter.insert(BYTES, doc! { "$not": { "$gt": budget } });
+        }
+        let mut update = replace_update(&prefix, next)?;
+        update.insert("$inc", doc! { BYTES: growth });
+        let mark = changes::mark(ChangeKind::Changed, &next.slug);
+        match update.get_document_mut("$set") {
+            Ok(set) => {
+                set.insert(changes::FIELD, mark);
+            }
+            Err(_) => {
+                update.insert("$set", doc! { changes::FIELD: mark });
+            }
+        }
+        match self.coll.update_one(filter, update).await {
+            Ok(result) if result.matched_count == 1 => Ok(true),
+            Ok(_) if growth > 0 => {
+                let at = self.locate(id, &chain_of(&current.slug)).await?;
+                self.refused(id, &at, budget).map(|_| false)
+            }
+            // A guard refused it: read again (`Moving` when the discussion is moving).
+            Ok(_) => self
+                .locate(id, &chain_of(&current.slug))
+                .await
+                .map(|_| false),
+            Err(err) if is_too_large(&err) => Err(self.too_large(id)),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    async fn list(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        listing: Listing,
+        window: &Window,
+    ) -> StoreResult<Page<Comment>> {
+        Ok(self.thread(scope, discussion).await?.list(listing, window))
+    }
+
+    async fn list_shallow(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        listing: Listing,
+        window: &Window,
+    ) -> StoreResult<Page<Comment>> {
+        // A cursor would need a search for its position; a loaded document answers for free.
+        let sliceable = listing == Listing::Threads
+            && !matches!(
+                window,
+                Window::After {
+                    cursor: Some(_),
+                    ..
+                }
+            );
+        if sliceable
+            && scope
+                .slot::<Kept>()
+                .documents
+                .peek(&discussion.id)
+                .is_none()
+        {
+            self.threads_page(&discussion.id, window).await
+        } else {
+            self.list(scope, discussion, listing, window).await
+        }
+    }
+
+    async fn by_slugs(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        slugs: &[Slug],
+    ) -> StoreResult<Vec<Comment>> {
+        Ok(self.thread(scope, discussion).await?.by_slugs(slugs))
+    }
+
+    async fn replies(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        parents: &[Slug],
+        window: &Window,
+    ) -> StoreResult<HashMap<Slug, Page<Comment>>> {
+        Ok(self
+            .thread(scope, discussion)
+            .await?
+            .replies(parents, window))
+    }
+
+    async fn sub_discussions(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        roots: &[FullSlug],
+        window: &Window,
+    ) -> StoreResult<HashMap<FullSlug, Page<Comment>>> {
+        Ok(self
+            .thread(scope, discussion)
+            .await?
+            .sub_discussions(roots, window))
+    }
+
+    async fn sub_discussion_counts(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        roots: &[FullSlug],
+    ) -> StoreResult<HashMap<FullSlug, u64>> {
+        Ok(self
+            .thread(scope, discussion)
+            .await?
+            .sub_discussion_counts(roots))
+    }
+}

@@ -1,0 +1,235 @@
+//! The per-comment layout: one document per comment in `comments` ("One Document per Comment").
+
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document, RawDocumentBuf};
+use mongodb::Database;
+
+use crate::store::bson::corrupt;
+use crate::store::connect::index_model as index;
+use crate::store::discussions::Discussions;
+use crate::store::docs::raw_comment_of;
+use crate::store::docs::CommentDoc;
+use crate::store::error::StoreResult;
+use crate::store::metrics::Counted;
+use crate::store::order::after_filter;
+use crate::store::order::limit_plus_one;
+use crate::store::writer::Writer;
+pub mod hints;
+mod moving;
+mod numbered;
+mod numbering;
+mod reads;
+mod sizes;
+mod subtree;
+mod thread_blocks;
+mod write;
+
+use crate::domain::{Comment, Discussion, FullSlug, Page, Slug, Window};
+
+/// The per-comment layout's slot of a request's scope.
+#[derive(Default)]
+pub(crate) struct Kept {
+    /// For comments read so far that keep them, their replies with the size of each one's
+    /// subtree (the reply included), in threaded order.
+    pub(crate) reply_sizes: crate::store::scope::BySlug<Vec<(FullSlug, u64)>>,
+}
+
+/// The per-comment layout.
+pub struct PerComment {
+    coll: Counted<CommentDoc>,
+    raw: Counted<Document>,
+    discussions: Discussions,
+    /// Its counters on the discussion documents.
+    counters: numbering::Counters,
+    writer: Writer,
+}
+
+impl PerComment {
+    /// Name of the collection.
+    pub const COLLECTION: &'static str = "comments";
+
+    pub(crate) fn new(db: &Database, discussions: Discussions, writer: Writer) -> Self {
+        Self {
+            coll: Counted::new(db, Self::COLLECTION, &writer.commands),
+            raw: Counted::new(db, Self::COLLECTION, &writer.commands),
+            counters: numbering::Counters {
+                discussions: discussions.raw(),
+            },
+            discussions,
+            writer,
+        }
+    }
+
+    /// Its fields on the discussion document.
+    pub(crate) fn fields(transactions: bool) -> hints::Fields {
+        hints::Fields {
+            sequences: transactions,
+        }
+    }
+
+    /// The collection's indexes.
+    pub(crate) async fn ensure_indexes(&self) -> StoreResult<()> {
+        self.coll
+            .create_indexes([
+                index("slug_unique", doc! { "discussion_id": 1, "slug": 1 }, true),
+                index(
+                    "chronological",
+                    doc! { "discussion_id": 1, "posted": 1, "slug": 1 },
+                    false,
+                ),
+                index(
+                    "threaded",
+                    doc! { "discussion_id": 1, "full_slug": 1 },
+                    false,
+                ),
+                index(
+                    "replies",
+                    doc! { "discussion_id": 1, "parent": 1, "posted": 1, "slug": 1 },
+                    false,
+                ),
+                index("sequence", doc! { "discussion_id": 1, "seq": 1 }, false),
+                index(
+                    "thread_sequence",
+                    doc! { "discussion_id": 1, "thread_seq": 1 },
+                    false,
+                ),
+            ])
+            .await?;
+        Ok(())
+    }
+
+    pub(super) async fn find_page(
+        &self,
+        discussion: &Discussion,
+        mut filter: Document,
+        sort: Document,
+        window: &Window,
+    ) -> StoreResult<Page<Comment>> {
+        let skip = match window {
+            Window::Offset { skip, .. } => *skip,
+            Window::After { cursor, .. } => {
+                if let Some(cursor) = cursor {
+                    filter.extend(after_filter(cursor));
+                }
+                0
+            }
+        };
+        let docs: Vec<CommentDoc> = self
+            .coll
+            .find(filter)
+            .sort(sort)
+            .skip(skip)
+            .limit(limit_plus_one(window.limit()))
+            .await?
+            .try_collect()
+            .await?;
+        let items = docs
+            .into_iter()
+            .map(|d| d.into_comment(&discussion.id))
+            .collect();
+        Ok(Page::from_overfetch(items, window.limit()))
+    }
+
+    /// The replies of `parents` in `window`, from one aggregation over the replies index; with
+    /// `upto`, only the replies posted at or before that time are read.
+    pub(super) async fn replies_read(
+        &self,
+        discussion: &Discussion,
+        parents: &[Slug],
+        window: &Window,
+        upto: Option<i64>,
+    ) -> StoreResult<Vec<(String, Page<Comment>)>> {
+        // One parent is an equality, so that with a range on `posted` (a cursor's, the bound's)
+        // the index bounds are one point of `parent` and one range of `posted`; a one-element
+        // `$in` leaves that to the planner.
+        let parent = match parents {
+            [one] => Bson::from(one.as_str()),
+            _ => Bson::from(doc! { "$in": parents.iter().map(Slug::as_str).collect::<Vec<_>>() }),
+        };
+        let mut filter = doc! { "discussion_id": discussion.id.as_str(), "parent": parent };
+        // A cursor's `posted >= t` goes into the index range; its tie-break (`$or`) is a stage
+        // of its own, applied to what the range read, so that no planner can turn the `$or`
+        // into a scan of the discussion.
+        let mut tie_break = None;
+        if let Window::After {
+            cursor: Some(cursor),
+            ..
+        } = window
+        {
+            let mut after = after_filter(cursor);
+            if let Some(branches) = after.remove("$or") {
+                tie_break = Some(doc! { "$match": { "$or": branches } });
+            }
+            filter.extend(after);
+        }
+        if let Some(upto) = upto {
+            let mut posted = filter.get_document("posted").cloned().unwrap_or_default();
+            posted.insert("$lte", upto);
+            filter.insert("posted", posted);
+        }
+        let mut pipeline = vec![doc! { "$match": filter }];
+        pipeline.extend(tie_break);
+        pipeline.extend([
+            doc! { "$sort": { "parent": 1, "posted": 1, "slug": 1 } },
+            doc! { "$group": {
+                "_id": "$parent",
+                "items": { "$firstN": { "input": "$$ROOT", "n": group_take(window) } },
+            } },
+        ]);
+        self.grouped_pages(discussion, pipeline, parents.len(), window)
+            .await
+    }
+
+    /// Runs a `$group` pipeline whose groups (at most `groups`) hold an `items` array of comment
+    /// documents. Every group comes in the first batch, so a level of a tree is one round trip
+    /// however many parents it has; the groups are read as raw BSON and each item is decoded
+    /// once, straight into a comment.
+    pub(super) async fn grouped_pages(
+        &self,
+        discussion: &Discussion,
+        pipeline: Vec<Document>,
+        groups: usize,
+        window: &Window,
+    ) -> StoreResult<Vec<(String, Page<Comment>)>> {
+        let skip = match window {
+            Window::Offset { skip, .. } => usize::try_from(*skip).unwrap_or(usize::MAX),
+            Window::After { .. } => 0,
+        };
+        let groups: Vec<RawDocumentBuf> = self
+            .raw
+            .aggregate(pipeline)
+            .batch_size(first_batch(groups))
+            .with_type::<RawDocumentBuf>()
+            .await?
+            .try_collect()
+            .await?;
+        groups
+            .iter()
+            .map(|group| {
+                let key = group.get_str("_id").map_err(corrupt)?.to_owned();
+                let items = group
+                    .get_array("items")
+                    .map_err(corrupt)?
+                    .into_iter()
+                    .skip(skip)
+                    .map(|item| raw_comment_of(item.map_err(corrupt)?, &discussion.id))
+                    .collect::<StoreResult<Vec<_>>>()?;
+                Ok((key, Page::from_overfetch(items, window.limit())))
+            })
+            .collect()
+    }
+}
+
+/// A first batch that holds `groups` results (the server still cuts a batch at 16 MB).
+pub(super) fn first_batch(groups: usize) -> u32 {
+    u32::try_from(groups.saturating_add(1)).unwrap_or(u32::MAX)
+}
+
+/// How many items each group must keep so that the window can be cut from it.
+pub(super) fn group_take(window: &Window) -> i64 {
+    let skip = match window {
+        Window::Offset { skip, .. } => i64::try_from(*skip).unwrap_or(i64::MAX / 2),
+        Window::After { .. } => 0,
+    };
+    skip.saturating_add(limit_plus_one(window.limit()))
+}

@@ -1,0 +1,292 @@
+//! The per-comment reads and the compare-and-set replace of a comment.
+
+use std::collections::{BTreeMap, HashMap};
+
+use async_trait::async_trait;
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document};
+
+use super::numbered::Numbering;
+use super::sizes::remember_sizes;
+use super::subtree::{self};
+use super::*;
+use crate::domain::tree::Listing;
+use crate::domain::{Comment, Discussion, FullSlug, Page, Slug, Window};
+use crate::store::api::CommentStore;
+use crate::store::bson::{corrupt, int_field, to_count};
+use crate::store::docs::{replace_update, unchanged_filter, CommentDoc};
+use crate::store::error::StoreResult;
+use crate::store::order::after_filter;
+use crate::store::per_comment::hints::Hints;
+use crate::store::scope::ReadScope;
+use crate::store::writer;
+/// Roots grouped by depth: roots of one depth have full slugs of one length and cannot nest, so
+/// a prefix of that length names the root a descendant belongs to.
+pub(super) fn roots_by_len(roots: &[FullSlug]) -> BTreeMap<usize, Vec<&FullSlug>> {
+    let mut groups: BTreeMap<usize, Vec<&FullSlug>> = BTreeMap::new();
+    for root in roots {
+        groups.entry(root.as_str().len()).or_default().push(root);
+    }
+    groups
+}
+
+pub(super) fn ranges(roots: &[&FullSlug]) -> Vec<Document> {
+    roots
+        .iter()
+        .map(|root| {
+            let (lo, hi) = root.descendant_range();
+            doc! { "full_slug": { "$gte": lo, "$lt": hi } }
+        })
+        .collect()
+}
+
+#[async_trait]
+impl CommentStore for PerComment {
+    async fn replace(
+        &self,
+        _scope: &ReadScope,
+        discussion: &Discussion,
+        current: &Comment,
+        next: &Comment,
+    ) -> StoreResult<bool> {
+        let mut filter = unchanged_filter("", current)?;
+        filter.insert("discussion_id", discussion.id.as_str());
+        writer::replace_outside(
+            &self.writer,
+            &self.discussions,
+            (&discussion.id, &next.slug),
+            &self.coll,
+            filter,
+            replace_update("", next)?,
+        )
+        .await
+    }
+
+    async fn list(
+        &self,
+        _scope: &ReadScope,
+        discussion: &Discussion,
+        listing: Listing,
+        window: &Window,
+    ) -> StoreResult<Page<Comment>> {
+        let numbered = match listing {
+            Listing::Chronological => Some(Numbering::ALL),
+            Listing::Threads => Some(Numbering::THREADS),
+            Listing::Threaded => None,
+        };
+        if let (Some(numbering), true) = (numbered, Hints::of(discussion).sequenced) {
+            if let Some(page) = self.numbered_page(discussion, numbering, window).await? {
+                return Ok(page);
+            }
+        }
+        if let (Listing::Threaded, true, Some(blocks)) = (
+            listing,
+            Hints::of(discussion).sequenced,
+            Hints::of(discussion).thread_blocks.as_deref(),
+        ) {
+            if let Some(page) = self.threaded_page(discussion, blocks, window).await? {
+                return Ok(page);
+            }
+        }
+        let mut filter = doc! { "discussion_id": discussion.id.as_str() };
+        let sort = match listing {
+            Listing::Chronological => doc! { "posted": 1, "slug": 1 },
+            Listing::Threaded => doc! { "full_slug": 1 },
+            Listing::Threads => {
+                filter.insert("parent", Bson::Null);
+                doc! { "posted": 1, "slug": 1 }
+            }
+        };
+        self.find_page(discussion, filter, sort, window).await
+    }
+
+    /// Comments by slug; where the discussion keeps subtree sizes, the request remembers each
+    /// one's replies' sizes (a page of its sub-discussion then starts from them).
+    async fn by_slugs(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        slugs: &[Slug],
+    ) -> StoreResult<Vec<Comment>> {
+        let slugs: Vec<&str> = slugs.iter().map(Slug::as_str).collect();
+        let docs: Vec<CommentDoc> = self
+            .coll
+            .find(doc! { "discussion_id": discussion.id.as_str(), "slug": { "$in": slugs } })
+            .await?
+            .try_collect()
+            .await?;
+        Ok(docs
+            .into_iter()
+            .map(|mut d| {
+                if Hints::of(discussion).subtree_sizes {
+                    remember_sizes(scope, &discussion.id, &mut d);
+                }
+                d.into_comment(&discussion.id)
+            })
+            .collect())
+    }
+
+    async fn replies(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        parents: &[Slug],
+        window: &Window,
+    ) -> StoreResult<HashMap<Slug, Page<Comment>>> {
+        let mut result: HashMap<Slug, Page<Comment>> = parents
+            .iter()
+            .map(|p| (p.clone(), Page::from_overfetch(Vec::new(), 0)))
+            .collect();
+        if parents.is_empty() {
+            return Ok(result);
+        }
+        // The replies of one comment whose replies' sizes the request read: the page ends at a
+        // known reply, so the read stops at its time instead of reading every reply.
+        let bound = match parents {
+            [parent] => scope
+                .slot::<Kept>()
+                .reply_sizes
+                .get(&discussion.id, parent)
+                .and_then(|sizes| subtree::replies_bound(&sizes, window)),
+            _ => None,
+        };
+        let mut pages = self
+            .replies_read(discussion, parents, window, bound)
+            .await?;
+        let full = |pages: &[(String, Page<Comment>)]| {
+            pages
+                .iter()
+                .any(|(_, p)| p.has_next && p.items.len() == window.limit())
+        };
+        if bound.is_some() && !full(&pages) {
+            // The sizes promised more replies before the bound than there are: read them all.
+            pages = self.replies_read(discussion, parents, window, None).await?;
+        }
+        for (parent, page) in pages {
+            result.insert(Slug::from_stored(parent), page);
+        }
+        Ok(result)
+    }
+
+    async fn sub_discussions(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        roots: &[FullSlug],
+        window: &Window,
+    ) -> StoreResult<HashMap<FullSlug, Page<Comment>>> {
+        let mut result: HashMap<FullSlug, Page<Comment>> = HashMap::new();
+        for (len, group) in roots_by_len(roots) {
+            if let [root] = group.as_slice() {
+                if let Some(page) = self.sized_sub_page(scope, discussion, root, window).await? {
+                    result.insert((*root).clone(), page);
+                    continue;
+                }
+                let (lo, hi) = root.descendant_range();
+                let filter = doc! {
+                    "discussion_id": discussion.id.as_str(),
+                    "full_slug": { "$gte": lo, "$lt": hi },
+                };
+                let mut filter = filter;
+                if let Window::After {
+                    cursor: Some(cursor),
+                    ..
+                } = window
+                {
+                    filter = doc! { "$and": [filter, after_filter(cursor)] };
+                }
+                let page = self
+                    .find_page(
+                        discussion,
+                        filter,
+                        doc! { "full_slug": 1 },
+                        &strip_cursor(window),
+                    )
+                    .await?;
+                result.insert((*root).clone(), page);
+                continue;
+            }
+            let mut filter = doc! {
+                "discussion_id": discussion.id.as_str(),
+                "$or": ranges(&group),
+            };
+            if let Window::After {
+                cursor: Some(cursor),
+                ..
+            } = window
+            {
+                filter = doc! { "$and": [filter, after_filter(cursor)] };
+            }
+            let pipeline = vec![
+                doc! { "$match": filter },
+                doc! { "$sort": { "full_slug": 1 } },
+                doc! { "$group": {
+                    "_id": { "$substrBytes": ["$full_slug", 0, i64::try_from(len).unwrap_or(0)] },
+                    "items": { "$firstN": { "input": "$$ROOT", "n": group_take(window) } },
+                } },
+            ];
+            for (root, page) in self
+                .grouped_pages(discussion, pipeline, group.len(), window)
+                .await?
+            {
+                result.insert(FullSlug::from_stored(root), page);
+            }
+        }
+        for root in roots {
+            result
+                .entry(root.clone())
+                .or_insert_with(|| Page::from_overfetch(Vec::new(), 0));
+        }
+        Ok(result)
+    }
+
+    async fn sub_discussion_counts(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        roots: &[FullSlug],
+    ) -> StoreResult<HashMap<FullSlug, u64>> {
+        if let Some(counts) = self.stored_sizes(scope, discussion, roots).await? {
+            return Ok(counts);
+        }
+        let mut result: HashMap<FullSlug, u64> = roots.iter().map(|r| (r.clone(), 0)).collect();
+        for (len, group) in roots_by_len(roots) {
+            let pipeline = vec![
+                doc! { "$match": {
+                    "discussion_id": discussion.id.as_str(),
+                    "$or": ranges(&group),
+                } },
+                doc! { "$group": {
+                    "_id": { "$substrBytes": ["$full_slug", 0, i64::try_from(len).unwrap_or(0)] },
+                    "n": { "$sum": 1 },
+                } },
+            ];
+            let groups: Vec<Document> = self
+                .raw
+                .aggregate(pipeline)
+                .batch_size(first_batch(group.len()))
+                .await?
+                .try_collect()
+                .await?;
+            for group in groups {
+                let root = group.get_str("_id").map_err(corrupt)?.to_owned();
+                result.insert(
+                    FullSlug::from_stored(root),
+                    to_count(int_field(&group, "n")?),
+                );
+            }
+        }
+        Ok(result)
+    }
+}
+
+/// The window with its cursor already applied as a filter.
+pub(super) fn strip_cursor(window: &Window) -> Window {
+    match window {
+        Window::After { limit, .. } => Window::After {
+            cursor: None,
+            limit: *limit,
+        },
+        other => other.clone(),
+    }
+}

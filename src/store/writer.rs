@@ -1,0 +1,140 @@
+//! `Writer`, what every write needs (the client, whether the deployment has transactions, this
+//! process's turns per discussion), and transactions as writes use them: commit (asking again
+//! while the outcome is unknown), abort, and the compare-and-set replace of a comment stored
+//! outside its discussion document.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use mongodb::bson::Document;
+use mongodb::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
+use mongodb::{Client, ClientSession};
+
+use super::discussions::Discussions;
+use super::error::{StoreError, StoreResult};
+use super::metrics::{CommandCounter, Counted};
+use crate::domain::slug::MonotonicClock;
+use crate::domain::{DiscussionId, Slug};
+
+/// Where posts write: a client to open sessions on, and whether writes that span documents run
+/// in a transaction (a replica set or a sharded cluster; a standalone server cannot).
+#[derive(Clone)]
+pub(crate) struct Writer {
+    /// The database client.
+    pub client: Client,
+    /// Whether to wrap a post's writes in a transaction.
+    pub transactions: bool,
+    /// One lock per discussion with a post in flight in this process: transactions that write
+    /// the same documents abort each other instead of waiting, so this process queues its own
+    /// posts to a discussion rather than letting them collide.
+    pub queues: Arc<Mutex<HashMap<DiscussionId, Arc<tokio::sync::Mutex<()>>>>>,
+    /// The clock new comments take their time from.
+    pub clock: Arc<MonotonicClock>,
+    /// Deepest comment depth allowed.
+    pub max_depth: usize,
+    /// Counts the commands the layouts send.
+    pub commands: CommandCounter,
+}
+
+impl Writer {
+    /// A writer over `client`.
+    pub fn new(
+        client: Client,
+        transactions: bool,
+        clock: Arc<MonotonicClock>,
+        max_depth: usize,
+        commands: CommandCounter,
+    ) -> Self {
+        Self {
+            client,
+            transactions,
+            queues: Arc::default(),
+            clock,
+            max_depth,
+            commands,
+        }
+    }
+
+    /// Waits for this process's turn to post to `discussion`.
+    pub(crate) async fn turn(&self, discussion: &DiscussionId) -> tokio::sync::OwnedMutexGuard<()> {
+        let queue = {
+            let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+            queues.retain(|_, q| Arc::strong_count(q) > 1);
+            queues.entry(discussion.clone()).or_default().clone()
+        };
+        queue.lock_owned().await
+    }
+}
+
+/// Aborts the session's transaction (an error only means there is nothing left to abort).
+pub(crate) async fn abort(session: &mut ClientSession, commands: &CommandCounter) {
+    commands.sent("abortTransaction");
+    let _ = session.abort_transaction().await;
+}
+
+/// Commits, asking again while the outcome is unknown (committing twice is safe).
+pub(crate) async fn commit(
+    session: &mut ClientSession,
+    commands: &CommandCounter,
+) -> StoreResult<()> {
+    let mut tries = 0;
+    loop {
+        commands.sent("commitTransaction");
+        match session.commit_transaction().await {
+            Err(e) if e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) && tries < 3 => {
+                tries += 1;
+            }
+            other => return Ok(other?),
+        }
+    }
+}
+
+/// Replaces a comment stored outside its discussion document: one update of `coll` (`filter`
+/// matches the comment only while it is as read). With transactions, the discussion's change
+/// mark goes in the same transaction, which a move of the discussion to another layout cannot
+/// overlap (`Moving` once one has begun); without, the mark follows the change. `Ok(false)` when
+/// the comment changed meanwhile.
+pub(crate) async fn replace_outside<T: Send + Sync>(
+    writer: &Writer,
+    discussions: &Discussions,
+    (id, slug): (&DiscussionId, &Slug),
+    coll: &Counted<T>,
+    filter: Document,
+    update: Document,
+) -> StoreResult<bool> {
+    let mut session = writer.client.start_session().await?;
+    if !writer.transactions {
+        let result = coll.update_one(filter, update).await?;
+        return Ok(discussions
+            .after_replace(id, slug, result.matched_count == 1)
+            .await);
+    }
+    session.start_transaction().await?;
+    let result = async {
+        discussions.mark_change(id, slug, &mut session).await?;
+        let result = coll
+            .update_one(filter, update)
+            .session(&mut session)
+            .await?;
+        Ok::<_, StoreError>(result.matched_count == 1)
+    }
+    .await;
+    match result {
+        Ok(true) => {
+            commit(&mut session, &writer.commands).await?;
+            Ok(true)
+        }
+        Ok(false) => {
+            abort(&mut session, &writer.commands).await;
+            Ok(false)
+        }
+        Err(StoreError::Db(e)) if e.contains_label(TRANSIENT_TRANSACTION_ERROR) => {
+            abort(&mut session, &writer.commands).await;
+            Ok(false)
+        }
+        Err(err) => {
+            abort(&mut session, &writer.commands).await;
+            Err(err)
+        }
+    }
+}
