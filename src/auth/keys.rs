@@ -2,22 +2,19 @@
 
 use std::collections::HashMap;
 
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use serde::Deserialize;
+use spki::{ObjectIdentifier, SubjectPublicKeyInfoRef};
 
 use super::{JwtKeys, KeyError, Source, TokenRules, VerifyingKey};
 
-/// The DER prefix of an uncompressed P-256 public key (SubjectPublicKeyInfo, `id-ecPublicKey`,
-/// `prime256v1`, a 65-byte bit string starting with 0x04); 64 bytes of point follow.
-const P256_SPKI_PREFIX: [u8; 27] = [
-    0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a,
-    0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00, 0x04,
-];
-/// The DER of the `id-ecPublicKey` algorithm identifier.
-const EC_PUBLIC_KEY_OID: [u8; 9] = [0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01];
+/// `id-ecPublicKey` (RFC 5480): the algorithm of an EC public key.
+const EC_PUBLIC_KEY: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.2.1");
+/// `secp256r1` (P-256, RFC 5480): the curve ES256 signs on.
+const P256: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.3.1.7");
 
 impl JwtKeys {
     /// Keys for a PEM public key (`-----BEGIN PUBLIC KEY-----` or `-----BEGIN RSA PUBLIC
@@ -25,19 +22,19 @@ impl JwtKeys {
     /// else is accepted.
     pub fn from_public_key_pem(pem: &[u8], rules: TokenRules) -> Result<Self, KeyError> {
         rules.check()?;
-        let (label, der) = pem_block(pem)?;
-        let (alg, key) = match label.as_str() {
+        let block = pem::parse(pem).map_err(not_pem)?;
+        let (alg, key) = match block.tag() {
             "RSA PUBLIC KEY" => (Algorithm::RS256, rsa_pem(pem)?),
-            "PUBLIC KEY" if der.len() == 91 && der.starts_with(&P256_SPKI_PREFIX) => {
-                let key = DecodingKey::from_ec_pem(pem).map_err(|err| {
-                    KeyError::NotPublicKey(format!("cannot read the EC key: {err}"))
-                })?;
-                (Algorithm::ES256, key)
-            }
-            "PUBLIC KEY" if contains(&der, &EC_PUBLIC_KEY_OID) => {
-                return Err(KeyError::UnsupportedCurve)
-            }
-            "PUBLIC KEY" => (Algorithm::RS256, rsa_pem(pem)?),
+            "PUBLIC KEY" => match ec_curve(block.contents())? {
+                None => (Algorithm::RS256, rsa_pem(pem)?),
+                Some(curve) if curve == P256 => {
+                    let key = DecodingKey::from_ec_pem(pem).map_err(|err| {
+                        KeyError::NotPublicKey(format!("cannot read the EC key: {err}"))
+                    })?;
+                    (Algorithm::ES256, key)
+                }
+                Some(_) => return Err(KeyError::UnsupportedCurve),
+            },
             "CERTIFICATE" => {
                 return Err(KeyError::NotPublicKey(
                     "this is a certificate: extract its key with `openssl x509 -in cert.pem -pubkey -noout`"
@@ -113,31 +110,45 @@ impl JwtKeys {
     }
 }
 
-/// The label and DER bytes of the first PEM block.
-fn pem_block(pem: &[u8]) -> Result<(String, Vec<u8>), KeyError> {
-    let not_pem = || KeyError::NotPublicKey("no `-----BEGIN PUBLIC KEY-----` block".to_owned());
-    let text = std::str::from_utf8(pem).map_err(|_| not_pem())?;
-    let (_, rest) = text.split_once("-----BEGIN ").ok_or_else(not_pem)?;
-    let (label, rest) = rest.split_once("-----").ok_or_else(not_pem)?;
-    let (body, _) = rest
-        .split_once(&format!("-----END {label}-----"))
-        .ok_or_else(not_pem)?;
-    let body: String = body.chars().filter(|c| !c.is_whitespace()).collect();
-    let der = STANDARD
-        .decode(body)
-        .map_err(|_| KeyError::NotPublicKey(format!("the `{label}` block is not base64")))?;
-    Ok((label.to_owned(), der))
+/// Why a PEM file holds no block to read.
+fn not_pem(err: pem::PemError) -> KeyError {
+    match err {
+        pem::PemError::InvalidData(_) => {
+            KeyError::NotPublicKey("the PEM block is not base64".to_owned())
+        }
+        pem::PemError::MismatchedTags(begin, end) => KeyError::NotPublicKey(format!(
+            "the PEM block begins as `{begin}` and ends as `{end}`"
+        )),
+        _ => KeyError::NotPublicKey("no `-----BEGIN PUBLIC KEY-----` block".to_owned()),
+    }
+}
+
+/// The curve of an EC public key (a DER SubjectPublicKeyInfo), `None` for any other kind of
+/// key. Only an uncompressed point is accepted on P-256: that is the form ES256 verifies.
+fn ec_curve(der: &[u8]) -> Result<Option<ObjectIdentifier>, KeyError> {
+    let info = SubjectPublicKeyInfoRef::try_from(der)
+        .map_err(|err| KeyError::NotPublicKey(format!("cannot read the public key: {err}")))?;
+    if info.algorithm.oid != EC_PUBLIC_KEY {
+        return Ok(None);
+    }
+    let curve = info
+        .algorithm
+        .parameters_oid()
+        .map_err(|err| KeyError::NotPublicKey(format!("the EC key names no curve: {err}")))?;
+    if curve == P256
+        && !matches!(info.subject_public_key.as_bytes(), Some([0x04, point @ ..]) if point.len() == 64)
+    {
+        return Err(KeyError::NotPublicKey(
+            "the P-256 key is not an uncompressed point".to_owned(),
+        ));
+    }
+    Ok(Some(curve))
 }
 
 /// An RSA public key in PEM form.
 fn rsa_pem(pem: &[u8]) -> Result<DecodingKey, KeyError> {
     DecodingKey::from_rsa_pem(pem)
         .map_err(|err| KeyError::NotPublicKey(format!("cannot read the RSA key: {err}")))
-}
-
-/// Whether `needle` occurs in `haystack`.
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// The algorithm and key of a JWKS entry, or why it cannot verify tokens.

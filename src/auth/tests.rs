@@ -273,6 +273,21 @@ fn unusable_pem_files_are_refused_with_a_reason() {
         refused(b"-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"),
         KeyError::NotPublicKey(_)
     ));
+    assert!(matches!(
+        refused(b"-----BEGIN PUBLIC KEY-----\n!!!!\n-----END PUBLIC KEY-----\n"),
+        KeyError::NotPublicKey(_)
+    ));
+    // A P-256 key as a compressed point: ES256 verifies uncompressed points only.
+    let mut compressed = vec![
+        0x30, 0x39, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08,
+        0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x22, 0x00, 0x02,
+    ];
+    compressed.extend([0x11; 32]);
+    let compressed = pem::encode(&pem::Pem::new("PUBLIC KEY", compressed));
+    assert!(matches!(
+        refused(compressed.as_bytes()),
+        KeyError::NotPublicKey(_)
+    ));
     let leeway = TokenRules {
         leeway_secs: MAX_LEEWAY_SECS + 1,
         ..rules()
