@@ -1,5 +1,4 @@
-//! How `/graphql` reads an operation: a POST body (JSON only, within the size and batch
-//! limits) or a GET query string, and whether the selected operation is a mutation.
+//! Reading a `/graphql` operation: a POST body or a GET query string, and whether it mutates.
 
 use async_graphql::BatchRequest;
 use axum::body::Body;

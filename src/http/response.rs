@@ -1,5 +1,4 @@
-//! What `/graphql` answers: the response format negotiated from `Accept`, GraphQL results as
-//! HTTP responses, and refusals with a GraphQL-shaped error body.
+//! What `/graphql` answers: the negotiated format, GraphQL results as HTTP, and refusals.
 
 use async_graphql::BatchResponse;
 use axum::http::header::{ACCEPT, ALLOW, CONTENT_TYPE, RETRY_AFTER};
