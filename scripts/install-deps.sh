@@ -73,7 +73,7 @@ install_python_check_deps() {
 }
 
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "cargo is required (Rust toolchain 1.85 or newer): https://rustup.rs" >&2
+  echo "cargo is required (Rust toolchain 1.95 or newer): https://rustup.rs" >&2
   exit 1
 fi
 

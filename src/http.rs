@@ -7,19 +7,21 @@ use std::sync::Arc;
 use async_graphql::http::{WebSocketProtocols, ALL_WEBSOCKET_PROTOCOLS};
 use async_graphql::{BatchRequest, BatchResponse};
 use async_graphql_axum::GraphQLProtocol;
-use axum::body::Body;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
-use axum::http::header::{
-    ACCEPT, ALLOW, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER, SEC_WEBSOCKET_PROTOCOL,
-};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, SEC_WEBSOCKET_PROTOCOL};
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Router;
 use tower_http::trace::TraceLayer;
 
 mod live;
+mod request;
+mod response;
+
+use request::{is_mutation, read_get, read_post};
+use response::{respond, Format, Refusal};
 
 use crate::config::{Config, RateLimit};
 use crate::graphql::Api;
@@ -72,160 +74,6 @@ pub fn router(api: Api, limits: HttpLimits) -> Router {
         .route("/metrics", get(metrics))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
-}
-
-/// A refused request: its status and a GraphQL-shaped error body with a code.
-struct Refusal {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
-    retry_after: Option<u64>,
-}
-
-impl Refusal {
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            code,
-            message: message.into(),
-            retry_after: None,
-        }
-    }
-
-    fn bad(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "BAD_USER_INPUT", message)
-    }
-}
-
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
-        let mut extensions = serde_json::json!({ "code": self.code });
-        if let Some(secs) = self.retry_after {
-            extensions["retryAfter"] = secs.into();
-        }
-        let body = serde_json::json!({
-            "errors": [{ "message": self.message, "extensions": extensions }]
-        });
-        let mut response = (self.status, Json(body)).into_response();
-        if let Some(secs) = self.retry_after {
-            response
-                .headers_mut()
-                .insert(RETRY_AFTER, HeaderValue::from(secs));
-        }
-        if self.status == StatusCode::METHOD_NOT_ALLOWED {
-            response
-                .headers_mut()
-                .insert(ALLOW, HeaderValue::from_static("POST"));
-        }
-        response
-    }
-}
-
-/// The media type of a GraphQL response, chosen from the request's `Accept` header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
-    /// `application/json`: every GraphQL result is 200.
-    Json,
-    /// `application/graphql-response+json`: a request that could not run (parse, validation or
-    /// variable errors) is 400 and has no `data`.
-    GraphqlResponse,
-    /// `text/event-stream`: Server-Sent Events in the `graphql-sse` protocol's distinct
-    /// connections mode: a `next` event per result, then `complete`.
-    EventStream,
-}
-
-impl Format {
-    const GRAPHQL_RESPONSE: &'static str = "application/graphql-response+json; charset=utf-8";
-    const JSON: &'static str = "application/json; charset=utf-8";
-
-    /// The format a client accepts, preferring `application/graphql-response+json` on a tie;
-    /// `application/json` when it names neither or has no `Accept` header; `None` when it
-    /// accepts neither (406).
-    fn negotiate(headers: &HeaderMap) -> Option<Format> {
-        let accept: Vec<&str> = headers
-            .get_all(ACCEPT)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .collect();
-        if accept.iter().all(|v| v.trim().is_empty()) {
-            return Some(Format::Json);
-        }
-        let (mut graphql, mut json, mut events) = (0.0_f32, 0.0_f32, 0.0_f32);
-        for range in accept.iter().flat_map(|v| v.split(',')) {
-            let mut params = range.split(';');
-            let essence = params
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_ascii_lowercase();
-            let q = params
-                .filter_map(|p| p.trim().strip_prefix("q="))
-                .find_map(|q| q.trim().parse::<f32>().ok())
-                .unwrap_or(1.0);
-            match essence.as_str() {
-                "application/graphql-response+json" => graphql = graphql.max(q),
-                "application/json" => json = json.max(q),
-                "text/event-stream" => events = events.max(q),
-                "*/*" | "application/*" => {
-                    json = json.max(q);
-                }
-                _ => {}
-            }
-        }
-        if events > 0.0 && events > graphql.max(json) {
-            Some(Format::EventStream)
-        } else if graphql > 0.0 && graphql >= json {
-            Some(Format::GraphqlResponse)
-        } else if json > 0.0 {
-            Some(Format::Json)
-        } else {
-            None
-        }
-    }
-
-    fn content_type(self) -> HeaderValue {
-        HeaderValue::from_static(match self {
-            Format::Json => Self::JSON,
-            Format::GraphqlResponse => Self::GRAPHQL_RESPONSE,
-            // Refusals of an event-stream request are plain JSON.
-            Format::EventStream => Self::JSON,
-        })
-    }
-}
-
-/// A GraphQL result as HTTP: in `application/graphql-response+json`, a request that did not
-/// run (no `data`) is 400 and its body has no `data` key.
-fn respond(format: Format, response: BatchResponse) -> Response {
-    let not_run = match &response {
-        BatchResponse::Single(single) => {
-            single.data == async_graphql::Value::Null && !single.errors.is_empty()
-        }
-        BatchResponse::Batch(_) => false,
-    };
-    let mut response = if format == Format::GraphqlResponse && not_run {
-        // A request that did not run: 400, and no `data` key in the body.
-        let mut body = serde_json::to_value(&response).unwrap_or_default();
-        if let Some(object) = body.as_object_mut() {
-            object.remove("data");
-        }
-        (StatusCode::BAD_REQUEST, Json(body)).into_response()
-    } else {
-        // Serialised once, straight to the body (through a `serde_json::Value` first, a page
-        // of comments cost twice the serialising).
-        match serde_json::to_vec(&response) {
-            Ok(body) => (StatusCode::OK, body).into_response(),
-            Err(err) => Refusal::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "INTERNAL_SERVER_ERROR",
-                format!("the response could not be written: {err}"),
-            )
-            .into_response(),
-        }
-    };
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, format.content_type());
-    response
 }
 
 async fn graphql(State(state): State<HttpState>, request: Request) -> Response {
@@ -338,171 +186,6 @@ fn check_anonymous(state: &HttpState, parts: &axum::http::request::Parts) -> Res
     Ok(())
 }
 
-/// Reads a POST body: JSON only (a CSRF guard, as Apollo Server does it), within the size limit,
-/// one operation or a batch of at most the configured size.
-async fn read_post(
-    headers: &HeaderMap,
-    body: Body,
-    limits: &HttpLimits,
-) -> Result<BatchRequest, Refusal> {
-    let content_type = headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    if !is_json(content_type) && !forces_preflight(headers) {
-        return Err(Refusal::bad(
-            "this request has been refused as a possible cross-site request forgery: send the body as `Content-Type: application/json`, or add a non-empty `Apollo-Require-Preflight` or `X-Apollo-Operation-Name` header",
-        ));
-    }
-    let too_large = || {
-        Refusal::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "REQUEST_TOO_LARGE",
-            format!(
-                "the request body is larger than {} bytes",
-                limits.max_body_bytes
-            ),
-        )
-    };
-    let declared = headers
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limits.max_body_bytes as u64) {
-        return Err(too_large());
-    }
-    let bytes = axum::body::to_bytes(body, limits.max_body_bytes)
-        .await
-        .map_err(|_| too_large())?;
-    let bad = |e: serde_json::Error| {
-        Refusal::bad(format!("the request is not a valid GraphQL request: {e}"))
-    };
-    let batch = match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
-        Some(b'[') => BatchRequest::Batch(
-            serde_json::from_slice::<Vec<Operation>>(&bytes)
-                .map_err(bad)?
-                .into_iter()
-                .map(|op| op.0)
-                .collect(),
-        ),
-        _ => BatchRequest::Single(serde_json::from_slice::<Operation>(&bytes).map_err(bad)?.0),
-    };
-    let operations: &[async_graphql::Request] = match &batch {
-        BatchRequest::Single(request) => std::slice::from_ref(request),
-        BatchRequest::Batch(requests) => requests,
-    };
-    // Only a persisted query (APQ) may come without its text.
-    if operations
-        .iter()
-        .any(|r| r.query.is_empty() && !r.extensions.contains_key("persistedQuery"))
-    {
-        return Err(Refusal::bad(
-            "the request is not a valid GraphQL request: `query` is missing",
-        ));
-    }
-    if let BatchRequest::Batch(requests) = &batch {
-        if limits.max_batch == 0 {
-            return Err(Refusal::bad(
-                "batched requests are not accepted: send one operation per request",
-            ));
-        }
-        if requests.is_empty() || requests.len() > limits.max_batch {
-            return Err(Refusal::bad(format!(
-                "a batch must hold 1 to {} operations (got {})",
-                limits.max_batch,
-                requests.len()
-            )));
-        }
-    }
-    Ok(batch)
-}
-
-/// One operation of a POST body: a JSON object only (serde would also fill a request from a
-/// JSON array, field by field), with duplicate keys refused.
-struct Operation(async_graphql::Request);
-
-impl<'de> serde::Deserialize<'de> for Operation {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Object;
-        impl<'de> serde::de::Visitor<'de> for Object {
-            type Value = Operation;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a GraphQL request as a JSON object")
-            }
-
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> Result<Operation, A::Error> {
-                let fields = serde::de::value::MapAccessDeserializer::new(map);
-                serde::Deserialize::deserialize(fields).map(Operation)
-            }
-        }
-        deserializer.deserialize_map(Object)
-    }
-}
-
-/// The parameters of a GET request, as the GraphQL-over-HTTP spec names them.
-#[derive(serde::Deserialize)]
-struct GetParams {
-    query: Option<String>,
-    #[serde(rename = "operationName", alias = "operation_name")]
-    operation_name: Option<String>,
-    variables: Option<String>,
-    extensions: Option<String>,
-}
-
-/// Reads a GET request's query string: `query`, `operationName`, `variables` (JSON).
-fn read_get(uri: &axum::http::Uri) -> Result<async_graphql::Request, Refusal> {
-    let bad = |e: &dyn std::fmt::Display| {
-        Refusal::bad(format!("the request is not a valid GraphQL request: {e}"))
-    };
-    let params = axum::extract::Query::<GetParams>::try_from_uri(uri)
-        .map_err(|e| bad(&e))?
-        .0;
-    // A persisted query (APQ) is sent by hash alone, without `query`.
-    let query = match (params.query, &params.extensions) {
-        (Some(query), _) => query,
-        (None, Some(_)) => String::new(),
-        (None, None) => return Err(bad(&"the `query` parameter is missing")),
-    };
-    let mut request = async_graphql::Request::new(query);
-    if let Some(name) = params.operation_name.filter(|n| !n.is_empty()) {
-        request = request.operation_name(name);
-    }
-    if let Some(variables) = params.variables.filter(|v| !v.is_empty()) {
-        let value: serde_json::Value = serde_json::from_str(&variables)
-            .map_err(|e| bad(&format!("`variables` is not JSON: {e}")))?;
-        request = request.variables(async_graphql::Variables::from_json(value));
-    }
-    if let Some(extensions) = params.extensions.filter(|v| !v.is_empty()) {
-        request.extensions = serde_json::from_str(&extensions)
-            .map_err(|e| bad(&format!("`extensions` is not a JSON object: {e}")))?;
-    }
-    Ok(request)
-}
-
-/// Whether a content type is JSON (`application/json`, `application/graphql-response+json`,
-/// any `+json`), parameters such as `charset` aside.
-fn is_json(content_type: &str) -> bool {
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    essence == "application/json"
-        || (essence.starts_with("application/") && essence.ends_with("+json"))
-}
-
-/// Whether the request carries a header that a browser would only send after a CORS preflight.
-fn forces_preflight(headers: &HeaderMap) -> bool {
-    ["apollo-require-preflight", "x-apollo-operation-name"]
-        .iter()
-        .any(|name| headers.get(*name).is_some_and(|v| !v.is_empty()))
-}
-
 /// The client's address: the last address of the configured proxy header, else the peer.
 fn client_ip(headers: &HeaderMap, header: Option<&str>, peer: Option<IpAddr>) -> Option<IpAddr> {
     let forwarded = header
@@ -511,25 +194,6 @@ fn client_ip(headers: &HeaderMap, header: Option<&str>, peer: Option<IpAddr>) ->
         .and_then(|v| v.rsplit(',').next())
         .and_then(|v| v.trim().parse::<IpAddr>().ok());
     forwarded.or(peer)
-}
-
-/// Whether the operation a request selects is a mutation (unparsable documents are left to the
-/// engine, which reports the syntax error).
-fn is_mutation(request: &async_graphql::Request) -> bool {
-    use async_graphql::parser::types::{DocumentOperations, OperationType};
-    let Ok(document) = async_graphql::parser::parse_query(&request.query) else {
-        return false;
-    };
-    let selected = match (&document.operations, request.operation_name.as_deref()) {
-        (DocumentOperations::Single(op), _) => Some(op),
-        (DocumentOperations::Multiple(ops), Some(name)) => ops
-            .iter()
-            .find(|(n, _)| n.as_str() == name)
-            .map(|(_, op)| op),
-        (DocumentOperations::Multiple(ops), None) if ops.len() == 1 => ops.values().next(),
-        _ => None,
-    };
-    selected.is_some_and(|op| op.node.ty == OperationType::Mutation)
 }
 
 /// Whether a request asks to become a WebSocket.
@@ -614,7 +278,9 @@ async fn metrics(State(state): State<HttpState>) -> impl IntoResponse {
 
 #[cfg(test)]
 mod tests {
+    use super::request::is_json;
     use super::*;
+    use axum::http::HeaderValue;
 
     #[test]
     fn json_content_types_and_client_addresses() {

@@ -1,0 +1,276 @@
+//! The `Comment` object, its author and its revisions.
+
+use std::sync::Arc;
+
+use async_graphql::{Context, Object, SimpleObject, ID};
+use chrono::{DateTime, Utc};
+
+use super::{CommentConnection, Total};
+use crate::domain::{Comment, CursorKind, Discussion, Page, PageArgs, Slug, Window};
+use crate::graphql::error::OrGql;
+use crate::graphql::limits::page_cost;
+use crate::graphql::loaders::{
+    CommentKey, DiscussionRef, RepliesKey, SubDiscussionCountKey, SubDiscussionKey,
+};
+use crate::graphql::{reads, Limits};
+
+/// The author of a comment.
+#[derive(SimpleObject)]
+pub struct Author {
+    /// The author's id (the token's `sub`); empty for a deleted comment's hidden author.
+    pub id: ID,
+    /// The author's display name; `[deleted]` for a deleted comment's hidden author.
+    pub name: String,
+}
+
+impl From<&crate::domain::Author> for Author {
+    fn from(author: &crate::domain::Author) -> Self {
+        Self {
+            id: ID(author.id.clone()),
+            name: author.name.clone(),
+        }
+    }
+}
+
+/// An earlier version of a comment's text.
+#[derive(SimpleObject)]
+pub struct Revision {
+    /// The text of that version.
+    pub text: String,
+    /// When that version was written (the posting time for the original text).
+    pub edited_at: DateTime<Utc>,
+    /// Who wrote that version: the author, or the moderator who edited it.
+    pub editor: Author,
+}
+
+/// Whether the request's caller is a moderator, or this author.
+fn viewer_is(ctx: &Context<'_>, author: Option<&crate::domain::Author>) -> bool {
+    match crate::graphql::auth(ctx) {
+        crate::auth::AuthState::Authenticated(viewer) => {
+            viewer.moderator || author.is_some_and(|a| a.id == viewer.author.id)
+        }
+        _ => false,
+    }
+}
+
+/// A comment. Deleted comments keep their place and replies; their text is null.
+pub struct CommentNode {
+    /// Its discussion.
+    pub discussion: Arc<Discussion>,
+    /// The comment.
+    pub comment: Comment,
+    /// Its parent, when the node was reached through the parent's `replies` (saves a lookup).
+    pub known_parent: Option<Arc<Comment>>,
+}
+
+impl CommentNode {
+    /// A node whose parent is not known yet.
+    pub fn new(discussion: Arc<Discussion>, comment: Comment) -> Self {
+        Self {
+            discussion,
+            comment,
+            known_parent: None,
+        }
+    }
+
+    /// An empty page (a comment without replies has nothing to load).
+    fn empty_connection(
+        &self,
+        kind: CursorKind,
+        window: &Window,
+        total: Total,
+    ) -> CommentConnection {
+        let empty = Page::from_overfetch(Vec::new(), 0);
+        CommentConnection::new(self.discussion.clone(), empty, kind, window, total)
+    }
+}
+
+/// A validated cursor window (`first`/`after`, no offset).
+fn cursor_window(
+    ctx: &Context<'_>,
+    first: Option<i32>,
+    after: Option<String>,
+    kind: CursorKind,
+) -> async_graphql::Result<Window> {
+    let args = PageArgs {
+        first,
+        after,
+        offset: None,
+    };
+    ctx.data_unchecked::<Limits>().window(&args, kind)
+}
+
+#[Object(name = "Comment")]
+impl CommentNode {
+    /// A globally unique id: `<discussionId>:<slug>`.
+    async fn id(&self) -> ID {
+        ID(format!("{}:{}", self.discussion.id, self.comment.slug))
+    }
+
+    /// The discussion it belongs to.
+    async fn discussion_id(&self) -> ID {
+        ID(self.discussion.id.to_string())
+    }
+
+    /// Its path in the discussion: the slugs of its ancestors and its own, `/`-separated. Use it
+    /// for direct links.
+    async fn slug(&self) -> &str {
+        self.comment.slug.as_str()
+    }
+
+    /// Its sortable path: `<microseconds>:<slug part>` per level. Sorting by it gives threaded order.
+    async fn full_slug(&self) -> &str {
+        self.comment.full_slug.as_str()
+    }
+
+    /// The parent's slug; null for a top-level comment.
+    async fn parent_slug(&self) -> Option<&str> {
+        self.comment.parent.as_ref().map(Slug::as_str)
+    }
+
+    /// 0 for a top-level comment, 1 for a reply to one, and so on.
+    async fn depth(&self) -> usize {
+        self.comment.depth()
+    }
+
+    /// When it was posted.
+    async fn posted(&self) -> DateTime<Utc> {
+        self.comment.posted.to_datetime()
+    }
+
+    /// When it was last edited; null if never.
+    async fn edited_at(&self) -> Option<DateTime<Utc>> {
+        self.comment.edited.map(|m| m.to_datetime())
+    }
+
+    /// Whether it was deleted (it keeps its place and replies, without text).
+    async fn deleted(&self) -> bool {
+        self.comment.deleted
+    }
+
+    /// Who wrote it. Once it is deleted, only moderators see who; everybody else gets id `""`
+    /// and name `[deleted]`.
+    async fn author(&self, ctx: &Context<'_>) -> Author {
+        if self.comment.deleted && !viewer_is(ctx, None) {
+            return Author {
+                id: ID(String::new()),
+                name: "[deleted]".to_owned(),
+            };
+        }
+        (&self.comment.author).into()
+    }
+
+    /// Its earlier texts, oldest first, for its author and moderators; null for everyone else
+    /// and once it is deleted.
+    async fn revisions(&self, ctx: &Context<'_>) -> Option<Vec<Revision>> {
+        if self.comment.deleted || !viewer_is(ctx, Some(&self.comment.author)) {
+            return None;
+        }
+        Some(
+            self.comment
+                .revisions
+                .iter()
+                .map(|r| Revision {
+                    text: r.text.clone(),
+                    edited_at: r.edited.to_datetime(),
+                    editor: (&r.editor).into(),
+                })
+                .collect(),
+        )
+    }
+
+    /// Its text; null once deleted.
+    async fn text(&self) -> Option<&str> {
+        self.comment.text.as_deref()
+    }
+
+    /// The comment it replies to; null for a top-level comment.
+    async fn parent(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<CommentNode>> {
+        let Some(parent) = &self.comment.parent else {
+            return Ok(None);
+        };
+        if let Some(known) = &self.known_parent {
+            return Ok(Some(CommentNode::new(
+                self.discussion.clone(),
+                Comment::clone(known),
+            )));
+        }
+        let key = CommentKey {
+            discussion: DiscussionRef(self.discussion.clone()),
+            slug: parent.clone(),
+        };
+        let comment = reads(ctx).loader.load_one(key).await.gql()?;
+        Ok(comment.map(|comment| CommentNode::new(self.discussion.clone(), comment)))
+    }
+
+    /// Its direct replies, oldest first.
+    #[graphql(complexity = "page_cost(first, child_complexity)")]
+    async fn replies(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> async_graphql::Result<CommentConnection> {
+        let kind = CursorKind::Chronological;
+        let window = cursor_window(ctx, first, after, kind)?;
+        let total = Total::Known(self.comment.reply_count);
+        if self.comment.reply_count == 0 {
+            return Ok(self.empty_connection(kind, &window, total));
+        }
+        let key = RepliesKey {
+            discussion: DiscussionRef(self.discussion.clone()),
+            parent: self.comment.slug.clone(),
+            window: window.clone(),
+        };
+        let page = reads(ctx)
+            .loader
+            .load_one(key)
+            .await
+            .gql()?
+            .unwrap_or_else(|| Page::from_overfetch(Vec::new(), 0));
+        Ok(
+            CommentConnection::new(self.discussion.clone(), page, kind, &window, total)
+                .with_parent(&self.comment),
+        )
+    }
+
+    /// How many direct replies it has.
+    async fn reply_count(&self) -> u64 {
+        self.comment.reply_count
+    }
+
+    /// All its descendants, in threaded order.
+    #[graphql(complexity = "page_cost(first, child_complexity)")]
+    async fn sub_discussion(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> async_graphql::Result<CommentConnection> {
+        let kind = CursorKind::Threaded;
+        let window = cursor_window(ctx, first, after, kind)?;
+        if self.comment.reply_count == 0 {
+            return Ok(self.empty_connection(kind, &window, Total::Known(0)));
+        }
+        let discussion = DiscussionRef(self.discussion.clone());
+        let root = self.comment.full_slug.clone();
+        let key = SubDiscussionKey {
+            discussion: discussion.clone(),
+            root: root.clone(),
+            window: window.clone(),
+        };
+        let page = reads(ctx)
+            .loader
+            .load_one(key)
+            .await
+            .gql()?
+            .unwrap_or_else(|| Page::from_overfetch(Vec::new(), 0));
+        Ok(CommentConnection::new(
+            self.discussion.clone(),
+            page,
+            kind,
+            &window,
+            Total::SubDiscussion(SubDiscussionCountKey { discussion, root }),
+        ))
+    }
+}

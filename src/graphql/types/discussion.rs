@@ -1,0 +1,176 @@
+//! The `Discussion` object: its fields, its comment lists and direct links to its comments.
+
+use std::sync::Arc;
+
+use async_graphql::{Context, Object, ID};
+use chrono::{DateTime, Utc};
+
+use super::{CommentConnection, CommentNode, CommentOrder, StorageLayout, Total};
+use crate::domain::{CursorKind, Discussion, DomainError, PageArgs, Slug, Window};
+use crate::graphql::error::OrGql;
+use crate::graphql::limits::page_cost;
+use crate::graphql::loaders::{CommentKey, DiscussionRef};
+use crate::graphql::{reads, store, Limits};
+use crate::store::Listing;
+
+/// A discussion: one thread of comments, e.g. under an article.
+pub struct DiscussionNode(pub Arc<Discussion>);
+
+impl DiscussionNode {
+    fn window(
+        &self,
+        ctx: &Context<'_>,
+        args: PageArgs,
+        kind: CursorKind,
+    ) -> async_graphql::Result<Window> {
+        ctx.data_unchecked::<Limits>().window(&args, kind)
+    }
+}
+
+#[Object(name = "Discussion")]
+impl DiscussionNode {
+    /// The discussion's id.
+    async fn id(&self) -> ID {
+        ID(self.0.id.to_string())
+    }
+
+    /// Its title.
+    async fn title(&self) -> &str {
+        &self.0.title
+    }
+
+    /// How its comments are stored.
+    async fn layout(&self) -> StorageLayout {
+        self.0.layout.into()
+    }
+
+    /// How many comments it holds, deleted ones included (a deleted comment keeps its place).
+    async fn comment_count(&self) -> u64 {
+        self.0.comment_count
+    }
+
+    /// Whether a moderator locked it: no new comments or replies, no edits by authors.
+    async fn locked(&self) -> bool {
+        self.0.locked
+    }
+
+    /// When it was created.
+    async fn created_at(&self) -> DateTime<Utc> {
+        self.0.created.to_datetime()
+    }
+
+    /// Its comments, chronological or threaded, paged by `offset` or by cursor (`after`).
+    #[graphql(complexity = "page_cost(first, child_complexity)")]
+    async fn comments(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(default)] order: CommentOrder,
+        first: Option<i32>,
+        after: Option<String>,
+        offset: Option<i32>,
+    ) -> async_graphql::Result<CommentConnection> {
+        let (listing, kind) = match order {
+            CommentOrder::Chronological => (Listing::Chronological, CursorKind::Chronological),
+            CommentOrder::Threaded => (Listing::Threaded, CursorKind::Threaded),
+        };
+        let window = self.window(
+            ctx,
+            PageArgs {
+                first,
+                after,
+                offset,
+            },
+            kind,
+        )?;
+        let page = store(ctx)
+            .layout(self.0.layout)
+            .gql()?
+            .list(&reads(ctx).scope, &self.0, listing, &window)
+            .await
+            .gql()?;
+        Ok(CommentConnection::new(
+            self.0.clone(),
+            page,
+            kind,
+            &window,
+            Total::Known(self.0.comment_count),
+        ))
+    }
+
+    /// Its top-level comments, oldest first.
+    #[graphql(complexity = "page_cost(first, child_complexity)")]
+    async fn threads(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+        offset: Option<i32>,
+    ) -> async_graphql::Result<CommentConnection> {
+        let kind = CursorKind::Chronological;
+        let window = self.window(
+            ctx,
+            PageArgs {
+                first,
+                after,
+                offset,
+            },
+            kind,
+        )?;
+        let layout = store(ctx).layout(self.0.layout).gql()?;
+        let scope = &reads(ctx).scope;
+        let page = if reads_below_nodes(ctx) {
+            layout.list(scope, &self.0, Listing::Threads, &window).await
+        } else {
+            layout
+                .list_shallow(scope, &self.0, Listing::Threads, &window)
+                .await
+        }
+        .gql()?;
+        Ok(CommentConnection::new(
+            self.0.clone(),
+            page,
+            kind,
+            &window,
+            Total::Known(self.0.thread_count),
+        ))
+    }
+
+    /// One comment by slug (a direct link).
+    async fn comment(&self, ctx: &Context<'_>, slug: String) -> async_graphql::Result<CommentNode> {
+        comment_by_slug(ctx, self.0.clone(), &slug).await
+    }
+}
+
+/// Whether the selection of a comment connection reads anything below its comments (their
+/// replies, sub-discussions or parents), so a store should not read just the page.
+fn reads_below_nodes(ctx: &Context<'_>) -> bool {
+    let look = ctx.look_ahead();
+    [look.field("nodes"), look.field("edges").field("node")]
+        .iter()
+        .any(|node| {
+            ["replies", "subDiscussion", "parent"]
+                .iter()
+                .any(|field| node.field(field).exists())
+        })
+}
+
+/// Loads a comment by client-supplied slug, or fails with `NOT_FOUND`.
+pub async fn comment_by_slug(
+    ctx: &Context<'_>,
+    discussion: Arc<Discussion>,
+    slug: &str,
+) -> async_graphql::Result<CommentNode> {
+    let slug = Slug::parse(slug).gql()?;
+    let key = CommentKey {
+        discussion: DiscussionRef(discussion.clone()),
+        slug: slug.clone(),
+    };
+    match reads(ctx).loader.load_one(key).await.gql()? {
+        Some(comment) => Ok(CommentNode::new(discussion, comment)),
+        None => Err(DomainError::not_found(format!(
+            "no comment {slug} in discussion {}",
+            discussion.id
+        )))
+        .gql(),
+    }
+}
