@@ -1,5 +1,6 @@
 //! threadql-bench: compares the storage layouts and the GraphQL overhead on generated discussions.
 
+mod charts;
 mod client;
 mod floor;
 mod load;
@@ -64,6 +65,15 @@ struct Args {
     /// Where to write the JSON results.
     #[arg(long, default_value = "bench-results.json")]
     out: PathBuf,
+    /// Where to draw the charts at the end of the run, as `bench-reads.svg` and
+    /// `bench-writes.svg` [default: next to the results, as `<name>-reads.svg` and
+    /// `<name>-writes.svg`].
+    #[arg(long, value_name = "DIR")]
+    charts_dir: Option<PathBuf>,
+    /// Measure nothing: draw the charts of a results file written earlier (into `--charts-dir`,
+    /// or next to the file).
+    #[arg(long, value_name = "FILE")]
+    charts_from: Option<PathBuf>,
     /// Measured runs per read and write measurement [default: 3; quick: 2].
     #[arg(long)]
     runs: Option<usize>,
@@ -182,7 +192,11 @@ impl Args {
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    match run(args).await {
+    let result = match &args.charts_from {
+        Some(file) => redraw(file, args.charts_dir.as_deref()),
+        None => run(args).await,
+    };
+    match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("threadql-bench: {err:#}");
@@ -274,6 +288,20 @@ async fn run(args: Args) -> anyhow::Result<()> {
     report.save(&args.out)?;
     println!("{}", report.markdown());
     eprintln!("results written to {}", args.out.display());
+    let (reads, writes) = charts::paths(args.charts_dir.as_deref(), &args.out);
+    for chart in charts::draw(&charts::Results::of(&report)?, &reads, &writes)? {
+        eprintln!("chart drawn in {}", chart.display());
+    }
+    Ok(())
+}
+
+/// Draws the charts of a results file written earlier.
+fn redraw(file: &std::path::Path, dir: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let results = charts::Results::load(file)?;
+    let (reads, writes) = charts::paths(dir, file);
+    for chart in charts::draw(&results, &reads, &writes)? {
+        eprintln!("chart drawn in {}", chart.display());
+    }
     Ok(())
 }
 
