@@ -156,20 +156,28 @@ fn number(v: f64) -> String {
     }
 }
 
-/// Ticks of a log axis between `lo` and `hi`: 1, 2 and 5 times the powers of ten.
+/// Ticks of a log axis between `lo` and `hi`: 1, 2 and 5 times the powers of ten, or every
+/// multiple of them when that gives fewer than four.
 fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
-    let mut out = Vec::new();
-    let mut decade = 10f64.powf(lo.log10().floor());
-    while decade <= hi {
-        for m in [1.0, 2.0, 5.0] {
-            let v = decade * m;
-            if v >= lo && v <= hi {
-                out.push(v);
+    let within = |mantissas: &[f64]| {
+        let mut out = Vec::new();
+        let mut decade = 10f64.powf(lo.log10().floor());
+        while decade <= hi {
+            for m in mantissas {
+                let v = decade * m;
+                if v >= lo && v <= hi {
+                    out.push(v);
+                }
             }
+            decade *= 10.0;
         }
-        decade *= 10.0;
+        out
+    };
+    let ticks = within(&[1.0, 2.0, 5.0]);
+    if ticks.len() >= 4 {
+        return ticks;
     }
-    out
+    within(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
 }
 
 /// A log range around the values, a little wider than they are.
@@ -436,6 +444,10 @@ mod tests {
         assert_eq!(number(2.0), "2");
         assert_eq!(number(0.5), "0.5");
         assert_eq!(log_ticks(0.7, 60.0), vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0]);
+        assert_eq!(
+            log_ticks(70.0, 350.0),
+            vec![70.0, 80.0, 90.0, 100.0, 200.0, 300.0]
+        );
     }
 
     #[test]
