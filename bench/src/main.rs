@@ -115,6 +115,12 @@ struct Args {
     /// The `threadql` binary to run as the server under test [default: next to this binary].
     #[arg(long)]
     server_bin: Option<PathBuf>,
+    /// Another `threadql` binary to compare the reads with: on each loaded discussion, the two
+    /// servers take turns (one run of every read each, `--runs` rounds) on the same data, so the
+    /// noise of separate loads stays out of the comparison. Both must read the same stored
+    /// layout.
+    #[arg(long, value_name = "BIN")]
+    compare_server_bin: Option<PathBuf>,
     /// The `secantusd-rs` binary for the embedded database [default: on PATH or in ~/.cargo/bin].
     #[arg(long)]
     secantusd: Option<PathBuf>,
@@ -435,12 +441,30 @@ async fn bench_case(
         .filter_map(|(s, _)| s.clone())
         .collect();
 
+    let turns = Turns {
+        store,
+        uri,
+        db_name,
+        secret,
+        http,
+        fixtures: &fixtures,
+        reads: args.reads(),
+        effort,
+    };
+    let compared = match &args.compare_server_bin {
+        Some(other) => Some(turns.compare(server_bin, other, &label).await?),
+        None => None,
+    };
     let server = Server::start(server_bin, uri, db_name, secret, http.clone()).await?;
-    eprintln!("{label}: measuring reads (server pid {})", server.pid());
     let client = GraphqlClient::new(http.clone(), server.graphql_url());
     let measured = async {
-        let reads =
-            measure::reads(store, &server, &client, &fixtures, &args.reads(), effort).await?;
+        let reads = match &compared {
+            Some(compared) => compared.reads.clone(),
+            None => {
+                eprintln!("{label}: measuring reads (server pid {})", server.pid());
+                measure::reads(store, &server, &client, &fixtures, &args.reads(), effort).await?
+            }
+        };
         if args.no_writes {
             let peak = server.peak_rss_bytes()?;
             return anyhow::Ok((reads, Vec::new(), peak, None));
@@ -520,7 +544,85 @@ async fn bench_case(
         floor,
         comments_after_writes: after.comment_count,
         server_peak_rss_mib: peak as f64 / (1024.0 * 1024.0),
+        compared: compared.map(|c| c.other),
     })
+}
+
+/// What the reads of one loaded discussion need, to measure them with any server binary.
+struct Turns<'a> {
+    store: &'a Store,
+    uri: &'a str,
+    db_name: &'a str,
+    secret: &'a str,
+    http: &'a reqwest::Client,
+    fixtures: &'a Fixtures,
+    reads: Vec<Read>,
+    effort: Effort,
+}
+
+/// The reads of the server under test and of the one compared with it, measured in turns.
+struct Compared {
+    reads: Vec<measure::ReadResult>,
+    other: report::Compared,
+}
+
+impl Turns<'_> {
+    /// One run of every read with a fresh server of `binary`.
+    async fn once(&self, binary: &std::path::Path) -> anyhow::Result<Vec<measure::ReadResult>> {
+        let server = Server::start(
+            binary,
+            self.uri,
+            self.db_name,
+            self.secret,
+            self.http.clone(),
+        )
+        .await?;
+        let client = GraphqlClient::new(self.http.clone(), server.graphql_url());
+        let one = Effort {
+            runs: 1,
+            ..self.effort
+        };
+        let reads = measure::reads(
+            self.store,
+            &server,
+            &client,
+            self.fixtures,
+            &self.reads,
+            one,
+        )
+        .await
+        .with_context(|| format!("reads with {}", binary.display()));
+        server.stop().await;
+        reads
+    }
+
+    /// `effort.runs` rounds, each one run of every read with `ours` and then with `other`.
+    async fn compare(
+        &self,
+        ours: &std::path::Path,
+        other: &std::path::Path,
+        label: &str,
+    ) -> anyhow::Result<Compared> {
+        let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+        for round in 1..=self.effort.runs.max(1) {
+            eprintln!(
+                "{label}: reads, round {round} of {}: {} then {}",
+                self.effort.runs,
+                ours.display(),
+                other.display()
+            );
+            mine.push(self.once(ours).await?);
+            theirs.push(self.once(other).await?);
+        }
+        Ok(Compared {
+            reads: measure::merge_turns(mine),
+            other: report::Compared {
+                server_bin: ours.display().to_string(),
+                other_bin: other.display().to_string(),
+                reads: measure::merge_turns(theirs),
+            },
+        })
+    }
 }
 
 /// Moves a discussion loaded in another layout to `layout` (online, as `threadql migrate`
