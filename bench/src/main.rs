@@ -96,6 +96,12 @@ struct Args {
     /// Concurrent writers.
     #[arg(long, default_value_t = 32)]
     writers: usize,
+    /// Further numbers of concurrent writers to post with, each measured like `--writers` and
+    /// drawn in the writes chart, comma-separated (none by default; the embedded layout takes
+    /// those below `--embedded-writers`). They run last, in ascending order, on the discussion
+    /// the earlier writes grew.
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    more_writers: Vec<usize>,
     /// Posts in flight while bulk loading.
     #[arg(long, default_value_t = 8)]
     load_concurrency: usize,
@@ -157,6 +163,23 @@ impl Args {
             Layout::Embedded => self.embedded_writers.max(1),
             _ => self.writers.max(1),
         }
+    }
+
+    /// The `--more-writers` counts a layout posts with: each once, none that the single writer
+    /// or the concurrent measurement already covers, and for the embedded layout none past its
+    /// own number of writers.
+    fn more_writers(&self, layout: Layout) -> Vec<usize> {
+        let main = self.writers(layout);
+        let mut counts: Vec<usize> = self
+            .more_writers
+            .iter()
+            .copied()
+            .filter(|n| *n > 1 && *n != main)
+            .filter(|n| layout != Layout::Embedded || *n < main)
+            .collect();
+        counts.sort_unstable();
+        counts.dedup();
+        counts
     }
 
     fn effort(&self) -> Effort {
@@ -520,8 +543,22 @@ async fn bench_case(
             effort,
         )
         .await?;
+        let mut writes = vec![single, many, talk];
+        for writers in args.more_writers(layout) {
+            eprintln!("{label}: measuring writes with {writers} writers");
+            let more = measure::writes(
+                &server,
+                &client,
+                &target,
+                (writers, false),
+                effort.posts_concurrent,
+                effort,
+            )
+            .await?;
+            writes.push(more);
+        }
         let peak = server.peak_rss_bytes()?;
-        anyhow::Ok((reads, vec![single, many, talk], peak, floor))
+        anyhow::Ok((reads, writes, peak, floor))
     }
     .await;
     server.stop().await;
