@@ -1,5 +1,6 @@
 //! threadql-bench: compares the storage layouts and the GraphQL overhead on generated discussions.
 
+mod charts;
 mod client;
 mod floor;
 mod load;
@@ -64,6 +65,15 @@ struct Args {
     /// Where to write the JSON results.
     #[arg(long, default_value = "bench-results.json")]
     out: PathBuf,
+    /// Where to draw the charts at the end of the run, as `bench-reads.svg` and
+    /// `bench-writes.svg` [default: next to the results, as `<name>-reads.svg` and
+    /// `<name>-writes.svg`].
+    #[arg(long, value_name = "DIR")]
+    charts_dir: Option<PathBuf>,
+    /// Measure nothing: draw the charts of a results file written earlier (into `--charts-dir`,
+    /// or next to the file).
+    #[arg(long, value_name = "FILE")]
+    charts_from: Option<PathBuf>,
     /// Measured runs per read and write measurement [default: 3; quick: 2].
     #[arg(long)]
     runs: Option<usize>,
@@ -86,6 +96,12 @@ struct Args {
     /// Concurrent writers.
     #[arg(long, default_value_t = 32)]
     writers: usize,
+    /// Further numbers of concurrent writers to post with, each measured like `--writers` and
+    /// drawn in the writes chart, comma-separated (none by default; the embedded layout takes
+    /// those below `--embedded-writers`). They run last, in ascending order, on the discussion
+    /// the earlier writes grew.
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    more_writers: Vec<usize>,
     /// Posts in flight while bulk loading.
     #[arg(long, default_value_t = 8)]
     load_concurrency: usize,
@@ -105,6 +121,12 @@ struct Args {
     /// The `threadql` binary to run as the server under test [default: next to this binary].
     #[arg(long)]
     server_bin: Option<PathBuf>,
+    /// Another `threadql` binary to compare the reads with: on each loaded discussion, the two
+    /// servers take turns (one run of every read each, `--runs` rounds) on the same data, so the
+    /// noise of separate loads stays out of the comparison. Both must read the same stored
+    /// layout.
+    #[arg(long, value_name = "BIN")]
+    compare_server_bin: Option<PathBuf>,
     /// The `secantusd-rs` binary for the embedded database [default: on PATH or in ~/.cargo/bin].
     #[arg(long)]
     secantusd: Option<PathBuf>,
@@ -141,6 +163,23 @@ impl Args {
             Layout::Embedded => self.embedded_writers.max(1),
             _ => self.writers.max(1),
         }
+    }
+
+    /// The `--more-writers` counts a layout posts with: each once, none that the single writer
+    /// or the concurrent measurement already covers, and for the embedded layout none past its
+    /// own number of writers.
+    fn more_writers(&self, layout: Layout) -> Vec<usize> {
+        let main = self.writers(layout);
+        let mut counts: Vec<usize> = self
+            .more_writers
+            .iter()
+            .copied()
+            .filter(|n| *n > 1 && *n != main)
+            .filter(|n| layout != Layout::Embedded || *n < main)
+            .collect();
+        counts.sort_unstable();
+        counts.dedup();
+        counts
     }
 
     fn effort(&self) -> Effort {
@@ -182,7 +221,11 @@ impl Args {
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    match run(args).await {
+    let result = match &args.charts_from {
+        Some(file) => redraw(file, args.charts_dir.as_deref()),
+        None => run(args).await,
+    };
+    match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("threadql-bench: {err:#}");
@@ -274,6 +317,20 @@ async fn run(args: Args) -> anyhow::Result<()> {
     report.save(&args.out)?;
     println!("{}", report.markdown());
     eprintln!("results written to {}", args.out.display());
+    let (reads, writes) = charts::paths(args.charts_dir.as_deref(), &args.out);
+    for chart in charts::draw(&charts::Results::of(&report)?, &reads, &writes)? {
+        eprintln!("chart drawn in {}", chart.display());
+    }
+    Ok(())
+}
+
+/// Draws the charts of a results file written earlier.
+fn redraw(file: &std::path::Path, dir: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let results = charts::Results::load(file)?;
+    let (reads, writes) = charts::paths(dir, file);
+    for chart in charts::draw(&results, &reads, &writes)? {
+        eprintln!("chart drawn in {}", chart.display());
+    }
     Ok(())
 }
 
@@ -409,12 +466,30 @@ async fn bench_case(
         .filter_map(|(s, _)| s.clone())
         .collect();
 
+    let turns = Turns {
+        store,
+        uri,
+        db_name,
+        secret,
+        http,
+        fixtures: &fixtures,
+        reads: args.reads(),
+        effort,
+    };
+    let compared = match &args.compare_server_bin {
+        Some(other) => Some(turns.compare(server_bin, other, &label).await?),
+        None => None,
+    };
     let server = Server::start(server_bin, uri, db_name, secret, http.clone()).await?;
-    eprintln!("{label}: measuring reads (server pid {})", server.pid());
     let client = GraphqlClient::new(http.clone(), server.graphql_url());
     let measured = async {
-        let reads =
-            measure::reads(store, &server, &client, &fixtures, &args.reads(), effort).await?;
+        let reads = match &compared {
+            Some(compared) => compared.reads.clone(),
+            None => {
+                eprintln!("{label}: measuring reads (server pid {})", server.pid());
+                measure::reads(store, &server, &client, &fixtures, &args.reads(), effort).await?
+            }
+        };
         if args.no_writes {
             let peak = server.peak_rss_bytes()?;
             return anyhow::Ok((reads, Vec::new(), peak, None));
@@ -470,8 +545,22 @@ async fn bench_case(
             effort,
         )
         .await?;
+        let mut writes = vec![single, many, talk];
+        for writers in args.more_writers(layout) {
+            eprintln!("{label}: measuring writes with {writers} writers");
+            let more = measure::writes(
+                &server,
+                &client,
+                &target,
+                (writers, false),
+                effort.posts_concurrent,
+                effort,
+            )
+            .await?;
+            writes.push(more);
+        }
         let peak = server.peak_rss_bytes()?;
-        anyhow::Ok((reads, vec![single, many, talk], peak, floor))
+        anyhow::Ok((reads, writes, peak, floor))
     }
     .await;
     server.stop().await;
@@ -494,7 +583,85 @@ async fn bench_case(
         floor,
         comments_after_writes: after.comment_count,
         server_peak_rss_mib: peak as f64 / (1024.0 * 1024.0),
+        compared: compared.map(|c| c.other),
     })
+}
+
+/// What the reads of one loaded discussion need, to measure them with any server binary.
+struct Turns<'a> {
+    store: &'a Store,
+    uri: &'a str,
+    db_name: &'a str,
+    secret: &'a str,
+    http: &'a reqwest::Client,
+    fixtures: &'a Fixtures,
+    reads: Vec<Read>,
+    effort: Effort,
+}
+
+/// The reads of the server under test and of the one compared with it, measured in turns.
+struct Compared {
+    reads: Vec<measure::ReadResult>,
+    other: report::Compared,
+}
+
+impl Turns<'_> {
+    /// One run of every read with a fresh server of `binary`.
+    async fn once(&self, binary: &std::path::Path) -> anyhow::Result<Vec<measure::ReadResult>> {
+        let server = Server::start(
+            binary,
+            self.uri,
+            self.db_name,
+            self.secret,
+            self.http.clone(),
+        )
+        .await?;
+        let client = GraphqlClient::new(self.http.clone(), server.graphql_url());
+        let one = Effort {
+            runs: 1,
+            ..self.effort
+        };
+        let reads = measure::reads(
+            self.store,
+            &server,
+            &client,
+            self.fixtures,
+            &self.reads,
+            one,
+        )
+        .await
+        .with_context(|| format!("reads with {}", binary.display()));
+        server.stop().await;
+        reads
+    }
+
+    /// `effort.runs` rounds, each one run of every read with `ours` and then with `other`.
+    async fn compare(
+        &self,
+        ours: &std::path::Path,
+        other: &std::path::Path,
+        label: &str,
+    ) -> anyhow::Result<Compared> {
+        let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+        for round in 1..=self.effort.runs.max(1) {
+            eprintln!(
+                "{label}: reads, round {round} of {}: {} then {}",
+                self.effort.runs,
+                ours.display(),
+                other.display()
+            );
+            mine.push(self.once(ours).await?);
+            theirs.push(self.once(other).await?);
+        }
+        Ok(Compared {
+            reads: measure::merge_turns(mine),
+            other: report::Compared {
+                server_bin: ours.display().to_string(),
+                other_bin: other.display().to_string(),
+                reads: measure::merge_turns(theirs),
+            },
+        })
+    }
 }
 
 /// Moves a discussion loaded in another layout to `layout` (online, as `threadql migrate`

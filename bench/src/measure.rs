@@ -190,6 +190,38 @@ pub async fn reads(
     Ok(results)
 }
 
+/// Merges the results of several turns of the same reads (one list per turn, in the same
+/// order) into one result per read, as if the turns were the runs of one measurement.
+pub fn merge_turns(turns: Vec<Vec<ReadResult>>) -> Vec<ReadResult> {
+    let Some(first) = turns.first() else {
+        return Vec::new();
+    };
+    (0..first.len())
+        .filter_map(|i| {
+            let of: Vec<&ReadResult> = turns.iter().filter_map(|t| t.get(i)).collect();
+            let head = *of.first()?;
+            let runs = |pick: fn(&ReadResult) -> &Summary| {
+                Summary::of(of.iter().flat_map(|r| pick(r).runs.clone()).collect())
+            };
+            let mid = |pick: fn(&ReadResult) -> f64| median(of.iter().map(|r| pick(r)).collect());
+            let graphql = runs(|r| &r.graphql);
+            let direct = runs(|r| &r.direct);
+            Some(ReadResult {
+                read: head.read,
+                label: head.label,
+                items: head.items,
+                ratio_p50: ratio(graphql.p50_ms, direct.p50_ms),
+                graphql,
+                direct,
+                graphql_server_cpu_us: mid(|r| r.graphql_server_cpu_us),
+                direct_cpu_us: mid(|r| r.direct_cpu_us),
+                graphql_round_trips: mid(|r| r.graphql_round_trips),
+                direct_round_trips: mid(|r| r.direct_round_trips),
+            })
+        })
+        .collect()
+}
+
 /// Where writers post and who they are.
 pub struct WriteTarget<'a> {
     /// The discussion.

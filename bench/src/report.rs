@@ -97,6 +97,21 @@ pub struct Case {
     pub comments_after_writes: u64,
     /// Peak resident memory of the server process (VmHWM), MiB.
     pub server_peak_rss_mib: f64,
+    /// The reads of another server binary, measured in turns with this one (`reads`) on the
+    /// same data (`--compare-server-bin`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compared: Option<Compared>,
+}
+
+/// The reads of another server binary, measured in turns with the server under test.
+#[derive(Debug, Clone, Serialize)]
+pub struct Compared {
+    /// The server under test, whose reads are the case's.
+    pub server_bin: String,
+    /// The other server.
+    pub other_bin: String,
+    /// The other server's reads.
+    pub reads: Vec<ReadResult>,
 }
 
 /// A layout that was not measured, and why.
@@ -274,6 +289,43 @@ impl Case {
 }
 
 impl Report {
+    /// The table of reads measured in turns with another server binary, if any were.
+    fn compared_markdown(&self, out: &mut String) {
+        let mut titled = false;
+        for case in &self.cases {
+            let Some(compared) = &case.compared else {
+                continue;
+            };
+            if !titled {
+                let _ = writeln!(
+                    out,
+                    "\n## Reads in turns: A = {}, B = {} (GraphQL p50 ms, same data)\n",
+                    compared.server_bin, compared.other_bin
+                );
+                let _ = writeln!(
+                    out,
+                    "| layout | comments | read | A p50 | B p50 | B ÷ A | DB round trips (A / B) |"
+                );
+                let _ = writeln!(out, "|---|---:|---|---:|---:|---:|---:|");
+                titled = true;
+            }
+            for (a, b) in case.reads.iter().zip(&compared.reads) {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {:.2} | {} / {} |",
+                    layout_label(case),
+                    size_label(case),
+                    a.label,
+                    ms(a.graphql.p50_ms),
+                    ms(b.graphql.p50_ms),
+                    b.graphql.p50_ms / a.graphql.p50_ms.max(1e-9),
+                    trips(a.graphql_round_trips),
+                    trips(b.graphql_round_trips),
+                );
+            }
+        }
+    }
+
     /// Writes the report as JSON.
     pub fn save(&mut self, path: &std::path::Path) -> anyhow::Result<()> {
         self.machine.load_average_at_end = load_average();
@@ -324,6 +376,8 @@ impl Report {
                 );
             }
         }
+
+        self.compared_markdown(&mut out);
 
         let _ = writeln!(out, "\n## Writes, bulk load and memory\n");
         let _ = writeln!(out, "| layout | comments | posts/s, 1 writer | posts/s, N writers (N) | N ÷ 1 | post p50 / p99 ms, 1 writer | post p50 / p99 ms, N writers | DB commands per post (1 / N writers) | DB commands per post, 1 writer in a conversation | bulk load posts/s (in-process, in the layout named when it was moved) | server peak RSS MiB |");
