@@ -4,14 +4,13 @@
 use super::requests::*;
 use super::*;
 
-/// The cases of this group, in order.
-pub(super) fn cases(w: &World) -> Vec<Case> {
+/// Adds the cases of this group, in order.
+pub(super) fn cases(w: &World, cases: &mut Vec<Case>) {
     use Expect::{Code, Engine};
     let d = w.d.as_str();
     let unauthenticated = || Code(200, "UNAUTHENTICATED");
     let create = || gql(CREATE, json!({ "t": "a title" }));
 
-    let mut cases = Vec::new();
     // ----- tokens -----
     cases.push(Case::new(
         "mutation without a token",
@@ -208,5 +207,4 @@ pub(super) fn cases(w: &World) -> Vec<Case> {
         )
         .no_db(),
     );
-    cases
 }

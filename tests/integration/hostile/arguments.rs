@@ -4,15 +4,14 @@
 use super::requests::*;
 use super::*;
 
-/// The cases of this group, in order.
-pub(super) fn cases(w: &World) -> Vec<Case> {
+/// Adds the cases of this group, in order.
+pub(super) fn cases(w: &World, cases: &mut Vec<Case>) {
     use Expect::{Code, Data};
     let bad = || Code(200, "BAD_USER_INPUT");
     let d = w.d.as_str();
     let unknown_id = "0123456789abcdef01234567";
     let http_bad = || Code(400, "BAD_USER_INPUT");
 
-    let mut cases = Vec::new();
     // ----- ids and slugs -----
     cases.push(Case::new(
         "unknown discussion id",
@@ -472,5 +471,4 @@ pub(super) fn cases(w: &World) -> Vec<Case> {
         )
         .auth(&w.alice),
     );
-    cases
 }

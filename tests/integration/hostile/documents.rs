@@ -4,13 +4,12 @@
 use super::requests::*;
 use super::*;
 
-/// The cases of this group, in order.
-pub(super) fn cases(w: &World) -> Vec<Case> {
+/// Adds the cases of this group, in order.
+pub(super) fn cases(w: &World, cases: &mut Vec<Case>) {
     use Expect::{Code, Engine};
     let d = w.d.as_str();
     let http_bad = || Code(400, "BAD_USER_INPUT");
 
-    let mut cases = Vec::new();
     // ----- document limits -----
     cases.push(Case::new(
             "depth 61",
@@ -275,5 +274,4 @@ pub(super) fn cases(w: &World) -> Vec<Case> {
         .auth(&w.alice)
         .no_db(),
     );
-    cases
 }

@@ -287,10 +287,11 @@ fn cursor(raw: &str) -> String {
 }
 
 fn cases(w: &World) -> Vec<Case> {
-    let mut cases = transport::cases(w);
-    cases.extend(documents::cases(w));
-    cases.extend(arguments::cases(w));
-    cases.extend(access::cases(w));
+    let mut cases = Vec::new();
+    transport::cases(w, &mut cases);
+    documents::cases(w, &mut cases);
+    arguments::cases(w, &mut cases);
+    access::cases(w, &mut cases);
     cases
 }
 

@@ -2,9 +2,12 @@
 //! one token of its author's rate.
 
 use serde_json::{json, Value};
+use threadql::domain::{DiscussionTitle, Layout};
+use threadql::store::Storage;
 
 use super::requests::{gql, send};
 use super::*;
+use crate::support::{error_code, post_in, Settings, TestApp};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_limits_stop_floods_per_author_and_per_address() {
@@ -87,7 +90,7 @@ fn outcomes(responses: &[Value]) -> Vec<String> {
             if response.get("errors").is_none() {
                 "ok".to_owned()
             } else {
-                crate::support::error_code(response)
+                error_code(response)
             }
         })
         .collect()
@@ -97,7 +100,7 @@ fn outcomes(responses: &[Value]) -> Vec<String> {
 /// succeed and the rest are `RATE_LIMITED`. They are sent at once because the bucket gains a
 /// token every `per / count`: sent one by one, a slow database could refill it between them.
 async fn spend_together(
-    app: &crate::support::TestApp,
+    app: &TestApp,
     token: &str,
     what: &str,
     mutations: Vec<(&str, Value)>,
@@ -120,14 +123,11 @@ async fn spend_together(
     );
 }
 
-/// Each mutation spends exactly one token of its author's rate. Under `10/10s`, ten edits all
-/// succeed and the eleventh change is `RATE_LIMITED`; and so for every other mutation.
+/// Each mutation spends exactly one token of its author's rate. Under `10/10s`, of ten edits and
+/// an eleventh change by one author, ten succeed and one is `RATE_LIMITED` (with two tokens per
+/// edit, only five would); and so for every other mutation.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_mutation_spends_one_rate_token() {
-    use crate::support::{post_in, Settings, TestApp};
-    use threadql::domain::{DiscussionTitle, Layout};
-    use threadql::store::Storage;
-
     let settings = Settings {
         rate_limit: "10/10s".parse().expect("rate"),
         ..Settings::new(Layout::PerComment)

@@ -4,8 +4,8 @@
 use super::requests::*;
 use super::*;
 
-/// The cases of this group, in order.
-pub(super) fn cases(w: &World) -> Vec<Case> {
+/// Adds the cases of this group, in order.
+pub(super) fn cases(w: &World, cases: &mut Vec<Case>) {
     use Expect::Code;
     let bad = || Code(200, "BAD_USER_INPUT");
     let d = w.d.as_str();
@@ -15,7 +15,6 @@ pub(super) fn cases(w: &World) -> Vec<Case> {
     let http_bad = || Code(400, "BAD_USER_INPUT");
     let too_large = || Code(413, "REQUEST_TOO_LARGE");
 
-    let mut cases = Vec::new();
     // ----- bodies that are not a GraphQL request -----
     cases.push(
         Case::new(
@@ -381,5 +380,4 @@ pub(super) fn cases(w: &World) -> Vec<Case> {
         )
         .no_db(),
     );
-    cases
 }
