@@ -19,7 +19,8 @@ use serde_json::{json, Value};
 use threadql::config::Config;
 
 use crate::support::{
-    db_commands, now, server_config, sign, sign_with, unsigned, Claims, Running, SECRET,
+    db_commands, graphql_data, now, server_config, sign, sign_with, unsigned, Claims, Running,
+    SECRET,
 };
 use requests::{check, post_json, send, Case};
 
@@ -131,28 +132,11 @@ struct World {
     moderator: String,
 }
 
-/// A query sent with a bearer token; returns `data`, failing on any error.
-async fn ok(
-    client: &reqwest::Client,
-    server: &Running,
-    token: Option<&str>,
-    query: &str,
-    variables: Value,
-) -> Value {
-    let (status, body) =
-        crate::support::post_graphql(client, server, token, query, variables).await;
-    assert!(
-        status == 200 && body.get("errors").is_none(),
-        "setup failed: {status} {body:#}"
-    );
-    body["data"].clone()
-}
-
 async fn setup(client: &reqwest::Client, server: &Running) -> World {
     let alice = user("alice", "Alice");
     let bob = user("bob", "Bob");
     let moderator = moderator("mo", "Mo");
-    let created = ok(
+    let created = graphql_data(
         client,
         server,
         Some(&alice),
@@ -164,7 +148,7 @@ async fn setup(client: &reqwest::Client, server: &Running) -> World {
         .as_str()
         .expect("id")
         .to_owned();
-    let created = ok(
+    let created = graphql_data(
         client,
         server,
         Some(&alice),
@@ -179,7 +163,7 @@ async fn setup(client: &reqwest::Client, server: &Running) -> World {
     let post = |parent: Option<String>, text: &'static str| {
         let (d, alice) = (d.clone(), alice.clone());
         async move {
-            let data = ok(
+            let data = graphql_data(
                 client,
                 server,
                 Some(&alice),
@@ -196,7 +180,7 @@ async fn setup(client: &reqwest::Client, server: &Running) -> World {
     let c1 = post(None, "first").await;
     let c2 = post(Some(c1.clone()), "a reply").await;
     let gone = post(None, "soon deleted").await;
-    ok(
+    graphql_data(
         client,
         server,
         Some(&alice),
@@ -204,7 +188,7 @@ async fn setup(client: &reqwest::Client, server: &Running) -> World {
         json!({ "d": d, "s": gone }),
     )
     .await;
-    let locking = ok(
+    let locking = graphql_data(
         client,
         server,
         Some(&moderator),
@@ -220,7 +204,7 @@ async fn setup(client: &reqwest::Client, server: &Running) -> World {
             .to_owned()
     };
     let chrono = cursor(
-        ok(
+        graphql_data(
             client,
             server,
             None,
@@ -230,7 +214,7 @@ async fn setup(client: &reqwest::Client, server: &Running) -> World {
         .await,
     );
     let threaded = cursor(
-        ok(
+        graphql_data(
             client,
             server,
             None,
@@ -239,7 +223,7 @@ async fn setup(client: &reqwest::Client, server: &Running) -> World {
         )
         .await,
     );
-    let listed = ok(
+    let listed = graphql_data(
         client,
         server,
         None,
@@ -345,7 +329,7 @@ async fn hostile_requests_get_clear_refusals_and_the_server_stays_up() {
     }
 
     // What was accepted reads back exactly as sent.
-    let read = ok(
+    let read = graphql_data(
         &client,
         &server,
         None,
@@ -380,7 +364,7 @@ async fn batches_answer_in_order() {
     let server = Running::start(config("hostile_batch")).await;
     let client = client();
     let alice = user("alice", "Alice");
-    let created = ok(
+    let created = graphql_data(
         &client,
         &server,
         Some(&alice),

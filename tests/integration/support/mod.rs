@@ -16,7 +16,7 @@ pub use commands::{cost, db_commands, diff, finds, sent};
 pub use database::{server_uri, unique_db};
 pub use feed::{open_feed, posts_reported};
 pub use posting::{load_discussion, post_in};
-pub use server::{metric, post_graphql, server_config, Running};
+pub use server::{graphql_data, metric, post_graphql, server_config, Running};
 pub use tokens::{
     ec_token, fixture, now, rsa_key, rsa_token, sign, sign_key, sign_with, token, unsigned, Claims,
     SECRET,

@@ -6,7 +6,7 @@ use threadql::domain::{Author, CommentText, Discussion, DiscussionId, Layout, Ne
 use threadql::store::{Storage, Store};
 
 use super::app::{layout_name, TestApp};
-use super::server::{post_graphql, Running};
+use super::server::{graphql_data, Running};
 
 impl TestApp {
     /// Creates a discussion in the app's layout and returns its id.
@@ -45,13 +45,7 @@ impl TestApp {
 impl Running {
     /// Runs a mutation over HTTP with a token and returns its data, failing on errors.
     pub async fn mutate(&self, token: &str, query: &str, variables: Value) -> Value {
-        let client = reqwest::Client::new();
-        let (status, body) = post_graphql(&client, self, Some(token), query, variables).await;
-        assert!(
-            status == 200 && body.get("errors").is_none(),
-            "{status} {body}"
-        );
-        body["data"].clone()
+        graphql_data(&reqwest::Client::new(), self, Some(token), query, variables).await
     }
 
     /// Creates a discussion in `layout` over HTTP; returns its id.

@@ -99,6 +99,23 @@ pub async fn post_graphql(
     (status, response.json().await.expect("json body"))
 }
 
+/// Runs a GraphQL request over HTTP, with an optional bearer token; returns its `data`, failing
+/// the test on any error.
+pub async fn graphql_data(
+    client: &reqwest::Client,
+    server: &Running,
+    token: Option<&str>,
+    query: &str,
+    variables: Value,
+) -> Value {
+    let (status, body) = post_graphql(client, server, token, query, variables).await;
+    assert!(
+        status == 200 && body.get("errors").is_none(),
+        "{status} {body:#}"
+    );
+    body["data"].clone()
+}
+
 /// A gauge or counter from the server's /metrics.
 pub async fn metric(server: &Running, name: &str) -> u64 {
     let body = reqwest::get(server.url("/metrics"))
