@@ -16,7 +16,8 @@ use crate::domain::{
 use crate::rate::retry_after_secs;
 
 /// The caller (`UNAUTHENTICATED` without a valid token), counted against the mutation rate per
-/// author (`RATE_LIMITED` past it). Every mutation field starts here, so aliases count too.
+/// author (`RATE_LIMITED` past it). Every mutation field starts here, once, so aliases count too
+/// and each mutation spends exactly one of its author's tokens.
 fn viewer<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
     let viewer = match auth(ctx) {
         AuthState::Authenticated(viewer) => viewer,
@@ -109,14 +110,15 @@ pub struct EditCommentInput {
 pub struct Mutation;
 
 impl Mutation {
-    /// Applies an edit or a delete to a comment on behalf of the caller.
+    /// Applies an edit or a delete to a comment on behalf of `viewer`, the caller (already
+    /// counted against the rate by the mutation field).
     async fn change(
         ctx: &Context<'_>,
+        viewer: Viewer,
         discussion_id: &str,
         slug: &str,
         change: Change,
     ) -> async_graphql::Result<CommentNode> {
-        let viewer = viewer(ctx)?.clone();
         let slug = Slug::parse(slug).gql()?;
         let discussion = load_discussion(ctx, discussion_id).await?;
         let rules = ctx.data_unchecked::<Limits>().edit_rules;
@@ -204,12 +206,18 @@ impl Mutation {
         ctx: &Context<'_>,
         input: EditCommentInput,
     ) -> async_graphql::Result<Option<CommentNode>> {
-        viewer(ctx)?;
+        let viewer = viewer(ctx)?.clone();
         let limits = ctx.data_unchecked::<Limits>();
         let text = CommentText::parse(&input.text, limits.max_text_chars).gql()?;
-        Self::change(ctx, &input.discussion_id, &input.slug, Change::Edit(text))
-            .await
-            .map(Some)
+        Self::change(
+            ctx,
+            viewer,
+            &input.discussion_id,
+            &input.slug,
+            Change::Edit(text),
+        )
+        .await
+        .map(Some)
     }
 
     /// Deletes a comment (its author or a moderator). The comment stays as a tombstone: same
@@ -220,7 +228,8 @@ impl Mutation {
         discussion_id: ID,
         slug: String,
     ) -> async_graphql::Result<Option<CommentNode>> {
-        Self::change(ctx, &discussion_id, &slug, Change::Delete)
+        let viewer = viewer(ctx)?.clone();
+        Self::change(ctx, viewer, &discussion_id, &slug, Change::Delete)
             .await
             .map(Some)
     }

@@ -6,11 +6,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use threadql::auth::JwtKeys;
 use threadql::domain::Layout;
 
 use crate::node;
-use crate::support::{post_graphql, unique_db, Running, Settings, SECRET};
+use crate::support::{post_graphql, token, unique_db, Running, Settings};
 
 /// The browser tests/node/browser.mjs drives.
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -71,7 +70,7 @@ async fn graphiql_runs_threaded_queries_and_posts_without_leaving_the_server() {
     let server =
         Running::start(Settings::new(Layout::PerComment).config(&unique_db("browser"))).await;
     let client = reqwest::Client::new();
-    let token = JwtKeys::new(SECRET).mint("ada", "Ada Lovelace", &[], 3600);
+    let token = token("ada", "Ada Lovelace");
 
     let created = data(
         &client,

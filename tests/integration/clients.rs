@@ -5,11 +5,10 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use threadql::auth::JwtKeys;
 use threadql::domain::Layout;
 
 use crate::node;
-use crate::support::{layout_name, unique_db, Running, Settings, SECRET};
+use crate::support::{layout_name, token, unique_db, Running, Settings};
 
 /// The longest one run of clients.mjs may take.
 const CLIENTS_TIMEOUT: Duration = Duration::from_secs(180);
@@ -23,10 +22,9 @@ const PAGE: u64 = 5;
 
 /// The users clients.mjs acts as, with tokens signed like the server expects.
 fn users() -> Value {
-    let keys = JwtKeys::new(SECRET);
     json!([
-        { "name": "Ada Lovelace", "token": keys.mint("ada", "Ada Lovelace", &[], 3600) },
-        { "name": "Grace Hopper", "token": keys.mint("grace", "Grace Hopper", &[], 3600) },
+        { "name": "Ada Lovelace", "token": token("ada", "Ada Lovelace") },
+        { "name": "Grace Hopper", "token": token("grace", "Grace Hopper") },
     ])
 }
 

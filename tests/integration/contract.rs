@@ -4,11 +4,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use threadql::auth::{Claims, JwtKeys};
 use threadql::domain::Layout;
 
 use crate::model::build_tree;
-use crate::support::{error_code, Settings, TestApp, SECRET};
+use crate::support::{error_code, now, sign, sign_with, Claims, Settings, TestApp};
 
 /// Instantiates every contract case for one layout (optionally with custom settings).
 macro_rules! contract_suite {
@@ -653,18 +652,15 @@ pub(crate) async fn mutations_need_a_valid_token_case(settings: Settings) {
     let d = app.discussion("tokens").await;
     let post = "mutation($d: ID!) { postComment(input: {discussionId: $d, text: \"hi\"}) { slug author { id name } } }";
     let vars = json!({ "d": d });
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs();
-    let expired = JwtKeys::new(SECRET).sign(&Claims {
-        sub: "u1".into(),
-        name: "Ada".into(),
-        roles: vec![],
-        exp: now - 600,
-        iat: None,
+    let expired = sign(&Claims {
+        exp: now() - 600,
+        ..Claims::new("u1", "Ada")
     });
-    let forged = JwtKeys::new("not-the-secret").mint("u1", "Ada", &[], 600);
+    let forged = sign_with(
+        jsonwebtoken::Algorithm::HS256,
+        &Claims::new("u1", "Ada"),
+        "not-the-secret",
+    );
     for (what, token) in [
         ("missing", None),
         ("expired", Some(expired.as_str())),

@@ -5,13 +5,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use mongodb::bson::{doc, Bson, Document};
-use serde_json::{json, Value};
+use serde_json::json;
 use threadql::domain::{Layout, Slug};
 use threadql::store::{Discussions, Store};
 
 use crate::model::build_tree;
 use crate::support::{
-    diff, error_code, load_discussion, open_feed, post_in, posts_reported, server_uri,
+    cost, diff, error_code, load_discussion, open_feed, post_in, posts_reported, server_uri,
     store_config, Settings, TestApp,
 };
 
@@ -312,18 +312,6 @@ async fn concurrent_replies_land_under_their_parents() {
     assert_eq!(data["discussion"]["commentCount"], json!(24));
     assert_eq!(data["comment"]["replyCount"], json!(6));
     assert_eq!(data["comment"]["subDiscussion"]["totalCount"], json!(17));
-}
-
-/// Commands the app sent while running one query, by name.
-async fn cost(app: &TestApp, query: &str, vars: Value) -> (Value, BTreeMap<String, u64>) {
-    let before = app.store().commands().snapshot();
-    let data = app.ok(query, vars).await;
-    let mut spent = app.store().commands().snapshot();
-    for (name, n) in &mut spent {
-        *n -= before.get(name).copied().unwrap_or(0);
-    }
-    spent.retain(|_, n| *n > 0);
-    (data, spent)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

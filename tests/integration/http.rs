@@ -1,39 +1,14 @@
 //! The HTTP contract, over a real socket: routes, status codes, auth header, metrics, restarts.
 
-use std::net::SocketAddr;
-
 use serde_json::{json, Value};
-use threadql::auth::JwtKeys;
-use threadql::config::Config;
 
-use crate::support::{server_uri, unique_db, Running, SECRET};
-
-fn config(label: &str) -> Config {
-    let mut config = crate::support::defaults();
-    config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
-    config.mongodb_uri = Some(server_uri().to_owned());
-    config.database = unique_db(label);
-    config.jwt_secret = Some(SECRET.to_owned());
-    config.rate_limit = threadql::config::RateLimit::Off;
-    config.rate_limit_anon = threadql::config::RateLimit::Off;
-    config
-}
-
-async fn graphql(
-    client: &reqwest::Client,
-    server: &Running,
-    token: Option<&str>,
-    query: &str,
-    variables: Value,
-) -> (u16, Value) {
-    crate::support::post_graphql(client, server, token, query, variables).await
-}
+use crate::support::{post_graphql, server_config, token, Running};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_contract_over_a_real_socket() {
-    let server = Running::start(config("http_contract")).await;
+    let server = Running::start(server_config("http_contract")).await;
     let client = reqwest::Client::new();
-    let token = JwtKeys::new(SECRET).mint("u7", "Lin", &[], 600);
+    let token = token("u7", "Lin");
 
     let health = client.get(server.url("/healthz")).send().await.unwrap();
     assert_eq!(health.status().as_u16(), 200);
@@ -49,24 +24,24 @@ async fn http_contract_over_a_real_socket() {
     );
 
     let create = "mutation { createDiscussion(input: {title: \"over http\"}) { id } }";
-    let (status, body) = graphql(&client, &server, None, create, json!({})).await;
+    let (status, body) = post_graphql(&client, &server, None, create, json!({})).await;
     assert_eq!(status, 200);
     assert_eq!(body["errors"][0]["extensions"]["code"], "UNAUTHENTICATED");
 
-    let (status, body) = graphql(&client, &server, Some(&token), create, json!({})).await;
+    let (status, body) = post_graphql(&client, &server, Some(&token), create, json!({})).await;
     assert_eq!(status, 200, "{body}");
     let d = body["data"]["createDiscussion"]["id"]
         .as_str()
         .unwrap()
         .to_owned();
     let post = "mutation($d: ID!, $p: String) { postComment(input: {discussionId: $d, parentSlug: $p, text: \"hi\"}) { slug author { name } } }";
-    let (_, body) = graphql(&client, &server, Some(&token), post, json!({ "d": d })).await;
+    let (_, body) = post_graphql(&client, &server, Some(&token), post, json!({ "d": d })).await;
     assert_eq!(body["data"]["postComment"]["author"]["name"], "Lin");
     let top = body["data"]["postComment"]["slug"]
         .as_str()
         .unwrap()
         .to_owned();
-    let (_, body) = graphql(
+    let (_, body) = post_graphql(
         &client,
         &server,
         Some(&token),
@@ -154,14 +129,14 @@ async fn http_contract_over_a_real_socket() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_database_keeps_data_across_restarts() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = config("restart");
+    let mut config = server_config("restart");
     config.mongodb_uri = None;
     config.data_dir = dir.path().join("data");
     let client = reqwest::Client::new();
-    let token = JwtKeys::new(SECRET).mint("u1", "Ada", &[], 600);
+    let token = token("u1", "Ada");
 
     let server = Running::start(config.clone()).await;
-    let (_, body) = graphql(
+    let (_, body) = post_graphql(
         &client,
         &server,
         Some(&token),
@@ -173,7 +148,7 @@ async fn embedded_database_keeps_data_across_restarts() {
         .as_str()
         .unwrap()
         .to_owned();
-    let (_, body) = graphql(&client, &server, Some(&token), "mutation($d: ID!) { postComment(input: {discussionId: $d, text: \"still here\"}) { slug } }", json!({ "d": d })).await;
+    let (_, body) = post_graphql(&client, &server, Some(&token), "mutation($d: ID!) { postComment(input: {discussionId: $d, text: \"still here\"}) { slug } }", json!({ "d": d })).await;
     let slug = body["data"]["postComment"]["slug"]
         .as_str()
         .unwrap()
@@ -181,7 +156,7 @@ async fn embedded_database_keeps_data_across_restarts() {
     server.shutdown().await;
 
     let server = Running::start(config).await;
-    let (_, body) = graphql(
+    let (_, body) = post_graphql(
         &client,
         &server,
         None,
@@ -225,7 +200,7 @@ async fn post_accepting(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graphql_over_http_negotiates_and_codes_its_errors() {
-    let server = Running::start(config("negotiation")).await;
+    let server = Running::start(server_config("negotiation")).await;
     let client = reqwest::Client::new();
     let graphql_response = "application/graphql-response+json";
     let ok = json!({ "query": "{ discussions(first: 1) { nodes { id } } }" });
@@ -333,7 +308,7 @@ async fn graphql_over_http_negotiates_and_codes_its_errors() {
 /// that the server checks documents before the engine and codes its errors after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_before_running_have_their_codes() {
-    let server = Running::start(config("refusals")).await;
+    let server = Running::start(server_config("refusals")).await;
     let client = reqwest::Client::new();
     let sha = sha256_hex;
     // Past the parser's recursion limit (32 nested selections), though within the token limit.
@@ -417,10 +392,10 @@ async fn refusals_before_running_have_their_codes() {
 /// with its own variables (a field skipped once is there the next time).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_document_sent_again_runs_with_its_own_variables() {
-    let server = Running::start(config("documents")).await;
+    let server = Running::start(server_config("documents")).await;
     let client = reqwest::Client::new();
-    let token = JwtKeys::new(SECRET).mint("u1", "Ada", &[], 600);
-    let (_, created) = graphql(
+    let token = token("u1", "Ada");
+    let (_, created) = post_graphql(
         &client,
         &server,
         Some(&token),
@@ -448,7 +423,7 @@ async fn a_document_sent_again_runs_with_its_own_variables() {
     }
     // The same text sent as GET may not write, even when its parse was kept from a POST.
     let mutation = "mutation { createDiscussion(input: {title: \"twice\"}) { id } }";
-    let (_, body) = graphql(&client, &server, Some(&token), mutation, json!({})).await;
+    let (_, body) = post_graphql(&client, &server, Some(&token), mutation, json!({})).await;
     assert!(body["data"]["createDiscussion"]["id"].is_string(), "{body}");
     let url = format!("{}?query={}", server.url("/graphql"), urlencode(mutation));
     let status = client.get(url).send().await.unwrap().status().as_u16();

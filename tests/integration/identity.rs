@@ -1,35 +1,20 @@
 //! Tokens from an identity provider: a JWKS with an RSA and an EC key verifies bearer tokens,
 //! with the issuer and audience required; everything else is UNAUTHENTICATED.
 
-use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
-
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
-use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
+use jsonwebtoken::{Algorithm, EncodingKey};
 use serde_json::{json, Value};
 use threadql::app::{jwt_keys, App};
 use threadql::config::{Cli, Command, Config, TokenArgs};
 use threadql::domain::Layout;
 use threadql::graphql::Api;
 
-use crate::support::{defaults, error_code, unique_db, Settings, SECRET};
+use crate::support::{
+    defaults, ec_token, error_code, fixture, now, rsa_key, rsa_token, sign_key, sign_with,
+    unique_db, unsigned, Settings, SECRET,
+};
 
 const ISSUER: &str = "https://idp.example.com/";
 const AUDIENCE: &str = "threadql-api";
-
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/jwt")
-        .join(name)
-}
-
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock")
-        .as_secs()
-}
 
 /// Valid claims for the identity provider, with `changes` applied.
 fn claims(sub: &str, name: &str, changes: Value) -> Value {
@@ -46,23 +31,6 @@ fn claims(sub: &str, name: &str, changes: Value) -> Value {
         claims[claim] = value.clone();
     }
     claims
-}
-
-/// A token signed by the JWKS's RSA key (kid `test-rsa-1`).
-fn rsa_token(claims: &Value) -> String {
-    let key =
-        EncodingKey::from_rsa_pem(&std::fs::read(fixture("rsa-private.pem")).unwrap()).unwrap();
-    let mut header = Header::new(Algorithm::RS256);
-    header.kid = Some("test-rsa-1".to_owned());
-    encode(&header, claims, &key).unwrap()
-}
-
-/// A token signed by the JWKS's EC key (kid `test-ec-1`).
-fn ec_token(claims: &Value) -> String {
-    let key = EncodingKey::from_ec_pem(&std::fs::read(fixture("ec-private.pem")).unwrap()).unwrap();
-    let mut header = Header::new(Algorithm::ES256);
-    header.kid = Some("test-ec-1".to_owned());
-    encode(&header, claims, &key).unwrap()
 }
 
 /// The server configuration of a test database with the JWKS as the only key source.
@@ -130,33 +98,15 @@ async fn other_tokens_are_unauthenticated() {
         .await
         .expect("build the app");
     let valid = claims("u1", "Ada", json!({}));
-    let unsigned = format!(
-        "{}.{}.",
-        URL_SAFE_NO_PAD.encode(br#"{"alg":"none","typ":"JWT"}"#),
-        URL_SAFE_NO_PAD.encode(serde_json::to_vec(&valid).unwrap())
-    );
-    let hs256 = encode(
-        &Header::new(Algorithm::HS256),
-        &valid,
-        &EncodingKey::from_secret(SECRET.as_bytes()),
-    )
-    .unwrap();
-    let mut confused_header = Header::new(Algorithm::HS256);
-    confused_header.kid = Some("test-rsa-1".to_owned());
-    let confused = encode(
-        &confused_header,
+    let unsigned = unsigned(&valid);
+    let hs256 = sign_with(Algorithm::HS256, &valid, SECRET);
+    let confused = sign_key(
+        Algorithm::HS256,
+        Some("test-rsa-1"),
         &valid,
         &EncodingKey::from_secret(&std::fs::read(fixture("rsa-public.pem")).unwrap()),
-    )
-    .unwrap();
-    let mut unknown_header = Header::new(Algorithm::RS256);
-    unknown_header.kid = Some("retired-key".to_owned());
-    let unknown_kid = encode(
-        &unknown_header,
-        &valid,
-        &EncodingKey::from_rsa_pem(&std::fs::read(fixture("rsa-private.pem")).unwrap()).unwrap(),
-    )
-    .unwrap();
+    );
+    let unknown_kid = sign_key(Algorithm::RS256, Some("retired-key"), &valid, &rsa_key());
     for (what, token, reason) in [
         (
             "wrong audience",

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
-use threadql::auth::JwtKeys;
 use threadql::config::Config;
 use threadql::domain::Layout;
 use threadql::store::embedded_db::EmbeddedDb;
@@ -16,17 +15,13 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use crate::support::{unique_db, Running, Settings, SECRET};
+use crate::support::{metric, token, unique_db, Running, Settings};
 
 /// Longest wait for one message.
 const WAIT: Duration = Duration::from_secs(20);
 
 const POSTED: &str = "subscription($d: ID!) { commentPosted(discussionId: $d) { slug parentSlug text author { name } discussionId } }";
 const CHANGED: &str = "subscription($d: ID!) { commentChanged(discussionId: $d) { slug text deleted editedAt author { name } } }";
-
-fn token(sub: &str, name: &str) -> String {
-    JwtKeys::new(SECRET).mint(sub, name, &[], 600)
-}
 
 /// The two WebSocket subprotocols and their message names: (protocol, subscribe, next).
 #[derive(Clone, Copy, Debug)]
@@ -141,22 +136,6 @@ fn text_json(message: &Message) -> Value {
         Message::Text(text) => serde_json::from_str(text).unwrap(),
         other => panic!("expected a text message, got {other:?}"),
     }
-}
-
-/// A gauge or counter from the server's /metrics.
-async fn metric(server: &Running, name: &str) -> u64 {
-    let body = reqwest::get(server.url("/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    body.lines()
-        .find_map(|line| line.strip_prefix(&format!("{name} ")))
-        .unwrap_or_else(|| panic!("/metrics has no {name}:\n{body}"))
-        .trim()
-        .parse()
-        .unwrap()
 }
 
 /// Waits until the server has `count` live subscriptions in place: from then on, every change

@@ -16,7 +16,7 @@ use threadql::store::{Listing, ReadScope, Storage};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::model::{build_tree, Rng};
-use crate::support::{error_code, layout_name, server_uri, Settings, TestApp};
+use crate::support::{error_code, layout_name, load_discussion, server_uri, Settings, TestApp};
 
 const LAYOUTS: [Layout; 3] = [Layout::PerComment, Layout::Embedded, Layout::Bucketed];
 
@@ -56,18 +56,6 @@ impl Expected {
                 .collect(),
         }
     }
-}
-
-async fn discussion(app: &TestApp, id: &str) -> Discussion {
-    let id = DiscussionId::parse(id).expect("id");
-    app.store()
-        .discussions()
-        .by_ids(std::slice::from_ref(&id))
-        .await
-        .expect("read the discussion")
-        .into_iter()
-        .next()
-        .expect("the discussion exists")
 }
 
 /// Every comment of the discussion, in the given order, read page by page by cursor.
@@ -352,7 +340,7 @@ async fn move_under_writes(from: Layout, to: Layout) {
             .await;
         assert!(r["errors"].is_null(), "{r:#}");
     }
-    let before = discussion(&app, &d).await;
+    let before = load_discussion(app.store(), &d).await;
     assert_eq!(before.layout, from);
     let mut expected: BTreeMap<String, Expected> = all(&app, &before, Listing::Chronological)
         .await
@@ -397,7 +385,7 @@ async fn move_under_writes(from: Layout, to: Layout) {
     assert!(
         !changes.posted.is_empty() && !changes.edited.is_empty() && !changes.deleted.is_empty()
     );
-    let after = discussion(&app, &d).await;
+    let after = load_discussion(app.store(), &d).await;
     assert_eq!(after.layout, to);
     let now = all(&app, &after, Listing::Chronological).await;
     let by_slug: HashMap<&str, &Comment> = now.iter().map(|c| (c.slug.as_str(), c)).collect();
@@ -451,7 +439,7 @@ async fn move_under_writes(from: Layout, to: Layout) {
         again["data"]["migrateDiscussion"]["layout"],
         json!(layout_name(to))
     );
-    check_reads(&app, &discussion(&app, &d).await, &expected).await;
+    check_reads(&app, &load_discussion(app.store(), &d).await, &expected).await;
 }
 
 macro_rules! pairs {
@@ -507,7 +495,10 @@ async fn only_moderators_move_and_bad_input_is_refused() {
         .exec_as(Some(&token), MIGRATE, json!({ "d": d, "l": "SIDEWAYS" }))
         .await;
     assert!(!r["errors"].is_null(), "{r:#}");
-    assert_eq!(discussion(&app, &d).await.layout, Layout::PerComment);
+    assert_eq!(
+        load_discussion(app.store(), &d).await.layout,
+        Layout::PerComment
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -524,7 +515,7 @@ async fn a_discussion_too_large_for_one_document_is_not_moved_to_embedded() {
         .exec_as(Some(&token), MIGRATE, json!({ "d": d, "l": "EMBEDDED" }))
         .await;
     assert_eq!(error_code(&r), "DISCUSSION_TOO_LARGE", "{r:#}");
-    let after = discussion(&app, &d).await;
+    let after = load_discussion(app.store(), &d).await;
     assert_eq!(after.layout, Layout::PerComment);
     assert_eq!(all(&app, &after, Listing::Chronological).await.len(), 120);
     check_old_storage_gone(&app, &d, Layout::PerComment).await;
@@ -576,7 +567,7 @@ async fn a_full_embedded_discussion_is_promoted_under_concurrent_posts() {
     for p in posters {
         slugs.extend(p.await.expect("poster"));
     }
-    let after = discussion(&app, &d).await;
+    let after = load_discussion(app.store(), &d).await;
     assert_eq!(after.layout, Layout::Bucketed, "promoted");
     assert_eq!(after.moves, 1, "promoted once");
     assert_eq!(after.comment_count, slugs.len() as u64);
@@ -642,7 +633,7 @@ async fn a_move_killed_mid_copy_runs_again_and_a_second_move_is_refused_meanwhil
         }
     }
     child.wait().await.expect("wait");
-    let stranded = discussion(&app, &d).await;
+    let stranded = load_discussion(app.store(), &d).await;
     assert_eq!(stranded.layout, Layout::PerComment, "not switched");
     assert_eq!(
         all(&app, &stranded, Listing::Chronological).await.len(),
@@ -662,7 +653,7 @@ async fn a_move_killed_mid_copy_runs_again_and_a_second_move_is_refused_meanwhil
         String::from_utf8_lossy(&done.stdout),
         String::from_utf8_lossy(&done.stderr)
     );
-    let after = discussion(&app, &d).await;
+    let after = load_discussion(app.store(), &d).await;
     assert_eq!(after.layout, Layout::Bucketed);
     let stored = all(&app, &after, Listing::Chronological).await;
     assert_eq!(stored.len(), 601);
@@ -687,8 +678,14 @@ async fn a_move_killed_mid_copy_runs_again_and_a_second_move_is_refused_meanwhil
         "{}",
         String::from_utf8_lossy(&all_from.stderr)
     );
-    assert_eq!(discussion(&app, &other).await.layout, Layout::Embedded);
-    assert_eq!(discussion(&app, &d).await.layout, Layout::Bucketed);
+    assert_eq!(
+        load_discussion(app.store(), &other).await.layout,
+        Layout::Embedded
+    );
+    assert_eq!(
+        load_discussion(app.store(), &d).await.layout,
+        Layout::Bucketed
+    );
     let bad = migrate_command(&app, &["--discussion", "nope", "--to", "embedded"])
         .output()
         .await
@@ -726,7 +723,7 @@ async fn two_moves_of_one_discussion_do_not_both_proceed() {
         assert_eq!(error_code(r), "CONFLICT", "{r:#}");
     }
     assert!(!won.is_empty());
-    let now = discussion(&app, &d).await;
+    let now = load_discussion(app.store(), &d).await;
     assert_eq!(all(&app, &now, Listing::Chronological).await.len(), 300);
     check_old_storage_gone(&app, &d, now.layout).await;
 }

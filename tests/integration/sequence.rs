@@ -5,11 +5,10 @@
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Document};
 use serde_json::{json, Value};
-use threadql::auth::JwtKeys;
 use threadql::domain::Layout;
 
 use crate::support::{
-    finds, post_graphql, server_uri, unique_db, Running, Settings, TestApp, SECRET,
+    finds, post_graphql, server_uri, token, unique_db, Running, Settings, TestApp,
 };
 
 /// Writers per server.
@@ -63,7 +62,7 @@ async fn numbers_are_dense_and_chronological_under_concurrent_writers() {
         Running::start(config.clone()).await,
         Running::start(config).await,
     ];
-    let token = JwtKeys::new(SECRET).mint("u1", "Ada", &[], 600);
+    let token = token("u1", "Ada");
     let client = reqwest::Client::new();
     let d = servers[0].discussion(&token, Layout::PerComment).await;
 

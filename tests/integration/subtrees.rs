@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use threadql::domain::{FullSlug, Layout, Window};
 use threadql::store::{ReadScope, Storage};
 
-use crate::support::{finds, load_discussion, server_uri, Settings, TestApp};
+use crate::support::{finds, load_discussion, sent, server_uri, Settings, TestApp};
 
 const SUB: &str = "query($d: ID!, $s: String!, $f: Int, $a: String) { comment(discussionId: $d, slug: $s) { subDiscussion(first: $f, after: $a) { totalCount nodes { slug fullSlug } pageInfo { hasNextPage endCursor } } } }";
 
@@ -61,16 +61,6 @@ fn slugs(connection: &Value) -> Vec<String> {
         .iter()
         .map(|n| n["slug"].as_str().unwrap().to_owned())
         .collect()
-}
-
-/// The commands of one name sent so far.
-fn sent(app: &TestApp, command: &str) -> u64 {
-    app.store()
-        .commands()
-        .snapshot()
-        .get(command)
-        .copied()
-        .unwrap_or(0)
 }
 
 /// Every page of the connection `field` of the comment `slug` by cursor (`first` at a time,

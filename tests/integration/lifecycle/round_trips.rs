@@ -1,0 +1,65 @@
+//! Edits and deletes cost a bounded number of database commands, whatever the size.
+
+use crate::model::build_tree;
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// 8. Round trips
+
+/// Most database commands an edit or a delete may send, whatever the discussion's size: the
+/// discussion, the comment, the change-feed mark on the discussion and the write, in one
+/// transaction with its commit (5 on `PER_COMMENT` and `BUCKETED`: the mark in the transaction is
+/// what keeps a move of the discussion from overlapping the write); on `EMBEDDED` the read that
+/// finds the comment's position and the write, which carries the mark (4).
+const WRITE_COMMANDS: u64 = 5;
+
+pub(crate) async fn edits_and_deletes_have_bounded_round_trips_case(settings: Settings) {
+    let app = TestApp::with("lc_round_trips", settings).await;
+    let api = Calls::new(&app);
+    let edit = "mutation($d: ID!, $s: String!, $t: String!) { editComment(input: {discussionId: $d, slug: $s, text: $t}) { slug text editedAt } }";
+    let delete = "mutation($d: ID!, $s: String!) { deleteComment(discussionId: $d, slug: $s) { slug deleted } }";
+    let mut costs: Vec<Vec<(String, u64)>> = Vec::new();
+    for size in [10, 60] {
+        let d = app.discussion(&format!("{size} comments")).await;
+        let model = build_tree(&app, &d, size, 4, size as u64).await;
+        let first = &model.slugs[0];
+        let deepest = &model.slugs[3];
+        let last = model.slugs.last().expect("comments");
+        let steps: [(&str, Who, &str, &String); 5] = [
+            ("author edits a thread", Who::Ada, edit, first),
+            ("author edits a deep reply", Who::Ada, edit, deepest),
+            ("moderator edits", Who::Moderator, edit, last),
+            ("author deletes", Who::Ada, delete, last),
+            ("moderator deletes", Who::Moderator, delete, deepest),
+        ];
+        let mut row = Vec::new();
+        for (what, who, query, slug) in steps {
+            let before = app.commands();
+            let response = api
+                .exec(
+                    who,
+                    query,
+                    json!({ "d": d, "s": slug, "t": format!("{what}, edited") }),
+                )
+                .await;
+            let cost = app.commands() - before;
+            data(response, what);
+            row.push((what.to_owned(), cost));
+        }
+        eprintln!("edit/delete costs at {size} comments: {row:?}");
+        costs.push(row);
+    }
+    for row in &costs {
+        for (what, cost) in row {
+            assert!(
+                *cost <= WRITE_COMMANDS,
+                "{what} cost {cost} commands (bound {WRITE_COMMANDS}); costs {costs:?}"
+            );
+        }
+    }
+    assert_eq!(
+        costs[0], costs[1],
+        "edits and deletes cost the same at 10 and at 60 comments"
+    );
+}

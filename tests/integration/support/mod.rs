@@ -1,0 +1,23 @@
+//! Test support, the one home of what tests share: one dev database server per test run and a
+//! fresh database per test (`database`), the test app and its settings (`app`), servers on a
+//! real socket (`server`), tokens (`tokens`), posting (`posting`), the change feed (`feed`) and
+//! command counting (`commands`).
+
+mod app;
+mod commands;
+mod database;
+mod feed;
+mod posting;
+mod server;
+mod tokens;
+
+pub use app::{defaults, error_code, layout_name, store_config, Settings, TestApp};
+pub use commands::{cost, db_commands, diff, finds, sent};
+pub use database::{server_uri, unique_db};
+pub use feed::{open_feed, posts_reported};
+pub use posting::{load_discussion, post_in};
+pub use server::{graphql_data, metric, post_graphql, server_config, Running};
+pub use tokens::{
+    ec_token, fixture, now, rsa_key, rsa_token, sign, sign_key, sign_with, token, unsigned, Claims,
+    SECRET,
+};

@@ -1,0 +1,133 @@
+//! Servers on a loopback socket, and GraphQL over HTTP to them.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use threadql::app::App;
+use threadql::config::{Config, RateLimit};
+use threadql::graphql::Api;
+use threadql::store::Store;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use super::app::defaults;
+use super::database::{server_uri, unique_db};
+use super::tokens::SECRET;
+
+/// The server's defaults on a loopback port over a fresh database, signing with [`SECRET`],
+/// without rate limits.
+pub fn server_config(label: &str) -> Config {
+    let mut config = defaults();
+    config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    config.mongodb_uri = Some(server_uri().to_owned());
+    config.database = unique_db(label);
+    config.jwt_secret = Some(SECRET.to_owned());
+    config.rate_limit = RateLimit::Off;
+    config.rate_limit_anon = RateLimit::Off;
+    config
+}
+
+/// A server on a loopback socket until `shutdown`, with handles on its API and store.
+pub struct Running {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Its GraphQL API.
+    pub api: Api,
+    /// Its storage.
+    pub store: Arc<Store>,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<anyhow::Result<()>>,
+}
+
+impl Running {
+    /// Builds the app from `config` and serves it.
+    pub async fn start(config: Config) -> Running {
+        let app = App::build(&config).await.expect("build the app");
+        let (addr, api, store) = (app.addr, app.api.clone(), app.store.clone());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(app.serve(async move {
+            let _ = stopped.await;
+        }));
+        Running {
+            addr,
+            api,
+            store,
+            stop,
+            task,
+        }
+    }
+
+    /// The URL of a path on it.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// Starts a graceful shutdown without waiting for it.
+    pub fn begin_shutdown(&mut self) {
+        let (placeholder, _) = oneshot::channel();
+        let _ = std::mem::replace(&mut self.stop, placeholder).send(());
+    }
+
+    /// Stops it gracefully and waits until it has.
+    pub async fn shutdown(mut self) {
+        self.begin_shutdown();
+        self.task
+            .await
+            .expect("server task")
+            .expect("server ran cleanly");
+    }
+}
+
+/// Posts a GraphQL request to a running server, with an optional bearer token; returns the HTTP
+/// status and the JSON body.
+pub async fn post_graphql(
+    client: &reqwest::Client,
+    server: &Running,
+    token: Option<&str>,
+    query: &str,
+    variables: Value,
+) -> (u16, Value) {
+    let mut request = client
+        .post(server.url("/graphql"))
+        .json(&json!({ "query": query, "variables": variables }));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.expect("send");
+    let status = response.status().as_u16();
+    (status, response.json().await.expect("json body"))
+}
+
+/// Runs a GraphQL request over HTTP, with an optional bearer token; returns its `data`, failing
+/// the test on any error.
+pub async fn graphql_data(
+    client: &reqwest::Client,
+    server: &Running,
+    token: Option<&str>,
+    query: &str,
+    variables: Value,
+) -> Value {
+    let (status, body) = post_graphql(client, server, token, query, variables).await;
+    assert!(
+        status == 200 && body.get("errors").is_none(),
+        "{status} {body:#}"
+    );
+    body["data"].clone()
+}
+
+/// A gauge or counter from the server's /metrics.
+pub async fn metric(server: &Running, name: &str) -> u64 {
+    let body = reqwest::get(server.url("/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    body.lines()
+        .find_map(|line| line.strip_prefix(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("/metrics has no {name}:\n{body}"))
+        .trim()
+        .parse()
+        .unwrap()
+}

@@ -1,0 +1,119 @@
+//! Bearer tokens: valid ones as the server mints them, and hand-made ones (expired, forged,
+//! unsigned, signed by the identity provider's test keys) for the tests that must refuse them.
+
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
+use serde::Serialize;
+use threadql::auth::JwtKeys;
+
+/// The JWT secret tests sign with.
+pub const SECRET: &str = "integration-test-secret";
+
+/// Seconds since the epoch, as tokens count time.
+pub fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+}
+
+/// A valid token for a user, minted as `threadql token` mints it.
+pub fn token(sub: &str, name: &str) -> String {
+    JwtKeys::new(SECRET).mint(sub, name, &[], 3600)
+}
+
+/// A valid token for a moderator.
+pub fn moderator_token(sub: &str, name: &str) -> String {
+    JwtKeys::new(SECRET).mint(sub, name, &["moderator".to_owned()], 3600)
+}
+
+/// The claims of a hand-made token.
+#[derive(Debug, Clone, Serialize)]
+pub struct Claims {
+    pub sub: String,
+    pub name: String,
+    pub roles: Vec<String>,
+    pub exp: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nbf: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aud: Option<String>,
+}
+
+impl Claims {
+    /// A user's claims, valid for ten minutes, without roles or audience.
+    pub fn new(sub: &str, name: &str) -> Claims {
+        Claims {
+            sub: sub.to_owned(),
+            name: name.to_owned(),
+            roles: Vec::new(),
+            exp: now() + 600,
+            nbf: None,
+            aud: None,
+        }
+    }
+}
+
+/// Signs `claims` with `key`, the header naming `alg` (and `kid` when given).
+pub fn sign_key(
+    alg: Algorithm,
+    kid: Option<&str>,
+    claims: &impl Serialize,
+    key: &EncodingKey,
+) -> String {
+    let mut header = Header::new(alg);
+    header.kid = kid.map(str::to_owned);
+    encode(&header, claims, key).expect("sign")
+}
+
+/// Signs `claims` with an HMAC `alg` and `secret`.
+pub fn sign_with(alg: Algorithm, claims: &impl Serialize, secret: &str) -> String {
+    sign_key(
+        alg,
+        None,
+        claims,
+        &EncodingKey::from_secret(secret.as_bytes()),
+    )
+}
+
+/// Signs `claims` as the tests' server expects: HS256 with [`SECRET`].
+pub fn sign(claims: &impl Serialize) -> String {
+    sign_with(Algorithm::HS256, claims, SECRET)
+}
+
+/// A token with `alg: none` and no signature.
+pub fn unsigned(claims: &impl Serialize) -> String {
+    let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"none","typ":"JWT"}"#);
+    let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(claims).expect("claims"));
+    format!("{header}.{payload}.")
+}
+
+/// A file of the identity provider's test keys (tests/fixtures/jwt).
+pub fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/jwt")
+        .join(name)
+}
+
+/// The identity provider's RSA private key.
+pub fn rsa_key() -> EncodingKey {
+    EncodingKey::from_rsa_pem(&std::fs::read(fixture("rsa-private.pem")).expect("read the key"))
+        .expect("an RSA key")
+}
+
+/// A token signed by the JWKS's RSA key (kid `test-rsa-1`).
+pub fn rsa_token(claims: &impl Serialize) -> String {
+    sign_key(Algorithm::RS256, Some("test-rsa-1"), claims, &rsa_key())
+}
+
+/// A token signed by the JWKS's EC key (kid `test-ec-1`).
+pub fn ec_token(claims: &impl Serialize) -> String {
+    let key =
+        EncodingKey::from_ec_pem(&std::fs::read(fixture("ec-private.pem")).expect("read the key"))
+            .expect("an EC key");
+    sign_key(Algorithm::ES256, Some("test-ec-1"), claims, &key)
+}
