@@ -111,7 +111,7 @@ pub fn replies_bound(replies: &[(FullSlug, u64)], window: &Window) -> Option<i64
 
 /// How many comments a range may read beyond the ones its page needs, at either end, before the
 /// walk looks one level deeper. A level costs a point read of one comment, about what reading a
-/// hundred more index entries of a range costs (docs/ARCHITECTURE.md has the figures).
+/// hundred more index entries of a range costs (see docs/ARCHITECTURE.md).
 pub const DEEPER_PAST: u64 = 100;
 
 /// How many times a walk may look one level deeper (each is a query).
