@@ -146,7 +146,7 @@ async fn handle(state: &HttpState, request: Request, format: Format) -> Result<R
             BatchResponse::Batch(responses)
         }
     };
-    Ok(respond(format, response))
+    Ok(respond(format, &response))
 }
 
 /// The `Authorization` header's value, when it is text.

@@ -12,7 +12,7 @@ use crate::report::group;
 
 /// What the charts read from a results file (a subset of [`crate::report::Report`]).
 #[derive(Debug, Deserialize)]
-pub struct Results {
+pub(crate) struct Results {
     started: String,
     quick: bool,
     machine: MachineIn,
@@ -60,7 +60,7 @@ struct WriteIn {
 
 impl Results {
     /// Reads a results file the harness wrote.
-    pub fn load(path: &Path) -> anyhow::Result<Results> {
+    pub(crate) fn load(path: &Path) -> anyhow::Result<Results> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
         serde_json::from_str(&text)
@@ -68,7 +68,7 @@ impl Results {
     }
 
     /// The results of a run that just ended.
-    pub fn of(report: &crate::report::Report) -> anyhow::Result<Results> {
+    pub(crate) fn of(report: &crate::report::Report) -> anyhow::Result<Results> {
         Ok(serde_json::from_value(serde_json::to_value(report)?)?)
     }
 
@@ -98,7 +98,7 @@ impl Results {
 
 /// Where the two charts go: `DIR/bench-reads.svg` and `DIR/bench-writes.svg` when a directory is
 /// given, else next to `beside` as `<its stem>-reads.svg` and `<its stem>-writes.svg`.
-pub fn paths(dir: Option<&Path>, beside: &Path) -> (PathBuf, PathBuf) {
+pub(crate) fn paths(dir: Option<&Path>, beside: &Path) -> (PathBuf, PathBuf) {
     match dir {
         Some(dir) => (dir.join("bench-reads.svg"), dir.join("bench-writes.svg")),
         None => {
@@ -112,7 +112,7 @@ pub fn paths(dir: Option<&Path>, beside: &Path) -> (PathBuf, PathBuf) {
 }
 
 /// Draws both charts; returns the files written (the writes chart only when the run posted).
-pub fn draw(results: &Results, reads: &Path, writes: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn draw(results: &Results, reads: &Path, writes: &Path) -> anyhow::Result<Vec<PathBuf>> {
     for path in [reads, writes] {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)

@@ -7,13 +7,13 @@ use serde_json::{json, Value};
 
 /// A keep-alive HTTP client posting GraphQL requests to one endpoint.
 #[derive(Clone)]
-pub struct GraphqlClient {
+pub(crate) struct GraphqlClient {
     http: reqwest::Client,
     url: String,
 }
 
 /// A GraphQL response body with the time it took to arrive.
-pub struct Timed {
+pub(crate) struct Timed {
     /// From sending the request to having the whole body.
     pub elapsed: Duration,
     body: Vec<u8>,
@@ -22,7 +22,7 @@ pub struct Timed {
 impl Timed {
     /// Fails when the answer carries GraphQL errors (a cheap scan: the generated texts never
     /// contain a quote).
-    pub fn check(&self) -> anyhow::Result<()> {
+    pub(crate) fn check(&self) -> anyhow::Result<()> {
         let needle = b"\"errors\"";
         if self.body.windows(needle.len()).any(|w| w == needle) {
             self.data()?;
@@ -31,7 +31,7 @@ impl Timed {
     }
 
     /// The response's `data`, failing on any GraphQL error.
-    pub fn data(&self) -> anyhow::Result<Value> {
+    pub(crate) fn data(&self) -> anyhow::Result<Value> {
         let value: Value =
             serde_json::from_slice(&self.body).context("the response is not JSON")?;
         if let Some(errors) = value.get("errors").and_then(Value::as_array) {
@@ -45,13 +45,13 @@ impl Timed {
 
 impl GraphqlClient {
     /// A client for `url` sharing `http`'s connection pool.
-    pub fn new(http: reqwest::Client, url: String) -> Self {
+    pub(crate) fn new(http: reqwest::Client, url: String) -> Self {
         Self { http, url }
     }
 
     /// Sends one request and times it until the whole body has arrived (the body is parsed
     /// afterwards, outside the timing).
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         query: &str,
         variables: &Value,
@@ -85,7 +85,7 @@ impl GraphqlClient {
 }
 
 /// The client's HTTP connection pool.
-pub fn http_client() -> anyhow::Result<reqwest::Client> {
+pub(crate) fn http_client() -> anyhow::Result<reqwest::Client> {
     Ok(reqwest::Client::builder()
         .tcp_nodelay(true)
         .pool_max_idle_per_host(128)

@@ -14,7 +14,7 @@ use crate::stats::{median, RunStats};
 
 /// What rewriting the document costs the database, whatever the server does around it.
 #[derive(Debug, Clone, Serialize)]
-pub struct Floor {
+pub(crate) struct Floor {
     /// The document's size, bytes.
     pub document_bytes: usize,
     /// Time of one `$set` of a changing value, ms (median over runs of the run's p50).
@@ -30,7 +30,7 @@ pub struct Floor {
 impl Floor {
     /// The floor to hold the single writer's posts against: the mean of the floors before and
     /// after them (their document grew between the two), or the one before.
-    pub fn for_posts_ms(&self) -> f64 {
+    pub(crate) fn for_posts_ms(&self) -> f64 {
         match &self.after {
             Some(after) => (self.set_p50_ms + after.set_p50_ms) / 2.0,
             None => self.set_p50_ms,
@@ -40,7 +40,7 @@ impl Floor {
 
 /// Times `$set: {bench_floor: n}` (a new `n` every time, so every update really changes the
 /// document) on the discussion's document, one at a time.
-pub async fn measure(
+pub(crate) async fn measure(
     uri: &str,
     database: &str,
     discussion: &DiscussionId,

@@ -18,7 +18,7 @@ use crate::plan::{author_name, Plan};
 const MAX_TEXT_CHARS: usize = 10_000;
 
 /// What a load did.
-pub struct Loaded {
+pub(crate) struct Loaded {
     /// The slug of each planned comment that was posted (`None` past a size cap).
     pub slugs: Vec<Option<Slug>>,
     /// How many were posted.
@@ -35,7 +35,7 @@ pub struct Loaded {
 /// order; a reply waits until its parent is posted. Loading stops at the layout's size cap
 /// (`DISCUSSION_TOO_LARGE`) or when `budget` has passed. When the layout moves the discussion to
 /// another layout, the load goes on in the new one.
-pub async fn load(
+pub(crate) async fn load(
     store: &Store,
     discussion: Discussion,
     plan: &Plan,
@@ -161,7 +161,7 @@ pub async fn load(
 }
 
 /// The discussion as stored now.
-pub async fn reload(store: &Store, discussion: &Discussion) -> anyhow::Result<Discussion> {
+pub(crate) async fn reload(store: &Store, discussion: &Discussion) -> anyhow::Result<Discussion> {
     let found = store
         .discussions()
         .by_ids(std::slice::from_ref(&discussion.id))

@@ -66,8 +66,8 @@ struct Args {
     #[arg(long, default_value = "bench-results.json")]
     out: PathBuf,
     /// Where to draw the charts at the end of the run, as `bench-reads.svg` and
-    /// `bench-writes.svg` [default: next to the results, as `<name>-reads.svg` and
-    /// `<name>-writes.svg`].
+    /// `bench-writes.svg` (by default next to the results, as `<name>-reads.svg` and
+    /// `<name>-writes.svg`).
     #[arg(long, value_name = "DIR")]
     charts_dir: Option<PathBuf>,
     /// Measure nothing: draw the charts of a results file written earlier (into `--charts-dir`,
@@ -654,11 +654,11 @@ impl Turns<'_> {
             theirs.push(self.once(other).await?);
         }
         Ok(Compared {
-            reads: measure::merge_turns(mine),
+            reads: measure::merge_turns(&mine),
             other: report::Compared {
                 server_bin: ours.display().to_string(),
                 other_bin: other.display().to_string(),
-                reads: measure::merge_turns(theirs),
+                reads: measure::merge_turns(&theirs),
             },
         })
     }

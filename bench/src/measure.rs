@@ -20,7 +20,7 @@ use crate::stats::{median, RunStats, Summary};
 
 /// How many requests each measurement makes.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct Effort {
+pub(crate) struct Effort {
     /// Measured runs; the report gives medians across them.
     pub runs: usize,
     /// Timed requests per run and read.
@@ -39,7 +39,7 @@ pub struct Effort {
 }
 
 /// Fewest timed requests a run makes, however slow they are.
-pub const MIN_REQUESTS: usize = 5;
+pub(crate) const MIN_REQUESTS: usize = 5;
 
 impl Effort {
     /// Whether a run that started at `started` and made `done` requests goes on.
@@ -51,7 +51,7 @@ impl Effort {
 
 /// One read, measured both ways.
 #[derive(Debug, Clone, Serialize)]
-pub struct ReadResult {
+pub(crate) struct ReadResult {
     /// Which read.
     pub read: Read,
     /// Its label in tables.
@@ -76,7 +76,7 @@ pub struct ReadResult {
 
 /// Posting, measured with a number of concurrent writers.
 #[derive(Debug, Clone, Serialize)]
-pub struct WriteResult {
+pub(crate) struct WriteResult {
     /// Writers posting at once.
     pub writers: usize,
     /// Whether replies went to comments posted earlier in the same run (a live conversation)
@@ -96,7 +96,7 @@ pub struct WriteResult {
 
 /// Measures every read: first checks that GraphQL and the direct calls return the same comments,
 /// then alternates timed runs of both.
-pub async fn reads(
+pub(crate) async fn reads(
     store: &Store,
     server: &Server,
     client: &GraphqlClient,
@@ -192,7 +192,7 @@ pub async fn reads(
 
 /// Merges the results of several turns of the same reads (one list per turn, in the same
 /// order) into one result per read, as if the turns were the runs of one measurement.
-pub fn merge_turns(turns: Vec<Vec<ReadResult>>) -> Vec<ReadResult> {
+pub(crate) fn merge_turns(turns: &[Vec<ReadResult>]) -> Vec<ReadResult> {
     let Some(first) = turns.first() else {
         return Vec::new();
     };
@@ -223,7 +223,7 @@ pub fn merge_turns(turns: Vec<Vec<ReadResult>>) -> Vec<ReadResult> {
 }
 
 /// Where writers post and who they are.
-pub struct WriteTarget<'a> {
+pub(crate) struct WriteTarget<'a> {
     /// The discussion.
     pub discussion: &'a DiscussionId,
     /// Comments a reply may go to (not at the deepest generated level).
@@ -239,7 +239,7 @@ const POST: &str = "mutation($d: ID!, $p: String, $t: String!) { postComment(inp
 /// Measures posting through GraphQL with `writers` concurrent writers, `posts` per run in all:
 /// 30% top-level comments, 70% replies, to random loaded comments or, in a `conversation`, to
 /// random comments the writer posted earlier in the run.
-pub async fn writes(
+pub(crate) async fn writes(
     server: &Server,
     client: &GraphqlClient,
     target: &WriteTarget<'_>,

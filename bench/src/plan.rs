@@ -5,7 +5,7 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 /// Deepest reply generated (top-level comments have depth 0).
-pub const MAX_REPLY_DEPTH: usize = 6;
+pub(crate) const MAX_REPLY_DEPTH: usize = 6;
 /// Chance that a new comment starts a thread instead of replying.
 const NEW_THREAD: f64 = 0.15;
 /// How long a thread stays lively: after this many further comments in the discussion, its
@@ -71,7 +71,7 @@ const WORDS: &[&str] = &[
 
 /// One comment of the plan, in posting order.
 #[derive(Debug, Clone)]
-pub struct Planned {
+pub(crate) struct Planned {
     /// Index of the parent in the plan (always earlier).
     pub parent: Option<usize>,
     /// 0 for a top-level comment.
@@ -86,7 +86,7 @@ pub struct Planned {
 
 /// Summary numbers of a plan, for the report.
 #[derive(Debug, Clone, Serialize)]
-pub struct Shape {
+pub(crate) struct Shape {
     /// Comments in all.
     pub comments: usize,
     /// Top-level comments.
@@ -103,7 +103,7 @@ pub struct Shape {
 
 /// A whole generated discussion, in posting order.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The comments, parents before children.
     pub comments: Vec<Planned>,
 }
@@ -115,7 +115,7 @@ impl Plan {
     /// with probability proportional to (its replies + 1), so a few comments draw most replies
     /// (skewed fan-out). Replies that would be deeper than [`MAX_REPLY_DEPTH`] go to the parent of
     /// the picked comment. The same size and seed always give the same plan.
-    pub fn generate(size: usize, seed: u64) -> Plan {
+    pub(crate) fn generate(size: usize, seed: u64) -> Plan {
         struct Lively {
             root: usize,
             born: usize,
@@ -149,7 +149,7 @@ impl Plan {
                 continue;
             }
             while first_lively + 1 < threads.len()
-                && (threads[first_lively].born as f64) + 8.0 * LIVELY_FOR < index as f64
+                && 8.0f64.mul_add(LIVELY_FOR, threads[first_lively].born as f64) < index as f64
             {
                 first_lively += 1;
             }
@@ -191,14 +191,14 @@ impl Plan {
     }
 
     /// The first `len` comments (a plan that was loaded only in part).
-    pub fn prefix(&self, len: usize) -> Plan {
+    pub(crate) fn prefix(&self, len: usize) -> Plan {
         Plan {
             comments: self.comments[..len.min(self.comments.len())].to_vec(),
         }
     }
 
     /// Summary numbers.
-    pub fn shape(&self) -> Shape {
+    pub(crate) fn shape(&self) -> Shape {
         let n = self.comments.len();
         let mut by_depth = vec![0; MAX_REPLY_DEPTH + 1];
         let mut fan_out = vec![0usize; n];
@@ -223,7 +223,7 @@ impl Plan {
     }
 
     /// The top-level comment of the largest thread.
-    pub fn largest_thread_root(&self) -> Option<usize> {
+    pub(crate) fn largest_thread_root(&self) -> Option<usize> {
         let mut size = vec![0usize; self.comments.len()];
         for c in &self.comments {
             size[c.root] += 1;
@@ -232,7 +232,7 @@ impl Plan {
     }
 
     /// The comment with the most direct replies (the earliest of them on a tie).
-    pub fn busiest(&self) -> Option<usize> {
+    pub(crate) fn busiest(&self) -> Option<usize> {
         let mut replies = vec![0usize; self.comments.len()];
         for c in &self.comments {
             if let Some(parent) = c.parent {
@@ -244,7 +244,7 @@ impl Plan {
 
     /// A comment at `depth` (or the deepest there is below it) near the middle of the plan: the
     /// target of the direct-link read.
-    pub fn link_target(&self, depth: usize) -> Option<usize> {
+    pub(crate) fn link_target(&self, depth: usize) -> Option<usize> {
         let middle = self.comments.len() / 2;
         (0..=depth).rev().find_map(|d| {
             (middle..self.comments.len())
@@ -260,7 +260,7 @@ fn author(rng: &mut impl Rng) -> usize {
 }
 
 /// Comment text: mostly short, sometimes a few paragraphs' worth (40 to 600 bytes).
-pub fn text(rng: &mut impl Rng) -> String {
+pub(crate) fn text(rng: &mut impl Rng) -> String {
     let len = 40 + (rng.gen::<f64>().powi(2) * 560.0) as usize;
     let mut out = String::with_capacity(len + 16);
     while out.len() < len {
@@ -274,7 +274,7 @@ pub fn text(rng: &mut impl Rng) -> String {
 }
 
 /// The display name of an author index.
-pub fn author_name(author: usize) -> (String, String) {
+pub(crate) fn author_name(author: usize) -> (String, String) {
     (
         format!("bench-user-{author}"),
         format!("Bench User {author}"),

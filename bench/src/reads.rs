@@ -9,15 +9,15 @@ use threadql::domain::{Comment, Cursor, CursorKind, Discussion, DiscussionId, Sl
 use threadql::store::{Listing, ReadScope, Storage, Store};
 
 /// Comments per page in the paged reads.
-pub const PAGE: usize = 50;
+pub(crate) const PAGE: usize = 50;
 /// Top-level threads in the tree read.
-pub const TREE_THREADS: usize = 20;
+pub(crate) const TREE_THREADS: usize = 20;
 /// Replies per comment in the tree read.
-pub const TREE_REPLIES: usize = 10;
+pub(crate) const TREE_REPLIES: usize = 10;
 /// Levels of replies under each thread in the tree read.
-pub const TREE_LEVELS: usize = 4;
+pub(crate) const TREE_LEVELS: usize = 4;
 /// Offset of the deep page (smaller for discussions that are not that long).
-pub const DEEP_OFFSET: u64 = 10_000;
+pub(crate) const DEEP_OFFSET: u64 = 10_000;
 
 /// The fields read for every comment.
 const FIELDS: &str = "fragment F on Comment { id slug fullSlug parentSlug depth posted editedAt deleted author { id name } text replyCount }";
@@ -25,7 +25,7 @@ const FIELDS: &str = "fragment F on Comment { id slug fullSlug parentSlug depth 
 /// One kind of read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
-pub enum Read {
+pub(crate) enum Read {
     /// The first 50 comments, chronological.
     FirstPage,
     /// 50 comments at the deep offset, by `offset`.
@@ -52,7 +52,7 @@ pub enum Read {
 
 impl Read {
     /// Every read, in report order.
-    pub const ALL: [Read; 11] = [
+    pub(crate) const ALL: [Read; 11] = [
         Read::FirstPage,
         Read::OffsetPage,
         Read::CursorPage,
@@ -67,7 +67,7 @@ impl Read {
     ];
 
     /// A short name for tables.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Read::FirstPage => "first page (50)",
             Read::OffsetPage => "deep page by offset",
@@ -86,7 +86,7 @@ impl Read {
 
 /// What the reads point at, fixed once per discussion.
 #[derive(Debug, Clone)]
-pub struct Fixtures {
+pub(crate) struct Fixtures {
     /// The discussion.
     pub discussion: DiscussionId,
     /// The deep page's offset.
@@ -105,7 +105,7 @@ pub struct Fixtures {
 
 impl Fixtures {
     /// Picks the deep offset for a discussion of `comments` and reads the matching cursor.
-    pub async fn new(
+    pub(crate) async fn new(
         store: &Store,
         discussion: &Discussion,
         link: Slug,
@@ -145,7 +145,7 @@ impl Fixtures {
     }
 
     /// The read as a GraphQL query and its variables.
-    pub fn graphql(&self, read: Read) -> (String, Value) {
+    pub(crate) fn graphql(&self, read: Read) -> (String, Value) {
         let d = self.discussion.as_str();
         let page = "nodes { ...F } pageInfo { hasNextPage endCursor }";
         let (body, variables) = match read {
@@ -207,7 +207,7 @@ impl Fixtures {
     }
 
     /// The slugs a GraphQL answer holds, in answer order (the tree depth-first).
-    pub fn graphql_slugs(read: Read, data: &Value) -> anyhow::Result<Vec<String>> {
+    pub(crate) fn graphql_slugs(read: Read, data: &Value) -> anyhow::Result<Vec<String>> {
         let nodes = match read {
             Read::FirstPage
             | Read::OffsetPage
@@ -233,7 +233,7 @@ impl Fixtures {
     /// Makes the read with direct store calls (what the GraphQL request makes, minus GraphQL
     /// and HTTP): the discussion by id, then the layout's calls. Returns the slugs read, in the
     /// GraphQL answer's order.
-    pub async fn direct(&self, store: &Store, read: Read) -> anyhow::Result<Vec<String>> {
+    pub(crate) async fn direct(&self, store: &Store, read: Read) -> anyhow::Result<Vec<String>> {
         let scope = ReadScope::new();
         let found = store
             .discussions()

@@ -11,7 +11,7 @@ use crate::reads::Read;
 
 /// The machine the run was made on.
 #[derive(Debug, Clone, Serialize)]
-pub struct Machine {
+pub(crate) struct Machine {
     /// Logical CPUs.
     pub cpus: usize,
     /// CPU model.
@@ -27,7 +27,7 @@ pub struct Machine {
 }
 
 /// The 1-minute load average.
-pub fn load_average() -> f64 {
+pub(crate) fn load_average() -> f64 {
     std::fs::read_to_string("/proc/loadavg")
         .unwrap_or_default()
         .split_whitespace()
@@ -38,7 +38,7 @@ pub fn load_average() -> f64 {
 
 impl Machine {
     /// Reads what Linux tells about the machine (fields it cannot read stay empty).
-    pub fn detect() -> Machine {
+    pub(crate) fn detect() -> Machine {
         let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
         let cpu_model = read("/proc/cpuinfo")
             .lines()
@@ -64,7 +64,7 @@ impl Machine {
 
 /// One layout at one discussion size.
 #[derive(Debug, Clone, Serialize)]
-pub struct Case {
+pub(crate) struct Case {
     /// The layout asked for.
     pub layout: String,
     /// The discussion size asked for.
@@ -105,7 +105,7 @@ pub struct Case {
 
 /// The reads of another server binary, measured in turns with the server under test.
 #[derive(Debug, Clone, Serialize)]
-pub struct Compared {
+pub(crate) struct Compared {
     /// The server under test, whose reads are the case's.
     pub server_bin: String,
     /// The other server.
@@ -116,7 +116,7 @@ pub struct Compared {
 
 /// A layout that was not measured, and why.
 #[derive(Debug, Clone, Serialize)]
-pub struct Skipped {
+pub(crate) struct Skipped {
     /// The layout.
     pub layout: String,
     /// Why.
@@ -125,7 +125,7 @@ pub struct Skipped {
 
 /// Everything a run produced.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     /// The harness's command line.
     pub command: String,
     /// When the run started (UTC, RFC 3339).
@@ -157,7 +157,7 @@ pub struct Report {
 /// What the server's command counting costs per command, ns: naming the command
 /// (`CommandCounter::sent`) and the connection checkout's atomic increment, timed over a million
 /// commands on one thread.
-pub fn counting_cost_ns() -> f64 {
+pub(crate) fn counting_cost_ns() -> f64 {
     const COMMANDS: u32 = 1_000_000;
     let counter = threadql::store::CommandCounter::new();
     let checkouts = std::sync::atomic::AtomicU64::new(0);
@@ -210,11 +210,11 @@ fn layout_label(case: &Case) -> String {
 }
 
 /// 100000 → "100 000".
-pub fn group(n: usize) -> String {
+pub(crate) fn group(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push('\u{202f}');
         }
         out.push(c);
@@ -250,7 +250,7 @@ impl Case {
     }
 
     /// A few lines on standard error once the case is measured.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let mut out = String::new();
         for r in &self.reads {
             let _ = writeln!(
@@ -327,7 +327,7 @@ impl Report {
     }
 
     /// Writes the report as JSON.
-    pub fn save(&mut self, path: &std::path::Path) -> anyhow::Result<()> {
+    pub(crate) fn save(&mut self, path: &std::path::Path) -> anyhow::Result<()> {
         self.machine.load_average_at_end = load_average();
         let json = serde_json::to_string_pretty(self)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -339,7 +339,7 @@ impl Report {
     }
 
     /// The markdown tables.
-    pub fn markdown(&self) -> String {
+    pub(crate) fn markdown(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(
             out,

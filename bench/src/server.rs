@@ -13,7 +13,7 @@ use tokio::process::{Child, Command};
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Finds the `threadql` binary: an explicit path, or the one built next to this harness.
-pub fn locate(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+pub(crate) fn locate(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     let candidate = match explicit {
         Some(path) => path.to_path_buf(),
         None => std::env::current_exe()
@@ -31,7 +31,7 @@ pub fn locate(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
 }
 
 /// A running `threadql serve`.
-pub struct Server {
+pub(crate) struct Server {
     child: Child,
     pid: u32,
     /// Base URL, e.g. `http://127.0.0.1:41234`.
@@ -42,7 +42,7 @@ pub struct Server {
 impl Server {
     /// Starts the server on a free loopback port against `uri`/`database` and waits until
     /// `/readyz` answers.
-    pub async fn start(
+    pub(crate) async fn start(
         binary: &Path,
         uri: &str,
         database: &str,
@@ -101,12 +101,12 @@ impl Server {
     }
 
     /// The GraphQL endpoint.
-    pub fn graphql_url(&self) -> String {
+    pub(crate) fn graphql_url(&self) -> String {
         format!("{}/graphql", self.base)
     }
 
     /// Database commands the server has sent so far (sum of `threadql_db_commands_total`).
-    pub async fn db_commands(&self) -> anyhow::Result<u64> {
+    pub(crate) async fn db_commands(&self) -> anyhow::Result<u64> {
         let body = self
             .http
             .get(format!("{}/metrics", self.base))
@@ -119,7 +119,7 @@ impl Server {
     }
 
     /// Peak resident memory of the server process so far, in bytes (`VmHWM`).
-    pub fn peak_rss_bytes(&self) -> anyhow::Result<u64> {
+    pub(crate) fn peak_rss_bytes(&self) -> anyhow::Result<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid))
             .context("cannot read the server's /proc status")?;
         status
@@ -137,17 +137,17 @@ impl Server {
     }
 
     /// CPU time the server's threads have used so far.
-    pub fn cpu_time(&self) -> Duration {
+    pub(crate) fn cpu_time(&self) -> Duration {
         cpu_time(&format!("/proc/{}", self.pid))
     }
 
     /// The server's process id (for profiling).
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.pid
     }
 
     /// Stops the server with SIGTERM and waits for it (killing it after a while).
-    pub async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         if let Ok(pid) = i32::try_from(self.pid) {
             let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
         }
@@ -161,7 +161,7 @@ impl Server {
 }
 
 /// CPU time used by the live threads of a process (`/proc/<pid>/task/*/schedstat`, in ns).
-pub fn cpu_time(proc_dir: &str) -> Duration {
+pub(crate) fn cpu_time(proc_dir: &str) -> Duration {
     let Ok(tasks) = std::fs::read_dir(format!("{proc_dir}/task")) else {
         return Duration::ZERO;
     };

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 /// Percentiles of one run of timed requests, in milliseconds.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct RunStats {
+pub(crate) struct RunStats {
     /// Median latency.
     pub p50_ms: f64,
     /// 99th percentile latency.
@@ -17,7 +17,7 @@ pub struct RunStats {
 
 impl RunStats {
     /// Summarises the latencies of one run.
-    pub fn of(samples: &[Duration]) -> RunStats {
+    pub(crate) fn of(samples: &[Duration]) -> RunStats {
         let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
         ms.sort_by(f64::total_cmp);
         RunStats {
@@ -30,7 +30,7 @@ impl RunStats {
 
 /// Medians across runs, with every run kept.
 #[derive(Debug, Clone, Serialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Median of the runs' p50.
     pub p50_ms: f64,
     /// Median of the runs' p99.
@@ -41,7 +41,7 @@ pub struct Summary {
 
 impl Summary {
     /// Medians of several runs.
-    pub fn of(runs: Vec<RunStats>) -> Summary {
+    pub(crate) fn of(runs: Vec<RunStats>) -> Summary {
         Summary {
             p50_ms: median(runs.iter().map(|r| r.p50_ms).collect()),
             p99_ms: median(runs.iter().map(|r| r.p99_ms).collect()),
@@ -51,7 +51,7 @@ impl Summary {
 }
 
 /// Nearest-rank percentile of sorted values (0 for none).
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -60,13 +60,13 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// Median (mean of the two middle values for an even count; 0 for none).
-pub fn median(mut values: Vec<f64>) -> f64 {
+pub(crate) fn median(mut values: Vec<f64>) -> f64 {
     if values.is_empty() {
         return 0.0;
     }
     values.sort_by(f64::total_cmp);
     let mid = values.len() / 2;
-    if values.len() % 2 == 0 {
+    if values.len().is_multiple_of(2) {
         (values[mid - 1] + values[mid]) / 2.0
     } else {
         values[mid]

@@ -48,11 +48,14 @@ fn claims(changes: Value) -> Value {
         "iss": ISSUER,
         "aud": AUDIENCE,
     });
-    for (claim, value) in changes.as_object().unwrap() {
+    let Value::Object(changes) = changes else {
+        panic!("claim changes are an object");
+    };
+    for (claim, value) in changes {
         if value.is_null() {
-            claims.as_object_mut().unwrap().remove(claim);
+            claims.as_object_mut().unwrap().remove(&claim);
         } else {
-            claims[claim] = value.clone();
+            claims[claim] = value;
         }
     }
     claims

@@ -12,7 +12,7 @@ const LONGEST: usize = 16 * 1024;
 
 /// The parsed documents of recent requests, most recently used kept.
 #[derive(Clone)]
-pub struct ParsedDocuments(LruCacheStorage);
+pub(super) struct ParsedDocuments(LruCacheStorage);
 
 impl Default for ParsedDocuments {
     fn default() -> Self {
@@ -23,7 +23,7 @@ impl Default for ParsedDocuments {
 impl ParsedDocuments {
     /// Gives the request the document parsed from the same text before, if one is kept;
     /// whether it did.
-    pub async fn recall(&self, request: &mut Request) -> bool {
+    pub(super) async fn recall(&self, request: &mut Request) -> bool {
         if !keeps(&request.query) {
             return false;
         }
@@ -37,7 +37,7 @@ impl ParsedDocuments {
     }
 
     /// Keeps the request's parsed document under its text (the request must have been parsed).
-    pub async fn keep(&self, request: &mut Request) {
+    pub(super) async fn keep(&self, request: &mut Request) {
         if !keeps(&request.query) {
             return;
         }

@@ -8,19 +8,16 @@ use crate::store::StoreError;
 /// Turns a domain error into a GraphQL error; internal causes are logged and replaced by a generic
 /// message.
 pub fn gql(err: DomainError) -> async_graphql::Error {
-    let message = match &err {
+    let code = err.code();
+    let (message, retry_after) = match err {
         DomainError::Internal(cause) => {
             tracing::error!(%cause, "internal error while serving a request");
-            "internal error".to_owned()
+            ("internal error".to_owned(), None)
         }
-        other => other.to_string(),
-    };
-    let code = err.code();
-    let retry_after = match &err {
-        DomainError::RateLimited {
+        limited @ DomainError::RateLimited {
             retry_after_secs, ..
-        } => Some(*retry_after_secs),
-        _ => None,
+        } => (limited.to_string(), Some(retry_after_secs)),
+        other => (other.to_string(), None),
     };
     async_graphql::Error::new(message).extend_with(|_, e| {
         e.set("code", code);

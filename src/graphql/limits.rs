@@ -217,7 +217,7 @@ fn set_code(error: &mut ServerError, code: &str) {
     }
 }
 
-fn too_big(message: String) -> ServerError {
+fn too_big(message: impl std::fmt::Display) -> ServerError {
     with_code(
         ServerError::new(format!("query refused: {message}"), None),
         "GRAPHQL_VALIDATION_FAILED",

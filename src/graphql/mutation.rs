@@ -77,7 +77,7 @@ fn forget_reads(ctx: &Context<'_>) {
 
 /// A new discussion.
 #[derive(InputObject)]
-pub struct CreateDiscussionInput {
+pub(super) struct CreateDiscussionInput {
     /// Its title (1–300 characters).
     pub title: String,
     /// How to store its comments; the server's default when omitted.
@@ -86,7 +86,7 @@ pub struct CreateDiscussionInput {
 
 /// A new comment.
 #[derive(InputObject)]
-pub struct PostCommentInput {
+pub(super) struct PostCommentInput {
     /// The discussion to post in.
     pub discussion_id: ID,
     /// The comment to reply to; omit for a top-level comment.
@@ -97,7 +97,7 @@ pub struct PostCommentInput {
 
 /// A new text for a comment.
 #[derive(InputObject)]
-pub struct EditCommentInput {
+pub(super) struct EditCommentInput {
     /// The comment's discussion.
     pub discussion_id: ID,
     /// The comment's slug.

@@ -20,18 +20,18 @@ struct PersistedQuery {
 
 /// The documents this process was sent with their hashes, most recently used kept.
 #[derive(Clone)]
-pub struct PersistedQueries(LruCacheStorage);
+pub(super) struct PersistedQueries(LruCacheStorage);
 
 impl PersistedQueries {
     /// A cache of at most `size` documents (at least one).
-    pub fn new(size: usize) -> Self {
+    pub(super) fn new(size: usize) -> Self {
         Self(LruCacheStorage::new(size.max(1)))
     }
 
     /// Gives a request that names a persisted query its document: the one kept under its hash
     /// (a request with the hash alone), or its own text, checked against the hash, parsed and
     /// kept. A request without the extension is left as it is.
-    pub async fn resolve(&self, request: &mut Request) -> Result<(), ServerError> {
+    pub(super) async fn resolve(&self, request: &mut Request) -> Result<(), ServerError> {
         let Some(value) = request.extensions.remove("persistedQuery") else {
             return Ok(());
         };

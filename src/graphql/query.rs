@@ -12,7 +12,7 @@ use crate::domain::paging::Cursor;
 use crate::domain::{CursorKind, Discussion, DiscussionId, DomainError, PageArgs};
 
 /// Loads a discussion by client-supplied id: `BAD_USER_INPUT` if malformed, `NOT_FOUND` if unknown.
-pub async fn load_discussion(
+pub(super) async fn load_discussion(
     ctx: &Context<'_>,
     id: &str,
 ) -> async_graphql::Result<Arc<Discussion>> {

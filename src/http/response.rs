@@ -127,8 +127,8 @@ impl Format {
 
 /// A GraphQL result as HTTP: in `application/graphql-response+json`, a request that did not
 /// run (no `data`) is 400 and its body has no `data` key.
-pub(super) fn respond(format: Format, response: BatchResponse) -> Response {
-    let not_run = match &response {
+pub(super) fn respond(format: Format, response: &BatchResponse) -> Response {
+    let not_run = match response {
         BatchResponse::Single(single) => {
             single.data == async_graphql::Value::Null && !single.errors.is_empty()
         }
@@ -136,7 +136,7 @@ pub(super) fn respond(format: Format, response: BatchResponse) -> Response {
     };
     let mut response = if format == Format::GraphqlResponse && not_run {
         // A request that did not run: 400, and no `data` key in the body.
-        let mut body = serde_json::to_value(&response).unwrap_or_default();
+        let mut body = serde_json::to_value(response).unwrap_or_default();
         if let Some(object) = body.as_object_mut() {
             object.remove("data");
         }

@@ -25,9 +25,19 @@ pub type Decide<'a> =
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
     /// Comments read from the old layout so far (of the discussion's count).
-    Reading { done: u64, total: u64 },
+    Reading {
+        /// Comments read.
+        done: u64,
+        /// Comments the discussion counts.
+        total: u64,
+    },
     /// Comments written to the new layout so far.
-    Writing { done: u64, total: u64 },
+    Writing {
+        /// Comments written.
+        done: u64,
+        /// Comments to write.
+        total: u64,
+    },
     /// The discussion now reads and writes in the new layout.
     Switched,
     /// The old storage is removed; the move is over.

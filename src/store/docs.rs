@@ -9,7 +9,7 @@ use crate::domain::{Author, Comment, DiscussionId, FullSlug, Micros, Revision, S
 
 /// An author as stored.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct AuthorDoc {
+pub(super) struct AuthorDoc {
     /// Author id (token `sub`).
     pub id: String,
     /// Display name (token `name`).
@@ -34,7 +34,7 @@ impl AuthorDoc {
 
 /// An earlier version of a comment's text, as stored.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RevisionDoc {
+pub(super) struct RevisionDoc {
     /// The text of that version.
     pub text: String,
     /// Microseconds since the epoch when it was written.
@@ -46,7 +46,7 @@ pub struct RevisionDoc {
 /// A comment as stored. `discussion_id` is present where the comment lives outside its
 /// discussion document (per-comment layout).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CommentDoc {
+pub(super) struct CommentDoc {
     /// Owning discussion (per-comment layout only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discussion_id: Option<String>,
@@ -106,7 +106,7 @@ pub struct CommentDoc {
 
 impl CommentDoc {
     /// The stored form of a comment; `with_discussion` adds the `discussion_id` field.
-    pub fn from_comment(comment: &Comment, with_discussion: bool) -> Self {
+    pub(super) fn from_comment(comment: &Comment, with_discussion: bool) -> Self {
         Self {
             discussion_id: with_discussion.then(|| comment.discussion_id.as_str().to_owned()),
             slug: comment.slug.as_str().to_owned(),
@@ -138,7 +138,7 @@ impl CommentDoc {
     }
 
     /// The domain comment.
-    pub fn into_comment(self, discussion_id: &DiscussionId) -> Comment {
+    pub(super) fn into_comment(self, discussion_id: &DiscussionId) -> Comment {
         Comment {
             discussion_id: discussion_id.clone(),
             slug: Slug::from_stored(self.slug),
@@ -184,7 +184,7 @@ fn changeable(comment: &Comment) -> StoreResult<Vec<(&'static str, Option<Bson>)
 /// A filter that matches the comment at `prefix` (`""`, `"comments.$."`-style paths without the
 /// positional part, or `"replies.0.replies.2."`) only while its changeable fields are as in
 /// `current`.
-pub fn unchanged_filter(prefix: &str, current: &Comment) -> StoreResult<Document> {
+pub(super) fn unchanged_filter(prefix: &str, current: &Comment) -> StoreResult<Document> {
     let mut filter = Document::new();
     filter.insert(format!("{prefix}slug"), current.slug.as_str());
     for (field, value) in changeable(current)? {
@@ -200,7 +200,7 @@ pub fn unchanged_filter(prefix: &str, current: &Comment) -> StoreResult<Document
 /// The update that writes the changeable fields of `next` at `prefix`, removing the ones
 /// `CommentDoc` leaves out, so the stored element is byte for byte what a new `CommentDoc` of
 /// `next` would be (the embedded layout's size counter relies on it).
-pub fn replace_update(prefix: &str, next: &Comment) -> StoreResult<Document> {
+pub(super) fn replace_update(prefix: &str, next: &Comment) -> StoreResult<Document> {
     let mut set = Document::new();
     let mut unset = Document::new();
     for (field, value) in changeable(next)? {
@@ -217,7 +217,7 @@ pub fn replace_update(prefix: &str, next: &Comment) -> StoreResult<Document> {
 }
 
 /// The BSON size of a comment element as stored (with an empty `replies` array when `nested`).
-pub fn element_size(comment: &Comment, nested: bool) -> StoreResult<i64> {
+pub(super) fn element_size(comment: &Comment, nested: bool) -> StoreResult<i64> {
     let mut element =
         mongodb::bson::to_document(&CommentDoc::from_comment(comment, false)).map_err(corrupt)?;
     if nested {

@@ -76,7 +76,7 @@ impl StoreError {
 }
 
 /// Whether a driver error is a unique-index violation (E11000).
-pub fn is_duplicate_key(err: &mongodb::error::Error) -> bool {
+pub(super) fn is_duplicate_key(err: &mongodb::error::Error) -> bool {
     use mongodb::error::{ErrorKind, WriteFailure};
     match err.kind.as_ref() {
         ErrorKind::Write(WriteFailure::WriteError(e)) => e.code == 11000,
@@ -91,7 +91,7 @@ pub fn is_duplicate_key(err: &mongodb::error::Error) -> bool {
 
 /// Whether a driver error says a document would exceed MongoDB's 16 MB limit (BSONObjectTooLarge,
 /// 10334; 17419 is the older code of the same failure for updates).
-pub fn is_too_large(err: &mongodb::error::Error) -> bool {
+pub(super) fn is_too_large(err: &mongodb::error::Error) -> bool {
     use mongodb::error::{ErrorKind, WriteFailure};
     let too_large = |code: i32| code == 10334 || code == 17419;
     match err.kind.as_ref() {
@@ -104,7 +104,7 @@ pub fn is_too_large(err: &mongodb::error::Error) -> bool {
 /// Whether a driver error means the database could not be reached or answer in time (no server
 /// to select, a broken or timed-out connection, a cleared pool, a node stepping down), rather
 /// than a problem with the request.
-pub fn is_unavailable(err: &mongodb::error::Error) -> bool {
+pub(super) fn is_unavailable(err: &mongodb::error::Error) -> bool {
     use mongodb::error::{ErrorKind, RETRYABLE_WRITE_ERROR, TRANSIENT_TRANSACTION_ERROR};
     /// Server codes of a node that is shutting down, stepping down or not primary.
     const NODE_CODES: [i32; 9] = [6, 7, 89, 91, 189, 10107, 11600, 11602, 13435];

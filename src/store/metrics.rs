@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 /// Label of the commands the driver sends on its own (the rest of a cursor, closing one).
-pub const OTHER: &str = "other";
+pub(super) const OTHER: &str = "other";
 
 /// Counts every command sent, by command name.
 #[derive(Debug, Default, Clone)]
@@ -96,7 +96,7 @@ pub(super) struct Counted<T: Send + Sync> {
 
 impl<T: Send + Sync> Counted<T> {
     /// The collection `name` of `db`.
-    pub fn new(db: &Database, name: &str, commands: &CommandCounter) -> Self {
+    pub(super) fn new(db: &Database, name: &str, commands: &CommandCounter) -> Self {
         Self {
             coll: db.collection(name),
             db: db.clone(),
@@ -105,7 +105,7 @@ impl<T: Send + Sync> Counted<T> {
     }
 
     /// The same collection, read as another type.
-    pub fn clone_with_type<U: Send + Sync>(&self) -> Counted<U> {
+    pub(super) fn clone_with_type<U: Send + Sync>(&self) -> Counted<U> {
         Counted {
             coll: self.coll.clone_with_type(),
             db: self.db.clone(),
@@ -117,7 +117,7 @@ impl<T: Send + Sync> Counted<T> {
     /// `session`; outside a transaction it carries the collection's write concern (inside one,
     /// the commit does). Returns the server's reply: statements that failed are in its
     /// `writeErrors`, for the caller to judge.
-    pub async fn update_statements(
+    pub(super) async fn update_statements(
         &self,
         statements: Vec<Document>,
         in_transaction: bool,
@@ -134,12 +134,12 @@ impl<T: Send + Sync> Counted<T> {
         Ok(self.db.run_command(command).session(session).await?)
     }
 
-    pub fn aggregate(&self, pipeline: impl IntoIterator<Item = Document>) -> Aggregate<'_> {
+    pub(super) fn aggregate(&self, pipeline: impl IntoIterator<Item = Document>) -> Aggregate<'_> {
         self.commands.sent("aggregate");
         self.coll.aggregate(pipeline)
     }
 
-    pub fn update_one(
+    pub(super) fn update_one(
         &self,
         query: Document,
         update: impl Into<UpdateModifications>,
@@ -148,23 +148,23 @@ impl<T: Send + Sync> Counted<T> {
         self.coll.update_one(query, update)
     }
 
-    pub fn delete_many(&self, query: Document) -> Delete<'_> {
+    pub(super) fn delete_many(&self, query: Document) -> Delete<'_> {
         self.commands.sent("delete");
         self.coll.delete_many(query)
     }
 
     /// Counting documents is an aggregation on the server.
-    pub fn count_documents(&self, filter: Document) -> CountDocuments<'_> {
+    pub(super) fn count_documents(&self, filter: Document) -> CountDocuments<'_> {
         self.commands.sent("aggregate");
         self.coll.count_documents(filter)
     }
 
-    pub fn create_index(&self, index: IndexModel) -> CreateIndex<'_> {
+    pub(super) fn create_index(&self, index: IndexModel) -> CreateIndex<'_> {
         self.commands.sent("createIndexes");
         self.coll.create_index(index)
     }
 
-    pub fn create_indexes(
+    pub(super) fn create_indexes(
         &self,
         indexes: impl IntoIterator<Item = IndexModel>,
     ) -> CreateIndex<'_, Multiple> {
@@ -174,17 +174,17 @@ impl<T: Send + Sync> Counted<T> {
 }
 
 impl<T: DeserializeOwned + Send + Sync> Counted<T> {
-    pub fn find(&self, filter: Document) -> Find<'_, T> {
+    pub(super) fn find(&self, filter: Document) -> Find<'_, T> {
         self.commands.sent("find");
         self.coll.find(filter)
     }
 
-    pub fn find_one(&self, filter: Document) -> FindOne<'_, T> {
+    pub(super) fn find_one(&self, filter: Document) -> FindOne<'_, T> {
         self.commands.sent("find");
         self.coll.find_one(filter)
     }
 
-    pub fn find_one_and_update(
+    pub(super) fn find_one_and_update(
         &self,
         filter: Document,
         update: impl Into<UpdateModifications>,
@@ -195,12 +195,15 @@ impl<T: DeserializeOwned + Send + Sync> Counted<T> {
 }
 
 impl<T: Serialize + Send + Sync> Counted<T> {
-    pub fn insert_one(&self, doc: impl Borrow<T>) -> InsertOne<'_> {
+    pub(super) fn insert_one(&self, doc: impl Borrow<T>) -> InsertOne<'_> {
         self.commands.sent("insert");
         self.coll.insert_one(doc)
     }
 
-    pub fn insert_many(&self, docs: impl IntoIterator<Item = impl Borrow<T>>) -> InsertMany<'_> {
+    pub(super) fn insert_many(
+        &self,
+        docs: impl IntoIterator<Item = impl Borrow<T>>,
+    ) -> InsertMany<'_> {
         self.commands.sent("insert");
         self.coll.insert_many(docs)
     }
@@ -208,7 +211,7 @@ impl<T: Serialize + Send + Sync> Counted<T> {
 
 impl<T: DeserializeOwned + Unpin + Send + Sync> Counted<T> {
     /// Opening a change stream is an aggregation on the server.
-    pub fn watch(&self) -> Watch<'_, T> {
+    pub(super) fn watch(&self) -> Watch<'_, T> {
         self.commands.sent("aggregate");
         self.coll.watch()
     }

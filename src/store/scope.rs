@@ -11,7 +11,7 @@ use tokio::sync::OnceCell;
 use crate::domain::{Comment, DiscussionId, Slug};
 
 /// Values loaded at most once per discussion; concurrent callers share one load.
-pub struct Memo<V> {
+pub(crate) struct Memo<V> {
     cells: Mutex<HashMap<DiscussionId, Arc<OnceCell<Arc<V>>>>>,
 }
 
@@ -25,7 +25,11 @@ impl<V> Default for Memo<V> {
 
 impl<V: Send + Sync> Memo<V> {
     /// The value for `id`, loading it with `load` the first time it is asked for.
-    pub async fn get_or_load<E, F, Fut>(&self, id: &DiscussionId, load: F) -> Result<Arc<V>, E>
+    pub(crate) async fn get_or_load<E, F, Fut>(
+        &self,
+        id: &DiscussionId,
+        load: F,
+    ) -> Result<Arc<V>, E>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<V, E>>,
@@ -43,14 +47,14 @@ impl<V: Send + Sync> Memo<V> {
     }
 
     /// The value for `id` if it was loaded already (never loads).
-    pub fn peek(&self, id: &DiscussionId) -> Option<Arc<V>> {
+    pub(crate) fn peek(&self, id: &DiscussionId) -> Option<Arc<V>> {
         let cells = self.cells.lock().unwrap_or_else(|p| p.into_inner());
         cells.get(id)?.get().cloned()
     }
 }
 
 /// What one request has read, in one slot per layout: each layout defines what its slot keeps
-/// (a type of its own) and takes it with [`ReadScope::slot`]. A write in the request replaces the
+/// (a type of its own) and takes it with `ReadScope::slot`. A write in the request replaces the
 /// scope with a fresh one (never clears slots).
 #[derive(Default)]
 pub struct ReadScope {
@@ -58,7 +62,7 @@ pub struct ReadScope {
 }
 
 /// Values kept per comment read so far, by discussion and slug.
-pub struct BySlug<V> {
+pub(crate) struct BySlug<V> {
     values: Mutex<HashMap<(DiscussionId, Slug), V>>,
 }
 
@@ -72,13 +76,13 @@ impl<V> Default for BySlug<V> {
 
 impl<V: Clone> BySlug<V> {
     /// Keeps `value` for the comment `slug`.
-    pub fn remember(&self, id: &DiscussionId, slug: Slug, value: V) {
+    pub(crate) fn remember(&self, id: &DiscussionId, slug: Slug, value: V) {
         let mut map = self.values.lock().unwrap_or_else(|p| p.into_inner());
         map.insert((id.clone(), slug), value);
     }
 
     /// What was kept for the comment `slug`, if anything.
-    pub fn get(&self, id: &DiscussionId, slug: &Slug) -> Option<V> {
+    pub(crate) fn get(&self, id: &DiscussionId, slug: &Slug) -> Option<V> {
         let map = self.values.lock().unwrap_or_else(|p| p.into_inner());
         map.get(&(id.clone(), slug.clone())).cloned()
     }
@@ -86,7 +90,7 @@ impl<V: Clone> BySlug<V> {
 
 impl BySlug<Comment> {
     /// Remembers comments as read.
-    pub fn remember_all(&self, comments: &[Comment]) {
+    pub(crate) fn remember_all(&self, comments: &[Comment]) {
         let mut map = self.values.lock().unwrap_or_else(|p| p.into_inner());
         for c in comments {
             map.insert((c.discussion_id.clone(), c.slug.clone()), c.clone());

@@ -38,7 +38,7 @@ pub(crate) struct Writer {
 
 impl Writer {
     /// A writer over `client`.
-    pub fn new(
+    pub(crate) fn new(
         client: Client,
         transactions: bool,
         clock: Arc<MonotonicClock>,

@@ -16,7 +16,7 @@ use crate::support::{
 };
 
 /// The discussion document as stored.
-pub async fn raw_discussion(app: &TestApp, id: &str) -> Document {
+pub(crate) async fn raw_discussion(app: &TestApp, id: &str) -> Document {
     let client = mongodb::Client::with_uri_str(server_uri()).await.unwrap();
     client
         .database(&app.database)

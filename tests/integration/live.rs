@@ -92,8 +92,8 @@ impl Ws {
                 .expect("the socket is open")
                 .unwrap();
             match &message {
-                Message::Ping(_) | Message::Pong(_) => continue,
-                Message::Text(text) if text.contains(r#""type":"ka""#) => continue,
+                Message::Ping(_) | Message::Pong(_) => {}
+                Message::Text(text) if text.contains(r#""type":"ka""#) => {}
                 _ => return message,
             }
         }

@@ -6,7 +6,7 @@ use crate::support::TestApp;
 
 /// A tree as the test posted it: comments in posting order, each with its parent's index.
 #[derive(Debug, Default, Clone)]
-pub struct Model {
+pub(crate) struct Model {
     /// Slugs in posting order.
     pub slugs: Vec<String>,
     /// Texts in posting order.
@@ -17,7 +17,7 @@ pub struct Model {
 
 impl Model {
     /// Records a posted comment.
-    pub fn push(&mut self, slug: String, text: String, parent: Option<usize>) -> usize {
+    pub(crate) fn push(&mut self, slug: String, text: String, parent: Option<usize>) -> usize {
         self.slugs.push(slug);
         self.texts.push(text);
         self.parents.push(parent);
@@ -25,7 +25,7 @@ impl Model {
     }
 
     /// Depth of comment `i` (0 at the top).
-    pub fn depth(&self, i: usize) -> usize {
+    pub(crate) fn depth(&self, i: usize) -> usize {
         let mut depth = 0;
         let mut at = i;
         while let Some(p) = self.parents[at] {
@@ -36,7 +36,7 @@ impl Model {
     }
 
     /// Children of each comment (and of the root, key `None`), in posting order.
-    pub fn children(&self) -> HashMap<Option<usize>, Vec<usize>> {
+    pub(crate) fn children(&self) -> HashMap<Option<usize>, Vec<usize>> {
         let mut children: HashMap<Option<usize>, Vec<usize>> = HashMap::new();
         for (i, p) in self.parents.iter().enumerate() {
             children.entry(*p).or_default().push(i);
@@ -45,12 +45,12 @@ impl Model {
     }
 
     /// Slugs in posting (chronological) order.
-    pub fn chronological(&self) -> Vec<String> {
+    pub(crate) fn chronological(&self) -> Vec<String> {
         self.slugs.clone()
     }
 
     /// Slugs of the top-level comments, oldest first.
-    pub fn threads(&self) -> Vec<String> {
+    pub(crate) fn threads(&self) -> Vec<String> {
         self.children()
             .get(&None)
             .map(|c| c.iter().map(|&i| self.slugs[i].clone()).collect())
@@ -58,7 +58,7 @@ impl Model {
     }
 
     /// Slugs in threaded order: depth-first, siblings oldest first.
-    pub fn threaded(&self) -> Vec<String> {
+    pub(crate) fn threaded(&self) -> Vec<String> {
         let children = self.children();
         let mut out = Vec::new();
         self.walk(&children, None, &mut out);
@@ -78,7 +78,7 @@ impl Model {
     }
 
     /// Slugs of every descendant of `i`, in threaded order.
-    pub fn descendants(&self, i: usize) -> Vec<String> {
+    pub(crate) fn descendants(&self, i: usize) -> Vec<String> {
         let children = self.children();
         let mut out = Vec::new();
         self.walk(&children, Some(i), &mut out);
@@ -86,7 +86,7 @@ impl Model {
     }
 
     /// Slugs of the direct replies of `i`, oldest first.
-    pub fn replies(&self, i: usize) -> Vec<String> {
+    pub(crate) fn replies(&self, i: usize) -> Vec<String> {
         self.children()
             .get(&Some(i))
             .map(|c| c.iter().map(|&j| self.slugs[j].clone()).collect())
@@ -94,7 +94,7 @@ impl Model {
     }
 
     /// Index of a slug.
-    pub fn index(&self, slug: &str) -> usize {
+    pub(crate) fn index(&self, slug: &str) -> usize {
         self.slugs
             .iter()
             .position(|s| s == slug)
@@ -103,16 +103,16 @@ impl Model {
 }
 
 /// A small deterministic pseudo-random generator (xorshift), so failures reproduce.
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
     /// Seeded generator.
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Self(seed.max(1))
     }
 
     /// Next value in `0..n`.
-    pub fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -123,7 +123,7 @@ impl Rng {
 /// Posts a realistic tree of `n` comments: a chain `levels` deep first (so the tree surely has
 /// that many levels), then a mix of new threads and replies with skewed fan-out (recent and
 /// popular comments get more replies).
-pub async fn build_tree(
+pub(crate) async fn build_tree(
     app: &TestApp,
     discussion: &str,
     n: usize,

@@ -11,17 +11,18 @@ use serde_json::Value;
 use tokio::process::Command;
 
 /// What to do when a Node script cannot run at all.
-pub const SETUP: &str = "this test needs Node 20 (or newer) and npm: install them, then run \
+pub(crate) const SETUP: &str =
+    "this test needs Node 20 (or newer) and npm: install them, then run \
                          ./scripts/install-deps.sh (it runs `npm ci` in tests/node)";
 
 /// tests/node, where the scripts and their packages are.
-pub fn dir() -> PathBuf {
+pub(crate) fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node")
 }
 
 /// Runs `node` with `args` and extra environment variables in tests/node, failing the test with
 /// setup instructions when there is no `node` to run, or when it runs longer than `timeout`.
-pub async fn run(args: &[&str], envs: &[(&str, &str)], timeout: Duration) -> Output {
+pub(crate) async fn run(args: &[&str], envs: &[(&str, &str)], timeout: Duration) -> Output {
     let mut command = Command::new("node");
     command
         .args(args)
@@ -41,7 +42,7 @@ pub async fn run(args: &[&str], envs: &[(&str, &str)], timeout: Duration) -> Out
 }
 
 /// Fails the test unless Node 20+ runs and the package `package` of tests/node is installed.
-pub async fn require(package: &str) {
+pub(crate) async fn require(package: &str) {
     let output = run(&["--version"], &[], Duration::from_secs(30)).await;
     let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
     let major = version
@@ -66,7 +67,7 @@ pub async fn require(package: &str) {
 /// Runs the script `script` of tests/node with `args` and environment `envs`, echoes its output,
 /// and returns the JSON of its last line that starts with `<label> ` (failing the test when there
 /// is none), with the output itself.
-pub async fn summary(
+pub(crate) async fn summary(
     script: &str,
     args: &[&str],
     envs: &[(&str, &str)],

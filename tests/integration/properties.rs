@@ -527,7 +527,7 @@ fn json_strategy(strings: Vec<String>) -> BoxedStrategy<Value> {
 
 /// Variables that mostly have the names and types the documents declare (so requests get past
 /// validation and into the resolvers), each sometimes replaced by an arbitrary JSON value.
-fn typed_variables(d: &str, slug: &str, any_json: BoxedStrategy<Value>) -> BoxedStrategy<Value> {
+fn typed_variables(d: &str, slug: &str, any_json: &BoxedStrategy<Value>) -> BoxedStrategy<Value> {
     let or_any = |typed: BoxedStrategy<Value>| {
         let any_json = any_json.clone();
         prop::option::weighted(0.9, prop_oneof![9 => typed, 1 => any_json]).boxed()
@@ -646,7 +646,7 @@ fn any_json_as_variables_gets_coded_errors() {
         1 => value.clone(),
         2 => prop::collection::btree_map(prop::sample::select(KEYS).prop_map(str::to_owned), value.clone(), 0..8)
             .prop_map(|m| Value::Object(m.into_iter().collect())),
-        5 => typed_variables(&d, &slug, value),
+        5 => typed_variables(&d, &slug, &value),
     ];
     let strategy = (0..DOCUMENTS.len(), variables, any::<bool>());
     let token = app.token("u1", "Ada");

@@ -95,12 +95,7 @@ fn untargeted(name: &str, command: &Document) -> Option<String> {
 /// What is wrong with one command to the discussions collection: it must name one `_id`
 /// (inserts carry theirs), except the listing of discussions, which reads them all by design.
 fn untargeted_discussion(name: &str, command: &Document) -> Option<String> {
-    let by_id = |f: &Document| {
-        matches!(
-            f.get("_id"),
-            Some(Bson::String(_)) | Some(Bson::Document(_))
-        )
-    };
+    let by_id = |f: &Document| matches!(f.get("_id"), Some(Bson::String(_) | Bson::Document(_)));
     let ok = match name {
         "find" => command
             .get_document("filter")

@@ -148,6 +148,7 @@ impl CommentConnection {
 pub struct DiscussionConnection {
     /// Where this page stands.
     pub page_info: PageInfo,
+    /// The discussions of the page.
     #[graphql(skip)]
     pub page: Page<Arc<Discussion>>,
 }

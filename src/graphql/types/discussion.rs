@@ -16,15 +16,9 @@ use crate::store::Listing;
 /// A discussion: one thread of comments, e.g. under an article.
 pub struct DiscussionNode(pub Arc<Discussion>);
 
-impl DiscussionNode {
-    fn window(
-        &self,
-        ctx: &Context<'_>,
-        args: PageArgs,
-        kind: CursorKind,
-    ) -> async_graphql::Result<Window> {
-        ctx.data_unchecked::<Limits>().window(&args, kind)
-    }
+/// The window of a page of comments, under the configured limits.
+fn window(ctx: &Context<'_>, args: &PageArgs, kind: CursorKind) -> async_graphql::Result<Window> {
+    ctx.data_unchecked::<Limits>().window(args, kind)
 }
 
 #[Object(name = "Discussion")]
@@ -73,9 +67,9 @@ impl DiscussionNode {
             CommentOrder::Chronological => (Listing::Chronological, CursorKind::Chronological),
             CommentOrder::Threaded => (Listing::Threaded, CursorKind::Threaded),
         };
-        let window = self.window(
+        let window = window(
             ctx,
-            PageArgs {
+            &PageArgs {
                 first,
                 after,
                 offset,
@@ -107,9 +101,9 @@ impl DiscussionNode {
         offset: Option<i32>,
     ) -> async_graphql::Result<CommentConnection> {
         let kind = CursorKind::Chronological;
-        let window = self.window(
+        let window = window(
             ctx,
-            PageArgs {
+            &PageArgs {
                 first,
                 after,
                 offset,

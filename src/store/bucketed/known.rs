@@ -40,7 +40,7 @@ pub(super) struct Remembered {
 
 impl Locations {
     /// Where `slug` of `discussion` lives, if this process knows.
-    pub fn get(&self, discussion: &Discussion, slug: &Slug) -> Option<Location> {
+    pub(super) fn get(&self, discussion: &Discussion, slug: &Slug) -> Option<Location> {
         let known = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let (moves, slugs) = known.discussions.get(&discussion.id)?;
         if *moves != discussion.moves {
@@ -50,7 +50,7 @@ impl Locations {
     }
 
     /// Remembers where comments of `discussion` live (committed data only).
-    pub fn remember(
+    pub(super) fn remember(
         &self,
         discussion: &Discussion,
         found: impl IntoIterator<Item = (Slug, Location)>,
@@ -78,7 +78,7 @@ impl Locations {
     }
 
     /// Forgets all of `discussion` (what was remembered turned out wrong).
-    pub fn forget(&self, discussion: &DiscussionId) {
+    pub(super) fn forget(&self, discussion: &DiscussionId) {
         let mut known = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, slugs)) = known.discussions.remove(discussion) {
             known.total -= slugs.len();

@@ -109,7 +109,7 @@ impl Bucketed {
             "upsert": true,
         });
         for (comment, state) in group {
-            updates.extend(self.reply_counters(discussion, comment, state, target)?);
+            updates.extend(Self::reply_counters(discussion, comment, state, target)?);
         }
         // The push changes one page, and each counter its comment's.
         let changes = i64::try_from(updates.len() - guards).unwrap_or(i64::MAX);
@@ -136,7 +136,6 @@ impl Bucketed {
     /// rewrite a whole page for each statement, so the thread's counts go in the push's statement when its root is on the page the reply goes to
     /// ([`threads_here`]), or else in the parent's when the root is on the parent's page.
     pub(super) fn reply_counters(
-        &self,
         id: &DiscussionId,
         comment: &Comment,
         state: &PostState,

@@ -136,7 +136,7 @@ impl Bucketed {
                             skip: skip - before,
                             limit: *limit,
                         },
-                        other => other.clone(),
+                        other @ Window::After { .. } => other.clone(),
                     };
                     let page = thread
                         .replies(std::slice::from_ref(parent), &window)

@@ -287,6 +287,6 @@ pub(super) fn strip_cursor(window: &Window) -> Window {
             cursor: None,
             limit: *limit,
         },
-        other => other.clone(),
+        other @ Window::Offset { .. } => other.clone(),
     }
 }

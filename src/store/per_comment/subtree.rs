@@ -27,15 +27,15 @@ use crate::domain::{Cursor, FullSlug, Window};
 use crate::store::bson::as_i64;
 
 /// The comment's field that holds the size of its subtree, itself left out.
-pub const DESCENDANTS: &str = "descendants";
+pub(super) const DESCENDANTS: &str = "descendants";
 
 /// The comment's field that holds the size of each reply's subtree, the reply included, by the
 /// reply's last `full_slug` segment (`{"<micros>:<part>": n, …}`).
-pub const REPLY_SIZES: &str = "reply_sizes";
+pub(super) const REPLY_SIZES: &str = "reply_sizes";
 
 /// The segment of `full_slug` one level below `depth`: which reply of its ancestor at `depth`
 /// the comment descends from.
-pub fn reply_segment(full_slug: &FullSlug, depth: usize) -> &str {
+pub(super) fn reply_segment(full_slug: &FullSlug, depth: usize) -> &str {
     full_slug
         .as_str()
         .split('/')
@@ -44,14 +44,14 @@ pub fn reply_segment(full_slug: &FullSlug, depth: usize) -> &str {
 }
 
 /// The path of the count a comment adds to its ancestor at `depth`'s `reply_sizes`.
-pub fn reply_size_path(full_slug: &FullSlug, depth: usize) -> String {
+pub(super) fn reply_size_path(full_slug: &FullSlug, depth: usize) -> String {
     format!("{REPLY_SIZES}.{}", reply_segment(full_slug, depth))
 }
 
 /// The replies of the comment `full_slug` and their subtrees' sizes, in threaded order, from its
 /// stored `reply_sizes` (entries that are not a segment and a count are left out; the caller
 /// checks that they add up to the comment's size).
-pub fn reply_sizes(full_slug: &FullSlug, stored: Option<&Document>) -> Vec<(FullSlug, u64)> {
+pub(super) fn reply_sizes(full_slug: &FullSlug, stored: Option<&Document>) -> Vec<(FullSlug, u64)> {
     let Some(stored) = stored else {
         return Vec::new();
     };
@@ -75,7 +75,7 @@ pub fn reply_sizes(full_slug: &FullSlug, stored: Option<&Document>) -> Vec<(Full
 ///
 /// Entries the sizes lack only make the bound later than it could be; entries they have in
 /// excess can make it too early, which the caller sees as a page shorter than promised.
-pub fn replies_bound(replies: &[(FullSlug, u64)], window: &Window) -> Option<i64> {
+pub(super) fn replies_bound(replies: &[(FullSlug, u64)], window: &Window) -> Option<i64> {
     let micros = |full: &FullSlug| -> Option<i64> {
         let segment = full.as_str().rsplit('/').next()?;
         segment.split_once(':')?.0.parse().ok()
@@ -112,15 +112,15 @@ pub fn replies_bound(replies: &[(FullSlug, u64)], window: &Window) -> Option<i64
 /// How many comments a range may read beyond the ones its page needs, at either end, before the
 /// walk looks one level deeper. A level costs a point read of one comment, about what reading a
 /// hundred more index entries of a range costs (see docs/ARCHITECTURE.md).
-pub const DEEPER_PAST: u64 = 100;
+pub(super) const DEEPER_PAST: u64 = 100;
 
 /// How many times a walk may look one level deeper (each is a query).
-pub const MAX_DEEPER: usize = 4;
+pub(super) const MAX_DEEPER: usize = 4;
 
 /// A comment that heads a run of threaded order: the comment with its subtree, or alone (its
 /// replies then follow as heads of their own).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Head {
+pub(super) struct Head {
     /// The comment's full slug.
     pub full_slug: FullSlug,
     /// The comments in the run (`None`: not known).
@@ -131,7 +131,7 @@ pub struct Head {
 
 impl Head {
     /// A comment with its subtree, as stored: `descendants` is its subtree's size without it.
-    pub fn whole(full_slug: FullSlug, descendants: Option<i64>) -> Self {
+    pub(super) fn whole(full_slug: FullSlug, descendants: Option<i64>) -> Self {
         let size = descendants
             .and_then(|n| u64::try_from(n).ok())
             .map(|n| n + 1);
@@ -143,7 +143,7 @@ impl Head {
     }
 
     /// The comment alone.
-    pub fn alone(full_slug: FullSlug) -> Self {
+    pub(super) fn alone(full_slug: FullSlug) -> Self {
         Self {
             full_slug,
             size: Some(1),
@@ -152,7 +152,7 @@ impl Head {
     }
 
     /// The first full slug after the run.
-    pub fn end(&self) -> String {
+    pub(super) fn end(&self) -> String {
         let (lo, hi) = self.full_slug.descendant_range();
         if self.alone {
             lo
@@ -168,7 +168,7 @@ impl Head {
 
 /// What to do next for a page.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Plan {
+pub(super) enum Plan {
     /// Read the replies of these heads (indexes, increasing), replace each by itself alone
     /// followed by its replies, and plan again.
     Deeper(Vec<usize>),
@@ -185,7 +185,7 @@ pub enum Plan {
 
 /// Plans the read of comments `skip .. skip + take` of the runs `heads` (in threaded order).
 /// `deeper` says whether the walk may still look one level deeper.
-pub fn plan(heads: &[Head], skip: u64, take: u64, deeper: bool) -> Plan {
+pub(super) fn plan(heads: &[Head], skip: u64, take: u64, deeper: bool) -> Plan {
     let end = skip.saturating_add(take);
     let mut before = 0_u64;
     let mut start: Option<(usize, u64)> = None;
@@ -245,7 +245,7 @@ pub fn plan(heads: &[Head], skip: u64, take: u64, deeper: bool) -> Plan {
 
 /// `heads` with each of `wide` replaced by itself alone followed by its replies (`replies[k]`
 /// are the replies of `wide[k]`, in threaded order).
-pub fn widen(heads: Vec<Head>, wide: &[usize], mut replies: Vec<Vec<Head>>) -> Vec<Head> {
+pub(super) fn widen(heads: Vec<Head>, wide: &[usize], mut replies: Vec<Vec<Head>>) -> Vec<Head> {
     let mut out = Vec::with_capacity(heads.len() + replies.iter().map(Vec::len).sum::<usize>());
     let mut next = 0;
     for (i, head) in heads.into_iter().enumerate() {
@@ -263,7 +263,7 @@ pub fn widen(heads: Vec<Head>, wide: &[usize], mut replies: Vec<Vec<Head>>) -> V
 /// The comments whose later replies head the runs after `after` inside the sub-discussion of
 /// `root` (`after` itself and its ancestors up to the root), or just the root when there is no
 /// `after`. `None` when `after` is not inside the sub-discussion.
-pub fn parents_after(root: &FullSlug, after: Option<&FullSlug>) -> Option<Vec<FullSlug>> {
+pub(super) fn parents_after(root: &FullSlug, after: Option<&FullSlug>) -> Option<Vec<FullSlug>> {
     let Some(after) = after else {
         return Some(vec![root.clone()]);
     };

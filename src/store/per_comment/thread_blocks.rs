@@ -21,30 +21,30 @@ use crate::domain::FullSlug;
 use crate::store::blocks::window;
 
 /// Threads per block.
-pub const BLOCK: i64 = 32;
+pub(super) const BLOCK: i64 = 32;
 
 /// The discussion's field.
-pub const FIELD: &str = "thread_blocks";
+pub(super) const FIELD: &str = "thread_blocks";
 
 /// The block of thread number `thread` (from 1).
-pub fn block_of(thread: i64) -> i64 {
+pub(super) fn block_of(thread: i64) -> i64 {
     (thread - 1).max(0) / BLOCK
 }
 
 /// The path of the block's count on the discussion document.
-pub fn count_path(thread: i64) -> String {
+pub(super) fn count_path(thread: i64) -> String {
     format!("{FIELD}.{}", block_of(thread))
 }
 
 /// The thread numbers of `block`: `(first, last)`, both included.
-pub fn threads_of(block: usize) -> (i64, i64) {
+pub(super) fn threads_of(block: usize) -> (i64, i64) {
     let first = i64::try_from(block).unwrap_or(i64::MAX / BLOCK - 1) * BLOCK + 1;
     (first, first + BLOCK - 1)
 }
 
 /// A top-level comment as the threaded pages need it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Root {
+pub(super) struct Root {
     /// Its `thread_seq`.
     pub thread: i64,
     /// The comments of its thread.
@@ -55,7 +55,7 @@ pub struct Root {
 
 /// Where a window lies among consecutive threads.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cut {
+pub(super) struct Cut {
     /// Index of the first thread it reads.
     pub first: usize,
     /// Comments of that thread before the window.
@@ -68,7 +68,7 @@ pub struct Cut {
 
 /// The threads, among `roots` (consecutive, in order), that hold comments `skip+1 ..= skip+want`
 /// counted from the first of them; `None` when they hold `skip` comments or fewer.
-pub fn cut(roots: &[Root], skip: u64, want: u64) -> Option<Cut> {
+pub(super) fn cut(roots: &[Root], skip: u64, want: u64) -> Option<Cut> {
     let (first, before, last, expected) = window(roots.iter().map(|r| r.total), skip, want)?;
     Some(Cut {
         first,
@@ -80,7 +80,7 @@ pub fn cut(roots: &[Root], skip: u64, want: u64) -> Option<Cut> {
 
 /// How many of `roots` (the threads after a cursor's thread, in order) a page of `want` needs:
 /// the fewest whose comments are at least `want`, or all of them.
-pub fn cover(roots: &[Root], want: u64) -> usize {
+pub(super) fn cover(roots: &[Root], want: u64) -> usize {
     let mut total = 0_u64;
     for (i, root) in roots.iter().enumerate() {
         total += root.total;

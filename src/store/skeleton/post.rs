@@ -46,7 +46,7 @@ pub(crate) struct Waiting<S> {
 
 impl<S> Waiting<S> {
     /// Waiting posts, stored `limit` (at least 1) at a time.
-    pub fn new(limit: usize) -> Self {
+    pub(crate) fn new(limit: usize) -> Self {
         Self {
             posts: Mutex::default(),
             limit: limit.max(1),

@@ -65,7 +65,9 @@ pub(super) fn post_bytes(content_type: &str, body: impl Into<Vec<u8>>) -> Outgoi
 
 /// A GraphQL request as JSON.
 pub(super) fn gql(query: &str, variables: Value) -> Outgoing {
-    post_json(&json!({ "query": query, "variables": variables }))
+    let mut body = json!({ "query": query });
+    body["variables"] = variables;
+    post_json(&body)
 }
 
 /// What a case must get.

@@ -170,7 +170,8 @@ fn data(response: Value, what: &str) -> Value {
         succeeded(&response),
         "{what}: unexpected errors: {response:#}"
     );
-    response["data"].clone()
+    let mut response = response;
+    response["data"].take()
 }
 
 /// Checks that a response failed with `code`.

@@ -13,11 +13,12 @@ use threadql::graphql::Api;
 use threadql::store::{Store, StoreConfig};
 
 use super::database::{server_uri, unique_db};
-use super::tokens::{self, SECRET};
+use super::tokens::SECRET;
+use threadql::auth::JwtKeys;
 
 /// Settings a test may change; everything else is the server's default.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Layout of new discussions.
     pub layout: Layout,
     /// Depth cap.
@@ -39,13 +40,13 @@ pub struct Settings {
 }
 
 /// The server's defaults, as `threadql` with no flags has them.
-pub fn defaults() -> Config {
+pub(crate) fn defaults() -> Config {
     Config::defaults().expect("THREADQL_* variables in the environment are valid")
 }
 
 impl Settings {
     /// The server's defaults, with new discussions in `layout`.
-    pub fn new(layout: Layout) -> Self {
+    pub(crate) fn new(layout: Layout) -> Self {
         let config = defaults();
         Self {
             layout,
@@ -61,7 +62,7 @@ impl Settings {
     }
 
     /// The server configuration for a test database with these settings.
-    pub fn config(&self, database: &str) -> Config {
+    pub(crate) fn config(&self, database: &str) -> Config {
         let mut config = defaults();
         config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
         config.mongodb_uri = Some(server_uri().to_owned());
@@ -85,7 +86,7 @@ impl Settings {
 }
 
 /// One test's application: its own database, built from a `Config` like the server.
-pub struct TestApp {
+pub(crate) struct TestApp {
     /// The API (schema + storage).
     pub api: Api,
     /// The database name.
@@ -96,19 +97,19 @@ pub struct TestApp {
 }
 
 /// The store settings used for a test database.
-pub fn store_config(database: &str, settings: &Settings) -> StoreConfig {
+pub(crate) fn store_config(database: &str, settings: &Settings) -> StoreConfig {
     let config = settings.config(database);
     threadql::app::store_config(&config, server_uri().to_owned())
 }
 
 impl TestApp {
     /// A fresh app on a fresh database with the default settings for `layout`.
-    pub async fn new(label: &str, layout: Layout) -> TestApp {
+    pub(crate) async fn new(label: &str, layout: Layout) -> TestApp {
         Self::with(label, Settings::new(layout)).await
     }
 
     /// A fresh app on a fresh database.
-    pub async fn with(label: &str, settings: Settings) -> TestApp {
+    pub(crate) async fn with(label: &str, settings: Settings) -> TestApp {
         let database = unique_db(label);
         let app = App::build_observed(&settings.config(&database), settings.command_events.clone())
             .await
@@ -117,12 +118,12 @@ impl TestApp {
     }
 
     /// A test app around an app built elsewhere (from `settings.config(&database)`, changed).
-    pub fn from_app(app: App, database: String, settings: Settings) -> TestApp {
+    pub(crate) fn from_app(app: App, database: String, settings: Settings) -> TestApp {
         Self::from_parts(app.api, app.store, database, settings)
     }
 
     /// A test app over the API and store of an app that is served elsewhere.
-    pub fn from_parts(
+    pub(crate) fn from_parts(
         api: Api,
         store: Arc<Store>,
         database: String,
@@ -137,22 +138,33 @@ impl TestApp {
     }
 
     /// The storage (tests look inside it; the API sees only its traits).
-    pub fn store(&self) -> &Arc<Store> {
+    pub(crate) fn store(&self) -> &Arc<Store> {
         &self.store
     }
 
-    /// A valid token for a user.
-    pub fn token(&self, sub: &str, name: &str) -> String {
-        tokens::token(sub, name)
+    /// A valid token for a user, signed with the app's secret.
+    pub(crate) fn token(&self, sub: &str, name: &str) -> String {
+        self.keys().mint(sub, name, &[], 3600)
     }
 
-    /// A valid token for a moderator.
-    pub fn moderator_token(&self, sub: &str, name: &str) -> String {
-        tokens::moderator_token(sub, name)
+    /// A valid token for a moderator, signed with the app's secret.
+    pub(crate) fn moderator_token(&self, sub: &str, name: &str) -> String {
+        self.keys().mint(sub, name, &["moderator".to_owned()], 3600)
+    }
+
+    /// The keys of the app's configured secret.
+    fn keys(&self) -> JwtKeys {
+        let config = self.settings.config(&self.database);
+        JwtKeys::new(config.jwt_secret.as_deref().unwrap_or(SECRET))
     }
 
     /// Runs a query with an optional bearer token; returns the whole response as JSON.
-    pub async fn exec_as(&self, token: Option<&str>, query: &str, variables: Value) -> Value {
+    pub(crate) async fn exec_as(
+        &self,
+        token: Option<&str>,
+        query: &str,
+        variables: Value,
+    ) -> Value {
         let request = async_graphql::Request::new(query)
             .variables(async_graphql::Variables::from_json(variables));
         let header = token.map(|t| format!("Bearer {t}"));
@@ -161,13 +173,13 @@ impl TestApp {
     }
 
     /// Runs a query as the default user; returns the whole response.
-    pub async fn exec(&self, query: &str, variables: Value) -> Value {
+    pub(crate) async fn exec(&self, query: &str, variables: Value) -> Value {
         let token = self.token("u1", "Ada");
         self.exec_as(Some(&token), query, variables).await
     }
 
     /// Runs a query and returns `data`, failing the test on any error.
-    pub async fn ok(&self, query: &str, variables: Value) -> Value {
+    pub(crate) async fn ok(&self, query: &str, variables: Value) -> Value {
         let response = self.exec(query, variables).await;
         assert!(
             response
@@ -179,14 +191,14 @@ impl TestApp {
     }
 
     /// Runs a query that must fail; returns the first error's `extensions.code`.
-    pub async fn err_code(&self, query: &str, variables: Value) -> String {
+    pub(crate) async fn err_code(&self, query: &str, variables: Value) -> String {
         let response = self.exec(query, variables).await;
         error_code(&response)
     }
 }
 
 /// The first error's `extensions.code` of a response (fails if there is none).
-pub fn error_code(response: &Value) -> String {
+pub(crate) fn error_code(response: &Value) -> String {
     let errors = response["errors"]
         .as_array()
         .unwrap_or_else(|| panic!("expected an error: {response:#}"));
@@ -198,7 +210,7 @@ pub fn error_code(response: &Value) -> String {
 }
 
 /// The GraphQL enum name of a layout.
-pub fn layout_name(layout: Layout) -> &'static str {
+pub(crate) fn layout_name(layout: Layout) -> &'static str {
     match layout {
         Layout::PerComment => "PER_COMMENT",
         Layout::Embedded => "EMBEDDED",

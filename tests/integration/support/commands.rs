@@ -10,13 +10,13 @@ use super::server::Running;
 
 impl TestApp {
     /// Database commands sent so far by this app.
-    pub fn commands(&self) -> u64 {
+    pub(crate) fn commands(&self) -> u64 {
         self.store().commands().total()
     }
 }
 
 /// The commands of one name the app has sent so far.
-pub fn sent(app: &TestApp, command: &str) -> u64 {
+pub(crate) fn sent(app: &TestApp, command: &str) -> u64 {
     app.store()
         .commands()
         .snapshot()
@@ -26,12 +26,12 @@ pub fn sent(app: &TestApp, command: &str) -> u64 {
 }
 
 /// `find` commands the app has sent so far.
-pub fn finds(app: &TestApp) -> u64 {
+pub(crate) fn finds(app: &TestApp) -> u64 {
     sent(app, "find")
 }
 
 /// The commands sent between two snapshots of the command counter, by name (those sent at all).
-pub fn diff(
+pub(crate) fn diff(
     before: &BTreeMap<String, u64>,
     after: &BTreeMap<String, u64>,
 ) -> BTreeMap<String, u64> {
@@ -43,7 +43,11 @@ pub fn diff(
 }
 
 /// Commands the app sent while running one query, by name.
-pub async fn cost(app: &TestApp, query: &str, vars: Value) -> (Value, BTreeMap<String, u64>) {
+pub(crate) async fn cost(
+    app: &TestApp,
+    query: &str,
+    vars: Value,
+) -> (Value, BTreeMap<String, u64>) {
     let before = app.store().commands().snapshot();
     let data = app.ok(query, vars).await;
     let mut spent = app.store().commands().snapshot();
@@ -55,7 +59,7 @@ pub async fn cost(app: &TestApp, query: &str, vars: Value) -> (Value, BTreeMap<S
 }
 
 /// Database commands the server has sent so far, summed over commands, read from `/metrics`.
-pub async fn db_commands(client: &reqwest::Client, server: &Running) -> u64 {
+pub(crate) async fn db_commands(client: &reqwest::Client, server: &Running) -> u64 {
     let text = client
         .get(server.url("/metrics"))
         .send()

@@ -11,7 +11,7 @@ use threadql::store::embedded_db::EmbeddedDb;
 /// The connection string of the test run's database server: `THREADQL_MONGODB_URI` if set,
 /// otherwise one `secantusd-rs` started for the whole run. A watchdog stops it when the test
 /// process exits, and removes its files.
-pub fn server_uri() -> &'static str {
+pub(crate) fn server_uri() -> &'static str {
     static URI: OnceLock<String> = OnceLock::new();
     URI.get_or_init(|| {
         if let Ok(uri) = std::env::var("THREADQL_MONGODB_URI") {
@@ -58,7 +58,7 @@ pub fn server_uri() -> &'static str {
 }
 
 /// A unique database name for one test.
-pub fn unique_db(label: &str) -> String {
+pub(crate) fn unique_db(label: &str) -> String {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let label: String = label

@@ -7,7 +7,7 @@ use futures::stream::{BoxStream, StreamExt};
 use threadql::store::{ChangeKind, Storage, Store, Watched};
 
 /// The store's change feed, once it is open.
-pub async fn open_feed(store: &Store) -> BoxStream<'static, Watched> {
+pub(crate) async fn open_feed(store: &Store) -> BoxStream<'static, Watched> {
     let mut feed = store.changes(Duration::from_millis(100));
     loop {
         match tokio::time::timeout(Duration::from_secs(30), feed.next()).await {
@@ -19,7 +19,7 @@ pub async fn open_feed(store: &Store) -> BoxStream<'static, Watched> {
 }
 
 /// The slugs of the first `total` posts the feed reports in discussion `d` (each once).
-pub async fn posts_reported(
+pub(crate) async fn posts_reported(
     feed: &mut BoxStream<'static, Watched>,
     d: &str,
     total: usize,

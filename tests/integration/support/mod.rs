@@ -11,13 +11,13 @@ mod posting;
 mod server;
 mod tokens;
 
-pub use app::{defaults, error_code, layout_name, store_config, Settings, TestApp};
-pub use commands::{cost, db_commands, diff, finds, sent};
-pub use database::{server_uri, unique_db};
-pub use feed::{open_feed, posts_reported};
-pub use posting::{load_discussion, post_in};
-pub use server::{graphql_data, metric, post_graphql, server_config, Running};
-pub use tokens::{
+pub(crate) use app::{defaults, error_code, layout_name, store_config, Settings, TestApp};
+pub(crate) use commands::{cost, db_commands, diff, finds, sent};
+pub(crate) use database::{server_uri, unique_db};
+pub(crate) use feed::{open_feed, posts_reported};
+pub(crate) use posting::{load_discussion, post_in};
+pub(crate) use server::{graphql_data, metric, post_graphql, server_config, Running};
+pub(crate) use tokens::{
     ec_token, fixture, now, rsa_key, rsa_token, sign, sign_key, sign_with, token, unsigned, Claims,
     SECRET,
 };

@@ -10,7 +10,7 @@ use super::server::{graphql_data, Running};
 
 impl TestApp {
     /// Creates a discussion in the app's layout and returns its id.
-    pub async fn discussion(&self, title: &str) -> String {
+    pub(crate) async fn discussion(&self, title: &str) -> String {
         let data = self
             .ok(
                 "mutation($t: String!, $l: StorageLayout) { createDiscussion(input: {title: $t, layout: $l}) { id layout } }",
@@ -28,7 +28,7 @@ impl TestApp {
     }
 
     /// Posts a comment (a reply when `parent` is given) and returns its slug.
-    pub async fn post(&self, discussion: &str, parent: Option<&str>, text: &str) -> String {
+    pub(crate) async fn post(&self, discussion: &str, parent: Option<&str>, text: &str) -> String {
         let data = self
             .ok(
                 "mutation($d: ID!, $p: String, $t: String!) { postComment(input: {discussionId: $d, parentSlug: $p, text: $t}) { slug } }",
@@ -44,12 +44,12 @@ impl TestApp {
 
 impl Running {
     /// Runs a mutation over HTTP with a token and returns its data, failing on errors.
-    pub async fn mutate(&self, token: &str, query: &str, variables: Value) -> Value {
+    pub(crate) async fn mutate(&self, token: &str, query: &str, variables: Value) -> Value {
         graphql_data(&reqwest::Client::new(), self, Some(token), query, variables).await
     }
 
     /// Creates a discussion in `layout` over HTTP; returns its id.
-    pub async fn discussion(&self, token: &str, layout: Layout) -> String {
+    pub(crate) async fn discussion(&self, token: &str, layout: Layout) -> String {
         let data = self
             .mutate(
                 token,
@@ -64,7 +64,13 @@ impl Running {
     }
 
     /// Posts a comment over HTTP; returns its slug.
-    pub async fn post(&self, token: &str, d: &str, parent: Option<&str>, text: &str) -> String {
+    pub(crate) async fn post(
+        &self,
+        token: &str,
+        d: &str,
+        parent: Option<&str>,
+        text: &str,
+    ) -> String {
         let data = self
             .mutate(
                 token,
@@ -80,7 +86,7 @@ impl Running {
 }
 
 /// The discussion `d` as `store` reads it (a second store stands for another server).
-pub async fn load_discussion(store: &Store, d: &str) -> Discussion {
+pub(crate) async fn load_discussion(store: &Store, d: &str) -> Discussion {
     let id = DiscussionId::parse(d).expect("id");
     store
         .discussions()
@@ -92,7 +98,7 @@ pub async fn load_discussion(store: &Store, d: &str) -> Discussion {
 }
 
 /// Posts one comment through `store`'s `layout`, in process.
-pub async fn post_in(
+pub(crate) async fn post_in(
     store: &Store,
     layout: Layout,
     discussion: &Discussion,

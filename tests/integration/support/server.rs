@@ -17,7 +17,7 @@ use super::tokens::SECRET;
 
 /// The server's defaults on a loopback port over a fresh database, signing with [`SECRET`],
 /// without rate limits.
-pub fn server_config(label: &str) -> Config {
+pub(crate) fn server_config(label: &str) -> Config {
     let mut config = defaults();
     config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
     config.mongodb_uri = Some(server_uri().to_owned());
@@ -29,7 +29,7 @@ pub fn server_config(label: &str) -> Config {
 }
 
 /// A server on a loopback socket until `shutdown`, with handles on its API and store.
-pub struct Running {
+pub(crate) struct Running {
     /// Where it listens.
     pub addr: SocketAddr,
     /// Its GraphQL API.
@@ -42,7 +42,7 @@ pub struct Running {
 
 impl Running {
     /// Builds the app from `config` and serves it.
-    pub async fn start(config: Config) -> Running {
+    pub(crate) async fn start(config: Config) -> Running {
         let app = App::build(&config).await.expect("build the app");
         let (addr, api, store) = (app.addr, app.api.clone(), app.store.clone());
         let (stop, stopped) = oneshot::channel::<()>();
@@ -59,18 +59,18 @@ impl Running {
     }
 
     /// The URL of a path on it.
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }
 
     /// Starts a graceful shutdown without waiting for it.
-    pub fn begin_shutdown(&mut self) {
+    pub(crate) fn begin_shutdown(&mut self) {
         let (placeholder, _) = oneshot::channel();
         let _ = std::mem::replace(&mut self.stop, placeholder).send(());
     }
 
     /// Stops it gracefully and waits until it has.
-    pub async fn shutdown(mut self) {
+    pub(crate) async fn shutdown(mut self) {
         self.begin_shutdown();
         self.task
             .await
@@ -81,7 +81,7 @@ impl Running {
 
 /// Posts a GraphQL request to a running server, with an optional bearer token; returns the HTTP
 /// status and the JSON body.
-pub async fn post_graphql(
+pub(crate) async fn post_graphql(
     client: &reqwest::Client,
     server: &Running,
     token: Option<&str>,
@@ -101,7 +101,7 @@ pub async fn post_graphql(
 
 /// Runs a GraphQL request over HTTP, with an optional bearer token; returns its `data`, failing
 /// the test on any error.
-pub async fn graphql_data(
+pub(crate) async fn graphql_data(
     client: &reqwest::Client,
     server: &Running,
     token: Option<&str>,
@@ -117,7 +117,7 @@ pub async fn graphql_data(
 }
 
 /// A gauge or counter from the server's /metrics.
-pub async fn metric(server: &Running, name: &str) -> u64 {
+pub(crate) async fn metric(server: &Running, name: &str) -> u64 {
     let body = reqwest::get(server.url("/metrics"))
         .await
         .unwrap()

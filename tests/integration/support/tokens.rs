@@ -11,10 +11,10 @@ use serde::Serialize;
 use threadql::auth::JwtKeys;
 
 /// The JWT secret tests sign with.
-pub const SECRET: &str = "integration-test-secret";
+pub(crate) const SECRET: &str = "integration-test-secret";
 
 /// Seconds since the epoch, as tokens count time.
-pub fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("clock")
@@ -22,18 +22,13 @@ pub fn now() -> u64 {
 }
 
 /// A valid token for a user, minted as `threadql token` mints it.
-pub fn token(sub: &str, name: &str) -> String {
+pub(crate) fn token(sub: &str, name: &str) -> String {
     JwtKeys::new(SECRET).mint(sub, name, &[], 3600)
-}
-
-/// A valid token for a moderator.
-pub fn moderator_token(sub: &str, name: &str) -> String {
-    JwtKeys::new(SECRET).mint(sub, name, &["moderator".to_owned()], 3600)
 }
 
 /// The claims of a hand-made token.
 #[derive(Debug, Clone, Serialize)]
-pub struct Claims {
+pub(crate) struct Claims {
     pub sub: String,
     pub name: String,
     pub roles: Vec<String>,
@@ -46,7 +41,7 @@ pub struct Claims {
 
 impl Claims {
     /// A user's claims, valid for ten minutes, without roles or audience.
-    pub fn new(sub: &str, name: &str) -> Claims {
+    pub(crate) fn new(sub: &str, name: &str) -> Claims {
         Claims {
             sub: sub.to_owned(),
             name: name.to_owned(),
@@ -59,7 +54,7 @@ impl Claims {
 }
 
 /// Signs `claims` with `key`, the header naming `alg` (and `kid` when given).
-pub fn sign_key(
+pub(crate) fn sign_key(
     alg: Algorithm,
     kid: Option<&str>,
     claims: &impl Serialize,
@@ -71,7 +66,7 @@ pub fn sign_key(
 }
 
 /// Signs `claims` with an HMAC `alg` and `secret`.
-pub fn sign_with(alg: Algorithm, claims: &impl Serialize, secret: &str) -> String {
+pub(crate) fn sign_with(alg: Algorithm, claims: &impl Serialize, secret: &str) -> String {
     sign_key(
         alg,
         None,
@@ -81,37 +76,37 @@ pub fn sign_with(alg: Algorithm, claims: &impl Serialize, secret: &str) -> Strin
 }
 
 /// Signs `claims` as the tests' server expects: HS256 with [`SECRET`].
-pub fn sign(claims: &impl Serialize) -> String {
+pub(crate) fn sign(claims: &impl Serialize) -> String {
     sign_with(Algorithm::HS256, claims, SECRET)
 }
 
 /// A token with `alg: none` and no signature.
-pub fn unsigned(claims: &impl Serialize) -> String {
+pub(crate) fn unsigned(claims: &impl Serialize) -> String {
     let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"none","typ":"JWT"}"#);
     let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(claims).expect("claims"));
     format!("{header}.{payload}.")
 }
 
 /// A file of the identity provider's test keys (tests/fixtures/jwt).
-pub fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/jwt")
         .join(name)
 }
 
 /// The identity provider's RSA private key.
-pub fn rsa_key() -> EncodingKey {
+pub(crate) fn rsa_key() -> EncodingKey {
     EncodingKey::from_rsa_pem(&std::fs::read(fixture("rsa-private.pem")).expect("read the key"))
         .expect("an RSA key")
 }
 
 /// A token signed by the JWKS's RSA key (kid `test-rsa-1`).
-pub fn rsa_token(claims: &impl Serialize) -> String {
+pub(crate) fn rsa_token(claims: &impl Serialize) -> String {
     sign_key(Algorithm::RS256, Some("test-rsa-1"), claims, &rsa_key())
 }
 
 /// A token signed by the JWKS's EC key (kid `test-ec-1`).
-pub fn ec_token(claims: &impl Serialize) -> String {
+pub(crate) fn ec_token(claims: &impl Serialize) -> String {
     let key =
         EncodingKey::from_ec_pem(&std::fs::read(fixture("ec-private.pem")).expect("read the key"))
             .expect("an EC key");
