@@ -16,11 +16,15 @@ use crate::domain::EditRules;
 use crate::graphql::limits::DocumentLimits;
 use crate::graphql::live::LiveConfig;
 use crate::graphql::{Api, Limits};
+use crate::http::{ConnectionTimeouts, Connections};
 use mongodb::event::command::CommandEvent;
 use mongodb::event::EventHandler;
 
 use crate::store::embedded_db::EmbeddedDb;
 use crate::store::{MoveTiming, Storage, Store, StoreConfig};
+
+/// Connections the metrics listener takes at once (scrapers and an operator's curl).
+const METRICS_CONNECTIONS: usize = 16;
 
 /// A built application: its router, the address it is bound to, and what it owns.
 pub struct App {
@@ -32,8 +36,43 @@ pub struct App {
     pub api: Api,
     /// The storage behind the API (tests and tools inspect it; the API sees only its traits).
     pub store: Arc<Store>,
+    /// The address `/metrics` has to itself, when `THREADQL_METRICS_LISTEN` is set.
+    pub metrics_addr: Option<SocketAddr>,
     listener: TcpListener,
+    metrics: Option<(TcpListener, Router)>,
+    connections: Connections,
+    timeouts: ConnectionTimeouts,
     embedded: Option<EmbeddedDb>,
+}
+
+/// Descriptors kept out of the default connection cap: the database pool's, plus the process's
+/// own (its listeners, the embedded database's pipes, logs, the change stream).
+fn reserved_descriptors(config: &Config) -> u64 {
+    u64::from(config.db_pool_size) + 64
+}
+
+/// The connection cap: `THREADQL_MAX_CONNECTIONS`, else what the open-file limit allows.
+fn connection_cap(config: &Config) -> usize {
+    let reserve = reserved_descriptors(config);
+    let allowed = crate::http::default_max_connections(reserve);
+    match (config.max_connections, allowed) {
+        (Some(max), allowed) => {
+            let max = max as usize;
+            if allowed.is_some_and(|allowed| max > allowed) {
+                tracing::warn!(
+                    max_connections = max,
+                    allowed = ?allowed,
+                    "THREADQL_MAX_CONNECTIONS is above what the open-file limit allows (less {reserve} descriptors kept for the database pool and the process): raise the limit (ulimit -n) or accept will fail under load"
+                );
+            }
+            max
+        }
+        (None, Some(allowed)) => allowed,
+        (None, None) => {
+            tracing::warn!("cannot read the open-file limit: connections are capped at 1000; set THREADQL_MAX_CONNECTIONS");
+            1000
+        }
+    }
 }
 
 /// The JWT keys from config: exactly one of the HS256 secret (`THREADQL_JWT_SECRET`), a PEM public
@@ -160,17 +199,40 @@ impl App {
             config.into(),
             config.rate_limit,
         );
-        let router = crate::http::router(api.clone(), config.into());
+        let connections = Connections::new(connection_cap(config));
+        let router = crate::http::router(api.clone(), config.into(), connections.clone());
         let listener = TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         let addr = listener.local_addr()?;
+        let metrics = match config.metrics_listen {
+            Some(at) => {
+                let listener = TcpListener::bind(at)
+                    .await
+                    .with_context(|| format!("cannot listen on {at} (THREADQL_METRICS_LISTEN)"))?;
+                let router =
+                    crate::http::metrics_router(api.clone(), config.into(), connections.clone());
+                Some((listener, router))
+            }
+            None => None,
+        };
+        let metrics_addr = match &metrics {
+            Some((listener, _)) => Some(listener.local_addr()?),
+            None => None,
+        };
         Ok(App {
             router,
             addr,
             api,
             store,
+            metrics_addr,
             listener,
+            metrics,
+            connections,
+            timeouts: ConnectionTimeouts {
+                header: Duration::from_secs(config.header_timeout_secs.max(1)),
+                idle: Duration::from_secs(config.idle_timeout_secs.max(1)),
+            },
             embedded,
         })
     }
@@ -181,19 +243,39 @@ impl App {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        tracing::info!(addr = %self.addr, "threadql listening: GraphiQL at http://{}/", self.addr);
-        let served = axum::serve(
+        tracing::info!(addr = %self.addr, max_connections = self.connections.max(), "threadql listening: GraphiQL at http://{}/", self.addr);
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown.await;
+            let _ = stop.send(true);
+        });
+        let metrics = self.metrics.map(|(listener, router)| {
+            tracing::info!(addr = ?self.metrics_addr, "metrics at /metrics on their own listener");
+            tokio::spawn(crate::http::serve(
+                listener,
+                router,
+                Connections::new(METRICS_CONNECTIONS),
+                self.timeouts,
+                stopped.clone(),
+            ))
+        });
+        crate::http::serve(
             self.listener,
-            self.router
-                .into_make_service_with_connect_info::<SocketAddr>(),
+            self.router,
+            self.connections,
+            self.timeouts,
+            stopped,
         )
-        .with_graceful_shutdown(shutdown)
         .await;
+        let metrics_served = match metrics {
+            Some(task) => task.await.context("the metrics listener failed"),
+            None => Ok(()),
+        };
         if let Some(db) = self.embedded {
             tracing::info!("stopping the embedded database");
             db.stop().await;
         }
-        served.context("server error")
+        metrics_served
     }
 }
 

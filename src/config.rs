@@ -356,6 +356,29 @@ pub struct Config {
     /// Whether writes wait for the journal.
     #[arg(long, env = "THREADQL_WRITE_JOURNAL", default_value_t = true, action = clap::ArgAction::Set, global = true)]
     pub write_journal: bool,
+
+    // ----- connections -----
+    /// Longest a client may take to send a request's headers, in seconds, counted from its first
+    /// byte (or from the connection's start); past it the connection is closed.
+    #[arg(long, env = "THREADQL_HEADER_TIMEOUT_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600), global = true)]
+    pub header_timeout_secs: u64,
+    /// Longest a client may take to send a request's body once its headers are in, in seconds;
+    /// past it the request gets 408 and the connection is closed.
+    #[arg(long, env = "THREADQL_BODY_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600), global = true)]
+    pub body_timeout_secs: u64,
+    /// How long a keep-alive connection may sit idle between requests, and a WebSocket may stay
+    /// silent (it is pinged; a pong counts), in seconds, before it is closed.
+    #[arg(long, env = "THREADQL_IDLE_TIMEOUT_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400), global = true)]
+    pub idle_timeout_secs: u64,
+    /// Most client connections open at once (HTTP and WebSocket); past it new connections wait
+    /// in the listen queue. Unset: what the process's open-file limit allows, less a reserve for
+    /// the database pool and the process's own files.
+    #[arg(long, env = "THREADQL_MAX_CONNECTIONS", value_parser = clap::value_parser!(u32).range(1..=1_000_000), global = true)]
+    pub max_connections: Option<u32>,
+    /// Address of a separate listener for `/metrics`; when set, the public listener answers 404
+    /// there. Unset: `/metrics` is served on the public listener.
+    #[arg(long, env = "THREADQL_METRICS_LISTEN", global = true)]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// A rate limit: `count` per `per`, or none.
@@ -455,6 +478,11 @@ impl fmt::Debug for Config {
             .field("db_pool_size", &self.db_pool_size)
             .field("write_concern", &self.write_concern)
             .field("write_journal", &self.write_journal)
+            .field("header_timeout_secs", &self.header_timeout_secs)
+            .field("body_timeout_secs", &self.body_timeout_secs)
+            .field("idle_timeout_secs", &self.idle_timeout_secs)
+            .field("max_connections", &self.max_connections)
+            .field("metrics_listen", &self.metrics_listen)
             .finish()
     }
 }

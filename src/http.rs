@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_graphql::http::{WebSocketProtocols, ALL_WEBSOCKET_PROTOCOLS};
 use async_graphql::{BatchRequest, BatchResponse};
@@ -19,6 +20,10 @@ use tower_http::trace::TraceLayer;
 mod live;
 mod request;
 mod response;
+mod serve;
+
+pub(crate) use serve::serve;
+pub use serve::{default_max_connections, ConnectionTimeouts, Connections};
 
 use request::{is_mutation, read_get, read_post};
 use response::{respond, Format, Refusal};
@@ -38,6 +43,12 @@ pub struct HttpLimits {
     pub anonymous_rate: RateLimit,
     /// Header holding the client's address behind a proxy.
     pub client_ip_header: Option<String>,
+    /// Longest wait for a request's body once its head is in.
+    pub body_timeout: Duration,
+    /// Longest silence on a WebSocket (pings unanswered) before it is closed.
+    pub idle_timeout: Duration,
+    /// Whether `/metrics` is served here (false when it has a listener of its own).
+    pub public_metrics: bool,
 }
 
 impl From<&Config> for HttpLimits {
@@ -47,6 +58,9 @@ impl From<&Config> for HttpLimits {
             max_batch: config.max_batch,
             anonymous_rate: config.rate_limit_anon,
             client_ip_header: config.client_ip_header.clone(),
+            body_timeout: Duration::from_secs(config.body_timeout_secs.max(1)),
+            idle_timeout: Duration::from_secs(config.idle_timeout_secs.max(1)),
+            public_metrics: config.metrics_listen.is_none(),
         }
     }
 }
@@ -56,21 +70,41 @@ struct HttpState {
     api: Api,
     limits: Arc<HttpLimits>,
     anonymous: Arc<Limiter<IpAddr>>,
+    connections: Connections,
 }
 
-/// The router over an API. Serve it with `into_make_service_with_connect_info::<SocketAddr>()`
-/// so anonymous requests are counted per client address.
-pub fn router(api: Api, limits: HttpLimits) -> Router {
+/// The router over an API, counting `connections` on `/metrics` (unless `/metrics` has a
+/// listener of its own: see [`metrics_router`]). [`serve`] gives each request its client
+/// address, so anonymous requests are counted per address.
+pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router {
+    let public_metrics = limits.public_metrics;
     let state = HttpState {
         api,
         anonymous: Arc::new(Limiter::new(limits.anonymous_rate)),
         limits: Arc::new(limits),
+        connections,
     };
-    Router::new()
+    let router = Router::new()
         .merge(crate::graphiql::routes())
         .route("/graphql", get(graphql).post(graphql))
         .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
+        .route("/readyz", get(readyz));
+    let router = match public_metrics {
+        true => router.route("/metrics", get(metrics)),
+        false => router,
+    };
+    router.layer(TraceLayer::new_for_http()).with_state(state)
+}
+
+/// `/metrics` alone, for its own listener (`THREADQL_METRICS_LISTEN`).
+pub fn metrics_router(api: Api, limits: HttpLimits, connections: Connections) -> Router {
+    let state = HttpState {
+        api,
+        anonymous: Arc::new(Limiter::new(RateLimit::Off)),
+        limits: Arc::new(limits),
+        connections,
+    };
+    Router::new()
         .route("/metrics", get(metrics))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
@@ -111,7 +145,9 @@ async fn handle(state: &HttpState, request: Request, format: Format) -> Result<R
     if authorization.is_none() {
         check_anonymous(state, &parts)?;
     }
-    let batch = if parts.method == Method::GET {
+    // HEAD is GET without the answer's body: it reads the query string, never a body, and never
+    // runs a mutation.
+    let batch = if parts.method == Method::GET || parts.method == Method::HEAD {
         let request = read_get(&parts.uri)?;
         if is_mutation(&request) {
             return Err(Refusal::new(
@@ -234,12 +270,13 @@ async fn websocket(state: HttpState, request: Request) -> Result<Response, Refus
         .await
         .map_err(|rejection| Refusal::bad(format!("cannot open a WebSocket: {rejection}")))?;
     let max = state.limits.max_body_bytes;
+    let idle = state.limits.idle_timeout;
     Ok(upgrade
         .protocols(ALL_WEBSOCKET_PROTOCOLS)
         .max_message_size(max)
         .max_frame_size(max)
         .on_upgrade(move |socket| {
-            live::serve_websocket(state.api, socket, protocol, legacy, authorization)
+            live::serve_websocket(state.api, socket, protocol, legacy, authorization, idle)
         }))
 }
 
@@ -268,6 +305,13 @@ async fn metrics(State(state): State<HttpState>) -> impl IntoResponse {
         );
     }
     let (subscribers, streams) = state.api.live_counts();
+    let _ = writeln!(
+        body,
+        "# HELP threadql_connections_open Client connections open now (WebSockets included).\n# TYPE threadql_connections_open gauge\nthreadql_connections_open {}\n\
+         # HELP threadql_connections_max Most client connections open at once; past it, new ones wait to be accepted.\n# TYPE threadql_connections_max gauge\nthreadql_connections_max {}",
+        state.connections.open(),
+        state.connections.max()
+    );
     let _ = write!(
         body,
         "# HELP threadql_live_subscribers Live subscriptions following a discussion now.\n# TYPE threadql_live_subscribers gauge\nthreadql_live_subscribers {subscribers}\n\

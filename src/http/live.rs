@@ -2,6 +2,7 @@
 //! `graphql-ws`) and Server-Sent Events (`graphql-sse`, distinct connections mode).
 
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,13 +48,15 @@ const INIT_WAIT: Duration = Duration::from_secs(10);
 /// (`{"Authorization": "Bearer …"}`, also under `headers`, or `{"authToken": "…"}`), else from
 /// the upgrade request's `Authorization` header. Credentials that cannot be accepted close the
 /// connection as each protocol says: 4403 in `graphql-transport-ws`, `connection_error` in the
-/// legacy `graphql-ws`.
+/// legacy `graphql-ws`. The server pings the client twice per `idle` period; a socket on which
+/// nothing arrives (not even a pong) for `idle` is closed with 1001.
 pub(super) async fn serve_websocket(
     api: Api,
     socket: WebSocket,
     protocol: GraphQLProtocol,
     legacy: bool,
     header: Option<String>,
+    idle: Duration,
 ) {
     let (mut sink, mut stream) = socket.split();
     let first = match tokio::time::timeout(INIT_WAIT, stream.next()).await {
@@ -82,15 +85,73 @@ pub(super) async fn serve_websocket(
         }
         return;
     }
-    let messages = futures::stream::once(async move { Ok(first) }).chain(stream);
-    GraphQLWebSocket::new_with_pair(sink, messages, Streaming(api), protocol)
+    let silent = Arc::new(AtomicBool::new(false));
+    let messages = until_silent(
+        futures::stream::once(async move { Ok(first) }).chain(stream),
+        idle,
+        silent.clone(),
+    );
+    // The protocol writes through a channel, so that pings can be sent between its messages.
+    let (outgoing, queued) = futures::channel::mpsc::channel::<Message>(16);
+    let graphql = GraphQLWebSocket::new_with_pair(outgoing, messages, Streaming(api), protocol)
         .on_connection_init(move |_| async move {
             let mut data = Data::default();
             data.insert(connection);
             Ok(data)
         })
-        .serve()
-        .await;
+        .serve();
+    let ((), ()) = futures::join!(graphql, write_with_pings(sink, queued, idle / 2, &silent));
+}
+
+/// The client's messages until it has sent nothing (not even a pong) for `idle`; then `silent`
+/// is set and the stream ends.
+fn until_silent(
+    messages: impl futures::Stream<Item = Result<Message, axum::Error>> + Send + 'static,
+    idle: Duration,
+    silent: Arc<AtomicBool>,
+) -> impl futures::Stream<Item = Result<Message, axum::Error>> + Send + 'static {
+    futures::stream::unfold(Box::pin(messages), move |mut messages| {
+        let silent = silent.clone();
+        async move {
+            match tokio::time::timeout(idle, messages.next()).await {
+                Ok(Some(message)) => Some((message, messages)),
+                Ok(None) => None,
+                Err(_) => {
+                    silent.store(true, Ordering::Relaxed);
+                    None
+                }
+            }
+        }
+    })
+}
+
+/// Writes the protocol's messages, and a ping every `every`, until the protocol is done; a
+/// socket closed for its silence gets 1001.
+async fn write_with_pings(
+    mut sink: SplitSink<WebSocket, Message>,
+    mut queued: futures::channel::mpsc::Receiver<Message>,
+    every: Duration,
+    silent: &AtomicBool,
+) {
+    let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let message = tokio::select! {
+            message = queued.next() => match message {
+                Some(message) => message,
+                None => break,
+            },
+            _ = ping.tick() => Message::Ping(Default::default()),
+        };
+        let closing = matches!(message, Message::Close(_));
+        if sink.send(message).await.is_err() || closing {
+            return;
+        }
+    }
+    if silent.load(Ordering::Relaxed) {
+        tracing::debug!("closing a WebSocket that stayed silent");
+        close(&mut sink, 1001, "idle timeout").await;
+    }
 }
 
 async fn close(sink: &mut SplitSink<WebSocket, Message>, code: u16, reason: &'static str) {

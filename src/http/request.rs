@@ -41,9 +41,22 @@ pub(super) async fn read_post(
     if declared.is_some_and(|n| n > limits.max_body_bytes as u64) {
         return Err(too_large());
     }
-    let bytes = axum::body::to_bytes(body, limits.max_body_bytes)
-        .await
-        .map_err(|_| too_large())?;
+    let bytes = tokio::time::timeout(
+        limits.body_timeout,
+        axum::body::to_bytes(body, limits.max_body_bytes),
+    )
+    .await
+    .map_err(|_| {
+        Refusal::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "REQUEST_TIMEOUT",
+            format!(
+                "the request body did not arrive within {} s",
+                limits.body_timeout.as_secs()
+            ),
+        )
+    })?
+    .map_err(|_| too_large())?;
     let bad = |e: serde_json::Error| {
         Refusal::bad(format!("the request is not a valid GraphQL request: {e}"))
     };

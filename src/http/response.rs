@@ -1,7 +1,7 @@
 //! What `/graphql` answers: the negotiated format, GraphQL results as HTTP, and refusals.
 
 use async_graphql::BatchResponse;
-use axum::http::header::{ACCEPT, ALLOW, CONTENT_TYPE, RETRY_AFTER};
+use axum::http::header::{ACCEPT, ALLOW, CONNECTION, CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -43,6 +43,12 @@ impl IntoResponse for Refusal {
             response
                 .headers_mut()
                 .insert(RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if self.status == StatusCode::REQUEST_TIMEOUT {
+            // The rest of the body may still come: the connection cannot carry another request.
+            response
+                .headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("close"));
         }
         if self.status == StatusCode::METHOD_NOT_ALLOWED {
             response

@@ -6,6 +6,7 @@ mod audit;
 mod browser;
 mod bucketed;
 mod clients;
+mod connections;
 mod contract;
 mod embedded;
 mod faults;
