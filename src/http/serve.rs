@@ -74,13 +74,13 @@ pub fn default_max_connections(reserve: u64) -> Option<usize> {
     } else {
         soft
     };
-    Some(cap_for_file_limit(soft, RLIM_INFINITY, reserve))
+    let soft = if soft == RLIM_INFINITY { u64::MAX } else { soft };
+    Some(cap_for_file_limit(soft, reserve))
 }
 
-/// Connections that fit under a file limit (`infinite` when it has none) with `reserve` kept.
-fn cap_for_file_limit(limit: u64, infinite: u64, reserve: u64) -> usize {
+/// Connections that fit under a file limit with `reserve` descriptors kept, at most a million.
+fn cap_for_file_limit(limit: u64, reserve: u64) -> usize {
     const MOST: u64 = 1_000_000;
-    let limit = if limit == infinite { MOST } else { limit };
     usize::try_from(limit.saturating_sub(reserve).clamp(1, MOST)).unwrap_or(1)
 }
 
@@ -520,10 +520,10 @@ mod tests {
 
     #[test]
     fn the_default_cap_leaves_a_reserve() {
-        assert_eq!(cap_for_file_limit(1024, u64::MAX, 96), 928);
-        assert_eq!(cap_for_file_limit(50, u64::MAX, 96), 1);
-        assert_eq!(cap_for_file_limit(u64::MAX, u64::MAX, 96), 1_000_000);
-        assert_eq!(cap_for_file_limit(1 << 40, u64::MAX, 96), 1_000_000);
+        assert_eq!(cap_for_file_limit(1024, 96), 928);
+        assert_eq!(cap_for_file_limit(50, 96), 1);
+        assert_eq!(cap_for_file_limit(u64::MAX, 96), 1_000_000);
+        assert_eq!(cap_for_file_limit(1_000_050, 96), 999_954);
         let connections = Connections::new(3);
         assert_eq!((connections.open(), connections.max()), (0, 3));
     }
