@@ -74,7 +74,7 @@ struct HttpState {
 }
 
 /// The router over an API, counting `connections` on `/metrics` (unless `/metrics` has a
-/// listener of its own: see [`metrics_router`]). [`serve`] gives each request its client
+/// listener of its own: see [`metrics_router`]). The accept loop gives each request its client
 /// address, so anonymous requests are counted per address.
 pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router {
     let public_metrics = limits.public_metrics;

@@ -64,17 +64,16 @@ impl Connections {
 }
 
 /// The default connection cap: the process's open-file limit (its soft limit, first raised to
-/// the hard limit when allowed) less `reserve` descriptors for the database pool and the
+/// the hard limit when allowed; no limit counts as the largest) less `reserve` descriptors for the database pool and the
 /// process's own files. `None` when the limit cannot be read.
 pub fn default_max_connections(reserve: u64) -> Option<usize> {
-    use nix::sys::resource::{getrlimit, setrlimit, Resource, RLIM_INFINITY};
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
     let soft = if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
         hard
     } else {
         soft
     };
-    let soft = if soft == RLIM_INFINITY { u64::MAX } else { soft };
     Some(cap_for_file_limit(soft, reserve))
 }
 
