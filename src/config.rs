@@ -220,8 +220,10 @@ pub struct Config {
         global = true
     )]
     pub max_query_depth: usize,
-    /// Highest query cost: every field counts 1, and a connection's selection counts once per
-    /// item it may return (`first`, or the default page size).
+    /// Highest query cost, summed over the operations of a batch: every field counts 1, a
+    /// connection's items once per item it may return (`first`, or the default page size), a
+    /// `totalCount` that counts on demand (a sub-discussion's, the discussions') as much as the
+    /// largest page, and `_entities` its selection once per representation.
     #[arg(
         long,
         env = "THREADQL_MAX_COMPLEXITY",
@@ -229,7 +231,7 @@ pub struct Config {
         global = true
     )]
     pub max_complexity: usize,
-    /// Most aliased fields in one document.
+    /// Most aliased fields in one document, and in all the documents of a batch together.
     #[arg(
         long,
         env = "THREADQL_MAX_ALIASES",
@@ -237,7 +239,7 @@ pub struct Config {
         global = true
     )]
     pub max_aliases: usize,
-    /// Most fields at the root of one operation.
+    /// Most fields at the root of one operation, and of all the operations of a batch together.
     #[arg(
         long,
         env = "THREADQL_MAX_ROOT_FIELDS",
@@ -379,6 +381,12 @@ pub struct Config {
     /// there. Unset: `/metrics` is served on the public listener.
     #[arg(long, env = "THREADQL_METRICS_LISTEN", global = true)]
     pub metrics_listen: Option<SocketAddr>,
+    // ----- query costs and persisted queries -----
+    /// Most bytes of query text the automatic-persisted-query cache keeps (with its entries'
+    /// keys and bookkeeping), least recently used dropped first; a document larger than this is
+    /// run but not kept.
+    #[arg(long, env = "THREADQL_APQ_CACHE_BYTES", default_value_t = 16 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(1..=(1_u64 << 40)), global = true)]
+    pub apq_cache_bytes: u64,
 }
 
 /// A rate limit: `count` per `per`, or none.
@@ -483,6 +491,7 @@ impl fmt::Debug for Config {
             .field("idle_timeout_secs", &self.idle_timeout_secs)
             .field("max_connections", &self.max_connections)
             .field("metrics_listen", &self.metrics_listen)
+            .field("apq_cache_bytes", &self.apq_cache_bytes)
             .finish()
     }
 }
@@ -501,6 +510,22 @@ mod tests {
         assert!(cap("1000").is_err());
         assert!(cap("16777216").is_err());
         assert!(cap("-1").is_err());
+    }
+
+    #[test]
+    fn the_persisted_query_budget_is_bytes_above_zero() {
+        let budget = |value: &str| {
+            Cli::try_parse_from(["threadql", "--apq-cache-bytes", value])
+                .map(|cli| cli.config.apq_cache_bytes)
+        };
+        assert_eq!(budget("4096").ok(), Some(4096));
+        assert!(budget("0").is_err());
+        assert!(budget("-1").is_err());
+        assert!(budget("16MiB").is_err());
+        assert_eq!(
+            Config::defaults().map(|c| c.apq_cache_bytes).ok(),
+            Some(16 * 1024 * 1024)
+        );
     }
 
     #[test]

@@ -175,11 +175,7 @@ async fn handle(state: &HttpState, request: Request, format: Format) -> Result<R
             BatchResponse::Single(state.api.execute(request, auth).await)
         }
         BatchRequest::Batch(requests) => {
-            let mut responses = Vec::with_capacity(requests.len());
-            for request in requests {
-                responses.push(state.api.execute(request, auth).await);
-            }
-            BatchResponse::Batch(responses)
+            BatchResponse::Batch(state.api.execute_batch(requests, auth).await)
         }
     };
     Ok(respond(format, &response))

@@ -1,37 +1,39 @@
 //! Limits on the shape of a GraphQL document, checked before the engine runs it: lexical tokens
-//! (before parsing), aliased fields and root fields (after parsing, with fragments expanded).
-//! Depth and cost are the engine's own `limit_depth`/`limit_complexity`, with connection fields
-//! costed by their page size (see `page_cost`). The errors of each stage get the codes clients
-//! and gateways know (Apollo's names). None of this is an engine extension: with any extension
-//! installed, the engine sends every field it resolves through the extension chain.
+//! (before parsing), aliased fields and root fields (after parsing, with fragments expanded), and
+//! its depth and cost (`cost`), alone and summed over the operations of a batch. The errors of
+//! each stage get the codes clients and gateways know (Apollo's names). None of this is an engine
+//! extension: with any extension installed, the engine sends every field it resolves through the
+//! extension chain.
 
 use std::collections::{HashMap, HashSet};
 
 use async_graphql::parser::types::{
     DocumentOperations, ExecutableDocument, FragmentDefinition, Selection, SelectionSet,
 };
-use async_graphql::{Name, Pos, Positioned, Request, Response, ServerError};
+use async_graphql::{Name, Pos, Positioned, Request, Response, ServerError, Variables};
 
-use crate::domain::paging::DEFAULT_PAGE_SIZE;
-
-/// The cost of a connection field: its selection once per item it may return (`first`, or the
-/// default page size), plus the field itself.
-pub fn page_cost(first: Option<i32>, child_complexity: usize) -> usize {
-    let items = first.map_or(DEFAULT_PAGE_SIZE, |n| usize::try_from(n).unwrap_or(0));
-    items.saturating_mul(child_complexity).saturating_add(1)
-}
+use super::cost::{self, Over, Prices, Shape};
 
 /// The document limits, from config.
 #[derive(Debug, Clone, Copy)]
 pub struct DocumentLimits {
     /// Most lexical tokens.
     pub max_tokens: usize,
-    /// Most aliased fields, fragments expanded.
+    /// Most aliased fields, fragments expanded (in a batch, of all its documents together).
     pub max_aliases: usize,
-    /// Most fields at the root of an operation, fragments expanded.
+    /// Most fields at the root of an operation, fragments expanded (in a batch, of all its
+    /// operations together).
     pub max_root_fields: usize,
     /// Whether `__schema` and `__type` may be asked for.
     pub introspection: bool,
+    /// Deepest field nesting.
+    pub max_depth: usize,
+    /// Highest cost (in a batch, of all its operations together).
+    pub max_cost: usize,
+    /// Items a connection may return when `first` is not given.
+    pub default_page_size: usize,
+    /// What a `totalCount` counted when asked for costs: the largest page.
+    pub count_cost: usize,
 }
 
 /// Positions of the arguments whose value is a variable, in every selection of a document.
@@ -80,11 +82,29 @@ impl DocumentLimits {
         Ok(())
     }
 
-    /// Parses the request's document (unless a persisted query gave it already), leaving it in
-    /// the request so the engine does not parse it again, and checks it: no mutation in a
-    /// request that must not write, introspection only where allowed, and at most so many root
-    /// and aliased fields (fragments expanded).
-    pub fn check(&self, request: &mut Request, read_only: bool) -> Result<Checked, ServerError> {
+    /// Parses the request's document (unless it was given parsed), leaving it in the request so
+    /// the engine does not parse it again, and checks it: no mutation in a request that must
+    /// not write, introspection only where allowed, at most so many root and aliased fields
+    /// (fragments expanded), and its depth and cost under the limits.
+    pub fn check(
+        &self,
+        request: &mut Request,
+        read_only: bool,
+        shape: &Shape,
+    ) -> Result<Checked, ServerError> {
+        let variables = std::mem::take(&mut request.variables);
+        let checked = self.check_with(request, &variables, read_only, shape);
+        request.variables = variables;
+        checked
+    }
+
+    fn check_with(
+        &self,
+        request: &mut Request,
+        variables: &Variables,
+        read_only: bool,
+        shape: &Shape,
+    ) -> Result<Checked, ServerError> {
         let document = request
             .parsed_query()
             .map_err(|e| with_code(e, "GRAPHQL_PARSE_FAILED"))?;
@@ -101,6 +121,7 @@ impl DocumentLimits {
             }
         };
         let mut aliases = Walk::new(&document.fragments, self.max_aliases);
+        let mut root_fields = 0usize;
         for set in &operations {
             let mut roots = Walk::new(&document.fragments, self.max_root_fields);
             roots.count(set, false, &mut Vec::new());
@@ -116,6 +137,7 @@ impl DocumentLimits {
                     self.max_root_fields
                 )));
             }
+            root_fields = root_fields.saturating_add(roots.seen);
             aliases.count(set, true, &mut Vec::new());
             if aliases.over() {
                 return Err(too_big(format!(
@@ -124,10 +146,78 @@ impl DocumentLimits {
                 )));
             }
         }
+        let prices = Prices {
+            default_page_size: self.default_page_size,
+            count: self.count_cost,
+            max_depth: self.max_depth,
+            max_cost: self.max_cost,
+        };
+        let cost =
+            cost::measure(shape, prices, document, variables).map_err(|over| match over {
+                Over::Depth => too_big(format!(
+                    "the document nests fields more than {} deep",
+                    self.max_depth
+                )),
+                Over::Cost => self.too_costly("the document"),
+            })?;
         Ok(Checked {
             variable_arguments: variable_arguments(document),
+            usage: Usage {
+                cost,
+                aliases: aliases.seen,
+                root_fields,
+            },
         })
     }
+
+    /// Checks the operations of a batch together: their costs, aliased fields and root fields,
+    /// summed, must each stay under the limit one document has.
+    pub fn check_batch<'a>(
+        &self,
+        usages: impl IntoIterator<Item = &'a Usage>,
+    ) -> Result<(), ServerError> {
+        let total = usages
+            .into_iter()
+            .fold(Usage::default(), |sum, usage| Usage {
+                cost: sum.cost.saturating_add(usage.cost),
+                aliases: sum.aliases.saturating_add(usage.aliases),
+                root_fields: sum.root_fields.saturating_add(usage.root_fields),
+            });
+        if total.cost > self.max_cost {
+            return Err(self.too_costly("the batch"));
+        }
+        if total.aliases > self.max_aliases {
+            return Err(too_big(format!(
+                "the batch has more than {} aliased fields in all",
+                self.max_aliases
+            )));
+        }
+        if total.root_fields > self.max_root_fields {
+            return Err(too_big(format!(
+                "the batch selects more than {} root fields in all",
+                self.max_root_fields
+            )));
+        }
+        Ok(())
+    }
+
+    fn too_costly(&self, what: &str) -> ServerError {
+        too_big(format!(
+            "{what} costs more than {}: each field costs 1, a connection's items once per item it may return (`first`, else {}), a counted `totalCount` {}, and `_entities` its selection once per representation",
+            self.max_cost, self.default_page_size, self.count_cost
+        ))
+    }
+}
+
+/// What a document takes of the limits that a batch shares.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Usage {
+    /// Its cost.
+    pub cost: usize,
+    /// Its aliased fields, fragments expanded.
+    pub aliases: usize,
+    /// The root fields of its operations, fragments expanded.
+    pub root_fields: usize,
 }
 
 /// What the checks learned about a document that the codes of the engine's own errors need:
@@ -135,6 +225,8 @@ impl DocumentLimits {
 /// a variable's.
 pub struct Checked {
     variable_arguments: HashSet<Pos>,
+    /// What the document takes of the limits a batch shares.
+    pub usage: Usage,
 }
 
 impl Checked {
@@ -358,12 +450,5 @@ mod tests {
         assert_eq!(count_tokens("{ ...F } fragment F on T { a }", 100), 11);
         assert_eq!(count_tokens("{ a(s: \"\"\"multi\nline \"\"\") }", 100), 8);
         assert_eq!(count_tokens(&"{ a }".repeat(1000), 10), 11);
-    }
-
-    #[test]
-    fn connections_cost_per_item() {
-        assert_eq!(page_cost(Some(100), 3), 301);
-        assert_eq!(page_cost(None, 3), DEFAULT_PAGE_SIZE * 3 + 1);
-        assert_eq!(page_cost(Some(-5), 3), 1);
     }
 }

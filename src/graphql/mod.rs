@@ -1,6 +1,7 @@
 //! The GraphQL API: schema construction, per-request context and execution.
 
 pub mod batch;
+pub mod cost;
 mod documents;
 pub mod error;
 pub mod limits;
@@ -45,14 +46,14 @@ pub struct Limits {
     pub edit_rules: EditRules,
     /// Deepest field nesting of a query.
     pub max_query_depth: usize,
-    /// Highest query cost (connections cost per item they may return).
-    pub max_complexity: usize,
-    /// Tokens, aliases and root fields of a document.
+    /// Tokens, aliases, root fields, depth and cost of a document.
     pub document: limits::DocumentLimits,
     /// Whether the schema can be introspected.
     pub introspection: bool,
     /// Queries kept for automatic persisted queries (0: off).
     pub apq_cache: usize,
+    /// Most bytes of query text kept for automatic persisted queries.
+    pub apq_cache_bytes: usize,
     /// Longest a request may take.
     pub request_timeout: std::time::Duration,
     /// Live updates.
@@ -143,6 +144,7 @@ pub struct Api {
     keys: JwtKeys,
     live: Arc<live::Live>,
     document: limits::DocumentLimits,
+    shape: Arc<cost::Shape>,
     persisted: Option<persisted::PersistedQueries>,
     parsed: documents::ParsedDocuments,
 }
@@ -153,7 +155,6 @@ impl Api {
         let live = Arc::new(live::Live::new(storage.clone(), limits.live));
         let mut builder = schema_builder()
             .limit_depth(limits.max_query_depth)
-            .limit_complexity(limits.max_complexity)
             .data(storage.clone())
             .data(limits)
             .data(live.clone())
@@ -162,22 +163,26 @@ impl Api {
             builder = builder.disable_introspection();
         }
         let schema = builder.finish();
+        let shape = Arc::new(cost::Shape::from_sdl(&schema.sdl()));
         Self {
             schema,
             storage,
             keys,
             live,
             document: limits.document,
-            persisted: (limits.apq_cache > 0)
-                .then(|| persisted::PersistedQueries::new(limits.apq_cache)),
+            shape,
+            persisted: (limits.apq_cache > 0).then(|| {
+                persisted::PersistedQueries::new(limits.apq_cache, limits.apq_cache_bytes)
+            }),
             parsed: documents::ParsedDocuments::default(),
         }
     }
 
     /// What the engine does not check, checked before it runs a request: the document's tokens,
     /// its persisted query, its parse (or the document parsed from the same text before) and its
-    /// shape (`limits`). Gives the request ready to run
-    /// (parsed) and what coding the engine's own errors needs, or the response that refuses it.
+    /// shape, depth and cost (`limits`). Gives the request ready to run (parsed) and what coding
+    /// the engine's own errors needs, or the response that refuses it. A document sent with its
+    /// persisted-query hash is kept only once it has passed all of that.
     async fn admit(
         &self,
         mut request: async_graphql::Request,
@@ -188,19 +193,23 @@ impl Api {
             response
         };
         self.document.check_tokens(&request.query).map_err(refuse)?;
+        let pending = match &self.persisted {
+            Some(persisted) => persisted.resolve(&mut request).map_err(refuse)?,
+            None => None,
+        };
         let recalled = self.parsed.recall(&mut request).await;
-        if let Some(persisted) = &self.persisted {
-            persisted.resolve(&mut request).await.map_err(refuse)?;
-        }
         let read_only = request
             .data
             .contains_key(&std::any::TypeId::of::<limits::ReadOnly>());
         let checked = self
             .document
-            .check(&mut request, read_only)
+            .check(&mut request, read_only, &self.shape)
             .map_err(refuse)?;
         if !recalled {
             self.parsed.keep(&mut request).await;
+        }
+        if let (Some(persisted), Some(pending)) = (&self.persisted, pending) {
+            persisted.keep(pending, &request);
         }
         Ok((request, checked))
     }
@@ -295,10 +304,59 @@ impl Api {
         request: impl Into<async_graphql::Request>,
         authorization: Option<&str>,
     ) -> async_graphql::Response {
-        let (request, checked) = match self.admit(request.into()).await {
-            Ok(admitted) => admitted,
-            Err(refused) => return refused,
-        };
+        match self.admit(request.into()).await {
+            Ok((request, checked)) => self.run(request, &checked, authorization).await,
+            Err(refused) => refused,
+        }
+    }
+
+    /// Runs the operations of a batch, in order, with the caller's `Authorization` header
+    /// value: one response each. Every operation is checked before any runs, and their costs,
+    /// aliases and root fields together must stay under the limits one document has; if they
+    /// do not, none runs and each gets the refusal.
+    pub async fn execute_batch(
+        &self,
+        requests: Vec<async_graphql::Request>,
+        authorization: Option<&str>,
+    ) -> Vec<async_graphql::Response> {
+        let mut admitted = Vec::with_capacity(requests.len());
+        for request in requests {
+            admitted.push(self.admit(request).await);
+        }
+        let usages = admitted
+            .iter()
+            .filter_map(|a| a.as_ref().ok().map(|(_, checked)| &checked.usage));
+        if let Err(refusal) = self.document.check_batch(usages) {
+            return admitted
+                .into_iter()
+                .map(|admitted| match admitted {
+                    Ok(_) => {
+                        let mut response =
+                            async_graphql::Response::from_errors(vec![refusal.clone()]);
+                        error::ensure_codes(&mut response);
+                        response
+                    }
+                    Err(refused) => refused,
+                })
+                .collect();
+        }
+        let mut responses = Vec::with_capacity(admitted.len());
+        for admitted in admitted {
+            responses.push(match admitted {
+                Ok((request, checked)) => self.run(request, &checked, authorization).await,
+                Err(refused) => refused,
+            });
+        }
+        responses
+    }
+
+    /// Runs an admitted request.
+    async fn run(
+        &self,
+        request: async_graphql::Request,
+        checked: &limits::Checked,
+        authorization: Option<&str>,
+    ) -> async_graphql::Response {
         let auth = self.keys.authenticate(authorization);
         let batches = batch::Batches::new();
         let request = request

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use async_graphql::{Context, Object, ID};
 
 use super::error::OrGql;
-use super::limits::page_cost;
 use super::types::{comment_by_slug, CommentNode, DiscussionConnection, DiscussionNode, PageInfo};
 use super::{reads, store, Limits};
 use crate::domain::paging::Cursor;
@@ -41,7 +40,6 @@ impl Query {
     }
 
     /// All discussions, oldest first.
-    #[graphql(complexity = "page_cost(first, child_complexity)")]
     async fn discussions(
         &self,
         ctx: &Context<'_>,

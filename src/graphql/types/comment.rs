@@ -8,7 +8,6 @@ use chrono::{DateTime, Utc};
 use super::{CommentConnection, Total};
 use crate::domain::{Comment, CursorKind, Discussion, Page, PageArgs, Slug, Window};
 use crate::graphql::error::OrGql;
-use crate::graphql::limits::page_cost;
 use crate::graphql::loaders::{
     CommentKey, DiscussionRef, RepliesKey, SubDiscussionCountKey, SubDiscussionKey,
 };
@@ -204,7 +203,6 @@ impl CommentNode {
     }
 
     /// Its direct replies, oldest first.
-    #[graphql(complexity = "page_cost(first, child_complexity)")]
     async fn replies(
         &self,
         ctx: &Context<'_>,
@@ -240,7 +238,6 @@ impl CommentNode {
     }
 
     /// All its descendants, in threaded order.
-    #[graphql(complexity = "page_cost(first, child_complexity)")]
     async fn sub_discussion(
         &self,
         ctx: &Context<'_>,

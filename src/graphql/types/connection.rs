@@ -11,7 +11,8 @@ use crate::graphql::error::OrGql;
 use crate::graphql::loaders::SubDiscussionCountKey;
 use crate::graphql::{reads, store};
 
-/// Where a connection's `totalCount` comes from.
+/// Where a connection's `totalCount` comes from. A connection whose total is counted on demand
+/// is listed in `cost::COUNTED`, so that asking for it costs what counting reads.
 pub enum Total {
     /// Already known (a counter kept with the data).
     Known(u64),

@@ -8,7 +8,6 @@ use chrono::{DateTime, Utc};
 use super::{CommentConnection, CommentNode, CommentOrder, StorageLayout, Total};
 use crate::domain::{CursorKind, Discussion, DomainError, PageArgs, Slug, Window};
 use crate::graphql::error::OrGql;
-use crate::graphql::limits::page_cost;
 use crate::graphql::loaders::{CommentKey, DiscussionRef};
 use crate::graphql::{reads, store, Limits};
 use crate::store::Listing;
@@ -54,7 +53,6 @@ impl DiscussionNode {
     }
 
     /// Its comments, chronological or threaded, paged by `offset` or by cursor (`after`).
-    #[graphql(complexity = "page_cost(first, child_complexity)")]
     async fn comments(
         &self,
         ctx: &Context<'_>,
@@ -92,7 +90,6 @@ impl DiscussionNode {
     }
 
     /// Its top-level comments, oldest first.
-    #[graphql(complexity = "page_cost(first, child_complexity)")]
     async fn threads(
         &self,
         ctx: &Context<'_>,
