@@ -20,7 +20,7 @@ use async_graphql::{Context, Schema};
 use crate::auth::{AuthState, JwtKeys};
 use crate::config::RateLimit;
 use crate::domain::{CursorKind, DomainError, EditRules, Layout, PageArgs, Window};
-use crate::rate::Limiter;
+use crate::rate::{retry_after_secs, ClientKey, Limiter};
 use crate::store::{DynStorage, ReadScope, StoreResult};
 
 pub use mutation::Mutation;
@@ -59,6 +59,8 @@ pub struct Limits {
     pub live: live::LiveConfig,
     /// Most operations one WebSocket connection may run at once.
     pub max_ws_operations: usize,
+    /// Operations per client address of callers that are not signed in.
+    pub anonymous_rate: RateLimit,
 }
 
 impl Limits {
@@ -145,6 +147,10 @@ pub struct Api {
     document: limits::DocumentLimits,
     persisted: Option<persisted::PersistedQueries>,
     parsed: documents::ParsedDocuments,
+    /// Operations of callers that are not signed in, per client.
+    anonymous: Arc<Limiter<ClientKey>>,
+    /// The client this handle serves (see [`Api::for_client`]); `None` in process.
+    client: Option<ClientKey>,
 }
 
 impl Api {
@@ -171,7 +177,47 @@ impl Api {
             persisted: (limits.apq_cache > 0)
                 .then(|| persisted::PersistedQueries::new(limits.apq_cache)),
             parsed: documents::ParsedDocuments::default(),
+            anonymous: Arc::new(Limiter::new(limits.anonymous_rate)),
+            client: None,
         }
+    }
+
+    /// This API as a client (by its address) uses it: the operations of the streaming
+    /// connections opened through it are counted against that client's allowance while they
+    /// are not signed in.
+    pub fn for_client(&self, client: Option<ClientKey>) -> Api {
+        Api {
+            client,
+            ..self.clone()
+        }
+    }
+
+    /// The caller's identity from a bearer `authorization` (an `Authorization` header value).
+    pub fn authenticate(&self, authorization: Option<&str>) -> AuthState {
+        self.keys.authenticate(authorization)
+    }
+
+    /// Counts one operation of a caller against its client's allowance when the caller is not
+    /// signed in (no token, or a token that was refused): `RATE_LIMITED` past it. Signed-in
+    /// callers are not counted here (their mutations count per author), nor are operations
+    /// without a client (the schema run in process).
+    pub fn count_anonymous(
+        &self,
+        auth: &AuthState,
+        client: Option<&ClientKey>,
+    ) -> Result<(), DomainError> {
+        let (false, Some(client)) = (matches!(auth, AuthState::Authenticated(_)), client) else {
+            return Ok(());
+        };
+        self.anonymous.check(client).map_err(|wait| {
+            let secs = retry_after_secs(wait);
+            DomainError::RateLimited {
+                message: format!(
+                    "too many requests from this address: try again in {secs} s, or sign in"
+                ),
+                retry_after_secs: secs,
+            }
+        })
     }
 
     /// What the engine does not check, checked before it runs a request: the document's tokens,
@@ -221,31 +267,35 @@ impl Api {
             .map_or(usize::MAX, |l| l.max_ws_operations);
         Connection {
             auth,
+            client: self.client.clone(),
             running: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             max,
         }
     }
 
     /// Runs an operation of a streaming connection: a subscription gives a response per event;
-    /// a query or mutation gives one.
+    /// a query or mutation gives one. Each operation of a connection that is not signed in
+    /// counts against its client's allowance ([`Api::count_anonymous`]).
     pub fn execute_stream(
         &self,
         request: async_graphql::Request,
         connection: &Connection,
     ) -> futures::stream::BoxStream<'static, async_graphql::Response> {
         use futures::StreamExt;
+        let refuse = |error: DomainError| {
+            futures::stream::once(futures::future::ready(error::response(error))).boxed()
+        };
+        if let Err(limited) = self.count_anonymous(&connection.auth, connection.client.as_ref()) {
+            return refuse(limited);
+        }
         let Some(slot) = connection.take_slot() else {
-            let error = error::gql(DomainError::RateLimited {
+            return refuse(DomainError::RateLimited {
                 message: format!(
                     "at most {} operations may run at once on one connection",
                     connection.max
                 ),
                 retry_after_secs: 1,
             });
-            let response = async_graphql::Response::from_errors(vec![
-                error.into_server_error(Default::default())
-            ]);
-            return futures::stream::once(futures::future::ready(response)).boxed();
         };
         let (api, auth) = (self.clone(), connection.auth.clone());
         futures::stream::once(async move { api.admit(request).await.map(|ok| (api, ok)) })
@@ -295,11 +345,20 @@ impl Api {
         request: impl Into<async_graphql::Request>,
         authorization: Option<&str>,
     ) -> async_graphql::Response {
+        self.execute_as(request, self.authenticate(authorization))
+            .await
+    }
+
+    /// Runs one request as a caller already authenticated ([`Api::authenticate`]).
+    pub async fn execute_as(
+        &self,
+        request: impl Into<async_graphql::Request>,
+        auth: AuthState,
+    ) -> async_graphql::Response {
         let (request, checked) = match self.admit(request.into()).await {
             Ok(admitted) => admitted,
             Err(refused) => return refused,
         };
-        let auth = self.keys.authenticate(authorization);
         let batches = batch::Batches::new();
         let request = request
             .data(auth)
@@ -330,6 +389,8 @@ impl Api {
 #[derive(Clone)]
 pub struct Connection {
     auth: AuthState,
+    /// The client its operations count against while it is not signed in.
+    client: Option<ClientKey>,
     running: Arc<std::sync::atomic::AtomicUsize>,
     max: usize,
 }
