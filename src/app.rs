@@ -158,6 +158,7 @@ impl From<&Config> for Limits {
                 open_timeout: Duration::from_secs(config.request_timeout_secs.max(1)),
             },
             max_ws_operations: config.max_ws_operations as usize,
+            anonymous_rate: config.rate_limit_anon,
         }
     }
 }

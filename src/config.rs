@@ -300,7 +300,10 @@ pub struct Config {
         global = true
     )]
     pub rate_limit: RateLimit,
-    /// Requests per client IP without a token: `<count>/<seconds>s`, or `off`.
+    /// Operations per client of callers that are not signed in (no token, or a refused one):
+    /// `<count>/<seconds>s`, or `off`. Every operation counts: each one of a batch, of a
+    /// WebSocket (and its upgrade), of Server-Sent Events. A client is an IPv4 address or an
+    /// IPv6 /64 network.
     #[arg(
         long,
         env = "THREADQL_RATE_LIMIT_ANON",
@@ -309,7 +312,9 @@ pub struct Config {
     )]
     pub rate_limit_anon: RateLimit,
     /// Header that holds the client's address when threadql runs behind a proxy (e.g.
-    /// `x-forwarded-for`; its last address is used). Unset: the peer address of the connection.
+    /// `x-forwarded-for`): its lines are read in order as one list and the last entry counts
+    /// (the one the nearest proxy wrote; `address:port` is that address, and a value that is no
+    /// address is a client of its own). Unset, or absent from a request: the peer address.
     #[arg(long, env = "THREADQL_CLIENT_IP_HEADER", global = true)]
     pub client_ip_header: Option<String>,
 

@@ -28,9 +28,11 @@ pub use serve::{default_max_connections, ConnectionTimeouts, Connections};
 use request::{is_mutation, read_get, read_post};
 use response::{respond, Format, Refusal};
 
-use crate::config::{Config, RateLimit};
+use crate::auth::AuthState;
+use crate::config::Config;
+use crate::domain::DomainError;
 use crate::graphql::Api;
-use crate::rate::{retry_after_secs, Limiter};
+use crate::rate::ClientKey;
 
 /// What the HTTP layer enforces before a request reaches GraphQL.
 #[derive(Debug, Clone)]
@@ -39,8 +41,6 @@ pub struct HttpLimits {
     pub max_body_bytes: usize,
     /// Most operations in a batch (0: batches refused).
     pub max_batch: usize,
-    /// Requests per client address without a token.
-    pub anonymous_rate: RateLimit,
     /// Header holding the client's address behind a proxy.
     pub client_ip_header: Option<String>,
     /// Longest wait for a request's body once its head is in.
@@ -56,7 +56,6 @@ impl From<&Config> for HttpLimits {
         Self {
             max_body_bytes: config.max_body_bytes,
             max_batch: config.max_batch,
-            anonymous_rate: config.rate_limit_anon,
             client_ip_header: config.client_ip_header.clone(),
             body_timeout: Duration::from_secs(config.body_timeout_secs.max(1)),
             idle_timeout: Duration::from_secs(config.idle_timeout_secs.max(1)),
@@ -69,18 +68,16 @@ impl From<&Config> for HttpLimits {
 struct HttpState {
     api: Api,
     limits: Arc<HttpLimits>,
-    anonymous: Arc<Limiter<IpAddr>>,
     connections: Connections,
 }
 
 /// The router over an API, counting `connections` on `/metrics` (unless `/metrics` has a
 /// listener of its own: see [`metrics_router`]). The accept loop gives each request its client
-/// address, so anonymous requests are counted per address.
+/// address, so the operations of callers that are not signed in are counted per client.
 pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router {
     let public_metrics = limits.public_metrics;
     let state = HttpState {
         api,
-        anonymous: Arc::new(Limiter::new(limits.anonymous_rate)),
         limits: Arc::new(limits),
         connections,
     };
@@ -100,7 +97,6 @@ pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router 
 pub fn metrics_router(api: Api, limits: HttpLimits, connections: Connections) -> Router {
     let state = HttpState {
         api,
-        anonymous: Arc::new(Limiter::new(RateLimit::Off)),
         limits: Arc::new(limits),
         connections,
     };
@@ -139,12 +135,15 @@ async fn graphql(State(state): State<HttpState>, request: Request) -> Response {
     }
 }
 
+/// Runs a GraphQL request. A caller that is not signed in (no token, or a refused one) spends
+/// one of its client's allowance per operation: the first before the body is read (429 past
+/// it), each further one of a batch before it runs (`RATE_LIMITED` in its place).
 async fn handle(state: &HttpState, request: Request, format: Format) -> Result<Response, Refusal> {
     let (parts, body) = request.into_parts();
     let authorization = authorization(&parts.headers);
-    if authorization.is_none() {
-        check_anonymous(state, &parts)?;
-    }
+    let auth = state.api.authenticate(authorization.as_deref());
+    let client = client_of(state, &parts);
+    count_request(state, &auth, client.as_ref())?;
     // HEAD is GET without the answer's body: it reads the query string, never a body, and never
     // runs a mutation.
     let batch = if parts.method == Method::GET || parts.method == Method::HEAD {
@@ -160,23 +159,26 @@ async fn handle(state: &HttpState, request: Request, format: Format) -> Result<R
     } else {
         read_post(&parts.headers, body, &state.limits).await?
     };
-    let auth = authorization.as_deref();
     if format == Format::EventStream {
         let BatchRequest::Single(request) = batch else {
             return Err(Refusal::bad(
                 "a text/event-stream request carries one operation, not a batch",
             ));
         };
-        let connection = state.api.connection(auth);
+        // Its one operation was counted above: the API it runs on has no client.
+        let connection = state.api.connection(authorization.as_deref());
         return Ok(live::event_stream(&state.api, request, &connection));
     }
     let response = match batch {
         BatchRequest::Single(request) => {
-            BatchResponse::Single(state.api.execute(request, auth).await)
+            BatchResponse::Single(state.api.execute_as(request, auth).await)
         }
-        BatchRequest::Batch(requests) => {
-            BatchResponse::Batch(state.api.execute_batch(requests, auth).await)
-        }
+        BatchRequest::Batch(requests) => BatchResponse::Batch(
+            state
+                .api
+                .execute_batch(requests, auth, client.as_ref())
+                .await,
+        ),
     };
     Ok(respond(format, &response))
 }
@@ -189,43 +191,63 @@ fn authorization(headers: &HeaderMap) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Counts a request without a token against its client address's allowance.
-fn check_anonymous(state: &HttpState, parts: &axum::http::request::Parts) -> Result<(), Refusal> {
+/// Counts a request (its first operation) of a caller that is not signed in against its
+/// client's allowance: 429 with `Retry-After` past it.
+fn count_request(
+    state: &HttpState,
+    auth: &AuthState,
+    client: Option<&ClientKey>,
+) -> Result<(), Refusal> {
+    match state.api.count_anonymous(auth, client) {
+        Ok(()) => Ok(()),
+        Err(DomainError::RateLimited {
+            message,
+            retry_after_secs,
+        }) => Err(Refusal {
+            retry_after: Some(retry_after_secs),
+            ..Refusal::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", message)
+        }),
+        Err(other) => Err(Refusal::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL",
+            other.to_string(),
+        )),
+    }
+}
+
+/// The client a request comes from (see [`client_key`]).
+fn client_of(state: &HttpState, parts: &axum::http::request::Parts) -> Option<ClientKey> {
     let peer = parts
         .extensions
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
-    let client = client_ip(
+    client_key(
         &parts.headers,
         state.limits.client_ip_header.as_deref(),
         peer,
-    );
-    if let Some(client) = client {
-        if let Err(wait) = state.anonymous.check(&client) {
-            let secs = retry_after_secs(wait);
-            return Err(Refusal {
-                retry_after: Some(secs),
-                ..Refusal::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "RATE_LIMITED",
-                    format!(
-                        "too many requests from this address: try again in {secs} s, or sign in"
-                    ),
-                )
-            });
-        }
-    }
-    Ok(())
+    )
 }
 
-/// The client's address: the last address of the configured proxy header, else the peer.
-fn client_ip(headers: &HeaderMap, header: Option<&str>, peer: Option<IpAddr>) -> Option<IpAddr> {
-    let forwarded = header
-        .and_then(|name| headers.get(name))
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.rsplit(',').next())
-        .and_then(|v| v.trim().parse::<IpAddr>().ok());
-    forwarded.or(peer)
+/// The client a request is counted as. With a proxy header configured and present, its lines
+/// read in order as one comma-separated list, the last entry: the one the nearest proxy wrote
+/// (the entries before it are the client's to choose). Otherwise the peer address. IPv6 is
+/// counted per /64 and IPv4-mapped addresses as IPv4; an entry that is no address is a key of
+/// its own ([`ClientKey::parse`]), never the proxy's.
+fn client_key(
+    headers: &HeaderMap,
+    header: Option<&str>,
+    peer: Option<IpAddr>,
+) -> Option<ClientKey> {
+    let last_line = header.and_then(|name| headers.get_all(name).iter().next_back());
+    match last_line {
+        Some(line) => {
+            let line = String::from_utf8_lossy(line.as_bytes());
+            Some(ClientKey::parse(
+                line.rsplit(',').next().unwrap_or_default(),
+            ))
+        }
+        None => peer.map(ClientKey::of_ip),
+    }
 }
 
 /// Whether a request asks to become a WebSocket.
@@ -236,14 +258,19 @@ fn is_websocket(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
 }
 
-/// A GraphQL WebSocket (`graphql-transport-ws` or the legacy `graphql-ws`, by subprotocol);
-/// anonymous upgrades count against the client address's allowance like any request.
+/// A GraphQL WebSocket (`graphql-transport-ws` or the legacy `graphql-ws`, by subprotocol).
+/// An upgrade not signed in by its `Authorization` header counts against its client's
+/// allowance like any request, and so does each operation on the socket while the connection
+/// is not signed in.
 async fn websocket(state: HttpState, request: Request) -> Result<Response, Refusal> {
     let (mut parts, _body) = request.into_parts();
     let authorization = authorization(&parts.headers);
-    if authorization.is_none() {
-        check_anonymous(&state, &parts)?;
-    }
+    let client = client_of(&state, &parts);
+    count_request(
+        &state,
+        &state.api.authenticate(authorization.as_deref()),
+        client.as_ref(),
+    )?;
     let protocol = GraphQLProtocol::from_request_parts(&mut parts, &())
         .await
         .map_err(|_| {
@@ -272,7 +299,14 @@ async fn websocket(state: HttpState, request: Request) -> Result<Response, Refus
         .max_message_size(max)
         .max_frame_size(max)
         .on_upgrade(move |socket| {
-            live::serve_websocket(state.api, socket, protocol, legacy, authorization, idle)
+            live::serve_websocket(
+                state.api.for_client(client),
+                socket,
+                protocol,
+                legacy,
+                authorization,
+                idle,
+            )
         }))
 }
 
@@ -336,6 +370,7 @@ mod tests {
         ] {
             assert!(!is_json(no), "{no}");
         }
+        let key = |text: &str| Some(ClientKey::parse(text));
         let mut headers = HeaderMap::new();
         headers.insert(
             "x-forwarded-for",
@@ -343,13 +378,44 @@ mod tests {
         );
         let peer = Some(IpAddr::from([127, 0, 0, 1]));
         assert_eq!(
-            client_ip(&headers, Some("x-forwarded-for"), peer),
-            Some(IpAddr::from([10, 0, 0, 7]))
+            client_key(&headers, Some("x-forwarded-for"), peer),
+            key("10.0.0.7")
         );
-        assert_eq!(client_ip(&headers, None, peer), peer);
+        assert_eq!(client_key(&headers, None, peer), key("127.0.0.1"));
         assert_eq!(
-            client_ip(&HeaderMap::new(), Some("x-forwarded-for"), peer),
-            peer
+            client_key(&HeaderMap::new(), Some("x-forwarded-for"), peer),
+            key("127.0.0.1")
         );
+        assert_eq!(client_key(&HeaderMap::new(), None, None), None);
+        // Repeated lines are one list: the last entry of the last line counts.
+        headers.append("x-forwarded-for", HeaderValue::from_static("10.0.0.8"));
+        assert_eq!(
+            client_key(&headers, Some("x-forwarded-for"), peer),
+            key("10.0.0.8")
+        );
+        headers.append(
+            "x-forwarded-for",
+            HeaderValue::from_static("1.1.1.1, 10.0.0.9:443"),
+        );
+        assert_eq!(
+            client_key(&headers, Some("x-forwarded-for"), peer),
+            key("10.0.0.9")
+        );
+        // An entry that is no address is its own key, not the peer's.
+        headers.append(
+            "x-forwarded-for",
+            HeaderValue::from_bytes(b"10.0.0.1, \xffbad")
+                .unwrap_or(HeaderValue::from_static("bad")),
+        );
+        assert!(matches!(
+            client_key(&headers, Some("x-forwarded-for"), peer),
+            Some(ClientKey::Unparsed(_))
+        ));
+        let peer6 = Some(
+            "::ffff:192.0.2.1"
+                .parse()
+                .unwrap_or(IpAddr::from([0, 0, 0, 0])),
+        );
+        assert_eq!(client_key(&HeaderMap::new(), None, peer6), key("192.0.2.1"));
     }
 }

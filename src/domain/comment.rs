@@ -4,7 +4,7 @@ use std::any::Any;
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use super::{DiscussionId, DomainError, FullSlug, Layout, Micros, Slug, SlugPart, SortKey};
+use super::{text, DiscussionId, DomainError, FullSlug, Layout, Micros, Slug, SlugPart, SortKey};
 
 /// Who wrote a comment, from the poster's token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,7 +151,7 @@ impl Debug for LayoutHints {
     }
 }
 
-/// A validated discussion title: 1 to 300 characters, not blank.
+/// A validated discussion title: 1 to 300 characters, not blank, one line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiscussionTitle(String);
 
@@ -159,11 +159,16 @@ impl DiscussionTitle {
     /// Longest title accepted.
     pub const MAX_CHARS: usize = 300;
 
-    /// Validates a client-supplied title (surrounding white space is trimmed).
+    /// Validates a client-supplied title (surrounding white space is trimmed). It follows the
+    /// text rules of [`CommentText`], on one line: blank titles (only white space or invisible
+    /// characters), titles over [`Self::MAX_CHARS`] characters and control characters (newline
+    /// and tab included) are refused; bidirectional controls left open are closed at its end.
     pub fn parse(raw: &str) -> Result<Self, DomainError> {
         let title = raw.trim();
-        if title.is_empty() {
-            return Err(DomainError::bad_input("title must not be empty"));
+        if text::is_blank(title) {
+            return Err(DomainError::bad_input(
+                "title must not be empty (white space and invisible characters alone are empty)",
+            ));
         }
         if title.chars().count() > Self::MAX_CHARS {
             return Err(DomainError::bad_input(format!(
@@ -171,7 +176,10 @@ impl DiscussionTitle {
                 Self::MAX_CHARS
             )));
         }
-        Ok(Self(title.to_owned()))
+        text::check_characters(title, "title", &[])?;
+        let mut title = title.to_owned();
+        text::close_bidi(&mut title);
+        Ok(Self(title))
     }
 
     /// The title.
@@ -186,13 +194,18 @@ pub struct CommentText(String);
 
 impl CommentText {
     /// Validates client-supplied text. The text is kept as written (CRLF line ends become LF and
-    /// trailing white space is dropped); blank text, text over `max_chars` characters and control
-    /// characters other than newline and tab are refused.
+    /// trailing white space is dropped); blank text (only white space or invisible characters:
+    /// format characters such as U+200B, the Hangul fillers, the Braille blank), text over
+    /// `max_chars` characters and control characters other than newline and tab are refused.
+    /// Bidirectional embeddings, overrides and isolates are kept, and those the text leaves
+    /// open are closed at its end (U+202C, U+2069), so none reorders what is shown after it.
     pub fn parse(raw: &str, max_chars: usize) -> Result<Self, DomainError> {
         let normalized = raw.replace("\r\n", "\n");
         let text = normalized.trim_end();
-        if text.trim().is_empty() {
-            return Err(DomainError::bad_input("comment text must not be empty"));
+        if text::is_blank(text) {
+            return Err(DomainError::bad_input(
+                "comment text must not be empty (white space and invisible characters alone are empty)",
+            ));
         }
         let chars = text.chars().count();
         if chars > max_chars {
@@ -200,16 +213,10 @@ impl CommentText {
                 "comment text has {chars} characters; the limit is {max_chars}"
             )));
         }
-        if let Some(c) = text
-            .chars()
-            .find(|c| c.is_control() && *c != '\n' && *c != '\t')
-        {
-            return Err(DomainError::bad_input(format!(
-                "comment text must not contain control characters (found U+{:04X}); newlines and tabs are fine",
-                u32::from(c)
-            )));
-        }
-        Ok(Self(text.to_owned()))
+        text::check_characters(text, "comment text", &['\n', '\t'])?;
+        let mut text = text.to_owned();
+        text::close_bidi(&mut text);
+        Ok(Self(text))
     }
 
     /// The text.
@@ -348,6 +355,60 @@ mod tests {
         assert_eq!(
             CommentText::parse("  hi  ", 10).map(|t| t.0),
             Ok("  hi".into())
+        );
+        for invisible in [
+            "\u{200B}",
+            "\u{FEFF}",
+            "\u{3164}",
+            "\u{2800}",
+            "\u{200B} \n\u{2060}",
+        ] {
+            assert!(CommentText::parse(invisible, 10).is_err(), "{invisible:?}");
+        }
+        assert_eq!(
+            CommentText::parse("a\u{202E}b", 10).map(|t| t.0),
+            Ok("a\u{202E}b\u{202C}".into())
+        );
+        assert_eq!(
+            CommentText::parse("a\u{2066}b\u{2069}", 10).map(|t| t.0),
+            Ok("a\u{2066}b\u{2069}".into())
+        );
+        assert_eq!(
+            CommentText::parse("a\u{200B}b\u{200F}", 10).map(|t| t.0),
+            Ok("a\u{200B}b\u{200F}".into())
+        );
+    }
+
+    #[test]
+    fn titles_follow_the_text_rules_on_one_line() {
+        let title = |raw: &str| DiscussionTitle::parse(raw).map(DiscussionTitle::into_inner);
+        assert_eq!(title("  A title  "), Ok("A title".into()));
+        for bad in [
+            "",
+            "   ",
+            "nul\0",
+            "\u{1b}[2J",
+            "two\nlines",
+            "a\tb",
+            "del\u{7F}",
+            "\u{200B}",
+            "\u{200B}\u{FEFF}\u{3164}\u{2800}",
+        ] {
+            assert!(
+                matches!(title(bad), Err(DomainError::BadInput(_))),
+                "{bad:?}"
+            );
+        }
+        assert!(title(&"é".repeat(DiscussionTitle::MAX_CHARS)).is_ok());
+        assert!(title(&"é".repeat(DiscussionTitle::MAX_CHARS + 1)).is_err());
+        assert!(title("👩\u{200D}💻 עברית\u{200F}").is_ok());
+        assert_eq!(
+            title("rtl\u{202E}gpj.exe"),
+            Ok("rtl\u{202E}gpj.exe\u{202C}".into())
+        );
+        assert_eq!(
+            title("\u{2067}isolate\u{2069}"),
+            Ok("\u{2067}isolate\u{2069}".into())
         );
     }
 

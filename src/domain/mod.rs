@@ -6,6 +6,7 @@ pub mod ids;
 pub mod lifecycle;
 pub mod paging;
 pub mod slug;
+pub mod text;
 pub mod tree;
 
 pub use comment::{

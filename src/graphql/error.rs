@@ -27,6 +27,11 @@ pub fn gql(err: DomainError) -> async_graphql::Error {
     })
 }
 
+/// A response that refuses a whole operation with a domain error.
+pub fn response(err: DomainError) -> Response {
+    Response::from_errors(vec![gql(err).into_server_error(Default::default())])
+}
+
 /// `?`-friendly conversion of results into GraphQL results with codes.
 pub trait OrGql<T> {
     /// Converts the error side.

@@ -21,7 +21,7 @@ use async_graphql::{Context, Schema};
 use crate::auth::{AuthState, JwtKeys};
 use crate::config::RateLimit;
 use crate::domain::{CursorKind, DomainError, EditRules, Layout, PageArgs, Window};
-use crate::rate::Limiter;
+use crate::rate::{retry_after_secs, ClientKey, Limiter};
 use crate::store::{DynStorage, ReadScope, StoreResult};
 
 pub use mutation::Mutation;
@@ -60,6 +60,8 @@ pub struct Limits {
     pub live: live::LiveConfig,
     /// Most operations one WebSocket connection may run at once.
     pub max_ws_operations: usize,
+    /// Operations per client address of callers that are not signed in.
+    pub anonymous_rate: RateLimit,
 }
 
 impl Limits {
@@ -147,6 +149,10 @@ pub struct Api {
     shape: Arc<cost::Shape>,
     persisted: Option<persisted::PersistedQueries>,
     parsed: documents::ParsedDocuments,
+    /// Operations of callers that are not signed in, per client.
+    anonymous: Arc<Limiter<ClientKey>>,
+    /// The client this handle serves (see [`Api::for_client`]); `None` in process.
+    client: Option<ClientKey>,
 }
 
 impl Api {
@@ -175,7 +181,47 @@ impl Api {
                 persisted::PersistedQueries::new(limits.apq_cache, limits.apq_cache_bytes)
             }),
             parsed: documents::ParsedDocuments::default(),
+            anonymous: Arc::new(Limiter::new(limits.anonymous_rate)),
+            client: None,
         }
+    }
+
+    /// This API as a client (by its address) uses it: the operations of the streaming
+    /// connections opened through it are counted against that client's allowance while they
+    /// are not signed in.
+    pub fn for_client(&self, client: Option<ClientKey>) -> Api {
+        Api {
+            client,
+            ..self.clone()
+        }
+    }
+
+    /// The caller's identity from a bearer `authorization` (an `Authorization` header value).
+    pub fn authenticate(&self, authorization: Option<&str>) -> AuthState {
+        self.keys.authenticate(authorization)
+    }
+
+    /// Counts one operation of a caller against its client's allowance when the caller is not
+    /// signed in (no token, or a token that was refused): `RATE_LIMITED` past it. Signed-in
+    /// callers are not counted here (their mutations count per author), nor are operations
+    /// without a client (the schema run in process).
+    pub fn count_anonymous(
+        &self,
+        auth: &AuthState,
+        client: Option<&ClientKey>,
+    ) -> Result<(), DomainError> {
+        let (false, Some(client)) = (matches!(auth, AuthState::Authenticated(_)), client) else {
+            return Ok(());
+        };
+        self.anonymous.check(client).map_err(|wait| {
+            let secs = retry_after_secs(wait);
+            DomainError::RateLimited {
+                message: format!(
+                    "too many requests from this address: try again in {secs} s, or sign in"
+                ),
+                retry_after_secs: secs,
+            }
+        })
     }
 
     /// What the engine does not check, checked before it runs a request: the document's tokens,
@@ -230,31 +276,35 @@ impl Api {
             .map_or(usize::MAX, |l| l.max_ws_operations);
         Connection {
             auth,
+            client: self.client.clone(),
             running: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             max,
         }
     }
 
     /// Runs an operation of a streaming connection: a subscription gives a response per event;
-    /// a query or mutation gives one.
+    /// a query or mutation gives one. Each operation of a connection that is not signed in
+    /// counts against its client's allowance ([`Api::count_anonymous`]).
     pub fn execute_stream(
         &self,
         request: async_graphql::Request,
         connection: &Connection,
     ) -> futures::stream::BoxStream<'static, async_graphql::Response> {
         use futures::StreamExt;
+        let refuse = |error: DomainError| {
+            futures::stream::once(futures::future::ready(error::response(error))).boxed()
+        };
+        if let Err(limited) = self.count_anonymous(&connection.auth, connection.client.as_ref()) {
+            return refuse(limited);
+        }
         let Some(slot) = connection.take_slot() else {
-            let error = error::gql(DomainError::RateLimited {
+            return refuse(DomainError::RateLimited {
                 message: format!(
                     "at most {} operations may run at once on one connection",
                     connection.max
                 ),
                 retry_after_secs: 1,
             });
-            let response = async_graphql::Response::from_errors(vec![
-                error.into_server_error(Default::default())
-            ]);
-            return futures::stream::once(futures::future::ready(response)).boxed();
         };
         let (api, auth) = (self.clone(), connection.auth.clone());
         futures::stream::once(async move { api.admit(request).await.map(|ok| (api, ok)) })
@@ -304,20 +354,33 @@ impl Api {
         request: impl Into<async_graphql::Request>,
         authorization: Option<&str>,
     ) -> async_graphql::Response {
+        self.execute_as(request, self.authenticate(authorization))
+            .await
+    }
+
+    /// Runs one request as a caller already authenticated ([`Api::authenticate`]).
+    pub async fn execute_as(
+        &self,
+        request: impl Into<async_graphql::Request>,
+        auth: AuthState,
+    ) -> async_graphql::Response {
         match self.admit(request.into()).await {
-            Ok((request, checked)) => self.run(request, &checked, authorization).await,
+            Ok((request, checked)) => self.run(request, &checked, auth).await,
             Err(refused) => refused,
         }
     }
 
-    /// Runs the operations of a batch, in order, with the caller's `Authorization` header
-    /// value: one response each. Every operation is checked before any runs, and their costs,
-    /// aliases and root fields together must stay under the limits one document has; if they
-    /// do not, none runs and each gets the refusal.
+    /// Runs the operations of a batch, in order, as a caller already authenticated: one
+    /// response each. Every operation is checked before any runs, and their costs, aliases and
+    /// root fields together must stay under the limits one document has; if they do not, none
+    /// runs and each gets the refusal. A caller that is not signed in spends one of its
+    /// `client`'s allowance on each operation after the first (the first was counted with the
+    /// request): `RATE_LIMITED` in its place past it.
     pub async fn execute_batch(
         &self,
         requests: Vec<async_graphql::Request>,
-        authorization: Option<&str>,
+        auth: AuthState,
+        client: Option<&ClientKey>,
     ) -> Vec<async_graphql::Response> {
         let mut admitted = Vec::with_capacity(requests.len());
         for request in requests {
@@ -341,23 +404,27 @@ impl Api {
                 .collect();
         }
         let mut responses = Vec::with_capacity(admitted.len());
-        for admitted in admitted {
-            responses.push(match admitted {
-                Ok((request, checked)) => self.run(request, &checked, authorization).await,
-                Err(refused) => refused,
+        for (n, admitted) in admitted.into_iter().enumerate() {
+            let counted = match n {
+                0 => Ok(()),
+                _ => self.count_anonymous(&auth, client),
+            };
+            responses.push(match (counted, admitted) {
+                (Err(limited), _) => error::response(limited),
+                (Ok(()), Ok((request, checked))) => self.run(request, &checked, auth.clone()).await,
+                (Ok(()), Err(refused)) => refused,
             });
         }
         responses
     }
 
-    /// Runs an admitted request.
+    /// Runs an admitted request as `auth`.
     async fn run(
         &self,
         request: async_graphql::Request,
         checked: &limits::Checked,
-        authorization: Option<&str>,
+        auth: AuthState,
     ) -> async_graphql::Response {
-        let auth = self.keys.authenticate(authorization);
         let batches = batch::Batches::new();
         let request = request
             .data(auth)
@@ -388,6 +455,8 @@ impl Api {
 #[derive(Clone)]
 pub struct Connection {
     auth: AuthState,
+    /// The client its operations count against while it is not signed in.
+    client: Option<ClientKey>,
     running: Arc<std::sync::atomic::AtomicUsize>,
     max: usize,
 }
