@@ -15,6 +15,7 @@ use crate::domain::paging::DEFAULT_PAGE_SIZE;
 use crate::domain::EditRules;
 use crate::graphql::limits::DocumentLimits;
 use crate::graphql::live::LiveConfig;
+use crate::graphql::shared::SubscriptionCaps;
 use crate::graphql::{Api, Limits};
 use mongodb::event::command::CommandEvent;
 use mongodb::event::EventHandler;
@@ -115,6 +116,11 @@ impl From<&Config> for Limits {
                 open_timeout: Duration::from_secs(config.request_timeout_secs.max(1)),
             },
             max_ws_operations: config.max_ws_operations as usize,
+            subscription_caps: SubscriptionCaps {
+                max_total: config.max_subscriptions as usize,
+                max_per_client: config.max_subscriptions_per_client as usize,
+            },
+            max_subscription_complexity: config.max_subscription_complexity as usize,
         }
     }
 }

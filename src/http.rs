@@ -108,8 +108,9 @@ async fn graphql(State(state): State<HttpState>, request: Request) -> Response {
 async fn handle(state: &HttpState, request: Request, format: Format) -> Result<Response, Refusal> {
     let (parts, body) = request.into_parts();
     let authorization = authorization(&parts.headers);
+    let client = client_of(state, &parts);
     if authorization.is_none() {
-        check_anonymous(state, &parts)?;
+        check_anonymous(state, client)?;
     }
     let batch = if parts.method == Method::GET {
         let request = read_get(&parts.uri)?;
@@ -131,7 +132,7 @@ async fn handle(state: &HttpState, request: Request, format: Format) -> Result<R
                 "a text/event-stream request carries one operation, not a batch",
             ));
         };
-        let connection = state.api.connection(auth);
+        let connection = state.api.connection(auth, client);
         return Ok(live::event_stream(&state.api, request, &connection));
     }
     let response = match batch {
@@ -157,17 +158,21 @@ fn authorization(headers: &HeaderMap) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Counts a request without a token against its client address's allowance.
-fn check_anonymous(state: &HttpState, parts: &axum::http::request::Parts) -> Result<(), Refusal> {
+/// The address of a request's client: the configured proxy header's, else the peer's.
+fn client_of(state: &HttpState, parts: &axum::http::request::Parts) -> Option<IpAddr> {
     let peer = parts
         .extensions
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
-    let client = client_ip(
+    client_ip(
         &parts.headers,
         state.limits.client_ip_header.as_deref(),
         peer,
-    );
+    )
+}
+
+/// Counts a request without a token against its client address's allowance.
+fn check_anonymous(state: &HttpState, client: Option<IpAddr>) -> Result<(), Refusal> {
     if let Some(client) = client {
         if let Err(wait) = state.anonymous.check(&client) {
             let secs = retry_after_secs(wait);
@@ -209,8 +214,9 @@ fn is_websocket(headers: &HeaderMap) -> bool {
 async fn websocket(state: HttpState, request: Request) -> Result<Response, Refusal> {
     let (mut parts, _body) = request.into_parts();
     let authorization = authorization(&parts.headers);
+    let client = client_of(&state, &parts);
     if authorization.is_none() {
-        check_anonymous(&state, &parts)?;
+        check_anonymous(&state, client)?;
     }
     let protocol = GraphQLProtocol::from_request_parts(&mut parts, &())
         .await
@@ -239,7 +245,7 @@ async fn websocket(state: HttpState, request: Request) -> Result<Response, Refus
         .max_message_size(max)
         .max_frame_size(max)
         .on_upgrade(move |socket| {
-            live::serve_websocket(state.api, socket, protocol, legacy, authorization)
+            live::serve_websocket(state.api, socket, protocol, legacy, authorization, client)
         }))
 }
 
@@ -267,11 +273,13 @@ async fn metrics(State(state): State<HttpState>) -> impl IntoResponse {
             "threadql_db_commands_total{{command=\"{command}\"}} {count}"
         );
     }
-    let (subscribers, streams) = state.api.live_counts();
+    let live = state.api.live_counts();
     let _ = write!(
         body,
-        "# HELP threadql_live_subscribers Live subscriptions following a discussion now.\n# TYPE threadql_live_subscribers gauge\nthreadql_live_subscribers {subscribers}\n\
-         # HELP threadql_change_streams_opened_total Times this process opened its change stream (once, then after each failure).\n# TYPE threadql_change_streams_opened_total counter\nthreadql_change_streams_opened_total {streams}\n"
+        "# HELP threadql_live_subscribers Live subscriptions following a discussion now.\n# TYPE threadql_live_subscribers gauge\nthreadql_live_subscribers {}\n\
+         # HELP threadql_live_runs Runs serving the live subscriptions (identical subscriptions share one, resolved once per event).\n# TYPE threadql_live_runs gauge\nthreadql_live_runs {}\n\
+         # HELP threadql_change_streams_opened_total Times this process opened its change stream (once, then after each failure).\n# TYPE threadql_change_streams_opened_total counter\nthreadql_change_streams_opened_total {}\n",
+        live.subscribers, live.runs, live.streams_opened
     );
     ([(CONTENT_TYPE, "text/plain; version=0.0.4")], body)
 }

@@ -2,6 +2,7 @@
 //! `graphql-ws`) and Server-Sent Events (`graphql-sse`, distinct connections mode).
 
 use std::convert::Infallible;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,7 +36,7 @@ impl Executor for Streaming {
             .and_then(|data| data.get(&std::any::TypeId::of::<Connection>()))
             .and_then(|any| any.downcast_ref::<Connection>())
             .cloned()
-            .unwrap_or_else(|| self.0.connection(None));
+            .unwrap_or_else(|| self.0.connection(None, None));
         self.0.execute_stream(request, &connection)
     }
 }
@@ -54,6 +55,7 @@ pub(super) async fn serve_websocket(
     protocol: GraphQLProtocol,
     legacy: bool,
     header: Option<String>,
+    client: Option<IpAddr>,
 ) {
     let (mut sink, mut stream) = socket.split();
     let first = match tokio::time::timeout(INIT_WAIT, stream.next()).await {
@@ -68,29 +70,66 @@ pub(super) async fn serve_websocket(
         .as_ref()
         .and_then(authorization_of)
         .or(header);
-    let connection = api.connection(authorization.as_deref());
+    let connection = api.connection(authorization.as_deref(), client);
     if let Some(why) = connection.rejected() {
-        if legacy {
-            let error = json!({
-                "type": "connection_error",
-                "payload": { "message": why, "extensions": { "code": "UNAUTHENTICATED" } },
-            });
-            let _ = sink.send(Message::Text(error.to_string().into())).await;
-            close(&mut sink, 1000, "").await;
-        } else {
-            close(&mut sink, 4403, "Forbidden").await;
-        }
+        refuse(&mut sink, legacy, why).await;
         return;
     }
+    let expires_in = connection.expires_in();
     let messages = futures::stream::once(async move { Ok(first) }).chain(stream);
-    GraphQLWebSocket::new_with_pair(sink, messages, Streaming(api), protocol)
+    // The engine writes through a channel, so that the socket can still be closed when the
+    // token expires.
+    let (outgoing, mut to_send) = futures::channel::mpsc::channel::<Message>(16);
+    let serve = GraphQLWebSocket::new_with_pair(outgoing, messages, Streaming(api), protocol)
         .on_connection_init(move |_| async move {
             let mut data = Data::default();
             data.insert(connection);
             Ok(data)
         })
-        .serve()
+        .serve();
+    let expired = {
+        let forward = async {
+            while let Some(message) = to_send.next().await {
+                if sink.send(message).await.is_err() {
+                    break;
+                }
+            }
+        };
+        let run = futures::future::join(serve, forward);
+        match expires_in {
+            Some(left) => tokio::select! {
+                _ = run => false,
+                () = tokio::time::sleep(left) => true,
+            },
+            None => {
+                run.await;
+                false
+            }
+        }
+    };
+    if expired {
+        refuse(
+            &mut sink,
+            legacy,
+            "the token has expired: connect again with a new one",
+        )
         .await;
+    }
+}
+
+/// Refuses the connection's credentials as each protocol says: `connection_error` (then a
+/// normal close) in the legacy `graphql-ws`, 4403 in `graphql-transport-ws`.
+async fn refuse(sink: &mut SplitSink<WebSocket, Message>, legacy: bool, why: &str) {
+    if legacy {
+        let error = json!({
+            "type": "connection_error",
+            "payload": { "message": why, "extensions": { "code": "UNAUTHENTICATED" } },
+        });
+        let _ = sink.send(Message::Text(error.to_string().into())).await;
+        close(sink, 1000, "").await;
+    } else {
+        close(sink, 4403, "Forbidden").await;
+    }
 }
 
 async fn close(sink: &mut SplitSink<WebSocket, Message>, code: u16, reason: &'static str) {

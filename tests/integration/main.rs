@@ -21,5 +21,6 @@ mod node;
 mod properties;
 mod sequence;
 mod sharding;
+mod subscriptions;
 mod subtrees;
 mod support;
