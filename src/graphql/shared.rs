@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use async_graphql::Response;
 use futures::stream::{BoxStream, StreamExt};
@@ -108,12 +108,15 @@ struct Run {
     ended: AtomicBool,
     /// The last result sent, for a subscriber that joins just before the end.
     last: Mutex<Option<Arc<Response>>>,
-    task: tokio::task::AbortHandle,
+    /// The task that runs the request (stopped with the run).
+    task: OnceLock<tokio::task::AbortHandle>,
 }
 
 impl Drop for Run {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(task) = self.task.get() {
+            task.abort();
+        }
     }
 }
 
@@ -249,22 +252,22 @@ impl Subscriptions {
                     let (sender, receiver) = broadcast::channel(BACKLOG);
                     let ready = Ready::default();
                     let results = start(ready.clone());
-                    let run = Arc::new_cyclic(|weak: &Weak<Run>| {
-                        let task = tokio::spawn(forward(
-                            results,
-                            sender.clone(),
-                            weak.clone(),
-                            Arc::downgrade(self),
-                        ));
-                        Run {
-                            sender,
-                            ready,
-                            members: AtomicUsize::new(0),
-                            ended: AtomicBool::new(false),
-                            last: Mutex::new(None),
-                            task: task.abort_handle(),
-                        }
+                    let run = Arc::new(Run {
+                        sender: sender.clone(),
+                        ready,
+                        members: AtomicUsize::new(0),
+                        ended: AtomicBool::new(false),
+                        last: Mutex::new(None),
+                        task: OnceLock::new(),
                     });
+                    // Started once the run exists, so that it can always record its end.
+                    let task = tokio::spawn(forward(
+                        results,
+                        sender,
+                        Arc::downgrade(&run),
+                        Arc::downgrade(self),
+                    ));
+                    let _ = run.task.set(task.abort_handle());
                     runs.insert(key, Arc::downgrade(&run));
                     (run, receiver)
                 }

@@ -2,7 +2,7 @@
 //! per process, the cost of a subscription's selection, one resolution per event for identical
 //! subscribers, and tokens that expire on an open connection.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -480,5 +480,40 @@ async fn operations_of_a_connection_after_its_token_expired_are_unauthenticated(
     assert_eq!(responses.len(), 1);
     let response = serde_json::to_value(&responses[0]).unwrap();
     assert_eq!(code(&response), "UNAUTHENTICATED", "{response}");
+    server.shutdown().await;
+}
+
+/// Identical subscriptions that fail at their start (an unknown discussion) share the run and
+/// its error: every one of them hears NOT_FOUND and ends, and none stays held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identical_failing_subscriptions_each_get_the_error() {
+    let server = Running::start(config("subs_failing")).await;
+    let mut ws = Ws::connect(&server, Protocol::TransportWs, json!({})).await;
+    let vars = json!({ "d": "000000000000000000000000" });
+    for i in 0..8 {
+        ws.start(&format!("f{i}"), POSTED, vars.clone()).await;
+    }
+    let (mut errored, mut ended) = (HashSet::new(), HashSet::new());
+    while ended.len() < 8 {
+        let message = ws.message().await;
+        let id = message["id"].as_str().unwrap().to_owned();
+        match message["type"].as_str() {
+            Some("next") => {
+                assert_eq!(code(&message["payload"]), "NOT_FOUND", "{message}");
+                assert!(errored.insert(id));
+            }
+            Some("complete") => {
+                assert!(errored.contains(&id), "{id} ended without its error");
+                assert!(ended.insert(id));
+            }
+            _ => panic!("{message}"),
+        }
+    }
+    // Nothing is held: the per-connection limit and the caps have their places back.
+    assert_eq!(
+        crate::support::metric(&server, "threadql_live_runs").await,
+        0
+    );
+    drop(ws);
     server.shutdown().await;
 }
