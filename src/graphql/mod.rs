@@ -278,11 +278,14 @@ impl Api {
         };
         let (api, connection) = (self.clone(), connection.clone());
         let until = connection.until;
+        let document = document_identity(&request);
         let responses = futures::stream::once(async move {
-            api.admit(request).await.map(|ok| (api, connection, ok))
+            api.admit(request)
+                .await
+                .map(|ok| (api, connection, document, ok))
         })
         .flat_map(move |admitted| {
-            let (api, connection, (mut request, checked)) = match admitted {
+            let (api, connection, document, (mut request, checked)) = match admitted {
                 Ok(admitted) => admitted,
                 Err(refused) => return futures::stream::once(async { refused }).boxed(),
             };
@@ -294,7 +297,7 @@ impl Api {
                 Ok(permit) => permit,
                 Err(refused) => return refusal(refused).boxed(),
             };
-            let key = shared::RunKey::new(&request, &connection.auth);
+            let key = api.subscriptions.key(document, &request, &connection.auth);
             let auth = connection.auth;
             let runner = api.clone();
             api.subscriptions.join(key, permit, move |ready| {
@@ -474,6 +477,23 @@ fn refusal(why: DomainError) -> impl futures::Stream<Item = async_graphql::Respo
         error::gql(why).into_server_error(Default::default())
     ]);
     futures::stream::once(futures::future::ready(response))
+}
+
+/// What names a request's document before it is admitted: the SHA-256 of its text, as a
+/// persisted query is named, or that hash alone for a persisted query sent without its text
+/// (`None` when it has neither).
+fn document_identity(request: &async_graphql::Request) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    if !request.query.is_empty() {
+        return Some(format!("{:x}", Sha256::digest(request.query.as_bytes())));
+    }
+    let async_graphql::Value::Object(persisted) = request.extensions.get("persistedQuery")? else {
+        return None;
+    };
+    match persisted.get("sha256Hash")? {
+        async_graphql::Value::String(hash) => Some(hash.to_ascii_lowercase()),
+        _ => None,
+    }
 }
 
 /// Whether a request (admitted, so parsed) runs a subscription.

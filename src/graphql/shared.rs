@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use async_graphql::Response;
@@ -51,7 +51,8 @@ impl ClientKey {
 /// depend on who asks.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RunKey {
-    query: String,
+    /// The document's text, the hash of a persisted query, or a number no other run has.
+    document: String,
     operation: Option<String>,
     variables: String,
     /// The viewer's id, name and whether they moderate.
@@ -59,10 +60,10 @@ pub struct RunKey {
 }
 
 impl RunKey {
-    /// The key of a request run for `auth`.
-    pub fn new(request: &async_graphql::Request, auth: &AuthState) -> Self {
+    /// The key of a request run for `auth`, its document named by `document`.
+    fn new(document: String, request: &async_graphql::Request, auth: &AuthState) -> Self {
         Self {
-            query: request.query.clone(),
+            document,
             operation: request.operation_name.clone(),
             variables: serde_json::to_string(&request.variables).unwrap_or_default(),
             viewer: match auth {
@@ -125,6 +126,8 @@ pub struct Subscriptions {
     caps: SubscriptionCaps,
     held: Mutex<Held>,
     runs: Mutex<HashMap<RunKey, Weak<Run>>>,
+    /// Numbers the runs that are not shared.
+    unshared: AtomicU64,
 }
 
 #[derive(Default)]
@@ -170,7 +173,23 @@ impl Subscriptions {
             caps,
             held: Mutex::default(),
             runs: Mutex::default(),
+            unshared: AtomicU64::new(0),
         })
+    }
+
+    /// The key of a subscription request run for `auth`. `document` names its document as
+    /// sent (its text, or a persisted query's hash); without it the run is not shared.
+    pub fn key(
+        &self,
+        document: Option<String>,
+        request: &async_graphql::Request,
+        auth: &AuthState,
+    ) -> RunKey {
+        let document = document.unwrap_or_else(|| {
+            let n = self.unshared.fetch_add(1, Ordering::Relaxed);
+            format!("unshared:{n}")
+        });
+        RunKey::new(document, request, auth)
     }
 
     fn lock_held(&self) -> MutexGuard<'_, Held> {

@@ -517,3 +517,51 @@ async fn identical_failing_subscriptions_each_get_the_error() {
     drop(ws);
     server.shutdown().await;
 }
+
+/// Persisted subscriptions sent by hash alone (no text) are shared only with the same hash:
+/// two different documents never share a run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn persisted_subscriptions_share_only_the_same_document() {
+    use sha2::{Digest, Sha256};
+    let server = Running::start(config("subs_persisted")).await;
+    let ada = token("u1", "Ada");
+    let d = server.discussion(&ada, Layout::PerComment).await;
+    let slugs = "subscription($d: ID!) { commentPosted(discussionId: $d) { slug } }";
+    let texts = "subscription($d: ID!) { commentPosted(discussionId: $d) { text } }";
+    let mut ws = Ws::connect(&server, Protocol::TransportWs, json!({})).await;
+    let persisted = |query: &str| {
+        let hash = format!("{:x}", Sha256::digest(query.as_bytes()));
+        json!({ "persistedQuery": { "version": 1, "sha256Hash": hash } })
+    };
+    // Each document is sent once with its text (which keeps it), then by hash alone.
+    for (id, query) in [("a", slugs), ("b", texts)] {
+        let payload =
+            json!({ "query": query, "variables": { "d": d }, "extensions": persisted(query) });
+        ws.send(json!({ "id": id, "type": "subscribe", "payload": payload }))
+            .await;
+    }
+    for (id, query) in [("a2", slugs), ("b2", texts)] {
+        let payload = json!({ "variables": { "d": d }, "extensions": persisted(query) });
+        ws.send(json!({ "id": id, "type": "subscribe", "payload": payload }))
+            .await;
+    }
+    await_subscribers(&server, 4).await;
+    assert_eq!(
+        crate::support::metric(&server, "threadql_live_runs").await,
+        2
+    );
+    let slug = server.post(&ada, &d, None, "persisted").await;
+    let mut heard = BTreeMap::new();
+    for _ in 0..4 {
+        let (id, payload) = ws.next().await;
+        heard.insert(id, payload["data"]["commentPosted"].clone());
+    }
+    for id in ["a", "a2"] {
+        assert_eq!(heard[id], json!({ "slug": slug }), "{id}");
+    }
+    for id in ["b", "b2"] {
+        assert_eq!(heard[id], json!({ "text": "persisted" }), "{id}");
+    }
+    drop(ws);
+    server.shutdown().await;
+}
