@@ -15,6 +15,7 @@ use crate::domain::paging::DEFAULT_PAGE_SIZE;
 use crate::domain::EditRules;
 use crate::graphql::limits::DocumentLimits;
 use crate::graphql::live::LiveConfig;
+use crate::graphql::shared::SubscriptionCaps;
 use crate::graphql::{Api, Limits};
 use crate::http::{ConnectionTimeouts, Connections};
 use mongodb::event::command::CommandEvent;
@@ -159,6 +160,11 @@ impl From<&Config> for Limits {
             },
             max_ws_operations: config.max_ws_operations as usize,
             anonymous_rate: config.rate_limit_anon,
+            subscription_caps: SubscriptionCaps {
+                max_total: config.max_subscriptions as usize,
+                max_per_client: config.max_subscriptions_per_client as usize,
+            },
+            max_subscription_complexity: config.max_subscription_complexity as usize,
         }
     }
 }

@@ -392,6 +392,20 @@ pub struct Config {
     /// run but not kept.
     #[arg(long, env = "THREADQL_APQ_CACHE_BYTES", default_value_t = 16 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(1..=(1_u64 << 40)), global = true)]
     pub apq_cache_bytes: u64,
+    // ----- live subscriptions under load -----
+    /// Most live subscriptions the process serves at once, over every client and transport;
+    /// one more gets RATE_LIMITED on that subscription (the connection stays).
+    #[arg(long, env = "THREADQL_MAX_SUBSCRIPTIONS", default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000), global = true)]
+    pub max_subscriptions: u32,
+    /// Most live subscriptions one client holds at once, over all its connections: a client is
+    /// a token's `sub`, or the client address without a token. One more gets RATE_LIMITED.
+    #[arg(long, env = "THREADQL_MAX_SUBSCRIPTIONS_PER_CLIENT", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1_000_000), global = true)]
+    pub max_subscriptions_per_client: u32,
+    /// Highest cost of a subscription's selection, which runs again for every event: every
+    /// field counts 1, and a connection its selection once per item of the largest page,
+    /// whatever `first` says. Past it: GRAPHQL_VALIDATION_FAILED, before any database command.
+    #[arg(long, env = "THREADQL_MAX_SUBSCRIPTION_COMPLEXITY", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1_000_000), global = true)]
+    pub max_subscription_complexity: u32,
 }
 
 /// A rate limit: `count` per `per`, or none.
@@ -497,6 +511,15 @@ impl fmt::Debug for Config {
             .field("max_connections", &self.max_connections)
             .field("metrics_listen", &self.metrics_listen)
             .field("apq_cache_bytes", &self.apq_cache_bytes)
+            .field("max_subscriptions", &self.max_subscriptions)
+            .field(
+                "max_subscriptions_per_client",
+                &self.max_subscriptions_per_client,
+            )
+            .field(
+                "max_subscription_complexity",
+                &self.max_subscription_complexity,
+            )
             .finish()
     }
 }
@@ -531,6 +554,20 @@ mod tests {
             Config::defaults().map(|c| c.apq_cache_bytes).ok(),
             Some(16 * 1024 * 1024)
         );
+    }
+
+    #[test]
+    fn subscription_limits_are_positive() {
+        let parse = |flag: &str, value: &str| Cli::try_parse_from(["threadql", flag, value]);
+        for flag in [
+            "--max-subscriptions",
+            "--max-subscriptions-per-client",
+            "--max-subscription-complexity",
+        ] {
+            assert!(parse(flag, "0").is_err(), "{flag}");
+            assert!(parse(flag, "-1").is_err(), "{flag}");
+            assert!(parse(flag, "7").is_ok(), "{flag}");
+        }
     }
 
     #[test]

@@ -165,8 +165,9 @@ async fn handle(state: &HttpState, request: Request, format: Format) -> Result<R
                 "a text/event-stream request carries one operation, not a batch",
             ));
         };
-        // Its one operation was counted above: the API it runs on has no client.
-        let connection = state.api.connection(authorization.as_deref());
+        // Its one operation was counted above: the API it runs on has no client, so the
+        // connection spends no allowance; its client still counts for the subscription caps.
+        let connection = state.api.connection(authorization.as_deref(), client);
         return Ok(live::event_stream(&state.api, request, &connection));
     }
     let response = match batch {
@@ -300,11 +301,12 @@ async fn websocket(state: HttpState, request: Request) -> Result<Response, Refus
         .max_frame_size(max)
         .on_upgrade(move |socket| {
             live::serve_websocket(
-                state.api.for_client(client),
+                state.api.for_client(client.clone()),
                 socket,
                 protocol,
                 legacy,
                 authorization,
+                client,
                 idle,
             )
         }))
@@ -334,7 +336,7 @@ async fn metrics(State(state): State<HttpState>) -> impl IntoResponse {
             "threadql_db_commands_total{{command=\"{command}\"}} {count}"
         );
     }
-    let (subscribers, streams) = state.api.live_counts();
+    let live = state.api.live_counts();
     let _ = writeln!(
         body,
         "# HELP threadql_connections_open Client connections open now (WebSockets included).\n# TYPE threadql_connections_open gauge\nthreadql_connections_open {}\n\
@@ -344,8 +346,10 @@ async fn metrics(State(state): State<HttpState>) -> impl IntoResponse {
     );
     let _ = write!(
         body,
-        "# HELP threadql_live_subscribers Live subscriptions following a discussion now.\n# TYPE threadql_live_subscribers gauge\nthreadql_live_subscribers {subscribers}\n\
-         # HELP threadql_change_streams_opened_total Times this process opened its change stream (once, then after each failure).\n# TYPE threadql_change_streams_opened_total counter\nthreadql_change_streams_opened_total {streams}\n"
+        "# HELP threadql_live_subscribers Live subscriptions following a discussion now.\n# TYPE threadql_live_subscribers gauge\nthreadql_live_subscribers {}\n\
+         # HELP threadql_live_runs Runs serving the live subscriptions (identical subscriptions share one, resolved once per event).\n# TYPE threadql_live_runs gauge\nthreadql_live_runs {}\n\
+         # HELP threadql_change_streams_opened_total Times this process opened its change stream (once, then after each failure).\n# TYPE threadql_change_streams_opened_total counter\nthreadql_change_streams_opened_total {}\n",
+        live.subscribers, live.runs, live.streams_opened
     );
     ([(CONTENT_TYPE, "text/plain; version=0.0.4")], body)
 }

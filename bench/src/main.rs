@@ -2,6 +2,7 @@
 
 mod charts;
 mod client;
+mod fanout;
 mod floor;
 mod load;
 mod measure;
@@ -130,6 +131,11 @@ struct Args {
     /// The `secantusd-rs` binary for the embedded database [default: on PATH or in ~/.cargo/bin].
     #[arg(long)]
     secantusd: Option<PathBuf>,
+    /// Measure only the live fan-out: the database commands of one post heard by each of these
+    /// numbers of identical subscribers (graphql-transport-ws, 100 per socket), e.g. `1,1000`.
+    /// The results go to `--out` as JSON and to standard output as a table.
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    fanout: Option<Vec<usize>>,
 }
 
 /// Where discussions are bulk loaded (see `--load-in`).
@@ -221,9 +227,10 @@ impl Args {
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    let result = match &args.charts_from {
-        Some(file) => redraw(file, args.charts_dir.as_deref()),
-        None => run(args).await,
+    let result = match (&args.charts_from, &args.fanout) {
+        (Some(file), _) => redraw(file, args.charts_dir.as_deref()),
+        (None, Some(counts)) => run_fanout(&args, counts).await,
+        (None, None) => run(args).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -321,6 +328,39 @@ async fn run(args: Args) -> anyhow::Result<()> {
     for chart in charts::draw(&charts::Results::of(&report)?, &reads, &writes)? {
         eprintln!("chart drawn in {}", chart.display());
     }
+    Ok(())
+}
+
+/// Measures the live fan-out only (`--fanout`).
+async fn run_fanout(args: &Args, counts: &[usize]) -> anyhow::Result<()> {
+    let server_bin = server::locate(args.server_bin.as_deref())?;
+    let database = Database::open(args).await?;
+    let measured = async {
+        let secret: String = rand::thread_rng()
+            .sample_iter(rand::distributions::Alphanumeric)
+            .take(32)
+            .map(char::from)
+            .collect();
+        let token = JwtKeys::new(&secret).mint("bench", "Bench", &[], 3600);
+        let http = client::http_client()?;
+        let db_name = format!("threadql_bench_fanout_{}", std::process::id());
+        let server =
+            Server::start(&server_bin, &database.uri, &db_name, &secret, http.clone()).await?;
+        let client = GraphqlClient::new(http, server.graphql_url());
+        let results = fanout::measure(&server, &client, &token, counts).await;
+        server.stop().await;
+        results
+    };
+    let results = tokio::select! {
+        results = measured => results,
+        () = threadql::app::shutdown_signal() => Err(anyhow::anyhow!("interrupted")),
+    };
+    database.close().await;
+    let results = results?;
+    std::fs::write(&args.out, serde_json::to_string_pretty(&results)?)
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    println!("{}", fanout::markdown(&results));
+    eprintln!("results written to {}", args.out.display());
     Ok(())
 }
 

@@ -64,6 +64,9 @@ impl Server {
             // The tree read (20 threads, 4 levels of 10 replies) may return 222 220 comments in
             // principle, far past the default cost limit that protects a public server.
             .env("THREADQL_MAX_COMPLEXITY", "100000000")
+            // The fan-out measurement holds thousands of subscriptions from one address.
+            .env("THREADQL_MAX_SUBSCRIPTIONS", "1000000")
+            .env("THREADQL_MAX_SUBSCRIPTIONS_PER_CLIENT", "1000000")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -116,6 +119,41 @@ impl Server {
             .text()
             .await?;
         Ok(parse_commands_total(&body))
+    }
+
+    /// Database commands the server has sent so far, by command name.
+    pub(crate) async fn db_commands_by_name(
+        &self,
+    ) -> anyhow::Result<std::collections::BTreeMap<String, u64>> {
+        let body = self.metrics().await?;
+        Ok(body
+            .lines()
+            .filter_map(|line| line.strip_prefix("threadql_db_commands_total{command=\""))
+            .filter_map(|rest| {
+                let (name, count) = rest.split_once("\"} ")?;
+                Some((name.to_owned(), count.trim().parse::<u64>().ok()?))
+            })
+            .collect())
+    }
+
+    /// One unlabelled gauge or counter of the server's `/metrics`.
+    pub(crate) async fn metric(&self, name: &str) -> anyhow::Result<u64> {
+        let body = self.metrics().await?;
+        body.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|value| value.trim().parse::<u64>().ok())
+            .with_context(|| format!("/metrics has no {name}"))
+    }
+
+    async fn metrics(&self) -> anyhow::Result<String> {
+        Ok(self
+            .http
+            .get(format!("{}/metrics", self.base))
+            .send()
+            .await?
+            .error_for_status()?
+            .text()
+            .await?)
     }
 
     /// Peak resident memory of the server process so far, in bytes (`VmHWM`).

@@ -266,6 +266,7 @@ impl fmt::Debug for JwtKeys {
 /// The claims as read from a token: types are checked here, presence afterwards.
 #[derive(Deserialize)]
 struct TokenClaims {
+    exp: Option<u64>,
     sub: Option<String>,
     name: Option<String>,
     roles: Option<Vec<String>>,
@@ -400,22 +401,37 @@ impl JwtKeys {
 
     /// Reads an `Authorization` header value.
     pub fn authenticate(&self, header: Option<&str>) -> AuthState {
+        self.authenticate_until(header).0
+    }
+
+    /// Reads an `Authorization` header value, and says until when (seconds since the epoch)
+    /// its token is accepted: its `exp` plus the leeway. A connection that keeps the caller
+    /// for longer than one request stops accepting them then.
+    pub fn authenticate_until(&self, header: Option<&str>) -> (AuthState, Option<u64>) {
         let Some(header) = header else {
-            return AuthState::Anonymous;
+            return (AuthState::Anonymous, None);
         };
         let verified = header
             .strip_prefix("Bearer ")
             .or_else(|| header.strip_prefix("bearer "))
             .ok_or(Rejection::NotBearer)
-            .and_then(|token| self.verify(token.trim()));
+            .and_then(|token| self.verify_until(token.trim()));
         match verified {
-            Ok(viewer) => AuthState::Authenticated(viewer),
-            Err(why) => AuthState::Rejected(why.to_string()),
+            Ok((viewer, exp)) => (
+                AuthState::Authenticated(viewer),
+                Some(exp.saturating_add(self.inner.rules.leeway_secs)),
+            ),
+            Err(why) => (AuthState::Rejected(why.to_string()), None),
         }
     }
 
     /// Verifies a token and returns its viewer.
     pub fn verify(&self, token: &str) -> Result<Viewer, Rejection> {
+        self.verify_until(token).map(|(viewer, _)| viewer)
+    }
+
+    /// Verifies a token and returns its viewer and its `exp`.
+    fn verify_until(&self, token: &str) -> Result<(Viewer, u64), Rejection> {
         let header = raw_header(token)?;
         // `none`, and any algorithm no configured key verifies, is refused before choosing a key.
         let alg = header
@@ -441,10 +457,11 @@ impl JwtKeys {
             return Err(Rejection::EmptyIdentity);
         }
         let roles = claims.roles.unwrap_or_default();
-        Ok(Viewer {
+        let viewer = Viewer {
             moderator: roles.iter().any(|r| r == "moderator"),
             author: Author { id: sub, name },
-        })
+        };
+        Ok((viewer, claims.exp.ok_or(Rejection::MissingClaims)?))
     }
 
     /// Whether some configured key verifies `alg`.

@@ -8,7 +8,8 @@
 use std::collections::{HashMap, HashSet};
 
 use async_graphql::parser::types::{
-    DocumentOperations, ExecutableDocument, FragmentDefinition, Selection, SelectionSet,
+    DocumentOperations, ExecutableDocument, FragmentDefinition, OperationDefinition, OperationType,
+    Selection, SelectionSet,
 };
 use async_graphql::{Name, Pos, Positioned, Request, Response, ServerError, Variables};
 
@@ -285,7 +286,6 @@ const REQUEST_ERRORS: [&str; 3] = [
 pub struct ReadOnly;
 
 fn has_mutation(document: &ExecutableDocument) -> bool {
-    use async_graphql::parser::types::OperationType;
     let is_mutation = |op: &Positioned<async_graphql::parser::types::OperationDefinition>| {
         op.node.ty == OperationType::Mutation
     };
@@ -378,6 +378,153 @@ impl<'a> Walk<'a> {
     }
 }
 
+/// The operation a request runs: the one named, or the only one.
+pub fn chosen_operation<'a>(
+    document: &'a ExecutableDocument,
+    name: Option<&str>,
+) -> Option<&'a OperationDefinition> {
+    match (&document.operations, name) {
+        (DocumentOperations::Single(op), _) => Some(&op.node),
+        (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name).map(|op| &op.node),
+        (DocumentOperations::Multiple(ops), None) if ops.len() == 1 => {
+            ops.values().next().map(|op| &op.node)
+        }
+        (DocumentOperations::Multiple(_), None) => None,
+    }
+}
+
+/// The cost of a subscription's selection, which runs again for every event: every field
+/// counts 1, and a connection its selection once per item of the largest page, whatever `first`
+/// says (a count reads everything it counts, however few items it returns).
+pub struct SubscriptionCost {
+    /// The named type of each field, by (type, field), read from the schema.
+    fields: HashMap<(String, String), String>,
+    /// Highest cost accepted.
+    max: usize,
+    /// Largest page a connection may return.
+    max_page_size: usize,
+}
+
+impl SubscriptionCost {
+    /// The cost rule over a schema's SDL.
+    pub fn new(sdl: &str, max: usize, max_page_size: usize) -> Self {
+        use async_graphql::parser::types::{BaseType, Type, TypeKind, TypeSystemDefinition};
+        fn named(ty: &Type) -> &str {
+            match &ty.base {
+                BaseType::Named(name) => name.as_str(),
+                BaseType::List(inner) => named(inner),
+            }
+        }
+        let mut fields = HashMap::new();
+        let definitions = async_graphql::parser::parse_schema(sdl)
+            .map(|document| document.definitions)
+            .unwrap_or_default();
+        for definition in definitions {
+            let TypeSystemDefinition::Type(ty) = definition else {
+                continue;
+            };
+            let ty = ty.node;
+            let defined = match &ty.kind {
+                TypeKind::Object(object) => &object.fields,
+                TypeKind::Interface(interface) => &interface.fields,
+                _ => continue,
+            };
+            for field in defined {
+                let key = (ty.name.node.to_string(), field.node.name.node.to_string());
+                fields.insert(key, named(&field.node.ty.node).to_owned());
+            }
+        }
+        Self {
+            fields,
+            max,
+            max_page_size,
+        }
+    }
+
+    /// Refuses a subscription whose selection costs more than allowed (other operations pass).
+    pub fn check(
+        &self,
+        document: &ExecutableDocument,
+        name: Option<&str>,
+    ) -> Result<(), ServerError> {
+        let Some(operation) = chosen_operation(document, name) else {
+            return Ok(());
+        };
+        if operation.ty != OperationType::Subscription {
+            return Ok(());
+        }
+        let cost = self.cost(
+            "Subscription",
+            &operation.selection_set.node,
+            &document.fragments,
+            &mut Vec::new(),
+        );
+        if cost > self.max {
+            return Err(too_big(format!(
+                "a subscription's selection may cost at most {} (it runs again for every event; each field counts 1, a connection or a count as many times as the largest page of {}, whatever `first` says)",
+                self.max, self.max_page_size
+            )));
+        }
+        Ok(())
+    }
+
+    /// The cost of a selection on `ty`, stopping once over the limit.
+    fn cost<'a>(
+        &self,
+        ty: &str,
+        set: &'a SelectionSet,
+        fragments: &'a HashMap<Name, Positioned<FragmentDefinition>>,
+        path: &mut Vec<&'a Name>,
+    ) -> usize {
+        let mut total: usize = 0;
+        for item in &set.items {
+            if total > self.max {
+                break;
+            }
+            let cost = match &item.node {
+                Selection::Field(field) => {
+                    let field = &field.node;
+                    let key = (ty.to_owned(), field.name.node.to_string());
+                    match self.fields.get(&key) {
+                        Some(of) => {
+                            let below = self.cost(of, &field.selection_set.node, fragments, path);
+                            match of.ends_with("Connection") {
+                                true => self.max_page_size.saturating_mul(below).saturating_add(1),
+                                false => below.saturating_add(1),
+                            }
+                        }
+                        None => 1,
+                    }
+                }
+                Selection::InlineFragment(fragment) => {
+                    let on = fragment
+                        .node
+                        .type_condition
+                        .as_ref()
+                        .map_or(ty, |c| c.node.on.node.as_str());
+                    self.cost(on, &fragment.node.selection_set.node, fragments, path)
+                }
+                Selection::FragmentSpread(spread) => {
+                    let name = &spread.node.fragment_name.node;
+                    match fragments.get(name) {
+                        Some(fragment) if !path.contains(&name) => {
+                            path.push(name);
+                            let on = fragment.node.type_condition.node.on.node.as_str();
+                            let cost =
+                                self.cost(on, &fragment.node.selection_set.node, fragments, path);
+                            path.pop();
+                            cost
+                        }
+                        _ => 0,
+                    }
+                }
+            };
+            total = total.saturating_add(cost);
+        }
+        total
+    }
+}
+
 /// Counts the lexical tokens of a GraphQL document (punctuators, names, numbers, strings;
 /// white space, commas and comments are not tokens), stopping once past `limit`.
 pub fn count_tokens(source: &str, limit: usize) -> usize {
@@ -450,5 +597,27 @@ mod tests {
         assert_eq!(count_tokens("{ ...F } fragment F on T { a }", 100), 11);
         assert_eq!(count_tokens("{ a(s: \"\"\"multi\nline \"\"\") }", 100), 8);
         assert_eq!(count_tokens(&"{ a }".repeat(1000), 10), 11);
+    }
+
+    #[test]
+    fn subscriptions_cost_connections_at_their_largest_page() {
+        let sdl = crate::graphql::sdl();
+        let rule = SubscriptionCost::new(&sdl, 50, 100);
+        let check = |query: &str| {
+            let document = async_graphql::parser::parse_query(query).unwrap();
+            rule.check(&document, None).map_err(|e| e.message)
+        };
+        assert!(check("subscription { commentPosted(discussionId: \"x\") { slug text author { name } parent { slug parent { slug } } } }").is_ok());
+        for costly in [
+            "subscription { commentPosted(discussionId: \"x\") { parent { subDiscussion(first: 0) { totalCount } } } }",
+            "subscription { commentPosted(discussionId: \"x\") { ... on Comment { replies(first: 1) { nodes { slug } } } } }",
+            "subscription { commentChanged(discussionId: \"x\") { ...F } } fragment F on Comment { subDiscussion { pageInfo { hasNextPage } } }",
+        ] {
+            let refused = check(costly).unwrap_err();
+            assert!(refused.contains("at most 50"), "{refused}");
+        }
+        // Queries and mutations are left to the general limit; a fragment cycle ends the walk.
+        assert!(check("{ discussion(id: \"x\") { comments { totalCount } } }").is_ok());
+        assert!(check("subscription { commentPosted(discussionId: \"x\") { ...A } } fragment A on Comment { ...A slug }").is_ok());
     }
 }

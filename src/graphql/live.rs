@@ -100,15 +100,6 @@ impl Live {
             .subscribe())
     }
 
-    /// Subscribers following a discussion now.
-    pub fn subscribers(&self) -> usize {
-        self.shared
-            .lock_channels()
-            .values()
-            .map(broadcast::Sender::receiver_count)
-            .sum()
-    }
-
     /// Times this process opened its change stream.
     pub fn streams_opened(&self) -> u64 {
         self.shared.opened.load(Ordering::Relaxed)

@@ -10,6 +10,7 @@ pub mod loaders;
 mod mutation;
 mod persisted;
 mod query;
+pub mod shared;
 mod subscription;
 pub mod types;
 
@@ -62,6 +63,10 @@ pub struct Limits {
     pub max_ws_operations: usize,
     /// Operations per client address of callers that are not signed in.
     pub anonymous_rate: RateLimit,
+    /// Subscriptions held at once, per process and per client.
+    pub subscription_caps: shared::SubscriptionCaps,
+    /// Highest cost of a subscription's selection.
+    pub max_subscription_complexity: usize,
 }
 
 impl Limits {
@@ -153,6 +158,8 @@ pub struct Api {
     anonymous: Arc<Limiter<ClientKey>>,
     /// The client this handle serves (see [`Api::for_client`]); `None` in process.
     client: Option<ClientKey>,
+    subscriptions: Arc<shared::Subscriptions>,
+    subscription_cost: Arc<limits::SubscriptionCost>,
 }
 
 impl Api {
@@ -170,11 +177,18 @@ impl Api {
         }
         let schema = builder.finish();
         let shape = Arc::new(cost::Shape::from_sdl(&schema.sdl()));
+        let subscription_cost = limits::SubscriptionCost::new(
+            &schema.sdl(),
+            limits.max_subscription_complexity,
+            limits.max_page_size,
+        );
         Self {
             schema,
             storage,
             keys,
             live,
+            subscriptions: shared::Subscriptions::new(limits.subscription_caps),
+            subscription_cost: Arc::new(subscription_cost),
             document: limits.document,
             shape,
             persisted: (limits.apq_cache > 0).then(|| {
@@ -251,6 +265,12 @@ impl Api {
             .document
             .check(&mut request, read_only, &self.shape)
             .map_err(refuse)?;
+        let operation = request.operation_name.clone();
+        if let Ok(document) = request.parsed_query() {
+            self.subscription_cost
+                .check(document, operation.as_deref())
+                .map_err(refuse)?;
+        }
         if !recalled {
             self.parsed.keep(&mut request).await;
         }
@@ -260,23 +280,30 @@ impl Api {
         Ok((request, checked))
     }
 
-    /// Live subscribers now, and how often this process opened its change stream.
-    pub fn live_counts(&self) -> (usize, u64) {
-        (self.live.subscribers(), self.live.streams_opened())
+    /// Live updates now: subscriptions in place, the runs that serve them (identical
+    /// subscriptions share one), and how often this process opened its change stream.
+    pub fn live_counts(&self) -> LiveCounts {
+        let (subscribers, runs) = self.subscriptions.counts();
+        LiveCounts {
+            subscribers,
+            runs,
+            streams_opened: self.live.streams_opened(),
+        }
     }
 
     /// What a streaming connection (WebSocket or Server-Sent Events) runs its operations with:
     /// the caller's identity from a bearer `authorization` (an `Authorization` header, or the
     /// `connection_init` payload of a WebSocket).
-    pub fn connection(&self, authorization: Option<&str>) -> Connection {
-        let auth = self.keys.authenticate(authorization);
+    pub fn connection(&self, authorization: Option<&str>, client: Option<ClientKey>) -> Connection {
+        let (auth, until) = self.keys.authenticate_until(authorization);
         let max = self
             .schema
             .data::<Limits>()
             .map_or(usize::MAX, |l| l.max_ws_operations);
         Connection {
             auth,
-            client: self.client.clone(),
+            client,
+            until,
             running: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             max,
         }
@@ -291,43 +318,83 @@ impl Api {
         connection: &Connection,
     ) -> futures::stream::BoxStream<'static, async_graphql::Response> {
         use futures::StreamExt;
-        let refuse = |error: DomainError| {
-            futures::stream::once(futures::future::ready(error::response(error))).boxed()
-        };
-        if let Err(limited) = self.count_anonymous(&connection.auth, connection.client.as_ref()) {
-            return refuse(limited);
+        if connection.expired() {
+            return refusal(expired()).boxed();
+        }
+        // A connection that is not signed in spends its client's allowance on each operation
+        // (an SSE request counted its one operation already: its API has no client).
+        if let Err(limited) = self.count_anonymous(&connection.auth, self.client.as_ref()) {
+            return refusal(limited).boxed();
         }
         let Some(slot) = connection.take_slot() else {
-            return refuse(DomainError::RateLimited {
+            return refusal(DomainError::RateLimited {
                 message: format!(
                     "at most {} operations may run at once on one connection",
                     connection.max
                 ),
                 retry_after_secs: 1,
-            });
-        };
-        let (api, auth) = (self.clone(), connection.auth.clone());
-        futures::stream::once(async move { api.admit(request).await.map(|ok| (api, ok)) })
-            .flat_map(move |admitted| {
-                let (api, (request, checked)) = match admitted {
-                    Ok(admitted) => admitted,
-                    Err(refused) => return futures::stream::once(async { refused }).boxed(),
-                };
-                let batches = batch::Batches::new();
-                let request = request
-                    .data(auth.clone())
-                    .data(RequestReads::new(api.storage.clone(), batches.clone()));
-                let responses = api.schema.execute_stream(request);
-                batch::drive_stream(responses, batches)
-                    .map(move |mut response| {
-                        checked.code_engine_errors(&mut response);
-                        error::ensure_codes(&mut response);
-                        response
-                    })
-                    .boxed()
             })
-            .map(move |response| {
-                let _running = &slot;
+            .boxed();
+        };
+        let (api, connection) = (self.clone(), connection.clone());
+        let until = connection.until;
+        let document = document_identity(&request);
+        let responses = futures::stream::once(async move {
+            api.admit(request)
+                .await
+                .map(|ok| (api, connection, document, ok))
+        })
+        .flat_map(move |admitted| {
+            let (api, connection, document, (mut request, checked)) = match admitted {
+                Ok(admitted) => admitted,
+                Err(refused) => return futures::stream::once(async { refused }).boxed(),
+            };
+            if !is_subscription(&mut request) {
+                return api.run_stream(request, checked, connection.auth, None);
+            }
+            let client = shared::ClientKey::of(&connection.auth, connection.client);
+            let permit = match api.subscriptions.permit(client) {
+                Ok(permit) => permit,
+                Err(refused) => return refusal(refused).boxed(),
+            };
+            let key = api.subscriptions.key(document, &request, &connection.auth);
+            let auth = connection.auth;
+            let runner = api.clone();
+            api.subscriptions.join(key, permit, move |ready| {
+                runner.run_stream(request, checked, auth, Some(ready))
+            })
+        })
+        .map(move |response| {
+            let _running = &slot;
+            response
+        });
+        match until {
+            Some(until) => until_expiry(responses, until).boxed(),
+            None => responses.boxed(),
+        }
+    }
+
+    /// Runs an admitted request as a stream of responses, as `auth`.
+    fn run_stream(
+        &self,
+        request: async_graphql::Request,
+        checked: limits::Checked,
+        auth: AuthState,
+        ready: Option<shared::Ready>,
+    ) -> futures::stream::BoxStream<'static, async_graphql::Response> {
+        use futures::StreamExt;
+        let batches = batch::Batches::new();
+        let mut request = request
+            .data(auth)
+            .data(RequestReads::new(self.storage.clone(), batches.clone()));
+        if let Some(ready) = ready {
+            request = request.data(ready);
+        }
+        let responses = self.schema.execute_stream(request);
+        batch::drive_stream(responses, batches)
+            .map(move |mut response| {
+                checked.code_engine_errors(&mut response);
+                error::ensure_codes(&mut response);
                 response
             })
             .boxed()
@@ -455,8 +522,11 @@ impl Api {
 #[derive(Clone)]
 pub struct Connection {
     auth: AuthState,
-    /// The client its operations count against while it is not signed in.
+    /// The client (the peer's address, or the configured proxy header's) its subscriptions
+    /// count against when it is not signed in.
     client: Option<ClientKey>,
+    /// Until when its token is accepted (seconds since the epoch; `None` without a token).
+    until: Option<u64>,
     running: Arc<std::sync::atomic::AtomicUsize>,
     max: usize,
 }
@@ -481,6 +551,114 @@ impl Connection {
             .is_ok();
         taken.then(|| Slot(self.running.clone()))
     }
+}
+
+impl Connection {
+    /// Whether its token has expired (a connection without a token never does).
+    pub fn expired(&self) -> bool {
+        self.until.is_some_and(|until| now_secs() > until)
+    }
+
+    /// How long until its token expires (`None` without a token).
+    pub fn expires_in(&self) -> Option<std::time::Duration> {
+        self.until.map(time_left)
+    }
+}
+
+/// Live updates now, as `/metrics` shows them.
+#[derive(Debug, Clone, Copy)]
+pub struct LiveCounts {
+    /// Subscriptions in place (following the change feed).
+    pub subscribers: usize,
+    /// Runs that serve them: identical subscriptions share one.
+    pub runs: usize,
+    /// Times this process opened its change stream.
+    pub streams_opened: u64,
+}
+
+/// The time left until a token accepted until `until` (seconds since the epoch) is refused.
+fn time_left(until: u64) -> std::time::Duration {
+    let refused = std::time::Duration::from_secs(until.saturating_add(1));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    refused.saturating_sub(now)
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The error of an operation on a connection whose token expired.
+fn expired() -> DomainError {
+    DomainError::Unauthenticated(
+        "the connection's token has expired: connect again with a new one".into(),
+    )
+}
+
+/// One response refusing an operation.
+fn refusal(why: DomainError) -> impl futures::Stream<Item = async_graphql::Response> {
+    let response = async_graphql::Response::from_errors(vec![
+        error::gql(why).into_server_error(Default::default())
+    ]);
+    futures::stream::once(futures::future::ready(response))
+}
+
+/// What names a request's document before it is admitted: the SHA-256 of its text, as a
+/// persisted query is named, or that hash alone for a persisted query sent without its text
+/// (`None` when it has neither).
+fn document_identity(request: &async_graphql::Request) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    if !request.query.is_empty() {
+        return Some(format!("{:x}", Sha256::digest(request.query.as_bytes())));
+    }
+    let async_graphql::Value::Object(persisted) = request.extensions.get("persistedQuery")? else {
+        return None;
+    };
+    match persisted.get("sha256Hash")? {
+        async_graphql::Value::String(hash) => Some(hash.to_ascii_lowercase()),
+        _ => None,
+    }
+}
+
+/// Whether a request (admitted, so parsed) runs a subscription.
+fn is_subscription(request: &mut async_graphql::Request) -> bool {
+    use async_graphql::parser::types::OperationType;
+    let operation = request.operation_name.clone();
+    let Ok(document) = request.parsed_query() else {
+        return false;
+    };
+    limits::chosen_operation(document, operation.as_deref())
+        .is_some_and(|op| op.ty == OperationType::Subscription)
+}
+
+/// The responses until the token accepted until `until` (seconds since the epoch) expires;
+/// then one UNAUTHENTICATED error, and the end.
+fn until_expiry(
+    responses: impl futures::Stream<Item = async_graphql::Response> + Send + 'static,
+    until: u64,
+) -> impl futures::Stream<Item = async_graphql::Response> + Send + 'static {
+    use futures::StreamExt;
+    let deadline = tokio::time::Instant::now() + time_left(until);
+    let state = Some((
+        responses.boxed(),
+        Box::pin(tokio::time::sleep_until(deadline)),
+    ));
+    futures::stream::unfold(state, |state| async move {
+        let (mut responses, mut sleep) = state?;
+        tokio::select! {
+            biased;
+            next = responses.next() => next.map(|r| (r, Some((responses, sleep)))),
+            () = &mut sleep => {
+                let response = async_graphql::Response::from_errors(vec![
+                    error::gql(expired()).into_server_error(Default::default())
+                ]);
+                Some((response, None))
+            }
+        }
+    })
 }
 
 /// One running operation of a connection.

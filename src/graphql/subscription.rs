@@ -9,6 +9,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use super::error::{gql, OrGql};
 use super::live::{Event, Live};
 use super::query::load_discussion;
+use super::shared::Ready;
 use super::types::CommentNode;
 use super::RequestReads;
 use crate::domain::DomainError;
@@ -52,6 +53,10 @@ async fn follow<'ctx>(
         .subscribe(&discussion.id)
         .await
         .gql()?;
+    // Subscribers that share this run count as in place from now on.
+    if let Some(ready) = ctx.data_opt::<Ready>() {
+        ready.mark();
+    }
     let reads = ctx.data_unchecked::<RequestReads>();
     Ok(events(receiver).filter_map(move |event| {
         let node = match event {

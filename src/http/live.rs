@@ -16,6 +16,7 @@ use futures::SinkExt;
 use serde_json::{json, Value};
 
 use crate::graphql::{Api, Connection};
+use crate::rate::ClientKey;
 
 /// The API as the WebSocket protocol runs it: each operation with its connection's identity.
 #[derive(Clone)]
@@ -36,7 +37,7 @@ impl Executor for Streaming {
             .and_then(|data| data.get(&std::any::TypeId::of::<Connection>()))
             .and_then(|any| any.downcast_ref::<Connection>())
             .cloned()
-            .unwrap_or_else(|| self.0.connection(None));
+            .unwrap_or_else(|| self.0.connection(None, None));
         self.0.execute_stream(request, &connection)
     }
 }
@@ -56,6 +57,7 @@ pub(super) async fn serve_websocket(
     protocol: GraphQLProtocol,
     legacy: bool,
     header: Option<String>,
+    client: Option<ClientKey>,
     idle: Duration,
 ) {
     let (mut sink, mut stream) = socket.split();
@@ -71,27 +73,20 @@ pub(super) async fn serve_websocket(
         .as_ref()
         .and_then(authorization_of)
         .or(header);
-    let connection = api.connection(authorization.as_deref());
+    let connection = api.connection(authorization.as_deref(), client);
     if let Some(why) = connection.rejected() {
-        if legacy {
-            let error = json!({
-                "type": "connection_error",
-                "payload": { "message": why, "extensions": { "code": "UNAUTHENTICATED" } },
-            });
-            let _ = sink.send(Message::Text(error.to_string().into())).await;
-            close(&mut sink, 1000, "").await;
-        } else {
-            close(&mut sink, 4403, "Forbidden").await;
-        }
+        refuse(&mut sink, legacy, why).await;
         return;
     }
+    let expires_in = connection.expires_in();
     let silent = Arc::new(AtomicBool::new(false));
     let messages = until_silent(
         futures::stream::once(async move { Ok(first) }).chain(stream),
         idle,
         silent.clone(),
     );
-    // The protocol writes through a channel, so that pings can be sent between its messages.
+    // The protocol writes through a channel, so that pings can be sent between its messages and
+    // the socket can still be closed when the token expires.
     let (outgoing, queued) = futures::channel::mpsc::channel::<Message>(16);
     let graphql = GraphQLWebSocket::new_with_pair(outgoing, messages, Streaming(api), protocol)
         .on_connection_init(move |_| async move {
@@ -100,7 +95,32 @@ pub(super) async fn serve_websocket(
             Ok(data)
         })
         .serve();
-    let ((), ()) = futures::join!(graphql, write_with_pings(sink, queued, idle / 2, &silent));
+    let expired = {
+        let run = async {
+            let ((), ()) = futures::join!(
+                graphql,
+                write_with_pings(&mut sink, queued, idle / 2, &silent)
+            );
+        };
+        match expires_in {
+            Some(left) => tokio::select! {
+                () = run => false,
+                () = tokio::time::sleep(left) => true,
+            },
+            None => {
+                run.await;
+                false
+            }
+        }
+    };
+    if expired {
+        refuse(
+            &mut sink,
+            legacy,
+            "the token has expired: connect again with a new one",
+        )
+        .await;
+    }
 }
 
 /// The client's messages until it has sent nothing (not even a pong) for `idle`; then `silent`
@@ -128,7 +148,7 @@ fn until_silent(
 /// Writes the protocol's messages, and a ping every `every`, until the protocol is done; a
 /// socket closed for its silence gets 1001.
 async fn write_with_pings(
-    mut sink: SplitSink<WebSocket, Message>,
+    sink: &mut SplitSink<WebSocket, Message>,
     mut queued: futures::channel::mpsc::Receiver<Message>,
     every: Duration,
     silent: &AtomicBool,
@@ -150,7 +170,22 @@ async fn write_with_pings(
     }
     if silent.load(Ordering::Relaxed) {
         tracing::debug!("closing a WebSocket that stayed silent");
-        close(&mut sink, 1001, "idle timeout").await;
+        close(sink, 1001, "idle timeout").await;
+    }
+}
+
+/// Refuses the connection's credentials as each protocol says: `connection_error` (then a
+/// normal close) in the legacy `graphql-ws`, 4403 in `graphql-transport-ws`.
+async fn refuse(sink: &mut SplitSink<WebSocket, Message>, legacy: bool, why: &str) {
+    if legacy {
+        let error = json!({
+            "type": "connection_error",
+            "payload": { "message": why, "extensions": { "code": "UNAUTHENTICATED" } },
+        });
+        let _ = sink.send(Message::Text(error.to_string().into())).await;
+        close(sink, 1000, "").await;
+    } else {
+        close(sink, 4403, "Forbidden").await;
     }
 }
 

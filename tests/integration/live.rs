@@ -18,14 +18,14 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use crate::support::{metric, token, unique_db, Running, Settings};
 
 /// Longest wait for one message.
-const WAIT: Duration = Duration::from_secs(20);
+pub(crate) const WAIT: Duration = Duration::from_secs(20);
 
-const POSTED: &str = "subscription($d: ID!) { commentPosted(discussionId: $d) { slug parentSlug text author { name } discussionId } }";
+pub(crate) const POSTED: &str = "subscription($d: ID!) { commentPosted(discussionId: $d) { slug parentSlug text author { name } discussionId } }";
 const CHANGED: &str = "subscription($d: ID!) { commentChanged(discussionId: $d) { slug text deleted editedAt author { name } } }";
 
 /// The two WebSocket subprotocols and their message names: (protocol, subscribe, next).
 #[derive(Clone, Copy, Debug)]
-enum Protocol {
+pub(crate) enum Protocol {
     TransportWs,
     LegacyGraphqlWs,
 }
@@ -40,7 +40,7 @@ impl Protocol {
 }
 
 /// A GraphQL WebSocket client speaking one protocol.
-struct Ws {
+pub(crate) struct Ws {
     socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
     protocol: Protocol,
 }
@@ -48,7 +48,11 @@ struct Ws {
 impl Ws {
     /// Opens a socket and sends `connection_init` with `payload`; returns the socket and the
     /// server's answer (`connection_ack`, an error, or a close).
-    async fn open(server: &Running, protocol: Protocol, payload: Value) -> (Ws, Message) {
+    pub(crate) async fn open(
+        server: &Running,
+        protocol: Protocol,
+        payload: Value,
+    ) -> (Ws, Message) {
         let url = format!("ws://{}/graphql", server.addr);
         let mut request = url.into_client_request().unwrap();
         request.headers_mut().insert(
@@ -69,14 +73,14 @@ impl Ws {
     }
 
     /// Opens a socket and expects `connection_ack`.
-    async fn connect(server: &Running, protocol: Protocol, payload: Value) -> Ws {
+    pub(crate) async fn connect(server: &Running, protocol: Protocol, payload: Value) -> Ws {
         let (ws, answer) = Ws::open(server, protocol, payload).await;
         let answer = text_json(&answer);
         assert_eq!(answer["type"], "connection_ack", "{answer}");
         ws
     }
 
-    async fn send(&mut self, message: Value) {
+    pub(crate) async fn send(&mut self, message: Value) {
         self.socket
             .send(Message::text(message.to_string()))
             .await
@@ -84,7 +88,7 @@ impl Ws {
     }
 
     /// The next message that is not a keep-alive.
-    async fn raw(&mut self) -> Message {
+    pub(crate) async fn raw(&mut self) -> Message {
         loop {
             let message = tokio::time::timeout(WAIT, self.socket.next())
                 .await
@@ -99,8 +103,13 @@ impl Ws {
         }
     }
 
+    /// The next frame from the server (`None` once the socket is gone).
+    pub(crate) async fn socket_next(&mut self) -> Option<Message> {
+        self.socket.next().await.and_then(Result::ok)
+    }
+
     /// Starts an operation.
-    async fn start(&mut self, id: &str, query: &str, variables: Value) {
+    pub(crate) async fn start(&mut self, id: &str, query: &str, variables: Value) {
         let kind = match self.protocol {
             Protocol::TransportWs => "subscribe",
             Protocol::LegacyGraphqlWs => "start",
@@ -111,13 +120,13 @@ impl Ws {
     }
 
     /// The next message, as JSON.
-    async fn message(&mut self) -> Value {
+    pub(crate) async fn message(&mut self) -> Value {
         text_json(&self.raw().await)
     }
 
     /// The next result of an operation: `(id, payload)` of a `next` (`data` in the legacy
     /// protocol) message; fails on anything else.
-    async fn next(&mut self) -> (String, Value) {
+    pub(crate) async fn next(&mut self) -> (String, Value) {
         let message = self.message().await;
         let expected = match self.protocol {
             Protocol::TransportWs => "next",
@@ -131,7 +140,7 @@ impl Ws {
     }
 }
 
-fn text_json(message: &Message) -> Value {
+pub(crate) fn text_json(message: &Message) -> Value {
     match message {
         Message::Text(text) => serde_json::from_str(text).unwrap(),
         other => panic!("expected a text message, got {other:?}"),
@@ -140,7 +149,7 @@ fn text_json(message: &Message) -> Value {
 
 /// Waits until the server has `count` live subscriptions in place: from then on, every change
 /// reaches them.
-async fn await_subscribers(server: &Running, count: u64) {
+pub(crate) async fn await_subscribers(server: &Running, count: u64) {
     let deadline = tokio::time::Instant::now() + WAIT;
     while metric(server, "threadql_live_subscribers").await != count {
         assert!(
@@ -379,7 +388,10 @@ async fn a_connection_runs_a_bounded_number_of_operations() {
 }
 
 /// Reads Server-Sent Events from a response until `count` events have arrived.
-async fn sse_events(response: &mut reqwest::Response, count: usize) -> Vec<(String, String)> {
+pub(crate) async fn sse_events(
+    response: &mut reqwest::Response,
+    count: usize,
+) -> Vec<(String, String)> {
     let mut buffer = String::new();
     let mut events = Vec::new();
     while events.len() < count {

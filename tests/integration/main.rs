@@ -25,6 +25,7 @@ mod persisted;
 mod properties;
 mod sequence;
 mod sharding;
+mod subscriptions;
 mod subtrees;
 mod support;
 mod text_rules;
