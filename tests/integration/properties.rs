@@ -20,7 +20,7 @@ use base64::Engine as _;
 use proptest::prelude::*;
 use proptest::test_runner::{contextualize_config, Config as ProptestConfig, TestRunner};
 use serde_json::{json, Value};
-use threadql::domain::Layout;
+use threadql::domain::{text, Layout};
 use tokio::runtime::Runtime;
 
 use crate::support::TestApp;
@@ -96,18 +96,26 @@ impl Tally {
 
 // ----- texts -----
 
-/// What a posted text must read back as, by the documented rules: CRLF becomes LF and trailing
-/// white space is dropped; blank text, text over `max` characters and control characters other
-/// than newline and tab are refused (`None`).
+/// What a posted text must read back as, by the documented rules: CRLF becomes LF, trailing
+/// white space is dropped and open bidirectional controls are closed; blank text (white space
+/// and invisible characters only), text over `max` characters and control characters other than
+/// newline and tab are refused (`None`).
 fn stored_text(raw: &str, max: usize) -> Option<String> {
     let normalized = raw.replace("\r\n", "\n");
     let text = normalized.trim_end();
-    let refused = text.trim().is_empty()
+    // Blank: nothing but white space and characters that show nothing by themselves (the
+    // domain's table of them is checked by its own unit tests).
+    let refused = text.chars().all(text::is_invisible)
         || text.chars().count() > max
         || text
             .chars()
             .any(|c| c.is_control() && c != '\n' && c != '\t');
-    (!refused).then(|| text.to_owned())
+    (!refused).then(|| {
+        // Bidirectional controls the text leaves open are closed at its end.
+        let mut stored = text.to_owned();
+        text::close_bidi(&mut stored);
+        stored
+    })
 }
 
 /// Pieces that sit on the edges of the text rules.
