@@ -540,6 +540,9 @@ async fn persisted_subscriptions_share_only_the_same_document() {
         ws.send(json!({ "id": id, "type": "subscribe", "payload": payload }))
             .await;
     }
+    // The operations of one socket are admitted concurrently: the texts must be kept before
+    // the same documents come by hash alone.
+    await_subscribers(&server, 2).await;
     for (id, query) in [("a2", slugs), ("b2", texts)] {
         let payload = json!({ "variables": { "d": d }, "extensions": persisted(query) });
         ws.send(json!({ "id": id, "type": "subscribe", "payload": payload }))
