@@ -35,11 +35,7 @@ fn config(label: &str, anonymous: &str) -> Config {
 
 /// A client that opens a connection per request.
 fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .pool_max_idle_per_host(0)
-        .build()
-        .expect("http client")
+    crate::support::one_shot_client()
 }
 
 /// Posts `body` (one operation or a batch) with an `X-Forwarded-For` line per item of `from`

@@ -64,18 +64,7 @@ async fn free_addr() -> SocketAddr {
 
 /// A gauge or counter read from `/metrics` at `addr`.
 async fn metric_at(addr: SocketAddr, name: &str) -> u64 {
-    let body = reqwest::get(format!("http://{addr}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    body.lines()
-        .find_map(|line| line.strip_prefix(&format!("{name} ")))
-        .unwrap_or_else(|| panic!("/metrics has no {name}:\n{body}"))
-        .trim()
-        .parse()
-        .unwrap()
+    crate::support::metric_from(&format!("http://{addr}/metrics"), name).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,8 +10,6 @@ mod rate_limits;
 mod requests;
 mod transport;
 
-use std::time::Duration;
-
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use jsonwebtoken::Algorithm;
@@ -47,14 +45,9 @@ fn config(label: &str) -> Config {
     config
 }
 
-/// A client that opens a connection per request: the server rightly closes a connection whose
-/// request it refused before reading the body (413), and a pooled client could race that close.
+/// A client that opens a connection per request.
 fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .pool_max_idle_per_host(0)
-        .build()
-        .expect("http client")
+    crate::support::one_shot_client()
 }
 
 async fn assert_healthy(client: &reqwest::Client, server: &Running, after: &str) {

@@ -16,7 +16,9 @@ pub(crate) use commands::{cost, db_commands, diff, finds, sent};
 pub(crate) use database::{server_uri, unique_db};
 pub(crate) use feed::{open_feed, posts_reported};
 pub(crate) use posting::{load_discussion, post_in};
-pub(crate) use server::{graphql_data, metric, post_graphql, server_config, Running};
+pub(crate) use server::{
+    graphql_data, metric, metric_from, one_shot_client, post_graphql, server_config, Running,
+};
 pub(crate) use tokens::{
     ec_token, fixture, now, rsa_key, rsa_token, sign, sign_key, sign_with, token, unsigned, Claims,
     SECRET,

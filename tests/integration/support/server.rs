@@ -118,16 +118,27 @@ pub(crate) async fn graphql_data(
 
 /// A gauge or counter from the server's /metrics.
 pub(crate) async fn metric(server: &Running, name: &str) -> u64 {
-    let body = reqwest::get(server.url("/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    metric_from(&server.url("/metrics"), name).await
+}
+
+/// A gauge or counter from the /metrics at `url`.
+pub(crate) async fn metric_from(url: &str, name: &str) -> u64 {
+    let body = reqwest::get(url).await.unwrap().text().await.unwrap();
     body.lines()
         .find_map(|line| line.strip_prefix(&format!("{name} ")))
         .unwrap_or_else(|| panic!("/metrics has no {name}:\n{body}"))
         .trim()
         .parse()
         .unwrap()
+}
+
+/// A client that opens a connection per request: the server rightly closes a connection whose
+/// request it refused before reading the body (413, 429), and a pooled client could race that
+/// close.
+pub(crate) fn one_shot_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(60))
+        .pool_max_idle_per_host(0)
+        .build()
+        .expect("http client")
 }
