@@ -78,8 +78,8 @@ fn connection_cap(config: &Config) -> usize {
 
 /// The JWT keys from config: exactly one of the HS256 secret (`THREADQL_JWT_SECRET`), a PEM public
 /// key (`THREADQL_JWT_PUBLIC_KEY`, RS256 or ES256) or a JWKS file (`THREADQL_JWT_JWKS`), checked
-/// with the configured issuer, audience and leeway. With none of them, the development secret,
-/// with a loud warning; with several, an error.
+/// with the configured issuer, audience and leeway. With none of them, the development secret
+/// (the server warns loudly when it runs with it); with several, an error.
 pub fn jwt_keys(config: &Config) -> anyhow::Result<JwtKeys> {
     let rules = TokenRules {
         issuer: config.jwt_issuer.clone(),
@@ -103,10 +103,7 @@ pub fn jwt_keys(config: &Config) -> anyhow::Result<JwtKeys> {
             JwtKeys::from_jwks(&json, rules)
                 .with_context(|| format!("THREADQL_JWT_JWKS {}", path.display()))?
         }
-        (None, None, None) => {
-            tracing::warn!("none of THREADQL_JWT_SECRET, THREADQL_JWT_PUBLIC_KEY, THREADQL_JWT_JWKS is set: using the built-in DEVELOPMENT secret; anyone can mint tokens. Never run like this in production.");
-            JwtKeys::hs256(DEV_SECRET, rules)?
-        }
+        (None, None, None) => JwtKeys::hs256(DEV_SECRET, rules)?,
         (secret, public_key, jwks) => {
             let set: Vec<&str> = [
                 (secret.is_some(), "THREADQL_JWT_SECRET"),
@@ -122,11 +119,18 @@ pub fn jwt_keys(config: &Config) -> anyhow::Result<JwtKeys> {
             );
         }
     };
+    Ok(keys)
+}
+
+/// The server's start-up lines about how it verifies bearer tokens.
+fn log_jwt_keys(config: &Config, keys: &JwtKeys) {
+    if config.jwt_secret.is_none() && config.jwt_public_key.is_none() && config.jwt_jwks.is_none() {
+        tracing::warn!("none of THREADQL_JWT_SECRET, THREADQL_JWT_PUBLIC_KEY, THREADQL_JWT_JWKS is set: using the built-in DEVELOPMENT secret; anyone can mint tokens. Never run like this in production.");
+    }
     if !keys.can_mint() && config.jwt_audience.is_none() {
         tracing::warn!("THREADQL_JWT_AUDIENCE is not set: tokens the identity provider issued for any audience are accepted");
     }
     tracing::info!(keys = %keys.describe(), "bearer tokens are verified");
-    Ok(keys)
 }
 
 impl From<&Config> for Limits {
@@ -204,12 +208,9 @@ impl App {
         events: Option<EventHandler<CommandEvent>>,
     ) -> anyhow::Result<App> {
         let (store, embedded) = connect_observed(config, events).await?;
-        let api = Api::new(
-            store.clone(),
-            jwt_keys(config)?,
-            config.into(),
-            config.rate_limit,
-        );
+        let keys = jwt_keys(config)?;
+        log_jwt_keys(config, &keys);
+        let api = Api::new(store.clone(), keys, config.into(), config.rate_limit);
         let connections = Connections::new(connection_cap(config));
         let router = crate::http::router(api.clone(), config.into(), connections.clone());
         let listener = TcpListener::bind(config.listen)
@@ -290,24 +291,27 @@ impl App {
     }
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
+/// Resolves on Ctrl-C or SIGTERM. The signals are caught from the call on, so a signal sent once
+/// the server says it is listening stops it cleanly.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let interrupt = signal(SignalKind::interrupt());
+    let term = signal(SignalKind::terminate());
+    async move {
+        let wait = |caught: std::io::Result<tokio::signal::unix::Signal>| async move {
+            match caught {
+                Ok(mut signal) => {
+                    signal.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        tokio::select! {
+            () = wait(interrupt) => {},
+            () = wait(term) => {},
         }
-    };
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
+        tracing::info!("shutting down: finishing in-flight requests");
     }
-    tracing::info!("shutting down: finishing in-flight requests");
 }
 
 /// Connects to the configured database, starting the embedded development database when no URI

@@ -24,6 +24,19 @@ pub struct Cli {
     pub config: Config,
 }
 
+impl Cli {
+    /// The tracing filter of this run: `THREADQL_LOG` when set, else `info` for `serve` (its
+    /// start-up lines say how it runs) and `warn` for the other subcommands, which print only
+    /// what they exist for.
+    pub fn log_filter(&self) -> &str {
+        match (&self.config.log, &self.command) {
+            (Some(filter), _) => filter,
+            (None, None | Some(Command::Serve)) => "info",
+            (None, Some(_)) => "warn",
+        }
+    }
+}
+
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -93,6 +106,16 @@ impl From<LayoutArg> for Layout {
             LayoutArg::Bucketed => Layout::Bucketed,
         }
     }
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// Every setting, read once at start and passed down.
@@ -169,9 +192,20 @@ pub struct Config {
         global = true
     )]
     pub jwt_secret: Option<String>,
-    /// Tracing filter, e.g. `info` or `threadql=debug,tower_http=debug`.
-    #[arg(long, env = "THREADQL_LOG", default_value = "info", global = true)]
-    pub log: String,
+    /// Tracing filter, e.g. `info` or `threadql=debug,tower_http=debug`; unset = `info` for
+    /// `serve`, `warn` for the other subcommands.
+    #[arg(long, env = "THREADQL_LOG", global = true)]
+    pub log: Option<String>,
+    /// How log lines are written to standard error: `text` for people, `json` for one JSON
+    /// object per line (with the current span and its fields).
+    #[arg(
+        long,
+        env = "THREADQL_LOG_FORMAT",
+        value_enum,
+        default_value = "text",
+        global = true
+    )]
+    pub log_format: LogFormat,
     /// Deepest comment nesting: a reply deeper than this attaches to the deepest allowed ancestor.
     #[arg(long, env = "THREADQL_MAX_DEPTH", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=40), global = true)]
     pub max_depth: u32,
@@ -477,6 +511,7 @@ impl fmt::Debug for Config {
             .field("move_chunk", &self.move_chunk)
             .field("jwt_secret", &self.jwt_secret.as_ref().map(|_| "<set>"))
             .field("log", &self.log)
+            .field("log_format", &self.log_format)
             .field("max_depth", &self.max_depth)
             .field("max_text_chars", &self.max_text_chars)
             .field("max_page_size", &self.max_page_size)
@@ -567,6 +602,40 @@ mod tests {
             assert!(parse(flag, "0").is_err(), "{flag}");
             assert!(parse(flag, "-1").is_err(), "{flag}");
             assert!(parse(flag, "7").is_ok(), "{flag}");
+        }
+    }
+
+    #[test]
+    fn logs_are_text_unless_json_is_asked_for_and_subcommands_log_warnings_only() {
+        let cli = |args: &[&str]| Cli::try_parse_from(args.iter().copied());
+        let parsed = cli(&["threadql", "--log-format", "json"]);
+        assert_eq!(
+            parsed.map(|c| c.config.log_format).ok(),
+            Some(LogFormat::Json)
+        );
+        assert!(cli(&["threadql", "--log-format", "xml"]).is_err());
+        let filter = |args: &[&str]| cli(args).map(|c| c.log_filter().to_owned()).ok();
+        assert_eq!(
+            filter(&["threadql", "--log", "info"]).as_deref(),
+            Some("info")
+        );
+        assert_eq!(
+            filter(&["threadql", "--log", "debug", "print-schema"]).as_deref(),
+            Some("debug")
+        );
+        if std::env::var_os("THREADQL_LOG").is_none() {
+            assert_eq!(filter(&["threadql"]).as_deref(), Some("info"));
+            assert_eq!(filter(&["threadql", "serve"]).as_deref(), Some("info"));
+            assert_eq!(
+                filter(&["threadql", "print-schema"]).as_deref(),
+                Some("warn")
+            );
+        }
+        if std::env::var_os("THREADQL_LOG_FORMAT").is_none() {
+            assert_eq!(
+                cli(&["threadql"]).map(|c| c.config.log_format).ok(),
+                Some(LogFormat::Text)
+            );
         }
     }
 

@@ -18,6 +18,7 @@ mod http;
 mod identity;
 mod lifecycle;
 mod live;
+mod logs;
 mod migrate;
 mod model;
 mod node;
