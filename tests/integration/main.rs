@@ -21,6 +21,7 @@ mod live;
 mod migrate;
 mod model;
 mod node;
+mod orphans;
 mod persisted;
 mod properties;
 mod sequence;
