@@ -1,5 +1,7 @@
 //! The embedded development database: runs `secantusd-rs` as a child process.
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -24,6 +26,10 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 const STOP_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long to wait before starting a dead server again (doubling up to 10 s while it fails).
 const RESTART_DELAY: Duration = Duration::from_millis(200);
+/// How long a leftover server from an earlier run may take to stop before it is killed.
+const LEFTOVER_STOP_TIMEOUT: Duration = Duration::from_secs(10);
+/// The file in the data directory that names the running server and the threadql that owns it.
+pub const PID_FILE: &str = "threadql-secantusd.pid";
 
 /// Why the embedded database could not start.
 #[derive(Debug, Error)]
@@ -90,6 +96,11 @@ impl EmbeddedDb {
         std::fs::create_dir_all(data_dir).map_err(|e| {
             EmbeddedDbError::Start(format!("cannot create {}: {e}", data_dir.display()))
         })?;
+        // An absolute path on the command line lets a later start recognise a leftover server.
+        let data_dir = &std::fs::canonicalize(data_dir).map_err(|e| {
+            EmbeddedDbError::Start(format!("cannot resolve {}: {e}", data_dir.display()))
+        })?;
+        stop_leftover(data_dir).await?;
         let (child, port) = spawn_child(binary, data_dir, port).await?;
         let pid = Arc::new(AtomicU32::new(child.id().unwrap_or(0)));
         let (stop, stopped) = oneshot::channel();
@@ -170,6 +181,12 @@ async fn spawn_child(
         .process_group(0)
         .spawn()
         .map_err(|e| EmbeddedDbError::Start(format!("cannot run {}: {e}", binary.display())))?;
+    if let Some(id) = child.id() {
+        let record = format!("{id} {}\n", std::process::id());
+        if let Err(err) = std::fs::write(data_dir.join(PID_FILE), record) {
+            tracing::warn!(%err, "cannot write the embedded database's pid file");
+        }
+    }
     let stdout = child
         .stdout
         .take()
@@ -234,10 +251,73 @@ async fn supervise(
                     tracing::warn!("the embedded database did not stop in time; killing it");
                     let _ = child.kill().await;
                 }
+                let _ = std::fs::remove_file(data_dir.join(PID_FILE));
                 return;
             }
         }
     }
+}
+
+/// Stops a server left running on `data_dir` by an earlier threadql that was killed without a
+/// chance to stop it (`kill -9`): the pid file names it, and it is stopped only while its command
+/// line is still `secantusd-rs` on this data directory. A server whose threadql still runs is
+/// left alone, and the start is refused.
+async fn stop_leftover(data_dir: &Path) -> Result<(), EmbeddedDbError> {
+    let Ok(record) = std::fs::read_to_string(data_dir.join(PID_FILE)) else {
+        return Ok(());
+    };
+    let mut ids = record.split_whitespace().map(str::parse::<i32>);
+    let (Some(Ok(id)), owner) = (ids.next(), ids.next().and_then(Result::ok)) else {
+        return Ok(());
+    };
+    if !serves(id, data_dir) {
+        return Ok(());
+    }
+    // While its threadql lives, the server is still that process's child.
+    if let Some(owner) = owner.filter(|&owner| parent_of(id) == Some(owner)) {
+        return Err(EmbeddedDbError::Start(format!(
+            "{} is in use by another threadql (pid {owner})",
+            data_dir.display()
+        )));
+    }
+    tracing::warn!(
+        pid = id,
+        "stopping the embedded database left running by an earlier threadql"
+    );
+    let _ = kill(Pid::from_raw(id), Signal::SIGTERM);
+    let deadline = tokio::time::Instant::now() + LEFTOVER_STOP_TIMEOUT;
+    while serves(id, data_dir) {
+        if tokio::time::Instant::now() >= deadline {
+            let _ = kill(Pid::from_raw(id), Signal::SIGKILL);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = std::fs::remove_file(data_dir.join(PID_FILE));
+    Ok(())
+}
+
+/// Whether process `id` is a live `secantusd-rs` with `--storage-path data_dir`.
+fn serves(id: i32, data_dir: &Path) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{id}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+    let is_binary = args
+        .first()
+        .and_then(|program| Path::new(std::str::from_utf8(program).ok()?).file_name())
+        .is_some_and(|name| name == BINARY);
+    let on_dir = args.windows(2).any(|pair| {
+        pair[0] == b"--storage-path" && Path::new(OsStr::from_bytes(pair[1])) == data_dir
+    });
+    is_binary && on_dir
+}
+
+/// The parent process id of process `id`, from `/proc/ID/stat`.
+fn parent_of(id: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{id}/stat")).ok()?;
+    // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
+    let after_comm = &stat[stat.rfind(')')? + 1..];
+    after_comm.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Reads the port out of `secantusd-rs listening on 127.0.0.1:PORT`.

@@ -22,6 +22,7 @@ mod logs;
 mod migrate;
 mod model;
 mod node;
+mod orphans;
 mod persisted;
 mod properties;
 mod sequence;
