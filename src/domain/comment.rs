@@ -128,6 +128,12 @@ impl LayoutHints {
     pub fn get<T: Any>(&self) -> Option<&T> {
         self.0.as_deref()?.as_any().downcast_ref()
     }
+
+    /// The hints when they are a `T`, else `none` (a discussion from before its layout kept
+    /// them, or in another layout).
+    pub fn get_or<'a, T: Any>(&'a self, none: &'a T) -> &'a T {
+        self.get().unwrap_or(none)
+    }
 }
 
 impl PartialEq for LayoutHints {

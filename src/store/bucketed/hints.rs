@@ -50,7 +50,7 @@ pub(super) static NONE: Hints = Hints {
 impl Hints {
     /// The hints of a bucketed discussion.
     pub fn of(discussion: &Discussion) -> &Hints {
-        discussion.hints.get::<Hints>().unwrap_or(&NONE)
+        discussion.hints.get_or(&NONE)
     }
 }
 

@@ -41,7 +41,7 @@ pub(super) static NONE: Hints = Hints {
 impl Hints {
     /// The hints of a per-comment discussion.
     pub fn of(discussion: &Discussion) -> &Hints {
-        discussion.hints.get::<Hints>().unwrap_or(&NONE)
+        discussion.hints.get_or(&NONE)
     }
 }
 
