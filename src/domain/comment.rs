@@ -4,7 +4,10 @@ use std::any::Any;
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use super::{text, DiscussionId, DomainError, FullSlug, Layout, Micros, Slug, SlugPart, SortKey};
+use super::{
+    text, DiscussionId, DiscussionKey, DomainError, FullSlug, Layout, Micros, Slug, SlugPart,
+    SortKey,
+};
 
 /// Who wrote a comment, from the poster's token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +81,10 @@ pub struct Discussion {
     pub id: DiscussionId,
     /// Its title.
     pub title: String,
+    /// The host page's own identifier for it, when it has one (unique).
+    pub key: Option<DiscussionKey>,
+    /// The address of the page it belongs to, when known.
+    pub url: Option<String>,
     /// How its comments are stored.
     pub layout: Layout,
     /// When it was created.

@@ -1,13 +1,15 @@
-//! Connecting to MongoDB: the client, its command counting, the deployment's abilities, and the
-//! helper every collection's indexes are made with.
+//! Connecting to MongoDB: the client, its command counting, the deployment's abilities,
+//! transactions (commit, asking again while the outcome is unknown, and abort), and the helper
+//! every collection's indexes are made with.
 
 use std::time::Duration;
 
 use mongodb::bson::{doc, Document};
+use mongodb::error::UNKNOWN_TRANSACTION_COMMIT_RESULT;
 use mongodb::event::command::CommandEvent;
 use mongodb::event::EventHandler;
 use mongodb::options::{Acknowledgment, ClientOptions, IndexOptions, WriteConcern};
-use mongodb::{Client, Database, IndexModel};
+use mongodb::{Client, ClientSession, Database, IndexModel};
 
 use super::api::MoveTiming;
 use super::error::{StoreError, StoreResult};
@@ -120,4 +122,27 @@ pub(crate) fn index_model(name: &str, keys: Document, unique: bool) -> IndexMode
                 .build(),
         )
         .build()
+}
+
+/// Aborts the session's transaction (an error only means there is nothing left to abort).
+pub(crate) async fn abort(session: &mut ClientSession, commands: &CommandCounter) {
+    commands.sent("abortTransaction");
+    let _ = session.abort_transaction().await;
+}
+
+/// Commits, asking again while the outcome is unknown (committing twice is safe).
+pub(crate) async fn commit(
+    session: &mut ClientSession,
+    commands: &CommandCounter,
+) -> StoreResult<()> {
+    let mut tries = 0;
+    loop {
+        commands.sent("commitTransaction");
+        match session.commit_transaction().await {
+            Err(e) if e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) && tries < 3 => {
+                tries += 1;
+            }
+            other => return Ok(other?),
+        }
+    }
 }

@@ -95,6 +95,8 @@ mod tests {
         Discussion {
             id: DiscussionId::generate(),
             title: "known".into(),
+            key: None,
+            url: None,
             layout: Layout::Bucketed,
             created: Micros(0),
             comment_count: 0,
