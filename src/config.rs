@@ -257,7 +257,8 @@ pub struct Config {
     /// Highest query cost, summed over the operations of a batch: every field counts 1, a
     /// connection's items once per item it may return (`first`, or the default page size), a
     /// `totalCount` that counts on demand (a sub-discussion's, the discussions') as much as the
-    /// largest page, and `_entities` its selection once per representation.
+    /// largest page, `_entities` its selection once per representation and `discussionsByKeys`
+    /// once per key.
     #[arg(
         long,
         env = "THREADQL_MAX_COMPLEXITY",

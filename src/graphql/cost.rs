@@ -5,8 +5,9 @@
 //! costs its list fields (`nodes`, `edges`) once per item it may return: `first`, or the default
 //! page size. A `totalCount` that is counted when asked for (see [`COUNTED`]) costs as much as a
 //! page of the largest size, also under `first: 0`; the other counts are kept with the data and
-//! cost 1. `_entities` costs its selection once per representation. Depth counts nested fields
-//! as the engine does (`__typename` neither costs nor nests).
+//! cost 1. `_entities` costs its selection once per representation, `discussionsByKeys` once per
+//! key (see [`PER_ITEM`]). Depth counts nested fields as the engine does (`__typename` neither
+//! costs nor nests).
 
 use std::collections::HashMap;
 
@@ -20,6 +21,13 @@ use async_graphql::{Name, Positioned, Value, Variables};
 /// sub-discussion's descendants (its subtree, in some layouts) and all discussions. The other
 /// connections' totals are counters kept with the data (see `types::Total`).
 pub const COUNTED: [(&str, &str); 2] = [("Comment", "subDiscussion"), ("Query", "discussions")];
+
+/// The root query fields that cost their selection once per item of a list argument, as
+/// (field, argument).
+pub const PER_ITEM: [(&str, &str); 2] = [
+    ("_entities", "representations"),
+    ("discussionsByKeys", "keys"),
+];
 
 /// What a field of an object type returns, as far as costs go.
 #[derive(Debug)]
@@ -283,9 +291,13 @@ impl<'a> Walk<'a> {
             }
             _ => {}
         }
-        let inner = if ty == Some(self.shape.root(OperationType::Query)) && name == "_entities" {
+        let per_item = PER_ITEM
+            .iter()
+            .find(|(per, _)| *per == name)
+            .filter(|_| ty == Some(self.shape.root(OperationType::Query)));
+        let inner = if let Some((_, items)) = per_item {
             let each = self.set(selection, below, deeper, Scope::Plain);
-            self.representations(field).saturating_mul(each)
+            self.list_length(field, items).saturating_mul(each)
         } else if shape.is_some_and(|s| s.paged) {
             let page = Scope::Page {
                 items: self.items(field),
@@ -333,9 +345,10 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// How many representations an `_entities` field is sent (a single value is a list of one).
-    fn representations(&self, field: &Field) -> usize {
-        match self.argument(field, "representations") {
+    /// How many items the list argument `name` of a field holds (a single value is a list of
+    /// one).
+    fn list_length(&self, field: &Field, name: &str) -> usize {
+        match self.argument(field, name) {
             None | Some(Value::Null) => 0,
             Some(Value::List(items)) => items.len(),
             Some(_) => 1,
@@ -467,6 +480,27 @@ mod tests {
         let inline = r#"{ _entities(representations: [{__typename: "Discussion", id: "a"}, {__typename: "Discussion", id: "b"}]) { ... on Discussion { title } } }"#;
         // Two representations of a title each.
         assert_eq!(cost(inline, serde_json::json!({})), Ok(1 + 2));
+    }
+
+    #[test]
+    fn discussions_by_keys_cost_their_selection_per_key() {
+        let query = r#"query($k: [String!]!) { discussionsByKeys(keys: $k) { key commentCount threads(first: 10) { nodes { slug } } } }"#;
+        let keys = |n: usize| serde_json::json!({ "k": vec!["a"; n] });
+        // Per key: key 1 + commentCount 1 + threads (1 + nodes (1 + 10 × slug)).
+        let each = 1 + 1 + (1 + 1 + 10);
+        assert_eq!(cost(query, keys(0)), Ok(1));
+        assert_eq!(cost(query, keys(1)), Ok(1 + each));
+        assert_eq!(cost(query, keys(100)), Ok(1 + 100 * each));
+        // A single string is a list of one.
+        assert_eq!(
+            cost(
+                r#"{ discussionsByKeys(keys: "a") { key } }"#,
+                serde_json::json!({})
+            ),
+            Ok(1 + 1)
+        );
+        let heavy = r#"query($k: [String!]!) { discussionsByKeys(keys: $k) { threads(first: 100) { nodes { replies(first: 100) { nodes { slug } } } } } }"#;
+        assert_eq!(cost(heavy, keys(100)), Err(Over::Cost));
     }
 
     #[test]

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use async_graphql::dataloader::{DataLoader, HashMapCache, Loader};
 
-use crate::domain::{Comment, Discussion, DiscussionId, DomainError, FullSlug, Page, Slug, Window};
+use crate::domain::{
+    Comment, Discussion, DiscussionId, DiscussionKey, DomainError, FullSlug, Page, Slug, Window,
+};
 use crate::store::{DynStorage, ReadScope};
 
 /// A loaded discussion, compared and hashed by id.
@@ -121,6 +123,24 @@ impl Loader<DiscussionId> for StoreLoader {
         Ok(found
             .into_iter()
             .map(|d| (d.id.clone(), Arc::new(d)))
+            .collect())
+    }
+}
+
+/// Discussions by the host page's key: one command for every key a request level asks for
+/// (`discussionsByKeys`, `discussionByKey`, `_entities` by key).
+impl Loader<DiscussionKey> for StoreLoader {
+    type Value = Arc<Discussion>;
+    type Error = DomainError;
+
+    async fn load(
+        &self,
+        keys: &[DiscussionKey],
+    ) -> Result<HashMap<DiscussionKey, Self::Value>, Self::Error> {
+        let found = self.store.discussions().by_keys(keys).await?;
+        Ok(found
+            .into_iter()
+            .filter_map(|d| Some((d.key.clone()?, Arc::new(d))))
             .collect())
     }
 }

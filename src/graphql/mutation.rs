@@ -10,8 +10,8 @@ use super::types::{CommentNode, DiscussionNode, StorageLayout};
 use super::{auth, store, AuthorRate, Limits, RequestReads};
 use crate::auth::{AuthState, Viewer};
 use crate::domain::{
-    Actor, Change, CommentText, DiscussionId, DiscussionTitle, DomainError, Layout, NewComment,
-    Slug,
+    Actor, Change, CommentText, DiscussionId, DiscussionKey, DiscussionTitle, DiscussionUrl,
+    DomainError, Layout, NewComment, NewDiscussion, Slug,
 };
 use crate::rate::retry_after_secs;
 
@@ -82,6 +82,46 @@ pub(super) struct CreateDiscussionInput {
     pub title: String,
     /// How to store its comments; the server's default when omitted.
     pub layout: Option<StorageLayout>,
+    /// The host page's own identifier for it (1–512 characters, no control characters,
+    /// compared exactly); unique: a key in use is `BAD_USER_INPUT` (see `ensureDiscussion`).
+    pub key: Option<String>,
+    /// The address of the page it belongs to: an absolute http or https URL of at most 2 048
+    /// characters, kept as the URL standard writes it.
+    pub url: Option<String>,
+}
+
+/// The discussion of a host page, by the page's key.
+#[derive(InputObject)]
+pub(super) struct EnsureDiscussionInput {
+    /// The host page's own identifier (1–512 characters, no control characters, compared
+    /// exactly).
+    pub key: String,
+    /// The title, if the discussion is created now (1–300 characters).
+    pub title: String,
+    /// The page's address, if the discussion is created now.
+    pub url: Option<String>,
+    /// How to store its comments, if it is created now; the server's default when omitted.
+    pub layout: Option<StorageLayout>,
+}
+
+/// A new discussion from client input: every field checked, the layout one the store has.
+fn new_discussion(
+    ctx: &Context<'_>,
+    title: &str,
+    layout: Option<StorageLayout>,
+    key: Option<&str>,
+    url: Option<&str>,
+) -> async_graphql::Result<NewDiscussion> {
+    let new = NewDiscussion {
+        title: DiscussionTitle::parse(title).gql()?,
+        layout: layout
+            .map(Into::into)
+            .unwrap_or(ctx.data_unchecked::<Limits>().default_layout),
+        key: key.map(DiscussionKey::parse).transpose().gql()?,
+        url: url.map(DiscussionUrl::parse).transpose().gql()?,
+    };
+    store(ctx).layout(new.layout).gql()?;
+    Ok(new)
 }
 
 /// A new comment.
@@ -142,21 +182,47 @@ impl Mutation {
 /// the same request keep their results (GraphQL's null propagation stops at the field).
 #[Object]
 impl Mutation {
-    /// Creates a discussion.
+    /// Creates a discussion. Any signed-in user may. A `key` another discussion has is
+    /// `BAD_USER_INPUT`: `ensureDiscussion` gets the discussion of a key.
     async fn create_discussion(
         &self,
         ctx: &Context<'_>,
         input: CreateDiscussionInput,
     ) -> async_graphql::Result<Option<DiscussionNode>> {
         viewer(ctx)?;
-        let title = DiscussionTitle::parse(&input.title).gql()?;
-        let layout = input
-            .layout
-            .map(Into::into)
-            .unwrap_or(ctx.data_unchecked::<Limits>().default_layout);
-        let store = store(ctx);
-        store.layout(layout).gql()?;
-        let discussion = store.discussions().create(title, layout).await.gql()?;
+        let new = new_discussion(
+            ctx,
+            &input.title,
+            input.layout,
+            input.key.as_deref(),
+            input.url.as_deref(),
+        )?;
+        let storage = store(ctx).clone();
+        let discussion = detached(async move { storage.discussions().add(new).await }).await?;
+        forget_reads(ctx);
+        Ok(Some(DiscussionNode(discussion.into())))
+    }
+
+    /// The discussion of a host page: the one with this key, as it is (its title, URL and
+    /// layout are kept), or a new one with this key, title, URL and layout. Concurrent calls
+    /// with one key give one discussion. Any signed-in user may call it, so a page can create
+    /// its discussion on its first comment.
+    async fn ensure_discussion(
+        &self,
+        ctx: &Context<'_>,
+        input: EnsureDiscussionInput,
+    ) -> async_graphql::Result<Option<DiscussionNode>> {
+        viewer(ctx)?;
+        let new = new_discussion(
+            ctx,
+            &input.title,
+            input.layout,
+            Some(&input.key),
+            input.url.as_deref(),
+        )?;
+        let storage = store(ctx).clone();
+        let discussion = detached(async move { storage.discussions().ensure(new).await }).await?;
+        forget_reads(ctx);
         Ok(Some(DiscussionNode(discussion.into())))
     }
 

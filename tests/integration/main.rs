@@ -16,6 +16,7 @@ mod federation;
 mod hostile;
 mod http;
 mod identity;
+mod keys;
 mod lifecycle;
 mod live;
 mod logs;

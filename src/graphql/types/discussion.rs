@@ -32,6 +32,17 @@ impl DiscussionNode {
         &self.0.title
     }
 
+    /// The host page's own identifier for it (an article id, a path…), unique among
+    /// discussions; null when it was created without one. See `ensureDiscussion`.
+    async fn key(&self) -> Option<&str> {
+        self.0.key.as_ref().map(|k| k.as_str())
+    }
+
+    /// The address of the page it belongs to, when known (an absolute http or https URL).
+    async fn url(&self) -> Option<&str> {
+        self.0.url.as_deref()
+    }
+
     /// How its comments are stored.
     async fn layout(&self) -> StorageLayout {
         self.0.layout.into()
