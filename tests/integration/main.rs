@@ -9,6 +9,7 @@ mod bucketed;
 mod clients;
 mod connections;
 mod contract;
+mod cors;
 mod costs;
 mod embedded;
 mod faults;
