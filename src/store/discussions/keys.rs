@@ -115,9 +115,7 @@ impl Discussions {
                     // Committed by another creation since the read (found on the next one),
                     // or a claim without its discussion.
                     if self.complete_claim(key, &mut doc).await? {
-                        if let Ok(found) = self.stored(&doc) {
-                            return Ok(found);
-                        }
+                        return self.stored(&doc);
                     }
                     pause(round).await;
                 }
