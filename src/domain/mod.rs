@@ -4,6 +4,7 @@ pub mod comment;
 pub mod error;
 pub mod ids;
 pub mod lifecycle;
+pub mod markdown;
 pub mod paging;
 pub mod slug;
 pub mod text;
