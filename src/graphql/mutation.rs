@@ -1,12 +1,13 @@
 //! The Mutation root: every mutation needs a valid bearer token.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use async_graphql::{Context, InputObject, Object, ID};
 
 use super::error::OrGql;
 use super::query::load_discussion;
-use super::types::{CommentNode, DiscussionNode, StorageLayout};
+use super::types::{comment_by_slug, CommentNode, DiscussionNode, StorageLayout};
 use super::{auth, store, AuthorRate, Limits, RequestReads};
 use crate::auth::{AuthState, Viewer};
 use crate::domain::{
@@ -317,6 +318,36 @@ impl Mutation {
             .gql()?;
         forget_reads(ctx);
         Ok(Some(DiscussionNode(discussion.into())))
+    }
+
+    /// Pins a comment (`pinned: true`) to the top of its discussion, after those pinned before
+    /// it (`Discussion.pinnedComments`), or unpins it. At most 5 per discussion: a 6th is
+    /// `BAD_USER_INPUT`. Pinning a pinned comment, or unpinning one that is not, changes
+    /// nothing. A deleted comment cannot be pinned (`COMMENT_DELETED`). Moderators only.
+    async fn pin_comment(
+        &self,
+        ctx: &Context<'_>,
+        discussion_id: ID,
+        slug: String,
+        pinned: bool,
+    ) -> async_graphql::Result<Option<CommentNode>> {
+        moderator(ctx)?;
+        let discussion = load_discussion(ctx, &discussion_id).await?;
+        let node = comment_by_slug(ctx, discussion.clone(), &slug).await?;
+        if pinned && node.comment.deleted {
+            return Err(DomainError::CommentDeleted(format!(
+                "comment {} was deleted: it cannot be pinned",
+                node.comment.slug
+            )))
+            .gql();
+        }
+        let storage = store(ctx).clone();
+        let (id, slug) = (discussion.id.clone(), node.comment.slug.clone());
+        let updated =
+            detached(async move { storage.discussions().set_pinned(&id, &slug, pinned).await })
+                .await?;
+        forget_reads(ctx);
+        Ok(Some(CommentNode::new(Arc::new(updated), node.comment)))
     }
 
     /// Moves a discussion to another storage layout while it stays online: reads keep

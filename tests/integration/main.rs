@@ -27,6 +27,7 @@ mod model;
 mod node;
 mod orphans;
 mod persisted;
+mod pinning;
 mod properties;
 mod sequence;
 mod sharding;

@@ -137,6 +137,30 @@ impl DiscussionNode {
         ))
     }
 
+    /// Its pinned comments, in the order they were pinned (at most 5). A pinned comment that
+    /// was deleted since is left out. One database read for them all.
+    async fn pinned_comments(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<CommentNode>> {
+        let keys = self.0.pinned.iter().map(|slug| CommentKey {
+            discussion: DiscussionRef(self.0.clone()),
+            slug: slug.clone(),
+        });
+        let mut found = reads(ctx).loader.load_many(keys).await.gql()?;
+        Ok(self
+            .0
+            .pinned
+            .iter()
+            .filter_map(|slug| {
+                let key = CommentKey {
+                    discussion: DiscussionRef(self.0.clone()),
+                    slug: slug.clone(),
+                };
+                found.remove(&key)
+            })
+            .filter(|comment| !comment.deleted)
+            .map(|comment| CommentNode::new(self.0.clone(), comment))
+            .collect())
+    }
+
     /// One comment by slug (a direct link).
     async fn comment(&self, ctx: &Context<'_>, slug: String) -> async_graphql::Result<CommentNode> {
         comment_by_slug(ctx, self.0.clone(), &slug).await
