@@ -27,6 +27,7 @@ mod persisted;
 mod properties;
 mod sequence;
 mod sharding;
+mod shutdown;
 mod subscriptions;
 mod subtrees;
 mod support;
