@@ -18,7 +18,8 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::live::{Protocol, Ws, POSTED, WAIT};
 use crate::orphans::{databases_on, Cleanup};
-use crate::support::{metric_from, server_uri, token, unique_db, Process};
+use crate::support::{error_code, metric_from, server_uri, token, unique_db, Process, TestApp};
+use threadql::domain::Layout;
 
 /// What the process may take beyond its grace period to exit: the issue's own bound.
 const MARGIN: Duration = Duration::from_secs(5);
@@ -458,4 +459,74 @@ async fn clients_that_never_let_go_are_dropped_when_the_grace_period_runs_out() 
     assert!(warned.contains("2 connections dropped"), "{warned}");
     assert!(logs.contains("stopped after"), "{logs}");
     drop((socket, held));
+}
+
+/// What the API does as the process shuts down, through the real schema: a subscription that
+/// runs ends (its transport then sends `complete`), a new one gets UNAVAILABLE and ends, and
+/// once the process waits for the writes it started, a mutation gets UNAVAILABLE and stores
+/// nothing, while reads still answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draining_api_ends_subscriptions_and_refuses_late_work() {
+    let app = TestApp::new("shutdown_api", Layout::PerComment).await;
+    let d = app.discussion("draining").await;
+    let connection = app.api.connection(None, None);
+    let subscribe = || {
+        async_graphql::Request::new(POSTED)
+            .variables(async_graphql::Variables::from_json(json!({ "d": d })))
+    };
+    let running = tokio::spawn(
+        app.api
+            .execute_stream(subscribe(), &connection)
+            .collect::<Vec<_>>(),
+    );
+    let deadline = Instant::now() + WAIT;
+    while app.api.live_counts().subscribers != 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the subscription never got in place"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(app.api.subscriptions_held(), 1);
+
+    app.api.drain();
+    let heard = tokio::time::timeout(WAIT, running)
+        .await
+        .expect("the subscription ends")
+        .unwrap();
+    assert!(heard.is_empty(), "it ends without an event: {heard:?}");
+    assert_eq!(app.api.subscriptions_held(), 0);
+
+    let refused: Vec<_> = app
+        .api
+        .execute_stream(subscribe(), &connection)
+        .collect()
+        .await;
+    assert_eq!(refused.len(), 1);
+    let refused = serde_json::to_value(&refused[0]).unwrap();
+    assert_eq!(error_code(&refused), "UNAVAILABLE", "{refused}");
+
+    // Mutations still run while connections drain; not once the writes are waited for.
+    app.post(&d, None, "while draining").await;
+    assert_eq!(
+        app.api
+            .closing()
+            .finish_writes(Duration::from_secs(5))
+            .await,
+        0
+    );
+    let late = app
+        .exec(
+            POST,
+            json!({ "d": d, "t": "after the writes were waited for" }),
+        )
+        .await;
+    assert_eq!(error_code(&late), "UNAVAILABLE", "{late}");
+    let count = app
+        .ok(
+            "query($d: ID!) { discussion(id: $d) { commentCount } }",
+            json!({ "d": d }),
+        )
+        .await;
+    assert_eq!(count["discussion"]["commentCount"], 1);
 }
