@@ -413,6 +413,11 @@ pub struct Config {
     /// silent (it is pinged; a pong counts), in seconds, before it is closed.
     #[arg(long, env = "THREADQL_IDLE_TIMEOUT_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400), global = true)]
     pub idle_timeout_secs: u64,
+    /// How long a shutdown (SIGTERM, Ctrl-C) may take, in seconds: requests in flight finish,
+    /// subscriptions get `complete` and their sockets close; connections still open after it are
+    /// dropped. Writes already started still complete (they get up to as long again).
+    #[arg(long, env = "THREADQL_SHUTDOWN_GRACE_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600), global = true)]
+    pub shutdown_grace_secs: u64,
     /// Most client connections open at once (HTTP and WebSocket); past it new connections wait
     /// in the listen queue. Unset: what the process's open-file limit allows, less a reserve for
     /// the database pool and the process's own files.
@@ -714,6 +719,7 @@ impl fmt::Debug for Config {
             .field("header_timeout_secs", &self.header_timeout_secs)
             .field("body_timeout_secs", &self.body_timeout_secs)
             .field("idle_timeout_secs", &self.idle_timeout_secs)
+            .field("shutdown_grace_secs", &self.shutdown_grace_secs)
             .field("max_connections", &self.max_connections)
             .field("metrics_listen", &self.metrics_listen)
             .field("cors_origins", &self.cors_origins)
@@ -774,6 +780,33 @@ mod tests {
             assert!(parse(flag, "0").is_err(), "{flag}");
             assert!(parse(flag, "-1").is_err(), "{flag}");
             assert!(parse(flag, "7").is_ok(), "{flag}");
+        }
+    }
+
+    #[test]
+    fn the_shutdown_grace_period_is_at_least_a_second() {
+        let grace = |value: &str| {
+            let flag = format!("--shutdown-grace-secs={value}");
+            Cli::try_parse_from(["threadql", flag.as_str()])
+                .map(|cli| cli.config.shutdown_grace_secs)
+        };
+        assert_eq!(grace("1").ok(), Some(1));
+        assert_eq!(grace("25").ok(), Some(25));
+        for bad in ["0", "-1", "ten", "1.5", ""] {
+            let refused = grace(bad)
+                .err()
+                .map(|err| err.to_string())
+                .unwrap_or_default();
+            assert!(
+                refused.contains("--shutdown-grace-secs"),
+                "{bad}: {refused}"
+            );
+        }
+        if std::env::var_os("THREADQL_SHUTDOWN_GRACE_SECS").is_none() {
+            assert_eq!(
+                Config::defaults().map(|c| c.shutdown_grace_secs).ok(),
+                Some(10)
+            );
         }
     }
 

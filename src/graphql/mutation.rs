@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use async_graphql::{Context, InputObject, Object, ID};
 
+use super::closing::Closing;
 use super::error::OrGql;
 use super::query::load_discussion;
 use super::types::{comment_by_slug, CommentNode, DiscussionNode, StorageLayout};
@@ -56,15 +57,24 @@ fn moderator<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
 }
 
 /// Runs a write in a task of its own: once started, it completes (or fails) whatever happens to
-/// the request that asked for it. A client that hangs up drops its request, and without this the
-/// write would stop halfway.
+/// the request that asked for it. A client that hangs up drops its request, and so does a
+/// shutdown whose grace period ran out; without this the write would stop halfway. The write is
+/// counted until it ends, and the process waits for it before it stops the embedded database;
+/// once that wait has begun, a write is refused with `UNAVAILABLE` instead.
 async fn detached<T, E>(
+    ctx: &Context<'_>,
     write: impl Future<Output = Result<T, E>> + Send + 'static,
 ) -> async_graphql::Result<T>
 where
     T: Send + 'static,
     E: Into<DomainError> + Send + 'static,
 {
+    let counted = ctx.data_unchecked::<Closing>().start_write().gql()?;
+    let write = async move {
+        let result = write.await;
+        drop(counted);
+        result
+    };
     match tokio::spawn(write).await {
         Ok(result) => result.map_err(Into::into).gql(),
         Err(err) => Err(DomainError::Internal(format!("a write task failed: {err}"))).gql(),
@@ -165,7 +175,7 @@ impl Mutation {
         let rules = ctx.data_unchecked::<Limits>().edit_rules;
         let storage = store(ctx).clone();
         let target = discussion.clone();
-        let comment = detached(async move {
+        let comment = detached(ctx, async move {
             let actor = Actor {
                 author: &viewer.author,
                 moderator: viewer.moderator,
@@ -199,7 +209,7 @@ impl Mutation {
             input.url.as_deref(),
         )?;
         let storage = store(ctx).clone();
-        let discussion = detached(async move { storage.discussions().add(new).await }).await?;
+        let discussion = detached(ctx, async move { storage.discussions().add(new).await }).await?;
         forget_reads(ctx);
         Ok(Some(DiscussionNode(discussion.into())))
     }
@@ -222,7 +232,8 @@ impl Mutation {
             input.url.as_deref(),
         )?;
         let storage = store(ctx).clone();
-        let discussion = detached(async move { storage.discussions().ensure(new).await }).await?;
+        let discussion =
+            detached(ctx, async move { storage.discussions().ensure(new).await }).await?;
         forget_reads(ctx);
         Ok(Some(DiscussionNode(discussion.into())))
     }
@@ -253,7 +264,8 @@ impl Mutation {
         // The store reads the discussion (or, for an embedded one it posted to lately, checks
         // it in the post's own update): `NOT_FOUND`, and `FORBIDDEN` while it is locked.
         let storage = store(ctx).clone();
-        let (discussion, posted) = detached(async move { storage.post_to(&id, new).await }).await?;
+        let (discussion, posted) =
+            detached(ctx, async move { storage.post_to(&id, new).await }).await?;
         forget_reads(ctx);
         if posted.reattached {
             tracing::info!(
@@ -311,11 +323,11 @@ impl Mutation {
     ) -> async_graphql::Result<Option<DiscussionNode>> {
         moderator(ctx)?;
         let id = DiscussionId::parse(&id).gql()?;
-        let discussion = store(ctx)
-            .discussions()
-            .set_locked(&id, locked)
-            .await
-            .gql()?;
+        let storage = store(ctx).clone();
+        let discussion = detached(ctx, async move {
+            storage.discussions().set_locked(&id, locked).await
+        })
+        .await?;
         forget_reads(ctx);
         Ok(Some(DiscussionNode(discussion.into())))
     }
@@ -343,9 +355,10 @@ impl Mutation {
         }
         let storage = store(ctx).clone();
         let (id, slug) = (discussion.id.clone(), node.comment.slug.clone());
-        let updated =
-            detached(async move { storage.discussions().set_pinned(&id, &slug, pinned).await })
-                .await?;
+        let updated = detached(ctx, async move {
+            storage.discussions().set_pinned(&id, &slug, pinned).await
+        })
+        .await?;
         forget_reads(ctx);
         Ok(Some(CommentNode::new(Arc::new(updated), node.comment)))
     }
@@ -369,7 +382,7 @@ impl Mutation {
         let to: Layout = layout.into();
         let storage = store(ctx).clone();
         storage.layout(to).gql()?;
-        let moved = detached(async move { storage.migrate(&id, to, &|_| {}).await }).await?;
+        let moved = detached(ctx, async move { storage.migrate(&id, to, &|_| {}).await }).await?;
         tracing::info!(discussion = %moved.discussion.id, from = %moved.from, to = %to, comments = moved.comments, "discussion moved");
         forget_reads(ctx);
         Ok(Some(DiscussionNode(moved.discussion.into())))

@@ -31,6 +31,7 @@ mod pinning;
 mod properties;
 mod sequence;
 mod sharding;
+mod shutdown;
 mod subscriptions;
 mod subtrees;
 mod support;

@@ -1,13 +1,14 @@
 //! Test support, the one home of what tests share: one dev database server per test run and a
 //! fresh database per test (`database`), the test app and its settings (`app`), servers on a
-//! real socket (`server`), tokens (`tokens`), posting (`posting`), the change feed (`feed`) and
-//! command counting (`commands`).
+//! real socket (`server`), `threadql serve` as a process (`process`), tokens (`tokens`), posting
+//! (`posting`), the change feed (`feed`) and command counting (`commands`).
 
 mod app;
 mod commands;
 mod database;
 mod feed;
 mod posting;
+mod process;
 mod server;
 mod tokens;
 
@@ -16,6 +17,7 @@ pub(crate) use commands::{cost, db_commands, diff, finds, sent};
 pub(crate) use database::{server_uri, unique_db};
 pub(crate) use feed::{open_feed, posts_reported};
 pub(crate) use posting::{load_discussion, post_in};
+pub(crate) use process::Process;
 pub(crate) use server::{
     graphql_data, metric, metric_from, one_shot_client, post_graphql, server_config, Running,
 };
