@@ -3,6 +3,7 @@
 use std::future::Future;
 
 use async_graphql::{Context, InputObject, Object, ID};
+use tracing::Instrument as _;
 
 use super::error::OrGql;
 use super::query::load_discussion;
@@ -56,7 +57,7 @@ fn moderator<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
 
 /// Runs a write in a task of its own: once started, it completes (or fails) whatever happens to
 /// the request that asked for it. A client that hangs up drops its request, and without this the
-/// write would stop halfway.
+/// write would stop halfway. The task stays in the request's span (its trace).
 async fn detached<T, E>(
     write: impl Future<Output = Result<T, E>> + Send + 'static,
 ) -> async_graphql::Result<T>
@@ -64,7 +65,7 @@ where
     T: Send + 'static,
     E: Into<DomainError> + Send + 'static,
 {
-    match tokio::spawn(write).await {
+    match tokio::spawn(write.in_current_span()).await {
         Ok(result) => result.map_err(Into::into).gql(),
         Err(err) => Err(DomainError::Internal(format!("a write task failed: {err}"))).gql(),
     }
@@ -124,14 +125,18 @@ impl Mutation {
         let rules = ctx.data_unchecked::<Limits>().edit_rules;
         let storage = store(ctx).clone();
         let target = discussion.clone();
-        let comment = detached(async move {
-            let actor = Actor {
-                author: &viewer.author,
-                moderator: viewer.moderator,
-            };
-            let decide = |current: &_, now| change.apply(current, actor, rules, target.locked, now);
-            storage.change_comment(&target, &slug, &decide).await
-        })
+        let comment = detached(
+            async move {
+                let actor = Actor {
+                    author: &viewer.author,
+                    moderator: viewer.moderator,
+                };
+                let decide =
+                    |current: &_, now| change.apply(current, actor, rules, target.locked, now);
+                storage.change_comment(&target, &slug, &decide).await
+            }
+            .instrument(tracing::debug_span!("store.change")),
+        )
         .await?;
         forget_reads(ctx);
         Ok(CommentNode::new(discussion, comment))
@@ -156,7 +161,12 @@ impl Mutation {
             .unwrap_or(ctx.data_unchecked::<Limits>().default_layout);
         let store = store(ctx);
         store.layout(layout).gql()?;
-        let discussion = store.discussions().create(title, layout).await.gql()?;
+        let discussion = store
+            .discussions()
+            .create(title, layout)
+            .instrument(tracing::debug_span!("store.createDiscussion"))
+            .await
+            .gql()?;
         Ok(Some(DiscussionNode(discussion.into())))
     }
 
@@ -186,7 +196,9 @@ impl Mutation {
         // The store reads the discussion (or, for an embedded one it posted to lately, checks
         // it in the post's own update): `NOT_FOUND`, and `FORBIDDEN` while it is locked.
         let storage = store(ctx).clone();
-        let (discussion, posted) = detached(async move { storage.post_to(&id, new).await }).await?;
+        let post = async move { storage.post_to(&id, new).await };
+        let (discussion, posted) =
+            detached(post.instrument(tracing::debug_span!("store.post"))).await?;
         forget_reads(ctx);
         if posted.reattached {
             tracing::info!(
@@ -247,6 +259,7 @@ impl Mutation {
         let discussion = store(ctx)
             .discussions()
             .set_locked(&id, locked)
+            .instrument(tracing::debug_span!("store.lock"))
             .await
             .gql()?;
         forget_reads(ctx);
@@ -272,7 +285,8 @@ impl Mutation {
         let to: Layout = layout.into();
         let storage = store(ctx).clone();
         storage.layout(to).gql()?;
-        let moved = detached(async move { storage.migrate(&id, to, &|_| {}).await }).await?;
+        let migrate = async move { storage.migrate(&id, to, &|_| {}).await };
+        let moved = detached(migrate.instrument(tracing::debug_span!("store.migrate"))).await?;
         tracing::info!(discussion = %moved.discussion.id, from = %moved.from, to = %to, comments = moved.comments, "discussion moved");
         forget_reads(ctx);
         Ok(Some(DiscussionNode(moved.discussion.into())))
