@@ -31,3 +31,4 @@ mod subscriptions;
 mod subtrees;
 mod support;
 mod text_rules;
+mod traces;
