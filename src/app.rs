@@ -171,6 +171,7 @@ impl From<&Config> for Limits {
                 max_per_client: config.max_subscriptions_per_client as usize,
             },
             max_subscription_complexity: config.max_subscription_complexity as usize,
+            traces: config.traces(),
         }
     }
 }
@@ -195,6 +196,7 @@ pub fn store_config(config: &Config, uri: String) -> StoreConfig {
             ..MoveTiming::default()
         },
         command_events: None,
+        traces: config.traces(),
     }
 }
 

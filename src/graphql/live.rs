@@ -221,6 +221,13 @@ impl Shared {
         if followed.is_empty() {
             return;
         }
+        self.send(followed).await;
+    }
+
+    /// Reads the changed comments someone follows and sends them (a trace of its own, with
+    /// the database commands under it, when traces are exported).
+    #[tracing::instrument(level = "debug", name = "live.deliver", skip_all, fields(changes = followed.len()))]
+    async fn send(&self, followed: Vec<CommentChange>) {
         let mut slugs: HashMap<DiscussionId, Vec<Slug>> = HashMap::new();
         for change in &followed {
             slugs

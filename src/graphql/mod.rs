@@ -12,6 +12,7 @@ mod mutation;
 mod persisted;
 mod query;
 pub mod shared;
+mod spans;
 mod subscription;
 pub mod types;
 
@@ -19,6 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use async_graphql::{Context, Schema};
+use tracing::Instrument as _;
 
 use crate::auth::{AuthState, JwtKeys};
 use crate::config::RateLimit;
@@ -68,6 +70,8 @@ pub struct Limits {
     pub subscription_caps: shared::SubscriptionCaps,
     /// Highest cost of a subscription's selection.
     pub max_subscription_complexity: usize,
+    /// Whether traces are exported: the engine's validation then gets a span of its own.
+    pub traces: bool,
 }
 
 impl Limits {
@@ -178,6 +182,9 @@ impl Api {
             .data(AuthorRate(Limiter::new(author_rate)));
         if !limits.introspection {
             builder = builder.disable_introspection();
+        }
+        if limits.traces {
+            builder = builder.extension(spans::Validation);
         }
         let schema = builder.finish();
         let shape = Arc::new(cost::Shape::from_sdl(&schema.sdl()));
@@ -417,7 +424,8 @@ impl Api {
         }
     }
 
-    /// Runs an admitted request as a stream of responses, as `auth`.
+    /// Runs an admitted request as a stream of responses, as `auth` (see the comment on traces
+    /// below).
     fn run_stream(
         &self,
         request: async_graphql::Request,
@@ -434,13 +442,22 @@ impl Api {
             request = request.data(ready);
         }
         let responses = self.schema.execute_stream(request);
-        batch::drive_stream(responses, batches)
-            .map(move |mut response| {
-                checked.code_engine_errors(&mut response);
-                error::ensure_codes(&mut response);
-                response
-            })
-            .boxed()
+        let responses = batch::drive_stream(responses, batches).map(move |mut response| {
+            checked.code_engine_errors(&mut response);
+            error::ensure_codes(&mut response);
+            response
+        });
+        // A subscription, and any operation of a WebSocket, runs in a task of its own, for as
+        // long as its client stays: it is not traced (its spans would be traces of their own,
+        // without the request that asked for them). An operation over Server-Sent Events runs
+        // in its request, and its spans stay in the request's trace.
+        match self.schema.data::<Limits>().is_some_and(|l| l.traces) {
+            true => {
+                let untraced = opentelemetry::Context::new().with_telemetry_suppressed();
+                opentelemetry::context::FutureExt::with_context(responses, untraced).boxed()
+            }
+            false => responses.boxed(),
+        }
     }
 
     /// Checks that the database answers.
@@ -474,7 +491,7 @@ impl Api {
         request: impl Into<async_graphql::Request>,
         auth: AuthState,
     ) -> async_graphql::Response {
-        match self.admit(request.into()).await {
+        match self.admit(request.into()).instrument(spans::parse()).await {
             Ok((request, checked)) => self.run(request, &checked, auth).await,
             Err(refused) => refused,
         }
@@ -494,7 +511,7 @@ impl Api {
     ) -> Vec<async_graphql::Response> {
         let mut admitted = Vec::with_capacity(requests.len());
         for request in requests {
-            admitted.push(self.admit(request).await);
+            admitted.push(self.admit(request).instrument(spans::parse()).await);
         }
         let usages = admitted
             .iter()
@@ -528,8 +545,20 @@ impl Api {
         responses
     }
 
-    /// Runs an admitted request as `auth`.
+    /// Runs an admitted request as `auth`, in its operation's span.
     async fn run(
+        &self,
+        mut request: async_graphql::Request,
+        checked: &limits::Checked,
+        auth: AuthState,
+    ) -> async_graphql::Response {
+        let span = spans::operation(&mut request);
+        self.run_operation(request, checked, auth)
+            .instrument(span)
+            .await
+    }
+
+    async fn run_operation(
         &self,
         request: async_graphql::Request,
         checked: &limits::Checked,

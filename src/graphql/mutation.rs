@@ -4,6 +4,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use async_graphql::{Context, InputObject, Object, ID};
+use tracing::Instrument as _;
 
 use super::closing::Closing;
 use super::error::OrGql;
@@ -60,7 +61,8 @@ fn moderator<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
 /// the request that asked for it. A client that hangs up drops its request, and so does a
 /// shutdown whose grace period ran out; without this the write would stop halfway. The write is
 /// counted until it ends, and the process waits for it before it stops the embedded database;
-/// once that wait has begun, a write is refused with `UNAVAILABLE` instead.
+/// once that wait has begun, a write is refused with `UNAVAILABLE` instead. The task stays in
+/// the request's span (its trace).
 async fn detached<T, E>(
     ctx: &Context<'_>,
     write: impl Future<Output = Result<T, E>> + Send + 'static,
@@ -75,7 +77,7 @@ where
         drop(counted);
         result
     };
-    match tokio::spawn(write).await {
+    match tokio::spawn(write.in_current_span()).await {
         Ok(result) => result.map_err(Into::into).gql(),
         Err(err) => Err(DomainError::Internal(format!("a write task failed: {err}"))).gql(),
     }
@@ -175,14 +177,19 @@ impl Mutation {
         let rules = ctx.data_unchecked::<Limits>().edit_rules;
         let storage = store(ctx).clone();
         let target = discussion.clone();
-        let comment = detached(ctx, async move {
-            let actor = Actor {
-                author: &viewer.author,
-                moderator: viewer.moderator,
-            };
-            let decide = |current: &_, now| change.apply(current, actor, rules, target.locked, now);
-            storage.change_comment(&target, &slug, &decide).await
-        })
+        let comment = detached(
+            ctx,
+            async move {
+                let actor = Actor {
+                    author: &viewer.author,
+                    moderator: viewer.moderator,
+                };
+                let decide =
+                    |current: &_, now| change.apply(current, actor, rules, target.locked, now);
+                storage.change_comment(&target, &slug, &decide).await
+            }
+            .instrument(tracing::debug_span!("store.change")),
+        )
         .await?;
         forget_reads(ctx);
         Ok(CommentNode::new(discussion, comment))
@@ -209,7 +216,12 @@ impl Mutation {
             input.url.as_deref(),
         )?;
         let storage = store(ctx).clone();
-        let discussion = detached(ctx, async move { storage.discussions().add(new).await }).await?;
+        let discussion = detached(
+            ctx,
+            async move { storage.discussions().add(new).await }
+                .instrument(tracing::debug_span!("store.createDiscussion")),
+        )
+        .await?;
         forget_reads(ctx);
         Ok(Some(DiscussionNode(discussion.into())))
     }
@@ -232,8 +244,12 @@ impl Mutation {
             input.url.as_deref(),
         )?;
         let storage = store(ctx).clone();
-        let discussion =
-            detached(ctx, async move { storage.discussions().ensure(new).await }).await?;
+        let discussion = detached(
+            ctx,
+            async move { storage.discussions().ensure(new).await }
+                .instrument(tracing::debug_span!("store.ensureDiscussion")),
+        )
+        .await?;
         forget_reads(ctx);
         Ok(Some(DiscussionNode(discussion.into())))
     }
@@ -264,8 +280,9 @@ impl Mutation {
         // The store reads the discussion (or, for an embedded one it posted to lately, checks
         // it in the post's own update): `NOT_FOUND`, and `FORBIDDEN` while it is locked.
         let storage = store(ctx).clone();
+        let post = async move { storage.post_to(&id, new).await };
         let (discussion, posted) =
-            detached(ctx, async move { storage.post_to(&id, new).await }).await?;
+            detached(ctx, post.instrument(tracing::debug_span!("store.post"))).await?;
         forget_reads(ctx);
         if posted.reattached {
             tracing::info!(
@@ -324,10 +341,8 @@ impl Mutation {
         moderator(ctx)?;
         let id = DiscussionId::parse(&id).gql()?;
         let storage = store(ctx).clone();
-        let discussion = detached(ctx, async move {
-            storage.discussions().set_locked(&id, locked).await
-        })
-        .await?;
+        let lock = async move { storage.discussions().set_locked(&id, locked).await };
+        let discussion = detached(ctx, lock.instrument(tracing::debug_span!("store.lock"))).await?;
         forget_reads(ctx);
         Ok(Some(DiscussionNode(discussion.into())))
     }
@@ -355,10 +370,8 @@ impl Mutation {
         }
         let storage = store(ctx).clone();
         let (id, slug) = (discussion.id.clone(), node.comment.slug.clone());
-        let updated = detached(ctx, async move {
-            storage.discussions().set_pinned(&id, &slug, pinned).await
-        })
-        .await?;
+        let pin = async move { storage.discussions().set_pinned(&id, &slug, pinned).await };
+        let updated = detached(ctx, pin.instrument(tracing::debug_span!("store.pin"))).await?;
         forget_reads(ctx);
         Ok(Some(CommentNode::new(Arc::new(updated), node.comment)))
     }
@@ -382,7 +395,12 @@ impl Mutation {
         let to: Layout = layout.into();
         let storage = store(ctx).clone();
         storage.layout(to).gql()?;
-        let moved = detached(ctx, async move { storage.migrate(&id, to, &|_| {}).await }).await?;
+        let migrate = async move { storage.migrate(&id, to, &|_| {}).await };
+        let moved = detached(
+            ctx,
+            migrate.instrument(tracing::debug_span!("store.migrate")),
+        )
+        .await?;
         tracing::info!(discussion = %moved.discussion.id, from = %moved.from, to = %to, comments = moved.comments, "discussion moved");
         forget_reads(ctx);
         Ok(Some(DiscussionNode(moved.discussion.into())))

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use async_graphql::{Context, Object, ID};
+use tracing::Instrument as _;
 
 use super::error::OrGql;
 use super::types::{comment_by_slug, CommentNode, DiscussionConnection, DiscussionNode, PageInfo};
@@ -116,7 +117,12 @@ impl Query {
             },
             CursorKind::Discussion,
         )?;
-        let page = store(ctx).discussions().list(&window).await.gql()?;
+        let page = store(ctx)
+            .discussions()
+            .list(&window)
+            .instrument(tracing::debug_span!("store.discussionList"))
+            .await
+            .gql()?;
         let cursor = |d: &Discussion| Cursor::of_discussion(d).encode();
         Ok(Some(DiscussionConnection {
             page_info: PageInfo {

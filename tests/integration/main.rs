@@ -36,3 +36,4 @@ mod subscriptions;
 mod subtrees;
 mod support;
 mod text_rules;
+mod traces;

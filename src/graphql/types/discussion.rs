@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use async_graphql::{Context, Object, ID};
 use chrono::{DateTime, Utc};
+use tracing::Instrument as _;
 
 use super::{CommentConnection, CommentNode, CommentOrder, StorageLayout, Total};
 use crate::domain::{CursorKind, Discussion, DomainError, PageArgs, Slug, Window};
@@ -89,6 +90,7 @@ impl DiscussionNode {
             .layout(self.0.layout)
             .gql()?
             .list(&reads(ctx).scope, &self.0, listing, &window)
+            .instrument(tracing::debug_span!("store.list"))
             .await
             .gql()?;
         Ok(CommentConnection::new(
@@ -121,10 +123,14 @@ impl DiscussionNode {
         let layout = store(ctx).layout(self.0.layout).gql()?;
         let scope = &reads(ctx).scope;
         let page = if reads_below_nodes(ctx) {
-            layout.list(scope, &self.0, Listing::Threads, &window).await
+            layout
+                .list(scope, &self.0, Listing::Threads, &window)
+                .instrument(tracing::debug_span!("store.threads"))
+                .await
         } else {
             layout
                 .list_shallow(scope, &self.0, Listing::Threads, &window)
+                .instrument(tracing::debug_span!("store.threads"))
                 .await
         }
         .gql()?;
