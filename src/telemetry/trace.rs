@@ -403,7 +403,7 @@ const UNTRACED: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
 /// so the logs are as before): its method, path and route, and once answered its status.
 /// While traces are exported it is a server span named `METHOD route` that continues the
 /// caller's trace when the request carries a W3C `traceparent` (one that does not parse is
-/// ignored: the request starts a trace of its own); requests to [`UNTRACED`] routes are not
+/// ignored: the request starts a trace of its own); requests to `/healthz`, `/readyz` and `/metrics` are not
 /// traced.
 pub fn request_span<B>(request: &Request<B>) -> Span {
     let route = request
