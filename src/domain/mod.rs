@@ -5,6 +5,7 @@ pub mod error;
 pub mod ids;
 pub mod keys;
 pub mod lifecycle;
+pub mod markdown;
 pub mod paging;
 pub mod slug;
 pub mod text;

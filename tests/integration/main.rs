@@ -14,6 +14,7 @@ mod costs;
 mod embedded;
 mod faults;
 mod federation;
+mod formatting;
 mod hostile;
 mod http;
 mod identity;
