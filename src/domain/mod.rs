@@ -16,5 +16,5 @@ pub use comment::{
 pub use error::DomainError;
 pub use ids::{DiscussionId, Layout};
 pub use lifecycle::{Actor, Change, EditRules};
-pub use paging::{Cursor, CursorKind, Page, PageArgs, SortKey, Window};
+pub use paging::{Cursor, CursorKind, Page, PageArgs, Paged, Paging, SortKey, Span, Window};
 pub use slug::{FullSlug, Micros, Slug, SlugPart};
