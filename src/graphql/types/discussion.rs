@@ -54,7 +54,10 @@ impl DiscussionNode {
 
     /// Its comments, oldest first, newest first or threaded. Paged forward by `first` with
     /// `after` or `offset`, or backward by `last` with `before` (the final ones without it).
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "each GraphQL argument is one (Relay's paging arguments are field arguments)"
+    )]
     async fn comments(
         &self,
         ctx: &Context<'_>,
@@ -98,7 +101,10 @@ impl DiscussionNode {
 
     /// Its top-level comments, oldest first (or newest first: `order: NEWEST`). Paged like
     /// `comments`.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "each GraphQL argument is one (Relay's paging arguments are field arguments)"
+    )]
     async fn threads(
         &self,
         ctx: &Context<'_>,
