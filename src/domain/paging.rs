@@ -158,7 +158,8 @@ impl Cursor {
         let found = tag.and_then(CursorKind::of_tag).ok_or_else(bad)?;
         if found != kind {
             return Err(DomainError::bad_input(format!(
-                "cursor {:?} belongs to {}, not to {}: a cursor pages only the list and order that gave it",
+                "cursor {:?} belongs to {}, not to {}: a cursor pages only the list and order \
+                 that gave it",
                 shorten(text),
                 found.name(),
                 kind.name()
@@ -516,7 +517,8 @@ impl Paging {
         }
         if args.offset.is_some() && (args.last.is_some() || args.before.is_some()) {
             return refuse(
-                "`offset` counts from the start and pages forward: give it with `first`, not with `last` or `before`",
+                "`offset` counts from the start and pages forward: give it with `first`, not with \
+                 `last` or `before`",
             );
         }
         if args.after.is_some() && args.before.is_some() {

@@ -3,10 +3,10 @@
 //!
 //! Every field costs 1 plus what it selects. A connection (a field with a `first` argument)
 //! costs its list fields (`nodes`, `edges`) once per item it may return: `first` or `last`, or
-//! the default page size. A `totalCount` that is counted when asked for (see [`COUNTED`]) costs as much as a
-//! page of the largest size, also under `first: 0`; the other counts are kept with the data and
-//! cost 1. `_entities` costs its selection once per representation. Depth counts nested fields
-//! as the engine does (`__typename` neither costs nor nests).
+//! the default page size. A `totalCount` that is counted when asked for (see [`COUNTED`])
+//! costs as much as a page of the largest size, also under `first: 0`; the other counts are
+//! kept with the data and cost 1. `_entities` costs its selection once per representation.
+//! Depth counts nested fields as the engine does (`__typename` neither costs nor nests).
 
 use std::collections::HashMap;
 

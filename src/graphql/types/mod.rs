@@ -46,11 +46,12 @@ impl CommentOrder {
         match self {
             CommentOrder::Chronological => Ok(CursorKind::Chronological),
             CommentOrder::Newest => Ok(CursorKind::Newest),
-            CommentOrder::Threaded => Err(crate::graphql::error::gql(DomainError::bad_input(
-                format!(
-                    "`{field}` takes order CHRONOLOGICAL or NEWEST; THREADED orders a discussion's `comments`"
-                ),
-            ))),
+            CommentOrder::Threaded => {
+                Err(crate::graphql::error::gql(DomainError::bad_input(format!(
+                    "`{field}` takes order CHRONOLOGICAL or NEWEST; THREADED orders a \
+                     discussion's `comments`"
+                ))))
+            }
         }
     }
 }

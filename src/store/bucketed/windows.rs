@@ -58,9 +58,9 @@ impl Bucketed {
     /// The headers of just the pages a threaded window needs, found from the discussion's
     /// blocks of pages (see `Discussion::page_blocks`): the blocks that hold the window (for a
     /// cursor, from the block of the cursor's thread on, or back from it for a backward window),
-    /// read as one bounded range of page numbers; with the threaded comments before them. `None` where the discussion keeps no
-    /// blocks, or the pages read do not hold the window (posts came since the discussion was
-    /// read): the caller then reads every page's header.
+    /// read as one bounded range of page numbers; with the threaded comments before them.
+    /// `None` where the discussion keeps no blocks, or the pages read do not hold the window
+    /// (posts came since the discussion was read): the caller then reads every page's header.
     pub(super) async fn threaded_headers(
         &self,
         discussion: &Discussion,

@@ -15,8 +15,9 @@
 //! (a bounded range of `thread_seq`), and reads its comments as one range of `full_slug` from
 //! its first thread to its last. A cursor page reads the top-level comments after the cursor's
 //! thread until they hold a page (before it, back from the cursor's thread, for a backward
-//! page). A page from the end is the offset page that ends there, by the discussion's count. Either way the reads are bounded by the page and the threads it
-//! touches, never by the discussion.
+//! page). A page from the end is the offset page that ends there, by the discussion's count.
+//! Either way the reads are bounded by the page and the threads it touches, never by the
+//! discussion.
 
 use crate::domain::FullSlug;
 use crate::store::blocks::window;
