@@ -26,6 +26,7 @@ mod migrate;
 mod model;
 mod node;
 mod orphans;
+mod paging;
 mod persisted;
 mod properties;
 mod sequence;
