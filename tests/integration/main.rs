@@ -11,6 +11,7 @@ mod connections;
 mod contract;
 mod cors;
 mod costs;
+mod embed;
 mod embedded;
 mod faults;
 mod federation;
