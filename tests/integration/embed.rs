@@ -117,9 +117,20 @@ async fn seed(client: &reqwest::Client, server: &Running, page: &str) -> (String
         .to_owned();
     let mut slugs: BTreeMap<String, String> = BTreeMap::new();
     let mut n = 0;
-    let mut add = async |slugs: &mut BTreeMap<String, String>, name: String, parent: Option<String>, text: String| {
+    let mut add = async |slugs: &mut BTreeMap<String, String>,
+                         name: String,
+                         parent: Option<String>,
+                         text: String| {
         n += 1;
-        let slug = post(client, server, author(n), &discussion, parent.as_deref(), &text).await;
+        let slug = post(
+            client,
+            server,
+            author(n),
+            &discussion,
+            parent.as_deref(),
+            &text,
+        )
+        .await;
         slugs.insert(name, slug.clone());
         slug
     };
@@ -133,19 +144,43 @@ async fn seed(client: &reqwest::Client, server: &Running, page: &str) -> (String
     }
     let first = slugs["thread-01"].clone();
     for r in 1..=REPLIES {
-        add(&mut slugs, format!("reply-{r}"), Some(first.clone()), format!("Reply 1.{r}")).await;
+        add(
+            &mut slugs,
+            format!("reply-{r}"),
+            Some(first.clone()),
+            format!("Reply 1.{r}"),
+        )
+        .await;
     }
     let first_reply = slugs["reply-1"].clone();
     for r in 1..=REPLIES {
-        add(&mut slugs, format!("reply-1-{r}"), Some(first_reply.clone()), format!("Reply 1.1.{r}")).await;
+        add(
+            &mut slugs,
+            format!("reply-1-{r}"),
+            Some(first_reply.clone()),
+            format!("Reply 1.1.{r}"),
+        )
+        .await;
     }
     let deepest = slugs["reply-1-1"].clone();
     for r in 1..=2 {
-        add(&mut slugs, format!("deep-{r}"), Some(deepest.clone()), format!("Reply 1.1.1.{r}")).await;
+        add(
+            &mut slugs,
+            format!("deep-{r}"),
+            Some(deepest.clone()),
+            format!("Reply 1.1.1.{r}"),
+        )
+        .await;
     }
     // A tombstone with a reply under it, and a pinned thread.
     let deleted = slugs["thread-05"].clone();
-    add(&mut slugs, "under-deleted".to_owned(), Some(deleted.clone()), "A reply that outlives its parent".to_owned()).await;
+    add(
+        &mut slugs,
+        "under-deleted".to_owned(),
+        Some(deleted.clone()),
+        "A reply that outlives its parent".to_owned(),
+    )
+    .await;
     data(
         client,
         server,
@@ -154,7 +189,8 @@ async fn seed(client: &reqwest::Client, server: &Running, page: &str) -> (String
         json!({ "d": discussion, "s": deleted }),
     )
     .await;
-    let moderator = JwtKeys::new(SECRET).mint("mod", "A Moderator", &["moderator".to_owned()], 3600);
+    let moderator =
+        JwtKeys::new(SECRET).mint("mod", "A Moderator", &["moderator".to_owned()], 3600);
     data(
         client,
         server,
@@ -176,13 +212,24 @@ struct HostPages {
     down: String,
 }
 
+/// The accent colour the host pages give the embed through its custom property.
+const ACCENT: &str = "#6b2f8f";
+
 /// A host page mounting the embed with the options written in `options` (JavaScript).
 fn host_page(title: &str, script_origin: &str, options: &str) -> Html<String> {
     let title_json = serde_json::to_string(title).expect("title");
     Html(format!(
         r#"<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><title>{title}</title></head>
+<head>
+<meta charset="utf-8">
+<link rel="icon" href="data:,">
+<title>{title}</title>
+<style>
+body {{ max-width: 46rem; margin: 2rem auto; padding: 0 1rem; font-family: Georgia, serif; }}
+#comments {{ --threadql-accent: {ACCENT}; margin-top: 2rem; }}
+</style>
+</head>
 <body>
 <article><h1>{title}</h1><p>Lovelace's notes on Menabrea's sketch of the Analytical Engine.</p></article>
 <section id="comments"></section>
@@ -219,9 +266,7 @@ async fn throwing(State(pages): State<HostPages>) -> Html<String> {
     host_page(
         "A page whose sign-in fails",
         &pages.threadql,
-        &format!(
-            "{{ key: {key}, title, token: () => {{ throw new Error(\"no session\"); }} }}"
-        ),
+        &format!("{{ key: {key}, title, token: () => {{ throw new Error(\"no session\"); }} }}"),
     )
 }
 
@@ -247,7 +292,23 @@ fn serve_host(listener: tokio::net::TcpListener, pages: HostPages) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_embed_runs_on_a_page_of_another_origin() {
+async fn the_embed_runs_on_a_page_of_another_origin_per_comment() {
+    the_embed_runs_on_a_page_of_another_origin(Layout::PerComment, "embed.png").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embed_runs_on_a_page_of_another_origin_embedded() {
+    the_embed_runs_on_a_page_of_another_origin(Layout::Embedded, "embed-embedded.png").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embed_runs_on_a_page_of_another_origin_bucketed() {
+    the_embed_runs_on_a_page_of_another_origin(Layout::Bucketed, "embed-bucketed.png").await;
+}
+
+/// The browser run over a discussion in `layout`; its screenshot goes to target/browser/`png`
+/// (docs/img/embed.png is the per-comment one).
+async fn the_embed_runs_on_a_page_of_another_origin(layout: Layout, png: &str) {
     assert!(
         Path::new(CHROMIUM).is_file(),
         "{CHROMIUM} is missing: the embed browser test needs Chromium; run ./scripts/install-deps.sh"
@@ -260,13 +321,13 @@ async fn the_embed_runs_on_a_page_of_another_origin() {
         .expect("bind the host pages");
     let host_origin = format!("http://{}", host.local_addr().expect("host address"));
     // A port where nothing listens, for the page whose server is down.
-    let closed = std::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
-        .expect("bind a port");
+    let closed =
+        std::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).expect("bind a port");
     let down_origin = format!("http://{}", closed.local_addr().expect("closed address"));
     drop(closed);
 
     // The server's defaults (rate and cost limits included), but for the allowed origin.
-    let mut config = Settings::new(Layout::PerComment).config(&unique_db("embed"));
+    let mut config = Settings::new(layout).config(&unique_db("embed"));
     let defaults = defaults();
     config.rate_limit = defaults.rate_limit;
     config.rate_limit_anon = defaults.rate_limit_anon;
@@ -288,7 +349,9 @@ async fn the_embed_runs_on_a_page_of_another_origin() {
 
     let visitor = token("ada", "Ada Lovelace");
     let other = token("grace", "Grace Hopper");
-    let screenshot = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/browser/embed.png");
+    let screenshot = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/browser")
+        .join(png);
     let _ = std::fs::remove_file(&screenshot);
     let setup = json!({
         "host": host_origin,
@@ -302,7 +365,10 @@ async fn the_embed_runs_on_a_page_of_another_origin() {
     let (summary, _) = node::summary(
         "embed.mjs",
         &[&setup.to_string()],
-        &[("THREADQL_TOKEN", &visitor), ("THREADQL_OTHER_TOKEN", &other)],
+        &[
+            ("THREADQL_TOKEN", &visitor),
+            ("THREADQL_OTHER_TOKEN", &other),
+        ],
         "EMBED",
         BROWSER_TIMEOUT,
     )
@@ -322,7 +388,11 @@ async fn the_embed_runs_on_a_page_of_another_origin() {
         "graphqlErrors",
         "dialogs",
     ] {
-        assert_eq!(summary[list], json!([]), "the pages had {list}: {summary:#}");
+        assert_eq!(
+            summary[list],
+            json!([]),
+            "the pages had {list}: {summary:#}"
+        );
     }
     assert_eq!(
         summary["blockerWorks"],
@@ -334,8 +404,16 @@ async fn the_embed_runs_on_a_page_of_another_origin() {
         summary["crossOrigin"]["graphql"].as_u64().unwrap_or(0) >= 10,
         "{summary:#}"
     );
-    assert_eq!(summary["crossOrigin"]["allowOrigin"], json!([host_origin]), "{summary:#}");
-    assert_eq!(summary["xss"], Value::Null, "a hostile text ran: {summary:#}");
+    assert_eq!(
+        summary["crossOrigin"]["allowOrigin"],
+        json!([host_origin]),
+        "{summary:#}"
+    );
+    assert_eq!(
+        summary["xss"],
+        Value::Null,
+        "a hostile text ran: {summary:#}"
+    );
 
     // What the steps saw (each step also waited for it, so these only name a failure).
     let steps = &summary["steps"];
@@ -348,23 +426,42 @@ async fn the_embed_runs_on_a_page_of_another_origin() {
             })
             .collect()
     };
-    assert_eq!(steps["count"], format!("{} comments", THREADS + 2 * REPLIES + 3));
+    assert_eq!(
+        steps["count"],
+        format!("{} comments", THREADS + 2 * REPLIES + 3)
+    );
     assert_eq!(steps["pinned"], json!(["Thread 10"]));
     assert_eq!(steps["firstPage"], json!(thread_texts(20)), "{summary:#}");
     assert_eq!(steps["bold"], "algebraic patterns");
     assert_eq!(steps["tombstone"], "This comment was deleted.");
-    assert_eq!(steps["underTombstone"], json!(["A reply that outlives its parent"]));
-    let replies = |prefix: &str, n: usize| -> Vec<String> { (1..=n).map(|i| format!("{prefix}.{i}")).collect() };
+    assert_eq!(
+        steps["underTombstone"],
+        json!(["A reply that outlives its parent"])
+    );
+    let replies = |prefix: &str, n: usize| -> Vec<String> {
+        (1..=n).map(|i| format!("{prefix}.{i}")).collect()
+    };
     assert_eq!(steps["replies"]["before"], json!(replies("Reply 1", 5)));
-    assert_eq!(steps["replies"]["after"], json!(replies("Reply 1", REPLIES)));
+    assert_eq!(
+        steps["replies"]["after"],
+        json!(replies("Reply 1", REPLIES))
+    );
     assert_eq!(steps["nested"]["before"], json!(replies("Reply 1.1", 5)));
-    assert_eq!(steps["nested"]["after"], json!(replies("Reply 1.1", REPLIES)));
+    assert_eq!(
+        steps["nested"]["after"],
+        json!(replies("Reply 1.1", REPLIES))
+    );
     assert_eq!(steps["deep"]["before"], json!([]));
     assert_eq!(steps["deep"]["after"], json!(replies("Reply 1.1.1", 2)));
     assert_eq!(steps["allThreads"], json!(thread_texts(THREADS)));
     for (n, text) in HOSTILE.iter().enumerate() {
         let shown = steps["hostile"][n].as_str().unwrap_or_default();
-        assert!(shown.starts_with(&format!("Thread {:02}: ", n + 2)), "{shown}");
+        assert!(
+            shown.starts_with(&format!("Thread {:02}: ", n + 2)),
+            "{shown}"
+        );
+        let markup = &text[text.find('<').unwrap_or(0)..];
+        assert!(shown.contains(markup), "the markup shows as typed: {shown}");
     }
     assert!(
         steps["hostile"][0]
@@ -373,7 +470,17 @@ async fn the_embed_runs_on_a_page_of_another_origin() {
         "the script shows as text: {summary:#}"
     );
     assert_eq!(steps["hostileElements"], json!(0), "{summary:#}");
-    assert_eq!(steps["announced"], json!(["New reply from Grace Hopper", "New comment from Grace Hopper"]));
+    assert_eq!(
+        steps["accent"], "rgb(107, 47, 143)",
+        "the host's --threadql-accent"
+    );
+    assert_eq!(
+        steps["announced"],
+        json!([
+            "New reply from Grace Hopper",
+            "New comment from Grace Hopper"
+        ])
+    );
 
     // What the visitor posted through the page is stored, under the visitor's name.
     let stored = data(
@@ -385,24 +492,41 @@ async fn the_embed_runs_on_a_page_of_another_origin() {
     )
     .await;
     let discussion_now = &stored["discussionByKey"];
-    assert_eq!(discussion_now["commentCount"], THREADS + 2 * REPLIES + 3 + 5);
+    assert_eq!(
+        discussion_now["commentCount"],
+        THREADS + 2 * REPLIES + 3 + 5
+    );
     let newest = &discussion_now["threads"]["nodes"];
     assert_eq!(newest[0]["text"], "A third voice, heard at the top");
-    assert_eq!(newest[1]["text"], "Heard live: a new thread from another client");
+    assert_eq!(
+        newest[1]["text"],
+        "Heard live: a new thread from another client"
+    );
     assert_eq!(newest[2]["text"], "Posted from the embed: **a new thread**");
     assert_eq!(newest[2]["author"]["name"], "Ada Lovelace");
     assert_eq!(
         newest[2]["replies"]["nodes"],
         json!([
             { "text": "Typed with the keyboard alone", "author": { "name": "Ada Lovelace" } },
-            { "text": "Heard live: a reply from another client", "author": { "name": "Grace Hopper" } },
+            // Grace's reply, edited and then deleted by her.
+            { "text": null, "author": { "name": "[deleted]" } },
         ])
     );
-    assert_eq!(steps["newestFirst"], json!([
-        "A third voice, heard at the top",
-        "Heard live: a new thread from another client",
-        "Posted from the embed: a new thread",
-    ]));
+    assert!(
+        steps["liveEdit"]
+            .as_str()
+            .is_some_and(|meta| meta.starts_with("Grace Hopper") && meta.contains("(edited)")),
+        "{summary:#}"
+    );
+    assert_eq!(steps["liveDelete"], "This comment was deleted.");
+    assert_eq!(
+        steps["newestFirst"],
+        json!([
+            "A third voice, heard at the top",
+            "Heard live: a new thread from another client",
+            "Posted from the embed: a new thread",
+        ])
+    );
 
     // The fresh page created its discussion with its first comment, with its title and address.
     let fresh = data(
@@ -429,20 +553,39 @@ async fn the_embed_runs_on_a_page_of_another_origin() {
     // Failures show in the widget.
     assert_eq!(steps["throwing"]["shown"], json!(20), "{summary:#}");
     assert_eq!(steps["throwing"]["error"], "Signing in failed: no session");
-    assert_eq!(steps["throwing"]["postError"], "Not posted: Signing in failed: no session");
+    assert_eq!(
+        steps["throwing"]["postError"],
+        "Not posted: Signing in failed: no session"
+    );
     let down = steps["down"].as_str().unwrap_or_default();
     assert!(
-        down.starts_with("Comments could not be loaded: Cannot reach the comments server at http://127.0.0.1:"),
+        down.starts_with(
+            "Comments could not be loaded: Cannot reach the comments server at http://127.0.0.1:"
+        ),
         "{down}"
     );
     let demo = &steps["demo"];
     assert_eq!(demo["hostileKey"], "No comments yet", "{summary:#}");
     let bad_key = demo["badKey"].as_str().unwrap_or_default();
-    assert!(bad_key.starts_with("Comments could not be loaded: "), "{bad_key}");
+    assert!(
+        bad_key.starts_with("Comments could not be loaded: "),
+        "{bad_key}"
+    );
     assert!(bad_key.contains("control character"), "{bad_key}");
+    let logged = demo["badKeyLogged"].as_array().cloned().unwrap_or_default();
+    assert!(
+        logged.iter().any(|line| line
+            .as_str()
+            .is_some_and(|l| l.ends_with("(BAD_USER_INPUT)"))),
+        "the refusal of the key reached the page: {logged:?}"
+    );
 
     let png = std::fs::read(&screenshot)
         .unwrap_or_else(|e| panic!("no screenshot at {}: {e}", screenshot.display()));
-    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{} is not a PNG", screenshot.display());
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "{} is not a PNG",
+        screenshot.display()
+    );
     server.shutdown().await;
 }
