@@ -589,3 +589,51 @@ async fn the_embed_runs_on_a_page_of_another_origin(layout: Layout, png: &str) {
     );
     server.shutdown().await;
 }
+
+/// The module's `Access-Control-Allow-Origin` for a request from `origin` (empty when absent),
+/// with its status and content type.
+async fn module_for(server: &Running, origin: &str) -> (u16, String, String) {
+    let response = reqwest::Client::new()
+        .get(server.url("/embed/threadql.js"))
+        .header(reqwest::header::ORIGIN, origin)
+        .send()
+        .await
+        .expect("the module");
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .map_or(String::new(), |v| v.to_str().expect("text").to_owned())
+    };
+    let (allowed, content_type) = (
+        header("access-control-allow-origin"),
+        header("content-type"),
+    );
+    (response.status().as_u16(), allowed, content_type)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_module_is_shared_with_the_allowed_origins_only() {
+    let mut config = crate::support::server_config("embed-cors");
+    config.cors_origins = Some("https://blog.example".parse().expect("origins"));
+    let server = Running::start(config).await;
+    let (status, allowed, content_type) = module_for(&server, "https://blog.example").await;
+    assert_eq!(
+        (status, allowed.as_str(), content_type.as_str()),
+        (
+            200,
+            "https://blog.example",
+            "text/javascript; charset=utf-8"
+        )
+    );
+    // Another origin gets the file (it is public) but no permission to run it as a module.
+    let (status, allowed, _) = module_for(&server, "https://evil.example").await;
+    assert_eq!((status, allowed.as_str()), (200, ""));
+    server.shutdown().await;
+
+    // Without THREADQL_CORS_ORIGINS, no other origin may.
+    let server = Running::start(crate::support::server_config("embed-no-cors")).await;
+    let (status, allowed, _) = module_for(&server, "https://blog.example").await;
+    assert_eq!((status, allowed.as_str()), (200, ""));
+    server.shutdown().await;
+}
