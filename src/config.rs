@@ -413,6 +413,11 @@ pub struct Config {
     /// silent (it is pinged; a pong counts), in seconds, before it is closed.
     #[arg(long, env = "THREADQL_IDLE_TIMEOUT_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400), global = true)]
     pub idle_timeout_secs: u64,
+    /// How long a shutdown (SIGTERM, Ctrl-C) may take, in seconds: requests in flight finish,
+    /// subscriptions get `complete` and their sockets close; connections still open after it are
+    /// dropped. Writes already started still complete (they get up to as long again).
+    #[arg(long, env = "THREADQL_SHUTDOWN_GRACE_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600), global = true)]
+    pub shutdown_grace_secs: u64,
     /// Most client connections open at once (HTTP and WebSocket); past it new connections wait
     /// in the listen queue. Unset: what the process's open-file limit allows, less a reserve for
     /// the database pool and the process's own files.
@@ -450,6 +455,53 @@ pub struct Config {
     /// whatever `first` says. Past it: GRAPHQL_VALIDATION_FAILED, before any database command.
     #[arg(long, env = "THREADQL_MAX_SUBSCRIPTION_COMPLEXITY", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1_000_000), global = true)]
     pub max_subscription_complexity: u32,
+    // ----- traces (the standard OpenTelemetry variables) -----
+    /// Base URL of an OpenTelemetry collector: traces are sent over OTLP to it (HTTP:
+    /// `<url>/v1/traces`). Unset (with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT unset too): no traces.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT", global = true)]
+    pub otlp_endpoint: Option<String>,
+    /// URL traces are sent to, used as it is (over HTTP, with its path); wins over
+    /// OTEL_EXPORTER_OTLP_ENDPOINT.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", global = true)]
+    pub otlp_traces_endpoint: Option<String>,
+    /// How traces are sent: `http/protobuf` (the default) or `grpc`.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_PROTOCOL", global = true)]
+    pub otlp_protocol: Option<String>,
+    /// How traces are sent, for traces only; wins over OTEL_EXPORTER_OTLP_PROTOCOL.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", global = true)]
+    pub otlp_traces_protocol: Option<String>,
+    /// Headers sent with every export, `key=value` pairs separated by commas (values
+    /// percent-encoded), e.g. an API key.
+    #[arg(
+        long,
+        env = "OTEL_EXPORTER_OTLP_HEADERS",
+        hide_env_values = true,
+        global = true
+    )]
+    pub otlp_headers: Option<String>,
+    /// Headers sent with every export of traces, added to OTEL_EXPORTER_OTLP_HEADERS.
+    #[arg(
+        long,
+        env = "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        hide_env_values = true,
+        global = true
+    )]
+    pub otlp_traces_headers: Option<String>,
+    /// The service name the traces carry (`service.name`); unset: the `service.name` of
+    /// OTEL_RESOURCE_ATTRIBUTES, else `threadql`.
+    #[arg(long, env = "OTEL_SERVICE_NAME", global = true)]
+    pub otel_service_name: Option<String>,
+    /// Which traces are kept: `parentbased_always_on` (the default: every trace, unless the
+    /// caller's `traceparent` says it is not sampled), `always_on`, `always_off`,
+    /// `traceidratio`, `parentbased_traceidratio`, `parentbased_always_off`.
+    #[arg(long, env = "OTEL_TRACES_SAMPLER", global = true)]
+    pub otel_traces_sampler: Option<String>,
+    /// The ratio of the `traceidratio` samplers, from 0 to 1 (default 1).
+    #[arg(long, env = "OTEL_TRACES_SAMPLER_ARG", global = true)]
+    pub otel_traces_sampler_arg: Option<String>,
+    /// `true` turns traces off whatever the endpoint says.
+    #[arg(long, env = "OTEL_SDK_DISABLED", default_value_t = false, action = clap::ArgAction::Set, global = true)]
+    pub otel_sdk_disabled: bool,
 }
 
 /// A rate limit: `count` per `per`, or none.
@@ -657,7 +709,18 @@ impl fmt::Display for Origin {
     }
 }
 
+/// The service name traces carry when neither OTEL_SERVICE_NAME nor OTEL_RESOURCE_ATTRIBUTES
+/// names one.
+pub const DEFAULT_SERVICE_NAME: &str = "threadql";
+
 impl Config {
+    /// Whether traces are sent: an OTLP endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT or
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, not empty) and OTEL_SDK_DISABLED is not `true`.
+    pub fn traces(&self) -> bool {
+        let set = |v: &Option<String>| v.as_deref().is_some_and(|v| !v.trim().is_empty());
+        !self.otel_sdk_disabled && (set(&self.otlp_endpoint) || set(&self.otlp_traces_endpoint))
+    }
+
     /// The settings of `threadql` run with no flags: the defaults, with the `THREADQL_*`
     /// variables of the environment applied (an error when one is not valid). Tools and tests
     /// start from here and change what they need.
@@ -714,6 +777,7 @@ impl fmt::Debug for Config {
             .field("header_timeout_secs", &self.header_timeout_secs)
             .field("body_timeout_secs", &self.body_timeout_secs)
             .field("idle_timeout_secs", &self.idle_timeout_secs)
+            .field("shutdown_grace_secs", &self.shutdown_grace_secs)
             .field("max_connections", &self.max_connections)
             .field("metrics_listen", &self.metrics_listen)
             .field("cors_origins", &self.cors_origins)
@@ -727,6 +791,19 @@ impl fmt::Debug for Config {
                 "max_subscription_complexity",
                 &self.max_subscription_complexity,
             )
+            .field("otlp_endpoint", &self.otlp_endpoint)
+            .field("otlp_traces_endpoint", &self.otlp_traces_endpoint)
+            .field("otlp_protocol", &self.otlp_protocol)
+            .field("otlp_traces_protocol", &self.otlp_traces_protocol)
+            .field("otlp_headers", &self.otlp_headers.as_ref().map(|_| "<set>"))
+            .field(
+                "otlp_traces_headers",
+                &self.otlp_traces_headers.as_ref().map(|_| "<set>"),
+            )
+            .field("otel_service_name", &self.otel_service_name)
+            .field("otel_traces_sampler", &self.otel_traces_sampler)
+            .field("otel_traces_sampler_arg", &self.otel_traces_sampler_arg)
+            .field("otel_sdk_disabled", &self.otel_sdk_disabled)
             .finish()
     }
 }
@@ -774,6 +851,33 @@ mod tests {
             assert!(parse(flag, "0").is_err(), "{flag}");
             assert!(parse(flag, "-1").is_err(), "{flag}");
             assert!(parse(flag, "7").is_ok(), "{flag}");
+        }
+    }
+
+    #[test]
+    fn the_shutdown_grace_period_is_at_least_a_second() {
+        let grace = |value: &str| {
+            let flag = format!("--shutdown-grace-secs={value}");
+            Cli::try_parse_from(["threadql", flag.as_str()])
+                .map(|cli| cli.config.shutdown_grace_secs)
+        };
+        assert_eq!(grace("1").ok(), Some(1));
+        assert_eq!(grace("25").ok(), Some(25));
+        for bad in ["0", "-1", "ten", "1.5", ""] {
+            let refused = grace(bad)
+                .err()
+                .map(|err| err.to_string())
+                .unwrap_or_default();
+            assert!(
+                refused.contains("--shutdown-grace-secs"),
+                "{bad}: {refused}"
+            );
+        }
+        if std::env::var_os("THREADQL_SHUTDOWN_GRACE_SECS").is_none() {
+            assert_eq!(
+                Config::defaults().map(|c| c.shutdown_grace_secs).ok(),
+                Some(10)
+            );
         }
     }
 

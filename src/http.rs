@@ -102,7 +102,10 @@ pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router 
         true => router.route("/metrics", get(metrics)),
         false => router,
     };
-    router.layer(TraceLayer::new_for_http()).with_state(state)
+    let traced = TraceLayer::new_for_http()
+        .make_span_with(crate::telemetry::trace::request_span)
+        .on_response(crate::telemetry::trace::on_response);
+    router.layer(traced).with_state(state)
 }
 
 /// `/metrics` alone, for its own listener (`THREADQL_METRICS_LISTEN`).

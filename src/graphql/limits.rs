@@ -231,11 +231,7 @@ impl DocumentLimits {
                 chain.join(" › ")
             );
         }
-        let _ = write!(
-            message,
-            ". Each field costs 1, a connection's selection once per item it may return (`first`, else {}), a counted `totalCount` {}, and `_entities` its selection once per representation",
-            self.default_page_size, self.count_cost
-        );
+        let _ = write!(message, ". How costs count: {}", self.pricing());
         let mut error = too_big(message);
         let extensions = error.extensions.get_or_insert_with(Default::default);
         extensions.set("cost", explained.cost);
@@ -245,9 +241,18 @@ impl DocumentLimits {
 
     fn too_costly(&self, what: &str) -> ServerError {
         too_big(format!(
-            "{what} costs more than {}: each field costs 1, a connection's items once per item it may return (`first`, else {}), a counted `totalCount` {}, and `_entities` its selection once per representation",
-            self.max_cost, self.default_page_size, self.count_cost
+            "{what} costs more than {}: {}",
+            self.max_cost,
+            self.pricing()
         ))
+    }
+
+    /// How costs are counted, for the messages of refusals.
+    fn pricing(&self) -> String {
+        format!(
+            "each field costs 1, a connection's selection once per item it may return (`first`, else {}), a counted `totalCount` {}, `_entities` its selection once per representation and `discussionsByKeys` once per key",
+            self.default_page_size, self.count_cost
+        )
     }
 }
 

@@ -1,4 +1,5 @@
-//! Dataloaders: batch the reads of one request so that one tree level costs one query.
+//! Dataloaders: batch the reads of one request so that one tree level costs one query. Each
+//! batch has a `store.*` span (for traces) with the number of keys it loads.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -115,6 +116,7 @@ impl Loader<DiscussionId> for StoreLoader {
     type Value = Arc<Discussion>;
     type Error = DomainError;
 
+    #[tracing::instrument(level = "debug", name = "store.discussions", skip_all, fields(store.keys = keys.len()))]
     async fn load(
         &self,
         keys: &[DiscussionId],
@@ -149,6 +151,7 @@ impl Loader<CommentKey> for StoreLoader {
     type Value = Comment;
     type Error = DomainError;
 
+    #[tracing::instrument(level = "debug", name = "store.comments", skip_all, fields(store.keys = keys.len()))]
     async fn load(&self, keys: &[CommentKey]) -> Result<HashMap<CommentKey, Comment>, DomainError> {
         let mut out = HashMap::new();
         for (discussion, group) in group_by(keys, |k| k.discussion.clone()) {
@@ -172,6 +175,7 @@ impl Loader<RepliesKey> for StoreLoader {
     type Value = Page<Comment>;
     type Error = DomainError;
 
+    #[tracing::instrument(level = "debug", name = "store.replies", skip_all, fields(store.keys = keys.len()))]
     async fn load(
         &self,
         keys: &[RepliesKey],
@@ -204,6 +208,7 @@ impl Loader<SubDiscussionKey> for StoreLoader {
     type Value = Page<Comment>;
     type Error = DomainError;
 
+    #[tracing::instrument(level = "debug", name = "store.subDiscussions", skip_all, fields(store.keys = keys.len()))]
     async fn load(
         &self,
         keys: &[SubDiscussionKey],
@@ -236,6 +241,7 @@ impl Loader<SubDiscussionCountKey> for StoreLoader {
     type Value = u64;
     type Error = DomainError;
 
+    #[tracing::instrument(level = "debug", name = "store.subDiscussionCounts", skip_all, fields(store.keys = keys.len()))]
     async fn load(
         &self,
         keys: &[SubDiscussionCountKey],

@@ -1,6 +1,7 @@
 //! The GraphQL API: schema construction, per-request context and execution.
 
 pub mod batch;
+pub mod closing;
 pub mod cost;
 mod documents;
 pub mod error;
@@ -11,6 +12,7 @@ mod mutation;
 mod persisted;
 mod query;
 pub mod shared;
+mod spans;
 mod subscription;
 pub mod types;
 
@@ -18,6 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use async_graphql::{Context, Schema};
+use tracing::Instrument as _;
 
 use crate::auth::{AuthState, JwtKeys};
 use crate::config::RateLimit;
@@ -67,6 +70,8 @@ pub struct Limits {
     pub subscription_caps: shared::SubscriptionCaps,
     /// Highest cost of a subscription's selection.
     pub max_subscription_complexity: usize,
+    /// Whether traces are exported: the engine's validation then gets a span of its own.
+    pub traces: bool,
 }
 
 impl Limits {
@@ -160,20 +165,26 @@ pub struct Api {
     client: Option<ClientKey>,
     subscriptions: Arc<shared::Subscriptions>,
     subscription_cost: Arc<limits::SubscriptionCost>,
+    closing: closing::Closing,
 }
 
 impl Api {
     /// Builds the schema over a storage, with its limits and the mutation rate per author.
     pub fn new(storage: DynStorage, keys: JwtKeys, limits: Limits, author_rate: RateLimit) -> Self {
         let live = Arc::new(live::Live::new(storage.clone(), limits.live));
+        let closing = closing::Closing::default();
         let mut builder = schema_builder()
             .limit_depth(limits.max_query_depth)
             .data(storage.clone())
             .data(limits)
             .data(live.clone())
+            .data(closing.clone())
             .data(AuthorRate(Limiter::new(author_rate)));
         if !limits.introspection {
             builder = builder.disable_introspection();
+        }
+        if limits.traces {
+            builder = builder.extension(spans::Validation);
         }
         let schema = builder.finish();
         let shape = Arc::new(cost::Shape::from_sdl(&schema.sdl()));
@@ -197,7 +208,26 @@ impl Api {
             parsed: documents::ParsedDocuments::default(),
             anonymous: Arc::new(Limiter::new(limits.anonymous_rate)),
             client: None,
+            closing,
         }
+    }
+
+    /// The shutdown state: the stage the process is in, and the writes it waits for.
+    pub fn closing(&self) -> &closing::Closing {
+        &self.closing
+    }
+
+    /// Starts the shutdown of the live API: every subscription ends (its transport sends
+    /// `complete`), streaming connections refuse new operations and close once theirs have
+    /// ended, and the change stream is closed.
+    pub fn drain(&self) {
+        self.closing.advance(closing::Stage::Draining);
+        self.live.close();
+    }
+
+    /// Subscriptions held now (those still starting included).
+    pub fn subscriptions_held(&self) -> usize {
+        self.subscriptions.held()
     }
 
     /// This API as a client (by its address) uses it: the operations of the streaming
@@ -304,7 +334,7 @@ impl Api {
             auth,
             client,
             until,
-            running: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            running: Arc::new(tokio::sync::watch::Sender::new(0)),
             max,
         }
     }
@@ -336,6 +366,16 @@ impl Api {
             })
             .boxed();
         };
+        if self.closing.stage() >= closing::Stage::Draining {
+            // Counted while it runs, like any operation: a WebSocket closes only once its
+            // `complete` is written.
+            return refusal(shutting_down())
+                .map(move |response| {
+                    let _running = &slot;
+                    response
+                })
+                .boxed();
+        }
         let (api, connection) = (self.clone(), connection.clone());
         let until = connection.until;
         let document = document_identity(&request);
@@ -352,6 +392,10 @@ impl Api {
             if !is_subscription(&mut request) {
                 return api.run_stream(request, checked, connection.auth, None);
             }
+            // Admitted while the process began to shut down: refused like one sent after.
+            if api.closing.stage() >= closing::Stage::Draining {
+                return refusal(shutting_down()).boxed();
+            }
             let client = shared::ClientKey::of(&connection.auth, connection.client);
             let permit = match api.subscriptions.permit(client) {
                 Ok(permit) => permit,
@@ -360,9 +404,15 @@ impl Api {
             let key = api.subscriptions.key(document, &request, &connection.auth);
             let auth = connection.auth;
             let runner = api.clone();
-            api.subscriptions.join(key, permit, move |ready| {
-                runner.run_stream(request, checked, auth, Some(ready))
-            })
+            // A subscription ends when the process shuts down; its transport then sends
+            // `complete`, so its client knows to subscribe again elsewhere.
+            let ends = api.closing.reached(closing::Stage::Draining);
+            api.subscriptions
+                .join(key, permit, move |ready| {
+                    runner.run_stream(request, checked, auth, Some(ready))
+                })
+                .take_until(ends)
+                .boxed()
         })
         .map(move |response| {
             let _running = &slot;
@@ -374,7 +424,8 @@ impl Api {
         }
     }
 
-    /// Runs an admitted request as a stream of responses, as `auth`.
+    /// Runs an admitted request as a stream of responses, as `auth` (see the comment on traces
+    /// below).
     fn run_stream(
         &self,
         request: async_graphql::Request,
@@ -391,13 +442,22 @@ impl Api {
             request = request.data(ready);
         }
         let responses = self.schema.execute_stream(request);
-        batch::drive_stream(responses, batches)
-            .map(move |mut response| {
-                checked.code_engine_errors(&mut response);
-                error::ensure_codes(&mut response);
-                response
-            })
-            .boxed()
+        let responses = batch::drive_stream(responses, batches).map(move |mut response| {
+            checked.code_engine_errors(&mut response);
+            error::ensure_codes(&mut response);
+            response
+        });
+        // A subscription, and any operation of a WebSocket, runs in a task of its own, for as
+        // long as its client stays: it is not traced (its spans would be traces of their own,
+        // without the request that asked for them). An operation over Server-Sent Events runs
+        // in its request, and its spans stay in the request's trace.
+        match self.schema.data::<Limits>().is_some_and(|l| l.traces) {
+            true => {
+                let untraced = opentelemetry::Context::new().with_telemetry_suppressed();
+                opentelemetry::context::FutureExt::with_context(responses, untraced).boxed()
+            }
+            false => responses.boxed(),
+        }
     }
 
     /// Checks that the database answers.
@@ -431,7 +491,7 @@ impl Api {
         request: impl Into<async_graphql::Request>,
         auth: AuthState,
     ) -> async_graphql::Response {
-        match self.admit(request.into()).await {
+        match self.admit(request.into()).instrument(spans::parse()).await {
             Ok((request, checked)) => self.run(request, &checked, auth).await,
             Err(refused) => refused,
         }
@@ -451,7 +511,7 @@ impl Api {
     ) -> Vec<async_graphql::Response> {
         let mut admitted = Vec::with_capacity(requests.len());
         for request in requests {
-            admitted.push(self.admit(request).await);
+            admitted.push(self.admit(request).instrument(spans::parse()).await);
         }
         let usages = admitted
             .iter()
@@ -485,8 +545,20 @@ impl Api {
         responses
     }
 
-    /// Runs an admitted request as `auth`.
+    /// Runs an admitted request as `auth`, in its operation's span.
     async fn run(
+        &self,
+        mut request: async_graphql::Request,
+        checked: &limits::Checked,
+        auth: AuthState,
+    ) -> async_graphql::Response {
+        let span = spans::operation(&mut request);
+        self.run_operation(request, checked, auth)
+            .instrument(span)
+            .await
+    }
+
+    async fn run_operation(
         &self,
         request: async_graphql::Request,
         checked: &limits::Checked,
@@ -527,7 +599,8 @@ pub struct Connection {
     client: Option<ClientKey>,
     /// Until when its token is accepted (seconds since the epoch; `None` without a token).
     until: Option<u64>,
-    running: Arc<std::sync::atomic::AtomicUsize>,
+    /// Operations running now.
+    running: Arc<tokio::sync::watch::Sender<usize>>,
     max: usize,
 }
 
@@ -542,14 +615,24 @@ impl Connection {
 
     /// A place for one more operation, given back when the guard drops (`None` when full).
     fn take_slot(&self) -> Option<Slot> {
-        use std::sync::atomic::Ordering;
-        let taken = self
-            .running
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (n < self.max).then_some(n + 1)
-            })
-            .is_ok();
+        let taken = self.running.send_if_modified(|n| {
+            let room = *n < self.max;
+            if room {
+                *n += 1;
+            }
+            room
+        });
         taken.then(|| Slot(self.running.clone()))
+    }
+
+    /// Resolves once none of the connection's operations is running (at once if none is). An
+    /// operation counts until its stream is dropped, which the WebSocket protocol does just
+    /// before it sends the operation's `complete`.
+    pub fn operations_ended(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut running = self.running.subscribe();
+        async move {
+            let _ = running.wait_for(|n| *n == 0).await;
+        }
     }
 }
 
@@ -589,6 +672,13 @@ fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+/// The error of an operation sent while the process shuts down.
+fn shutting_down() -> DomainError {
+    DomainError::Unavailable(
+        "the server is shutting down: connect again (to another server) and send it there".into(),
+    )
 }
 
 /// The error of an operation on a connection whose token expired.
@@ -662,11 +752,11 @@ fn until_expiry(
 }
 
 /// One running operation of a connection.
-struct Slot(Arc<std::sync::atomic::AtomicUsize>);
+struct Slot(Arc<tokio::sync::watch::Sender<usize>>);
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
     }
 }
 

@@ -1,12 +1,15 @@
 //! The Mutation root: every mutation needs a valid bearer token.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use async_graphql::{Context, InputObject, Object, ID};
+use tracing::Instrument as _;
 
+use super::closing::Closing;
 use super::error::OrGql;
 use super::query::load_discussion;
-use super::types::{CommentNode, DiscussionNode, StorageLayout};
+use super::types::{comment_by_slug, CommentNode, DiscussionNode, StorageLayout};
 use super::{auth, store, AuthorRate, Limits, RequestReads};
 use crate::auth::{AuthState, Viewer};
 use crate::domain::{
@@ -55,16 +58,26 @@ fn moderator<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
 }
 
 /// Runs a write in a task of its own: once started, it completes (or fails) whatever happens to
-/// the request that asked for it. A client that hangs up drops its request, and without this the
-/// write would stop halfway.
+/// the request that asked for it. A client that hangs up drops its request, and so does a
+/// shutdown whose grace period ran out; without this the write would stop halfway. The write is
+/// counted until it ends, and the process waits for it before it stops the embedded database;
+/// once that wait has begun, a write is refused with `UNAVAILABLE` instead. The task stays in
+/// the request's span (its trace).
 async fn detached<T, E>(
+    ctx: &Context<'_>,
     write: impl Future<Output = Result<T, E>> + Send + 'static,
 ) -> async_graphql::Result<T>
 where
     T: Send + 'static,
     E: Into<DomainError> + Send + 'static,
 {
-    match tokio::spawn(write).await {
+    let counted = ctx.data_unchecked::<Closing>().start_write().gql()?;
+    let write = async move {
+        let result = write.await;
+        drop(counted);
+        result
+    };
+    match tokio::spawn(write.in_current_span()).await {
         Ok(result) => result.map_err(Into::into).gql(),
         Err(err) => Err(DomainError::Internal(format!("a write task failed: {err}"))).gql(),
     }
@@ -164,14 +177,19 @@ impl Mutation {
         let rules = ctx.data_unchecked::<Limits>().edit_rules;
         let storage = store(ctx).clone();
         let target = discussion.clone();
-        let comment = detached(async move {
-            let actor = Actor {
-                author: &viewer.author,
-                moderator: viewer.moderator,
-            };
-            let decide = |current: &_, now| change.apply(current, actor, rules, target.locked, now);
-            storage.change_comment(&target, &slug, &decide).await
-        })
+        let comment = detached(
+            ctx,
+            async move {
+                let actor = Actor {
+                    author: &viewer.author,
+                    moderator: viewer.moderator,
+                };
+                let decide =
+                    |current: &_, now| change.apply(current, actor, rules, target.locked, now);
+                storage.change_comment(&target, &slug, &decide).await
+            }
+            .instrument(tracing::debug_span!("store.change")),
+        )
         .await?;
         forget_reads(ctx);
         Ok(CommentNode::new(discussion, comment))
@@ -198,7 +216,12 @@ impl Mutation {
             input.url.as_deref(),
         )?;
         let storage = store(ctx).clone();
-        let discussion = detached(async move { storage.discussions().add(new).await }).await?;
+        let discussion = detached(
+            ctx,
+            async move { storage.discussions().add(new).await }
+                .instrument(tracing::debug_span!("store.createDiscussion")),
+        )
+        .await?;
         forget_reads(ctx);
         Ok(Some(DiscussionNode(discussion.into())))
     }
@@ -221,7 +244,12 @@ impl Mutation {
             input.url.as_deref(),
         )?;
         let storage = store(ctx).clone();
-        let discussion = detached(async move { storage.discussions().ensure(new).await }).await?;
+        let discussion = detached(
+            ctx,
+            async move { storage.discussions().ensure(new).await }
+                .instrument(tracing::debug_span!("store.ensureDiscussion")),
+        )
+        .await?;
         forget_reads(ctx);
         Ok(Some(DiscussionNode(discussion.into())))
     }
@@ -252,7 +280,9 @@ impl Mutation {
         // The store reads the discussion (or, for an embedded one it posted to lately, checks
         // it in the post's own update): `NOT_FOUND`, and `FORBIDDEN` while it is locked.
         let storage = store(ctx).clone();
-        let (discussion, posted) = detached(async move { storage.post_to(&id, new).await }).await?;
+        let post = async move { storage.post_to(&id, new).await };
+        let (discussion, posted) =
+            detached(ctx, post.instrument(tracing::debug_span!("store.post"))).await?;
         forget_reads(ctx);
         if posted.reattached {
             tracing::info!(
@@ -310,13 +340,40 @@ impl Mutation {
     ) -> async_graphql::Result<Option<DiscussionNode>> {
         moderator(ctx)?;
         let id = DiscussionId::parse(&id).gql()?;
-        let discussion = store(ctx)
-            .discussions()
-            .set_locked(&id, locked)
-            .await
-            .gql()?;
+        let storage = store(ctx).clone();
+        let lock = async move { storage.discussions().set_locked(&id, locked).await };
+        let discussion = detached(ctx, lock.instrument(tracing::debug_span!("store.lock"))).await?;
         forget_reads(ctx);
         Ok(Some(DiscussionNode(discussion.into())))
+    }
+
+    /// Pins a comment (`pinned: true`) to the top of its discussion, after those pinned before
+    /// it (`Discussion.pinnedComments`), or unpins it. At most 5 per discussion: a 6th is
+    /// `BAD_USER_INPUT`. Pinning a pinned comment, or unpinning one that is not, changes
+    /// nothing. A deleted comment cannot be pinned (`COMMENT_DELETED`). Moderators only.
+    async fn pin_comment(
+        &self,
+        ctx: &Context<'_>,
+        discussion_id: ID,
+        slug: String,
+        pinned: bool,
+    ) -> async_graphql::Result<Option<CommentNode>> {
+        moderator(ctx)?;
+        let discussion = load_discussion(ctx, &discussion_id).await?;
+        let node = comment_by_slug(ctx, discussion.clone(), &slug).await?;
+        if pinned && node.comment.deleted {
+            return Err(DomainError::CommentDeleted(format!(
+                "comment {} was deleted: it cannot be pinned",
+                node.comment.slug
+            )))
+            .gql();
+        }
+        let storage = store(ctx).clone();
+        let (id, slug) = (discussion.id.clone(), node.comment.slug.clone());
+        let pin = async move { storage.discussions().set_pinned(&id, &slug, pinned).await };
+        let updated = detached(ctx, pin.instrument(tracing::debug_span!("store.pin"))).await?;
+        forget_reads(ctx);
+        Ok(Some(CommentNode::new(Arc::new(updated), node.comment)))
     }
 
     /// Moves a discussion to another storage layout while it stays online: reads keep
@@ -338,7 +395,12 @@ impl Mutation {
         let to: Layout = layout.into();
         let storage = store(ctx).clone();
         storage.layout(to).gql()?;
-        let moved = detached(async move { storage.migrate(&id, to, &|_| {}).await }).await?;
+        let migrate = async move { storage.migrate(&id, to, &|_| {}).await };
+        let moved = detached(
+            ctx,
+            migrate.instrument(tracing::debug_span!("store.migrate")),
+        )
+        .await?;
         tracing::info!(discussion = %moved.discussion.id, from = %moved.from, to = %to, comments = moved.comments, "discussion moved");
         forget_reads(ctx);
         Ok(Some(DiscussionNode(moved.discussion.into())))

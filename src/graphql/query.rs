@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use async_graphql::{Context, Object, ID};
+use tracing::Instrument as _;
 
 use super::error::OrGql;
 use super::types::{comment_by_slug, CommentNode, DiscussionConnection, DiscussionNode, PageInfo};
@@ -122,7 +123,12 @@ impl Query {
             },
             kind,
         )?;
-        let page = store(ctx).discussions().list(&paging.window).await.gql()?;
+        let page = store(ctx)
+            .discussions()
+            .list(&paging.window)
+            .instrument(tracing::debug_span!("store.discussionList"))
+            .await
+            .gql()?;
         let page = paging.finish(page);
         let cursor = |d: &Discussion| Cursor::of_discussion(d).encode_for(kind);
         Ok(Some(DiscussionConnection {

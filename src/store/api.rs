@@ -214,6 +214,16 @@ pub trait DiscussionStore: Send + Sync {
     /// How many discussions exist.
     async fn count(&self) -> StoreResult<u64>;
 
+    /// Pins the comment `slug` (last in pin order) or unpins it; pinning a pinned comment and
+    /// unpinning one that is not pinned change nothing. `PinsFull` past
+    /// [`Discussion::MAX_PINNED`]. Whether the comment exists is the caller's to check.
+    async fn set_pinned(
+        &self,
+        id: &DiscussionId,
+        slug: &Slug,
+        pinned: bool,
+    ) -> StoreResult<Discussion>;
+
     /// Opens or closes a discussion for posting; returns it as it is now (`NotFound` if unknown).
     async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion>;
 }

@@ -45,6 +45,9 @@ pub struct StoreConfig {
     /// Receives every command the driver sends (`None` in production: the driver then builds
     /// no events at all). Tests use it to check what the store sends.
     pub command_events: Option<EventHandler<CommandEvent>>,
+    /// Whether the driver makes a span of each operation and command it sends, for the global
+    /// OpenTelemetry tracer provider (set while traces are exported).
+    pub traces: bool,
 }
 
 impl StoreConfig {
@@ -85,6 +88,11 @@ pub(crate) async fn open(config: &StoreConfig) -> StoreResult<Connection> {
     options.connect_timeout = Some(config.timeout);
     options.max_pool_size = Some(config.pool_size);
     options.write_concern = Some(config.write_concern()?);
+    options.tracing = Some(
+        mongodb::otel::OpentelemetryOptions::builder()
+            .enabled(config.traces)
+            .build(),
+    );
     let client = Client::with_options(options)?;
     let db = client.database(&config.database);
     commands.sent("hello");

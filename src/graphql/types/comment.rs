@@ -180,6 +180,11 @@ impl CommentNode {
         )
     }
 
+    /// Whether a moderator pinned it to the top of its discussion.
+    async fn pinned(&self) -> bool {
+        self.discussion.is_pinned(&self.comment.slug)
+    }
+
     /// Its text; null once deleted.
     async fn text(&self) -> Option<&str> {
         self.comment.text.as_deref()

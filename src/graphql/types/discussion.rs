@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use async_graphql::{Context, Object, ID};
 use chrono::{DateTime, Utc};
+use tracing::Instrument as _;
 
 use super::{CommentConnection, CommentNode, CommentOrder, StorageLayout, Total};
 use crate::domain::{CursorKind, Discussion, DomainError, PageArgs, Paging, Slug};
@@ -99,6 +100,7 @@ impl DiscussionNode {
             .layout(self.0.layout)
             .gql()?
             .list(&reads(ctx).scope, &self.0, listing, &paging.window)
+            .instrument(tracing::debug_span!("store.list"))
             .await
             .gql()?;
         Ok(CommentConnection::new(
@@ -142,10 +144,14 @@ impl DiscussionNode {
         let scope = &reads(ctx).scope;
         let window = &paging.window;
         let page = if reads_below_nodes(ctx) {
-            layout.list(scope, &self.0, Listing::Threads, window).await
+            layout
+                .list(scope, &self.0, Listing::Threads, window)
+                .instrument(tracing::debug_span!("store.threads"))
+                .await
         } else {
             layout
                 .list_shallow(scope, &self.0, Listing::Threads, window)
+                .instrument(tracing::debug_span!("store.threads"))
                 .await
         }
         .gql()?;
@@ -156,6 +162,30 @@ impl DiscussionNode {
             &paging,
             Total::Known(self.0.thread_count),
         ))
+    }
+
+    /// Its pinned comments, in the order they were pinned (at most 5). A pinned comment that
+    /// was deleted since is left out. One database read for them all.
+    async fn pinned_comments(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<CommentNode>> {
+        let keys = self.0.pinned.iter().map(|slug| CommentKey {
+            discussion: DiscussionRef(self.0.clone()),
+            slug: slug.clone(),
+        });
+        let mut found = reads(ctx).loader.load_many(keys).await.gql()?;
+        Ok(self
+            .0
+            .pinned
+            .iter()
+            .filter_map(|slug| {
+                let key = CommentKey {
+                    discussion: DiscussionRef(self.0.clone()),
+                    slug: slug.clone(),
+                };
+                found.remove(&key)
+            })
+            .filter(|comment| !comment.deleted)
+            .map(|comment| CommentNode::new(self.0.clone(), comment))
+            .collect())
     }
 
     /// One comment by slug (a direct link).

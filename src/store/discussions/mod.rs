@@ -49,6 +49,9 @@ struct DiscussionDoc {
     thread_count: i64,
     #[serde(default)]
     locked: bool,
+    /// The slugs of the pinned comments, in pin order.
+    #[serde(default)]
+    pinned: Vec<String>,
     #[serde(default)]
     moves: i64,
 }
@@ -98,6 +101,12 @@ fn discussion_of(raw: &RawDocument, fields: &FieldsByLayout) -> StoreResult<Disc
         comment_count: to_count(doc.comment_count),
         thread_count: to_count(doc.thread_count),
         locked: doc.locked,
+        pinned: doc
+            .pinned
+            .iter()
+            .map(|slug| Slug::parse(slug))
+            .collect::<Result<_, _>>()
+            .map_err(|e| corrupt(format!("a pinned slug: {e}")))?,
         moves: to_count(doc.moves),
         hints,
     })
@@ -155,7 +164,7 @@ pub(crate) fn posts_update(comments: &[&Comment]) -> Document {
 /// Fields a metadata read returns: the shared ones and every layout's own.
 fn metadata_projection(fields: &FieldsByLayout) -> Document {
     let mut projection = doc! {
-        "title": 1, "key": 1, "url": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1,
+        "title": 1, "key": 1, "url": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1, "pinned": 1,
         "moves": 1,
     };
     let mut layouts: Vec<_> = fields.iter().collect();
@@ -413,6 +422,45 @@ impl DiscussionStore for Discussions {
     /// How many discussions exist.
     async fn count(&self) -> StoreResult<u64> {
         Ok(self.coll.count_documents(doc! {}).await?)
+    }
+
+    async fn set_pinned(
+        &self,
+        id: &DiscussionId,
+        slug: &Slug,
+        pinned: bool,
+    ) -> StoreResult<Discussion> {
+        let (filter, update) = if pinned {
+            let last = format!("pinned.{}", Discussion::MAX_PINNED - 1);
+            (
+                doc! { "_id": id.as_str(), "pinned": { "$ne": slug.as_str() }, last: { "$exists": false } },
+                doc! { "$push": { "pinned": slug.as_str() } },
+            )
+        } else {
+            (
+                doc! { "_id": id.as_str() },
+                doc! { "$pull": { "pinned": slug.as_str() } },
+            )
+        };
+        let found = self
+            .coll
+            .clone_with_type::<RawDocumentBuf>()
+            .find_one_and_update(filter, update)
+            .projection(self.projection())
+            .return_document(ReturnDocument::After)
+            .await?;
+        match found {
+            Some(found) => self.read(&found),
+            // Pinned already (nothing to change), or the pins are full.
+            None if pinned => {
+                let discussion = self.by_id(id).await?;
+                match discussion.is_pinned(slug) {
+                    true => Ok(discussion),
+                    false => Err(StoreError::PinsFull(id.to_string())),
+                }
+            }
+            None => Err(StoreError::NotFound(format!("no discussion {id}"))),
+        }
     }
 
     async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion> {

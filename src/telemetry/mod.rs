@@ -1,0 +1,3 @@
+//! What the server reports about itself beyond its answers.
+
+pub mod trace;
