@@ -163,6 +163,7 @@ const RULES = `
   transition: background-color 0.6s;
 }
 :where(.threadql-arrived > .threadql-article) { background: var(--threadql-highlight); }
+:where(.threadql-pinned) { margin-block-end: calc(var(--threadql-spacing) * 1.5); }
 :where(.threadql-pinned .threadql-article) { background: var(--threadql-pinned); }
 :where(.threadql-meta) {
   display: flex; flex-wrap: wrap; gap: 0 calc(var(--threadql-spacing) / 2); color: var(--threadql-muted);
