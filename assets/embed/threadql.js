@@ -533,6 +533,7 @@ class Widget {
     this.loading = null;
     this.pending = [];
     this.destroyed = false;
+    this.composerState = null;
     this.build();
   }
 
@@ -738,19 +739,24 @@ class Widget {
     this.count.textContent = n === 0 ? 'No comments yet' : n === 1 ? '1 comment' : `${n} comments`;
   }
 
-  // The box for a new thread, or why there is none.
+  // The box for a new thread, or why there is none; kept (with its draft) while that holds.
   renderComposer() {
-    if (this.discussion?.locked) {
+    const state = this.discussion?.locked ? 'locked' : this.canPost ? 'open' : 'none';
+    if (state === this.composerState) {
+      return;
+    }
+    this.composerState = state;
+    if (state === 'locked') {
       this.composer.replaceChildren(el('p', { class: 'threadql-notice', text: 'This discussion is locked: no new comments.' }));
-    } else if (this.canPost) {
+    } else if (state === 'open') {
       this.composer.replaceChildren(this.renderForm(null, 'Add a comment', 'Post comment'));
     } else {
       this.composer.replaceChildren();
     }
   }
 
-  // A form posting a comment (a reply to `parentSlug`, or a new thread). `onDone` runs after a
-  // successful post; Escape runs `onCancel` when given.
+  // A form posting a comment (a reply to `parentSlug`, or a new thread). `onCancel`, when
+  // given, closes it: on Escape, on Cancel, and with the comment after a successful post.
   renderForm(parentSlug, labelText, buttonText, onCancel) {
     const n = (mounted += 1);
     const textareaId = `${this.id}-text-${n}`;

@@ -519,6 +519,7 @@ async fn the_embed_runs_on_a_page_of_another_origin(layout: Layout, png: &str) {
         "{summary:#}"
     );
     assert_eq!(steps["liveDelete"], "This comment was deleted.");
+    assert_eq!(steps["draft"], "A draft outlives the switch");
     assert_eq!(
         steps["newestFirst"],
         json!([

@@ -359,8 +359,11 @@ async function main() {
 
       // 7. Newest first: the newest threads lead, then a thread posted meanwhile arrives at the
       // top.
+      await page.getByLabel('Add a comment').fill('A draft outlives the switch');
       await page.getByLabel('Newest first').check();
       await until(page, 'the newest first', (text) => childTexts(null)?.[0] === text, LIVE_THREAD);
+      steps.draft = await page.getByLabel('Add a comment').inputValue();
+      await page.getByLabel('Add a comment').fill('');
       steps.newestPage = await page.evaluate(() => childTexts(null).length);
       // The live connection outlives the switch: the same two subscriptions.
       steps.subscribersAfterSwitch = await liveSubscribers(threadql);
