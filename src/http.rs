@@ -1,4 +1,5 @@
-//! The HTTP surface: /graphql (GET, POST), GraphiQL at /, /healthz, /readyz and /metrics.
+//! The HTTP surface: /graphql (GET, POST), GraphiQL at /, the embed at /embed, /healthz, /readyz
+//! and /metrics.
 
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
@@ -81,9 +82,10 @@ struct HttpState {
 pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router {
     let public_metrics = limits.public_metrics;
     let graphql_route = get(graphql).post(graphql);
-    let graphql_route = match cors::layer(limits.cors_origins.as_ref()) {
-        Some(cors) => graphql_route.layer(cors),
-        None => graphql_route,
+    let embed = crate::embed::routes();
+    let (graphql_route, embed) = match cors::layer(limits.cors_origins.as_ref()) {
+        Some(cors) => (graphql_route.layer(cors.clone()), embed.layer(cors)),
+        None => (graphql_route, embed),
     };
     let state = HttpState {
         api,
@@ -92,6 +94,7 @@ pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router 
     };
     let router = Router::new()
         .merge(crate::graphiql::routes())
+        .merge(embed)
         .route("/graphql", graphql_route)
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz));

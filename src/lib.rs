@@ -4,6 +4,7 @@ pub mod app; // wiring: config -> store -> API -> router
 pub mod auth; // bearer JWTs
 pub mod config; // typed CLI flags and THREADQL_* env vars
 pub mod domain; // comments, slugs, paging, errors (no I/O)
+pub mod embed; // the reference embed at /embed, served from the binary
 pub mod graphiql; // GraphiQL at /, served from the binary
 pub mod graphql; // schema, resolvers, dataloaders, error codes
 pub mod http; // axum routes

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use anyhow::{bail, Context as _};
 use serde::Serialize;
 use serde_json::{json, Value};
-use threadql::domain::{Comment, Cursor, CursorKind, Discussion, DiscussionId, Slug, Window};
+use threadql::domain::{Comment, Cursor, CursorKind, Discussion, DiscussionId, Page, Slug, Window};
 use threadql::store::{Listing, ReadScope, Storage, Store};
 
 /// Comments per page in the paged reads.
@@ -48,22 +48,40 @@ pub(crate) enum Read {
     ThreadedCursor,
     /// The first 50 replies of the comment with the most direct replies.
     Replies,
+    /// The first 50 comments newest first.
+    NewestFirst,
+    /// The first 50 top-level comments newest first.
+    NewestThreads,
+    /// The 50 comments before a cursor deep in the list (`last`/`before`), chronological.
+    BackwardPage,
+    /// The 50 comments before a cursor deep in the list, in threaded order.
+    ThreadedBackward,
+    /// The first 50 replies of the comment with the most direct replies, newest first.
+    NewestReplies,
+    /// The last 50 comments of the largest thread's sub-discussion (`last`).
+    SubDiscussionLast,
 }
 
 impl Read {
     /// Every read, in report order.
-    pub(crate) const ALL: [Read; 11] = [
+    pub(crate) const ALL: [Read; 17] = [
         Read::FirstPage,
         Read::OffsetPage,
         Read::CursorPage,
+        Read::NewestFirst,
+        Read::BackwardPage,
         Read::ThreadedFirst,
         Read::ThreadedOffset,
         Read::ThreadedCursor,
+        Read::ThreadedBackward,
         Read::Threads,
+        Read::NewestThreads,
         Read::Tree,
         Read::DirectLink,
         Read::Replies,
+        Read::NewestReplies,
         Read::SubDiscussion,
+        Read::SubDiscussionLast,
     ];
 
     /// A short name for tables.
@@ -80,6 +98,12 @@ impl Read {
             Read::ThreadedOffset => "threaded deep page by offset",
             Read::ThreadedCursor => "threaded deep page by cursor",
             Read::Replies => "replies of the busiest comment (50)",
+            Read::NewestFirst => "newest first page (50)",
+            Read::NewestThreads => "newest threads (50)",
+            Read::BackwardPage => "deep page backward (last 50 before)",
+            Read::ThreadedBackward => "threaded deep page backward (last 50 before)",
+            Read::NewestReplies => "newest replies of the busiest comment (50)",
+            Read::SubDiscussionLast => "sub-discussion, last 50",
         }
     }
 }
@@ -99,6 +123,11 @@ pub(crate) struct Fixtures {
     pub sub_root: Slug,
     /// The cursor of the comment right before the deep offset in threaded order.
     pub deep_threaded_cursor: Cursor,
+    /// The cursor of the comment right after the deep page (the last comment, in a discussion
+    /// that ends there), chronological: a backward page before it holds the deep page.
+    pub deep_end_cursor: Cursor,
+    /// The same in threaded order.
+    pub deep_end_threaded_cursor: Cursor,
     /// The comment with the most direct replies.
     pub busiest: Slug,
 }
@@ -114,17 +143,15 @@ impl Fixtures {
     ) -> anyhow::Result<Fixtures> {
         let comments = discussion.comment_count;
         let deep_offset = DEEP_OFFSET.min(comments.saturating_sub(PAGE as u64)).max(1);
-        let cursor_before = |listing: Listing, kind: CursorKind| async move {
+        let deep_end = (deep_offset + PAGE as u64).min(comments.saturating_sub(1));
+        let cursor_at = |at: u64, listing: Listing, kind: CursorKind| async move {
             let before = store
                 .layout(discussion.layout)?
                 .list(
                     &ReadScope::new(),
                     discussion,
                     listing,
-                    &Window::Offset {
-                        skip: deep_offset - 1,
-                        limit: 1,
-                    },
+                    &Window::Offset { skip: at, limit: 1 },
                 )
                 .await?;
             let last = before
@@ -133,11 +160,17 @@ impl Fixtures {
                 .context("the discussion is shorter than the deep offset")?;
             anyhow::Ok(Cursor::of_comment(last, kind))
         };
+        let (chronological, threaded) = (
+            (Listing::Chronological, CursorKind::Chronological),
+            (Listing::Threaded, CursorKind::Threaded),
+        );
         Ok(Fixtures {
             discussion: discussion.id.clone(),
             deep_offset,
-            deep_cursor: cursor_before(Listing::Chronological, CursorKind::Chronological).await?,
-            deep_threaded_cursor: cursor_before(Listing::Threaded, CursorKind::Threaded).await?,
+            deep_cursor: cursor_at(deep_offset - 1, chronological.0, chronological.1).await?,
+            deep_threaded_cursor: cursor_at(deep_offset - 1, threaded.0, threaded.1).await?,
+            deep_end_cursor: cursor_at(deep_end, chronological.0, chronological.1).await?,
+            deep_end_threaded_cursor: cursor_at(deep_end, threaded.0, threaded.1).await?,
             link,
             sub_root,
             busiest,
@@ -202,6 +235,30 @@ impl Fixtures {
                 format!("query($d: ID!, $s: String!) {{ comment(discussionId: $d, slug: $s) {{ slug replies(first: {PAGE}) {{ {page} }} }} }}"),
                 json!({ "d": d, "s": self.busiest.as_str() }),
             ),
+            Read::NewestFirst => (
+                format!("query($d: ID!) {{ discussion(id: $d) {{ comments(order: NEWEST, first: {PAGE}) {{ {page} }} }} }}"),
+                json!({ "d": d }),
+            ),
+            Read::NewestThreads => (
+                format!("query($d: ID!) {{ discussion(id: $d) {{ threads(order: NEWEST, first: {PAGE}) {{ {page} }} }} }}"),
+                json!({ "d": d }),
+            ),
+            Read::BackwardPage => (
+                format!("query($d: ID!, $c: String!) {{ discussion(id: $d) {{ comments(last: {PAGE}, before: $c) {{ {page} }} }} }}"),
+                json!({ "d": d, "c": self.deep_end_cursor.encode() }),
+            ),
+            Read::ThreadedBackward => (
+                format!("query($d: ID!, $c: String!) {{ discussion(id: $d) {{ comments(order: THREADED, last: {PAGE}, before: $c) {{ {page} }} }} }}"),
+                json!({ "d": d, "c": self.deep_end_threaded_cursor.encode() }),
+            ),
+            Read::NewestReplies => (
+                format!("query($d: ID!, $s: String!) {{ comment(discussionId: $d, slug: $s) {{ slug replies(order: NEWEST, first: {PAGE}) {{ {page} }} }} }}"),
+                json!({ "d": d, "s": self.busiest.as_str() }),
+            ),
+            Read::SubDiscussionLast => (
+                format!("query($d: ID!, $s: String!) {{ comment(discussionId: $d, slug: $s) {{ slug subDiscussion(last: {PAGE}) {{ {page} }} }} }}"),
+                json!({ "d": d, "s": self.sub_root.as_str() }),
+            ),
         };
         (format!("{body} {FIELDS}"), variables)
     }
@@ -212,18 +269,25 @@ impl Fixtures {
             Read::FirstPage
             | Read::OffsetPage
             | Read::CursorPage
+            | Read::NewestFirst
+            | Read::BackwardPage
             | Read::ThreadedFirst
             | Read::ThreadedOffset
-            | Read::ThreadedCursor => &data["discussion"]["comments"]["nodes"],
-            Read::Tree | Read::Threads => &data["discussion"]["threads"]["nodes"],
-            Read::Replies => &data["comment"]["replies"]["nodes"],
+            | Read::ThreadedCursor
+            | Read::ThreadedBackward => &data["discussion"]["comments"]["nodes"],
+            Read::Tree | Read::Threads | Read::NewestThreads => {
+                &data["discussion"]["threads"]["nodes"]
+            }
+            Read::Replies | Read::NewestReplies => &data["comment"]["replies"]["nodes"],
             Read::DirectLink => {
                 let slug = data["comment"]["slug"]
                     .as_str()
                     .context("no comment in the answer")?;
                 return Ok(vec![slug.to_owned()]);
             }
-            Read::SubDiscussion => &data["comment"]["subDiscussion"]["nodes"],
+            Read::SubDiscussion | Read::SubDiscussionLast => {
+                &data["comment"]["subDiscussion"]["nodes"]
+            }
         };
         let mut out = Vec::new();
         collect_slugs(nodes, &mut out)?;
@@ -247,16 +311,46 @@ impl Fixtures {
             cursor: None,
             limit,
         };
+        let newest = |limit| Window::FromEnd { skip: 0, limit };
         let slugs = |items: &[Comment]| items.iter().map(|c| c.slug.to_string()).collect();
+        // Newest first reads the stored order from its end, and the answer lists it reversed.
+        let newest_slugs =
+            |items: &[Comment]| items.iter().rev().map(|c| c.slug.to_string()).collect();
         Ok(match read {
+            Read::NewestFirst | Read::NewestThreads => {
+                let listing = match read {
+                    Read::NewestThreads => Listing::Threads,
+                    _ => Listing::Chronological,
+                };
+                let page = layout
+                    .list(&scope, &discussion, listing, &newest(PAGE))
+                    .await?;
+                newest_slugs(&page.items)
+            }
             Read::FirstPage
             | Read::OffsetPage
             | Read::CursorPage
+            | Read::BackwardPage
             | Read::ThreadedFirst
             | Read::ThreadedOffset
             | Read::ThreadedCursor
+            | Read::ThreadedBackward
             | Read::Threads => {
                 let (listing, window) = match read {
+                    Read::BackwardPage => (
+                        Listing::Chronological,
+                        Window::Before {
+                            cursor: self.deep_end_cursor.clone(),
+                            limit: PAGE,
+                        },
+                    ),
+                    Read::ThreadedBackward => (
+                        Listing::Threaded,
+                        Window::Before {
+                            cursor: self.deep_end_threaded_cursor.clone(),
+                            limit: PAGE,
+                        },
+                    ),
                     Read::OffsetPage => (
                         Listing::Chronological,
                         Window::Offset {
@@ -292,25 +386,30 @@ impl Fixtures {
                 let page = layout.list(&scope, &discussion, listing, &window).await?;
                 slugs(&page.items)
             }
-            Read::Replies => {
+            Read::Replies | Read::NewestReplies => {
                 // As the GraphQL request does: the comment by its slug, then its replies.
                 layout
                     .by_slugs(&scope, &discussion, std::slice::from_ref(&self.busiest))
                     .await?
                     .first()
                     .context("the busiest comment not found")?;
+                let window = match read {
+                    Read::NewestReplies => newest(PAGE),
+                    _ => first(PAGE),
+                };
                 let mut pages = layout
                     .replies(
                         &scope,
                         &discussion,
                         std::slice::from_ref(&self.busiest),
-                        &first(PAGE),
+                        &window,
                     )
                     .await?;
-                pages
-                    .remove(&self.busiest)
-                    .map(|page| slugs(&page.items))
-                    .unwrap_or_default()
+                let page = pages.remove(&self.busiest).unwrap_or_else(Page::empty);
+                match read {
+                    Read::NewestReplies => newest_slugs(&page.items),
+                    _ => slugs(&page.items),
+                }
             }
             Read::Tree => {
                 let threads = layout
@@ -357,22 +456,24 @@ impl Fixtures {
                     .await?;
                 slugs(&found)
             }
-            Read::SubDiscussion => {
+            Read::SubDiscussion | Read::SubDiscussionLast => {
                 let found = layout
                     .by_slugs(&scope, &discussion, std::slice::from_ref(&self.sub_root))
                     .await?;
                 let root = found.first().context("sub-discussion root not found")?;
+                let window = match read {
+                    Read::SubDiscussionLast => newest(PAGE),
+                    _ => first(PAGE),
+                };
                 let mut pages = layout
                     .sub_discussions(
                         &scope,
                         &discussion,
                         std::slice::from_ref(&root.full_slug),
-                        &first(PAGE),
+                        &window,
                     )
                     .await?;
-                let page = pages
-                    .remove(&root.full_slug)
-                    .unwrap_or_else(|| threadql::domain::Page::from_overfetch(Vec::new(), 0));
+                let page = pages.remove(&root.full_slug).unwrap_or_else(Page::empty);
                 slugs(&page.items)
             }
         })

@@ -19,5 +19,5 @@ pub use error::DomainError;
 pub use ids::{DiscussionId, Layout};
 pub use keys::{DiscussionKey, DiscussionUrl, NewDiscussion};
 pub use lifecycle::{Actor, Change, EditRules};
-pub use paging::{Cursor, CursorKind, Page, PageArgs, SortKey, Window};
+pub use paging::{Cursor, CursorKind, Page, PageArgs, Paged, Paging, SortKey, Span, Window};
 pub use slug::{FullSlug, Micros, Slug, SlugPart};

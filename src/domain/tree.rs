@@ -112,6 +112,11 @@ impl Thread {
             .map(|&i| &self.threaded[i])
     }
 
+    /// The direct replies of `parent`, oldest first.
+    pub fn replies_of<'a>(&'a self, parent: &Slug) -> impl Iterator<Item = &'a Comment> + 'a {
+        self.children_of(Some(parent))
+    }
+
     /// One page of direct replies for each parent.
     pub fn replies(&self, parents: &[Slug], window: &Window) -> HashMap<Slug, Page<Comment>> {
         parents

@@ -2,12 +2,12 @@
 //! variables and the schema's shape before the engine runs it (see `limits`).
 //!
 //! Every field costs 1 plus what it selects. A connection (a field with a `first` argument)
-//! costs its list fields (`nodes`, `edges`) once per item it may return: `first`, or the default
-//! page size. A `totalCount` that is counted when asked for (see [`COUNTED`]) costs as much as a
-//! page of the largest size, also under `first: 0`; the other counts are kept with the data and
-//! cost 1. `_entities` costs its selection once per representation, `discussionsByKeys` once per
-//! key (see [`PER_ITEM`]). Depth counts nested fields as the engine does (`__typename` neither
-//! costs nor nests).
+//! costs its list fields (`nodes`, `edges`) once per item it may return: `first` or `last`, or
+//! the default page size. A `totalCount` that is counted when asked for (see [`COUNTED`])
+//! costs as much as a page of the largest size, also under `first: 0`; the other counts are
+//! kept with the data and cost 1. `_entities` costs its selection once per representation,
+//! `discussionsByKeys` once per key (see [`PER_ITEM`]). Depth counts nested fields as the engine
+//! does (`__typename` neither costs nor nests).
 
 use std::collections::HashMap;
 
@@ -436,16 +436,22 @@ impl<'a> Walk<'a, '_> {
         }
     }
 
-    /// The items a connection field may return: `first`, or the default page size. A value the
-    /// field refuses (negative, not a number) returns nothing.
+    /// The items a connection field may return: `first` or `last` (the larger, when a document
+    /// gives both, which the field refuses), or the default page size. A value the field
+    /// refuses (negative, not a number) returns nothing.
     fn items(&self, field: &Field) -> usize {
-        match self.argument(field, "first") {
-            None | Some(Value::Null) => self.prices.default_page_size,
-            Some(Value::Number(n)) => n
-                .as_i64()
-                .and_then(|n| usize::try_from(n).ok())
-                .unwrap_or(0),
-            Some(_) => 0,
+        let size = |name: &str| match self.argument(field, name) {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) => Some(
+                n.as_i64()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .unwrap_or(0),
+            ),
+            Some(_) => Some(0),
+        };
+        match (size("first"), size("last")) {
+            (None, None) => self.prices.default_page_size,
+            (first, last) => first.unwrap_or(0).max(last.unwrap_or(0)),
         }
     }
 
@@ -540,6 +546,14 @@ mod tests {
             cost(replies, serde_json::json!({ "f": 7 })),
             Ok(1 + (1 + 1 + 20) + (1 + 1 + 7))
         );
+        // `last` costs what `first` does, from a variable too; both given cost the larger.
+        let last = r#"query($l: Int) { discussion(id: "x") { a: threads(last: 10) { nodes { slug } } b: comments(last: $l, order: NEWEST) { nodes { slug } } } }"#;
+        assert_eq!(
+            cost(last, serde_json::json!({ "l": 30 })),
+            Ok(1 + (1 + 1 + 10) + (1 + 1 + 30))
+        );
+        let both = r#"{ discussion(id: "x") { threads(first: 3, last: 40) { nodes { slug } } } }"#;
+        assert_eq!(cost(both, serde_json::json!({})), Ok(1 + 1 + 1 + 40));
     }
 
     #[test]

@@ -24,7 +24,7 @@ use tracing::Instrument as _;
 
 use crate::auth::{AuthState, JwtKeys};
 use crate::config::RateLimit;
-use crate::domain::{CursorKind, DomainError, EditRules, Layout, PageArgs, Window};
+use crate::domain::{CursorKind, DomainError, EditRules, Layout, PageArgs, Paging};
 use crate::rate::{retry_after_secs, ClientKey, Limiter};
 use crate::store::{DynStorage, ReadScope, StoreResult};
 
@@ -40,7 +40,7 @@ pub type AppSchema = Schema<Query, Mutation, Subscription>;
 pub struct Limits {
     /// Page size when `first` is not given.
     pub default_page_size: usize,
-    /// Largest `first` accepted.
+    /// Largest `first` or `last` accepted.
     pub max_page_size: usize,
     /// Longest comment text, in characters.
     pub max_text_chars: usize,
@@ -75,9 +75,9 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// Validates paging arguments into a window.
-    pub fn window(&self, args: &PageArgs, kind: CursorKind) -> async_graphql::Result<Window> {
-        Window::from_args(args, kind, self.default_page_size, self.max_page_size)
+    /// Validates the paging arguments of a list of `kind`.
+    pub fn paging(&self, args: &PageArgs, kind: CursorKind) -> async_graphql::Result<Paging> {
+        Paging::from_args(args, kind, self.default_page_size, self.max_page_size)
             .map_err(error::gql)
     }
 }

@@ -102,45 +102,43 @@ impl Query {
         load_keyed(ctx, &keys).await
     }
 
-    /// All discussions, oldest first.
+    /// All discussions, oldest first. Paged forward by `first`/`after` or backward by
+    /// `last`/`before` (the newest ones without it).
     async fn discussions(
         &self,
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> async_graphql::Result<Option<DiscussionConnection>> {
-        let window = ctx.data_unchecked::<Limits>().window(
+        let kind = CursorKind::Discussion;
+        let paging = ctx.data_unchecked::<Limits>().paging(
             &PageArgs {
                 first,
                 after,
+                last,
+                before,
                 offset: None,
             },
-            CursorKind::Discussion,
+            kind,
         )?;
         let page = store(ctx)
             .discussions()
-            .list(&window)
+            .list(&paging.window)
             .instrument(tracing::debug_span!("store.discussionList"))
             .await
             .gql()?;
-        let cursor = |d: &Discussion| Cursor::of_discussion(d).encode();
+        let page = paging.finish(page);
+        let cursor = |d: &Discussion| Cursor::of_discussion(d).encode_for(kind);
         Ok(Some(DiscussionConnection {
             page_info: PageInfo {
-                has_next_page: page.has_next,
-                has_previous_page: matches!(
-                    window,
-                    crate::domain::Window::After {
-                        cursor: Some(_),
-                        ..
-                    }
-                ),
+                has_next_page: page.has_next_page,
+                has_previous_page: page.has_previous_page,
                 start_cursor: page.items.first().map(cursor),
                 end_cursor: page.items.last().map(cursor),
             },
-            page: crate::domain::Page {
-                items: page.items.into_iter().map(Arc::new).collect(),
-                has_next: page.has_next,
-            },
+            items: page.items.into_iter().map(Arc::new).collect(),
         }))
     }
 

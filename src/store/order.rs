@@ -1,9 +1,10 @@
-//! The keyset order of cursors, written once: as a query filter on stored comments and as an
-//! aggregation condition on a comment variable. Both say what `Cursor::precedes` says.
+//! The keyset order of cursors, written once, on either side of a cursor: as a query filter on
+//! stored comments and as an aggregation condition on a comment variable. Both say what
+//! `Cursor::precedes` (after) and `Cursor::follows_key` (before) say.
 
 use mongodb::bson::{doc, Bson, Document};
 
-use crate::domain::paging::Cursor;
+use crate::domain::paging::{Cursor, Window};
 
 /// The sort key a cursor carries, most significant field first.
 fn key(cursor: &Cursor) -> Vec<(&'static str, Bson)> {
@@ -20,10 +21,38 @@ fn key(cursor: &Cursor) -> Vec<(&'static str, Bson)> {
     }
 }
 
+/// Which side of a cursor a filter keeps.
+#[derive(Clone, Copy)]
+enum Side {
+    After,
+    Before,
+}
+
+impl Side {
+    /// The strict and the inclusive comparison toward this side.
+    fn ops(self) -> (&'static str, &'static str) {
+        match self {
+            Side::After => ("$gt", "$gte"),
+            Side::Before => ("$lt", "$lte"),
+        }
+    }
+}
+
 /// The query filter that keeps what sorts strictly after `cursor`: the lexicographic `$or` of
 /// the key, plus a `$gte` on its first field (redundant, but it lets a database turn the `$or`
 /// into one index range starting at the cursor).
 pub(super) fn after_filter(cursor: &Cursor) -> Document {
+    keyset_filter(cursor, Side::After)
+}
+
+/// The query filter that keeps what sorts strictly before `cursor` (the mirror of
+/// [`after_filter`]: an index range ending at the cursor).
+pub(super) fn before_filter(cursor: &Cursor) -> Document {
+    keyset_filter(cursor, Side::Before)
+}
+
+fn keyset_filter(cursor: &Cursor, side: Side) -> Document {
+    let (strict, inclusive) = side.ops();
     let key = key(cursor);
     let mut branches: Vec<Bson> = Vec::new();
     for (i, (field, value)) in key.iter().enumerate() {
@@ -31,12 +60,12 @@ pub(super) fn after_filter(cursor: &Cursor) -> Document {
         for (eq_field, eq_value) in &key[..i] {
             branch.insert(*eq_field, eq_value.clone());
         }
-        branch.insert(*field, doc! { "$gt": value.clone() });
+        branch.insert(*field, doc! { strict: value.clone() });
         branches.push(branch.into());
     }
     let mut filter = Document::new();
     if let (Some((first, value)), true) = (key.first(), key.len() > 1) {
-        filter.insert(*first, doc! { "$gte": value.clone() });
+        filter.insert(*first, doc! { inclusive: value.clone() });
     }
     match branches.len() {
         1 => filter.extend(
@@ -53,8 +82,31 @@ pub(super) fn after_filter(cursor: &Cursor) -> Document {
     filter
 }
 
+/// The keyset filter of a window's cursor: after it for a forward window, before it for a
+/// backward one; `None` without a cursor.
+pub(super) fn cursor_filter(window: &Window) -> Option<Document> {
+    match window {
+        Window::After {
+            cursor: Some(cursor),
+            ..
+        } => Some(after_filter(cursor)),
+        Window::Before { cursor, .. } => Some(before_filter(cursor)),
+        _ => None,
+    }
+}
+
 /// The aggregation condition that `$$<var>` sorts strictly after `cursor`.
 pub(super) fn after_cond(cursor: &Cursor, var: &str) -> Document {
+    keyset_cond(cursor, var, Side::After)
+}
+
+/// The aggregation condition that `$$<var>` sorts strictly before `cursor`.
+pub(super) fn before_cond(cursor: &Cursor, var: &str) -> Document {
+    keyset_cond(cursor, var, Side::Before)
+}
+
+fn keyset_cond(cursor: &Cursor, var: &str, side: Side) -> Document {
+    let (strict, _) = side.ops();
     let key = key(cursor);
     let path = |field: &str| format!("$${var}.{field}");
     let branches: Vec<Bson> = key
@@ -65,11 +117,21 @@ pub(super) fn after_cond(cursor: &Cursor, var: &str) -> Document {
                 .iter()
                 .map(|(f, v)| doc! { "$eq": [path(f), v.clone()] }.into())
                 .collect();
-            all.push(doc! { "$gt": [path(field), value.clone()] }.into());
+            all.push(doc! { strict: [path(field), value.clone()] }.into());
             doc! { "$and": all }.into()
         })
         .collect();
     doc! { "$or": branches }
+}
+
+/// The sort of a list's stored order by `fields`, ascending, or descending for a read that
+/// starts from the end (a backward window).
+pub(super) fn sort_toward(fields: &[&str], backward: bool) -> Document {
+    let direction = if backward { -1 } else { 1 };
+    fields
+        .iter()
+        .map(|f| ((*f).to_owned(), Bson::Int32(direction)))
+        .collect()
 }
 
 fn into_doc(value: Bson) -> Option<Document> {
@@ -113,6 +175,8 @@ mod tests {
                 match op.as_str() {
                     "$gt" => cmp(have, v) == Ordering::Greater,
                     "$gte" => cmp(have, v) != Ordering::Less,
+                    "$lt" => cmp(have, v) == Ordering::Less,
+                    "$lte" => cmp(have, v) != Ordering::Greater,
                     other => panic!("operator {other}"),
                 }
             }),
@@ -138,6 +202,7 @@ mod tests {
             "$or" => args.iter().any(|a| eval(a, stored)),
             "$and" => args.iter().all(|a| eval(a, stored)),
             "$gt" => cmp(&value(&args[0]), &value(&args[1])) == Ordering::Greater,
+            "$lt" => cmp(&value(&args[0]), &value(&args[1])) == Ordering::Less,
             "$eq" => cmp(&value(&args[0]), &value(&args[1])).is_eq(),
             other => panic!("operator {other}"),
         }
@@ -187,15 +252,23 @@ mod tests {
         for cursor_of in &all {
             for kind in [CursorKind::Chronological, CursorKind::Threaded] {
                 let cursor = Cursor::of_comment(cursor_of, kind);
-                let filter = after_filter(&cursor);
-                let cond = Bson::Document(after_cond(&cursor, "c"));
-                for c in &all {
-                    let stored =
-                        to_document(&crate::store::docs::CommentDoc::from_comment(c, true))
-                            .unwrap_or_else(|e| panic!("{e}"));
-                    let want = cursor.precedes(c);
-                    assert_eq!(matches(&filter, &stored), want, "{filter} on {}", c.slug);
-                    assert_eq!(eval(&cond, &stored), want, "{cond} on {}", c.slug);
+                let sides = [
+                    (after_filter(&cursor), after_cond(&cursor, "c"), true),
+                    (before_filter(&cursor), before_cond(&cursor, "c"), false),
+                ];
+                for (filter, cond, after) in sides {
+                    let cond = Bson::Document(cond);
+                    for c in &all {
+                        let stored =
+                            to_document(&crate::store::docs::CommentDoc::from_comment(c, true))
+                                .unwrap_or_else(|e| panic!("{e}"));
+                        let want = match after {
+                            true => cursor.precedes(c),
+                            false => cursor.follows_key(c.sort_key()),
+                        };
+                        assert_eq!(matches(&filter, &stored), want, "{filter} on {}", c.slug);
+                        assert_eq!(eval(&cond, &stored), want, "{cond} on {}", c.slug);
+                    }
                 }
             }
         }

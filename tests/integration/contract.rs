@@ -7,6 +7,10 @@ use serde_json::{json, Value};
 use threadql::domain::Layout;
 
 use crate::model::build_tree;
+use crate::paging::{
+    backward_pages_at_the_edges_case, newest_and_backward_pages_cost_what_forward_pages_cost_case,
+    newest_and_backward_pages_match_the_model_case,
+};
 use crate::support::{error_code, now, sign, sign_with, Claims, Settings, TestApp};
 
 /// Instantiates every contract case for one layout (optionally with custom settings).
@@ -75,6 +79,21 @@ macro_rules! contract_suite {
             async fn keyed_discussions_keep_their_key_everywhere() {
                 crate::keys::keyed_discussions_keep_their_key_everywhere_case(settings()).await;
             }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn newest_and_backward_pages_match_the_model() {
+                newest_and_backward_pages_match_the_model_case(settings()).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn newest_and_backward_pages_cost_what_forward_pages_cost() {
+                newest_and_backward_pages_cost_what_forward_pages_cost_case(settings()).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn backward_pages_at_the_edges() {
+                backward_pages_at_the_edges_case(settings()).await;
+            }
         }
     };
     ($module:ident, $layout:expr) => {
@@ -93,13 +112,13 @@ contract_suite!(
     }
 );
 
-const CONN: &str = "fragment Conn on CommentConnection { totalCount edges { cursor node { slug } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } }";
+pub(crate) const CONN: &str = "fragment Conn on CommentConnection { totalCount edges { cursor node { slug } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } }";
 
-fn at<'a>(data: &'a Value, path: &[&str]) -> &'a Value {
+pub(crate) fn at<'a>(data: &'a Value, path: &[&str]) -> &'a Value {
     path.iter().fold(data, |v, k| &v[*k])
 }
 
-fn slugs_of(conn: &Value) -> Vec<String> {
+pub(crate) fn slugs_of(conn: &Value) -> Vec<String> {
     conn["edges"]
         .as_array()
         .unwrap_or_else(|| panic!("not a connection: {conn:#}"))
@@ -109,7 +128,7 @@ fn slugs_of(conn: &Value) -> Vec<String> {
 }
 
 /// Pages through a connection with `first`/`after`; checks sizes and page info, returns slugs.
-async fn collect_by_cursor(
+pub(crate) async fn collect_by_cursor(
     app: &TestApp,
     query: &str,
     vars: Value,
@@ -147,7 +166,7 @@ async fn collect_by_cursor(
 }
 
 /// Pages through a connection with `first`/`offset`; returns slugs.
-async fn collect_by_offset(
+pub(crate) async fn collect_by_offset(
     app: &TestApp,
     query: &str,
     vars: Value,
@@ -179,7 +198,7 @@ async fn collect_by_offset(
     }
 }
 
-fn assert_exactly_once(seq: &[String], expected: &[String], what: &str) {
+pub(crate) fn assert_exactly_once(seq: &[String], expected: &[String], what: &str) {
     let unique: HashSet<&String> = seq.iter().collect();
     assert_eq!(unique.len(), seq.len(), "{what}: a comment appears twice");
     assert_eq!(seq, expected, "{what}: wrong order or set");

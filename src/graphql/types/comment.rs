@@ -5,9 +5,9 @@ use std::sync::Arc;
 use async_graphql::{Context, Object, SimpleObject, ID};
 use chrono::{DateTime, Utc};
 
-use super::{CommentConnection, Total};
+use super::{CommentConnection, CommentOrder, Total};
 use crate::domain::markdown;
-use crate::domain::{Comment, CursorKind, Discussion, Page, PageArgs, Slug, Window};
+use crate::domain::{Comment, CursorKind, Discussion, Page, PageArgs, Paging, Slug};
 use crate::graphql::error::OrGql;
 use crate::graphql::loaders::{
     CommentKey, DiscussionRef, RepliesKey, SubDiscussionCountKey, SubDiscussionKey,
@@ -77,27 +77,28 @@ impl CommentNode {
     fn empty_connection(
         &self,
         kind: CursorKind,
-        window: &Window,
+        paging: &Paging,
         total: Total,
     ) -> CommentConnection {
-        let empty = Page::from_overfetch(Vec::new(), 0);
-        CommentConnection::new(self.discussion.clone(), empty, kind, window, total)
+        CommentConnection::new(self.discussion.clone(), Page::empty(), kind, paging, total)
     }
 }
 
-/// A validated cursor window (`first`/`after`, no offset).
-fn cursor_window(
+/// Validated cursor paging (`first`/`after` or `last`/`before`, no offset) of a list of `kind`.
+fn cursor_paging(
     ctx: &Context<'_>,
-    first: Option<i32>,
-    after: Option<String>,
+    [first, last]: [Option<i32>; 2],
+    [after, before]: [Option<String>; 2],
     kind: CursorKind,
-) -> async_graphql::Result<Window> {
+) -> async_graphql::Result<Paging> {
     let args = PageArgs {
         first,
         after,
+        last,
+        before,
         offset: None,
     };
-    ctx.data_unchecked::<Limits>().window(&args, kind)
+    ctx.data_unchecked::<Limits>().paging(&args, kind)
 }
 
 #[Object(name = "Comment")]
@@ -215,32 +216,36 @@ impl CommentNode {
         Ok(comment.map(|comment| CommentNode::new(self.discussion.clone(), comment)))
     }
 
-    /// Its direct replies, oldest first.
+    /// Its direct replies, oldest first (or newest first: `order: NEWEST`). Paged forward by
+    /// `first`/`after` or backward by `last`/`before`.
     async fn replies(
         &self,
         ctx: &Context<'_>,
+        #[graphql(default)] order: CommentOrder,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> async_graphql::Result<CommentConnection> {
-        let kind = CursorKind::Chronological;
-        let window = cursor_window(ctx, first, after, kind)?;
+        let kind = order.of_siblings("replies")?;
+        let paging = cursor_paging(ctx, [first, last], [after, before], kind)?;
         let total = Total::Known(self.comment.reply_count);
         if self.comment.reply_count == 0 {
-            return Ok(self.empty_connection(kind, &window, total));
+            return Ok(self.empty_connection(kind, &paging, total));
         }
         let key = RepliesKey {
             discussion: DiscussionRef(self.discussion.clone()),
             parent: self.comment.slug.clone(),
-            window: window.clone(),
+            window: paging.window.clone(),
         };
         let page = reads(ctx)
             .loader
             .load_one(key)
             .await
             .gql()?
-            .unwrap_or_else(|| Page::from_overfetch(Vec::new(), 0));
+            .unwrap_or_else(Page::empty);
         Ok(
-            CommentConnection::new(self.discussion.clone(), page, kind, &window, total)
+            CommentConnection::new(self.discussion.clone(), page, kind, &paging, total)
                 .with_parent(&self.comment),
         )
     }
@@ -250,36 +255,39 @@ impl CommentNode {
         self.comment.reply_count
     }
 
-    /// All its descendants, in threaded order.
+    /// All its descendants, in threaded order. Paged forward by `first`/`after` or backward by
+    /// `last`/`before`.
     async fn sub_discussion(
         &self,
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> async_graphql::Result<CommentConnection> {
         let kind = CursorKind::Threaded;
-        let window = cursor_window(ctx, first, after, kind)?;
+        let paging = cursor_paging(ctx, [first, last], [after, before], kind)?;
         if self.comment.reply_count == 0 {
-            return Ok(self.empty_connection(kind, &window, Total::Known(0)));
+            return Ok(self.empty_connection(kind, &paging, Total::Known(0)));
         }
         let discussion = DiscussionRef(self.discussion.clone());
         let root = self.comment.full_slug.clone();
         let key = SubDiscussionKey {
             discussion: discussion.clone(),
             root: root.clone(),
-            window: window.clone(),
+            window: paging.window.clone(),
         };
         let page = reads(ctx)
             .loader
             .load_one(key)
             .await
             .gql()?
-            .unwrap_or_else(|| Page::from_overfetch(Vec::new(), 0));
+            .unwrap_or_else(Page::empty);
         Ok(CommentConnection::new(
             self.discussion.clone(),
             page,
             kind,
-            &window,
+            &paging,
             Total::SubDiscussion(SubDiscussionCountKey { discussion, root }),
         ))
     }

@@ -7,7 +7,7 @@ use tracing::Instrument as _;
 
 use super::{CommentNode, DiscussionNode};
 use crate::domain::paging::Cursor;
-use crate::domain::{Comment, CursorKind, Discussion, Page, Window};
+use crate::domain::{Comment, CursorKind, Discussion, Page, Paged, Paging};
 use crate::graphql::error::OrGql;
 use crate::graphql::loaders::SubDiscussionCountKey;
 use crate::graphql::{reads, store};
@@ -24,30 +24,25 @@ pub enum Total {
 /// A page of comments.
 pub struct CommentConnection {
     discussion: Arc<Discussion>,
-    page: Page<Comment>,
+    page: Paged<Comment>,
     kind: CursorKind,
-    has_previous: bool,
     total: Total,
     parent: Option<Arc<Comment>>,
 }
 
 impl CommentConnection {
+    /// The connection of a page a store read for `paging` (in stored order).
     pub(super) fn new(
         discussion: Arc<Discussion>,
         page: Page<Comment>,
         kind: CursorKind,
-        window: &Window,
+        paging: &Paging,
         total: Total,
     ) -> Self {
-        let has_previous = match window {
-            Window::Offset { skip, .. } => *skip > 0,
-            Window::After { cursor, .. } => cursor.is_some(),
-        };
         Self {
             discussion,
-            page,
+            page: paging.finish(page),
             kind,
-            has_previous,
             total,
             parent: None,
         }
@@ -76,7 +71,7 @@ pub struct CommentEdge {
 
 #[Object]
 impl CommentEdge {
-    /// Pass it as `after` to continue from this comment.
+    /// Pass it as `after` to continue after this comment, or as `before` to page back from it.
     async fn cursor(&self) -> &str {
         &self.cursor
     }
@@ -90,11 +85,13 @@ impl CommentEdge {
 /// Where a page stands in its list.
 #[derive(SimpleObject)]
 pub struct PageInfo {
-    /// Whether more items follow this page.
+    /// Whether more items follow this page: exact when paging forward (`first`); when paging
+    /// backward (`last`), true exactly when `before` was given.
     pub has_next_page: bool,
-    /// Whether items precede this page.
+    /// Whether items precede this page: exact when paging backward (`last`); when paging
+    /// forward, true exactly when `after` or an `offset` above 0 was given.
     pub has_previous_page: bool,
-    /// The cursor of the first item of the page.
+    /// The cursor of the first item of the page: pass it as `before` for the previous page.
     pub start_cursor: Option<String>,
     /// The cursor of the last item of the page: pass it as `after` for the next page.
     pub end_cursor: Option<String>,
@@ -108,7 +105,7 @@ impl CommentConnection {
             .items
             .iter()
             .map(|c| CommentEdge {
-                cursor: Cursor::of_comment(c, self.kind).encode(),
+                cursor: Cursor::of_comment(c, self.kind).encode_for(self.kind),
                 node: self.node(c),
             })
             .collect()
@@ -121,10 +118,10 @@ impl CommentConnection {
 
     /// Where this page stands.
     async fn page_info(&self) -> PageInfo {
-        let cursor = |c: &Comment| Cursor::of_comment(c, self.kind).encode();
+        let cursor = |c: &Comment| Cursor::of_comment(c, self.kind).encode_for(self.kind);
         PageInfo {
-            has_next_page: self.page.has_next,
-            has_previous_page: self.has_previous,
+            has_next_page: self.page.has_next_page,
+            has_previous_page: self.page.has_previous_page,
             start_cursor: self.page.items.first().map(cursor),
             end_cursor: self.page.items.last().map(cursor),
         }
@@ -150,9 +147,9 @@ impl CommentConnection {
 pub struct DiscussionConnection {
     /// Where this page stands.
     pub page_info: PageInfo,
-    /// The discussions of the page.
+    /// The discussions of the page, in order.
     #[graphql(skip)]
-    pub page: Page<Arc<Discussion>>,
+    pub items: Vec<Arc<Discussion>>,
 }
 
 /// One discussion in a page, with its cursor.
@@ -162,7 +159,7 @@ pub struct DiscussionEdge {
 
 #[Object]
 impl DiscussionEdge {
-    /// Pass it as `after` to continue from this discussion.
+    /// Pass it as `after` to continue after this discussion, or as `before` to page back from it.
     async fn cursor(&self) -> String {
         Cursor::of_discussion(&self.discussion).encode()
     }
@@ -177,8 +174,7 @@ impl DiscussionEdge {
 impl DiscussionConnection {
     /// The discussions with their cursors.
     async fn edges(&self) -> Vec<DiscussionEdge> {
-        self.page
-            .items
+        self.items
             .iter()
             .map(|d| DiscussionEdge {
                 discussion: d.clone(),
@@ -188,8 +184,7 @@ impl DiscussionConnection {
 
     /// The discussions.
     async fn nodes(&self) -> Vec<DiscussionNode> {
-        self.page
-            .items
+        self.items
             .iter()
             .map(|d| DiscussionNode(d.clone()))
             .collect()

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use tracing::Instrument as _;
 
 use super::{CommentConnection, CommentNode, CommentOrder, StorageLayout, Total};
-use crate::domain::{CursorKind, Discussion, DomainError, PageArgs, Slug, Window};
+use crate::domain::{CursorKind, Discussion, DomainError, PageArgs, Paging, Slug};
 use crate::graphql::error::OrGql;
 use crate::graphql::loaders::{CommentKey, DiscussionRef};
 use crate::graphql::{reads, store, Limits};
@@ -16,9 +16,9 @@ use crate::store::Listing;
 /// A discussion: one thread of comments, e.g. under an article.
 pub struct DiscussionNode(pub Arc<Discussion>);
 
-/// The window of a page of comments, under the configured limits.
-fn window(ctx: &Context<'_>, args: &PageArgs, kind: CursorKind) -> async_graphql::Result<Window> {
-    ctx.data_unchecked::<Limits>().window(args, kind)
+/// The paging of a list of comments, under the configured limits.
+fn paging(ctx: &Context<'_>, args: &PageArgs, kind: CursorKind) -> async_graphql::Result<Paging> {
+    ctx.data_unchecked::<Limits>().paging(args, kind)
 }
 
 #[Object(name = "Discussion")]
@@ -64,24 +64,34 @@ impl DiscussionNode {
         self.0.created.to_datetime()
     }
 
-    /// Its comments, chronological or threaded, paged by `offset` or by cursor (`after`).
+    /// Its comments, oldest first, newest first or threaded. Paged forward by `first` with
+    /// `after` or `offset`, or backward by `last` with `before` (the final ones without it).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "each GraphQL argument is one (Relay's paging arguments are field arguments)"
+    )]
     async fn comments(
         &self,
         ctx: &Context<'_>,
         #[graphql(default)] order: CommentOrder,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
         offset: Option<i32>,
     ) -> async_graphql::Result<CommentConnection> {
         let (listing, kind) = match order {
             CommentOrder::Chronological => (Listing::Chronological, CursorKind::Chronological),
+            CommentOrder::Newest => (Listing::Chronological, CursorKind::Newest),
             CommentOrder::Threaded => (Listing::Threaded, CursorKind::Threaded),
         };
-        let window = window(
+        let paging = paging(
             ctx,
             &PageArgs {
                 first,
                 after,
+                last,
+                before,
                 offset,
             },
             kind,
@@ -89,7 +99,7 @@ impl DiscussionNode {
         let page = store(ctx)
             .layout(self.0.layout)
             .gql()?
-            .list(&reads(ctx).scope, &self.0, listing, &window)
+            .list(&reads(ctx).scope, &self.0, listing, &paging.window)
             .instrument(tracing::debug_span!("store.list"))
             .await
             .gql()?;
@@ -97,39 +107,50 @@ impl DiscussionNode {
             self.0.clone(),
             page,
             kind,
-            &window,
+            &paging,
             Total::Known(self.0.comment_count),
         ))
     }
 
-    /// Its top-level comments, oldest first.
+    /// Its top-level comments, oldest first (or newest first: `order: NEWEST`). Paged like
+    /// `comments`.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "each GraphQL argument is one (Relay's paging arguments are field arguments)"
+    )]
     async fn threads(
         &self,
         ctx: &Context<'_>,
+        #[graphql(default)] order: CommentOrder,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
         offset: Option<i32>,
     ) -> async_graphql::Result<CommentConnection> {
-        let kind = CursorKind::Chronological;
-        let window = window(
+        let kind = order.of_siblings("threads")?;
+        let paging = paging(
             ctx,
             &PageArgs {
                 first,
                 after,
+                last,
+                before,
                 offset,
             },
             kind,
         )?;
         let layout = store(ctx).layout(self.0.layout).gql()?;
         let scope = &reads(ctx).scope;
+        let window = &paging.window;
         let page = if reads_below_nodes(ctx) {
             layout
-                .list(scope, &self.0, Listing::Threads, &window)
+                .list(scope, &self.0, Listing::Threads, window)
                 .instrument(tracing::debug_span!("store.threads"))
                 .await
         } else {
             layout
-                .list_shallow(scope, &self.0, Listing::Threads, &window)
+                .list_shallow(scope, &self.0, Listing::Threads, window)
                 .instrument(tracing::debug_span!("store.threads"))
                 .await
         }
@@ -138,7 +159,7 @@ impl DiscussionNode {
             self.0.clone(),
             page,
             kind,
-            &window,
+            &paging,
             Total::Known(self.0.thread_count),
         ))
     }

@@ -6,6 +6,8 @@ mod discussion;
 
 use async_graphql::Enum;
 
+use crate::domain::{CursorKind, DomainError};
+
 pub use comment::{Author, CommentNode, Revision};
 pub use connection::{
     CommentConnection, CommentEdge, DiscussionConnection, DiscussionEdge, PageInfo, Total,
@@ -24,12 +26,32 @@ pub enum StorageLayout {
     Bucketed,
 }
 
-/// The order of a discussion's comment list.
+/// The order of a list of comments.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug, Default)]
 pub enum CommentOrder {
     /// By posting time, oldest first.
     #[default]
     Chronological,
-    /// Each comment right after its parent, siblings oldest first (a flattened tree).
+    /// By posting time, newest first.
+    Newest,
+    /// Each comment right after its parent, siblings oldest first (a flattened tree). Only for
+    /// a discussion's `comments`.
     Threaded,
+}
+
+impl CommentOrder {
+    /// The cursor kind of a list of top-level comments or replies in this order: CHRONOLOGICAL
+    /// or NEWEST (`BAD_USER_INPUT` for THREADED, which orders whole threads).
+    pub(crate) fn of_siblings(self, field: &str) -> async_graphql::Result<CursorKind> {
+        match self {
+            CommentOrder::Chronological => Ok(CursorKind::Chronological),
+            CommentOrder::Newest => Ok(CursorKind::Newest),
+            CommentOrder::Threaded => {
+                Err(crate::graphql::error::gql(DomainError::bad_input(format!(
+                    "`{field}` takes order CHRONOLOGICAL or NEWEST; THREADED orders a \
+                     discussion's `comments`"
+                ))))
+            }
+        }
+    }
 }

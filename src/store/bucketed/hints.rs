@@ -21,6 +21,9 @@ pub struct Hints {
     /// consecutive pages, the comments of the threads started there and the block's first order
     /// key, so that a threaded page reads the headers of the pages it needs, not of all.
     pub page_blocks: Option<Vec<PageBlock>>,
+    /// The page posts go to (`num_comment_pages`; 0 where it is not set yet): no page has a
+    /// higher number, so the end of the discussion is a bounded range of pages below it.
+    pub last_page: Option<i64>,
 }
 
 /// A block of consecutive pages of a bucketed discussion (see [`Hints::page_blocks`]).
@@ -45,6 +48,7 @@ pub struct FullPages {
 pub(super) static NONE: Hints = Hints {
     full_pages: None,
     page_blocks: None,
+    last_page: None,
 };
 
 impl Hints {
@@ -150,6 +154,7 @@ impl LayoutFields for Fields {
         Ok(LayoutHints::new(Hints {
             full_pages: stored.full_pages(),
             page_blocks: stored.page_blocks(),
+            last_page: Some(stored.num_comment_pages.unwrap_or(0).max(0)),
         }))
     }
 

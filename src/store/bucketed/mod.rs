@@ -174,8 +174,7 @@ impl CommentStore for Bucketed {
         listing: Listing,
         window: &Window,
     ) -> StoreResult<Page<Comment>> {
-        let limit = window.limit();
-        let need = limit + 1;
+        let need = usize::try_from(window.more()).unwrap_or(usize::MAX);
         let top_level = match listing {
             Listing::Threaded => return self.threaded(scope, discussion, window).await,
             Listing::Chronological => false,
@@ -197,11 +196,36 @@ impl CommentStore for Bucketed {
                 self.stream(scope, discussion, Some((*posted, slug)), top_level, need)
                     .await?
             }
-            Window::After { .. } => {
+            Window::FromEnd { skip: 0, .. } => {
+                self.stream_back(scope, discussion, None, top_level, need)
+                    .await?
+            }
+            Window::FromEnd { .. } => {
+                // The offset walk that ends there, by the discussion's count.
+                let total = match top_level {
+                    true => discussion.thread_count,
+                    false => discussion.comment_count,
+                };
+                match window.span(Some(total), None) {
+                    Some(span) if span.count > 0 => {
+                        self.walk(scope, discussion, top_level, span.from, span.count)
+                            .await?
+                    }
+                    _ => Vec::new(),
+                }
+            }
+            Window::Before {
+                cursor: Cursor::Chronological { posted, slug },
+                ..
+            } => {
+                self.stream_back(scope, discussion, Some((*posted, slug)), top_level, need)
+                    .await?
+            }
+            Window::After { .. } | Window::Before { .. } => {
                 return Err(StoreError::Unsupported("cursor of another order".into()))
             }
         };
-        Ok(Page::from_overfetch(items, limit))
+        Ok(window.page(items))
     }
 
     async fn by_slugs(
@@ -270,7 +294,7 @@ impl CommentStore for Bucketed {
                 let (lo, hi) = root.descendant_range();
                 let picked = window.pick(stored.range(&lo, &hi), |item| item.key());
                 let comments = stored.decode(scope, &discussion.id, picked)?;
-                Ok((root.clone(), Page::from_overfetch(comments, window.limit())))
+                Ok((root.clone(), window.page(comments)))
             })
             .collect()
     }

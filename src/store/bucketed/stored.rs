@@ -49,6 +49,32 @@ pub(super) fn read_first(
     Ok(out)
 }
 
+/// The last `need` comments of `docs` (page documents as read, in order), decoded and
+/// remembered, in that order; the ones before them are not decoded.
+pub(super) fn read_last(
+    scope: &ReadScope,
+    docs: &[RawDocumentBuf],
+    id: &DiscussionId,
+    need: usize,
+) -> StoreResult<Vec<Comment>> {
+    // Gathered from the end, page by page.
+    let mut pages: Vec<Vec<Comment>> = Vec::new();
+    let mut gathered = 0;
+    for doc in docs.iter().rev() {
+        if gathered >= need {
+            break;
+        }
+        let items = items(doc)?;
+        let from = items.len().saturating_sub(need - gathered);
+        let comments = decode(scope, doc, id, items[from..].iter().copied())?;
+        gathered += comments.len();
+        pages.push(comments);
+    }
+    let out: Vec<Comment> = pages.into_iter().rev().flatten().collect();
+    scope.slot::<Kept>().seen.remember_all(&out);
+    Ok(out)
+}
+
 /// The comments of `docs` (whole pages as read) that `keep` picks (given each one's stored
 /// element), decoded and remembered; the others are not decoded.
 pub(super) fn read_where(

@@ -14,7 +14,7 @@ use super::shapes::{BATCH_SIZE, THREAD_PAGES};
 use super::stored::{int_of, read_all, read_where};
 use super::Bucketed;
 use crate::domain::tree::Thread;
-use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Page, Slug, Window};
+use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Page, Slug, Span, Window};
 use crate::store::bson::corrupt;
 use crate::store::error::StoreResult;
 use crate::store::scope::ReadScope;
@@ -86,24 +86,16 @@ impl Bucketed {
         window: &Window,
     ) -> StoreResult<Option<HashMap<Slug, Page<Comment>>>> {
         let id = &discussion.id;
-        let (skip, end) = match window {
-            Window::Offset { skip, limit } => (*skip, skip.saturating_add(*limit as u64 + 1)),
-            Window::After {
-                cursor: None,
-                limit,
-            } => (0, *limit as u64 + 1),
-            Window::After {
-                cursor: Some(_), ..
-            } => (0, u64::MAX),
-        };
-        let mut plans: Vec<(&Slug, u64)> = Vec::new();
+        // Per parent: the span of its replies the window reads (all of them after or before
+        // a cursor), and the window over the replies its pages hold.
+        let mut plans: Vec<(&Slug, Option<Window>)> = Vec::new();
         let mut wanted: Vec<i64> = Vec::new();
         for parent in parents {
             let Some(read) = scope.slot::<Kept>().seen.get(id, parent) else {
                 return Ok(None);
             };
             if read.reply_count == 0 {
-                plans.push((parent, 0));
+                plans.push((parent, None));
                 continue;
             }
             let Some(pages) = scope.slot::<Kept>().reply_pages.get(id, parent) else {
@@ -112,9 +104,27 @@ impl Bucketed {
             if pages.iter().map(|(_, n)| n).sum::<u64>() != read.reply_count {
                 return Ok(None);
             }
-            let (chosen, before) = reply_span(&pages, skip, end);
+            let span = match window.cursor() {
+                Some(_) => Span {
+                    from: 0,
+                    count: u64::MAX,
+                },
+                None => match window.span(Some(read.reply_count), None) {
+                    Some(span) => span,
+                    None => return Ok(None),
+                },
+            };
+            let (chosen, before) = reply_span(&pages, span.from, span.end());
             wanted.extend(chosen);
-            plans.push((parent, before));
+            let inner = match window.cursor() {
+                Some(_) => Some(window.clone()),
+                None => Span {
+                    from: span.from - before,
+                    count: span.count,
+                }
+                .as_offset(),
+            };
+            plans.push((parent, inner));
         }
         wanted.sort_unstable();
         wanted.dedup();
@@ -130,21 +140,12 @@ impl Bucketed {
         Ok(Some(
             plans
                 .into_iter()
-                .map(|(parent, before)| {
-                    let window = match window {
-                        Window::Offset { skip, limit } => Window::Offset {
-                            skip: skip - before,
-                            limit: *limit,
-                        },
-                        other @ Window::After { .. } => other.clone(),
+                .map(|(parent, inner)| {
+                    let picked = match inner {
+                        Some(inner) => inner.pick(thread.replies_of(parent), |c| c.sort_key()),
+                        None => Vec::new(),
                     };
-                    let page = thread
-                        .replies(std::slice::from_ref(parent), &window)
-                        .remove(parent)
-                        .unwrap_or(Page {
-                            items: Vec::new(),
-                            has_next: false,
-                        });
+                    let page = window.page(picked.into_iter().cloned().collect());
                     (parent.clone(), page)
                 })
                 .collect(),

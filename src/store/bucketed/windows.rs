@@ -6,14 +6,16 @@ use mongodb::bson::{doc, from_document, Bson, Document, RawDocumentBuf};
 use super::hints::{FullPages, Hints};
 use super::kept::Kept;
 use super::shapes::{block_pages, key_time, order_key, PageInfo, BATCH_SIZE, THREAD_PAGES};
-use super::stored::{int_of, read_first, Stored};
+use super::stored::{int_of, read_first, read_last, Stored};
 use super::threads::{pages_with, read_projection, FULL_SLUGS};
 use super::Bucketed;
 use crate::domain::paging::Cursor;
-use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Micros, Page, Slug, Window};
+use crate::domain::{
+    Comment, Discussion, DiscussionId, FullSlug, Micros, Page, Slug, Span, Window,
+};
 use crate::store::bson::corrupt;
 use crate::store::error::{StoreError, StoreResult};
-use crate::store::order::after_cond;
+use crate::store::order::{after_cond, before_cond};
 use crate::store::scope::ReadScope;
 use futures::TryStreamExt;
 use std::sync::Arc;
@@ -55,10 +57,10 @@ impl Bucketed {
 
     /// The headers of just the pages a threaded window needs, found from the discussion's
     /// blocks of pages (see `Discussion::page_blocks`): the blocks that hold the window (for a
-    /// cursor, from the block of the cursor's thread on), read as one bounded range of page
-    /// numbers; with the threaded comments before them. `None` where the discussion keeps no
-    /// blocks, or the pages read do not hold the window (posts came since the discussion was
-    /// read): the caller then reads every page's header.
+    /// cursor, from the block of the cursor's thread on, or back from it for a backward window),
+    /// read as one bounded range of page numbers; with the threaded comments before them.
+    /// `None` where the discussion keeps no blocks, or the pages read do not hold the window
+    /// (posts came since the discussion was read): the caller then reads every page's header.
     pub(super) async fn threaded_headers(
         &self,
         discussion: &Discussion,
@@ -79,7 +81,19 @@ impl Bucketed {
                 cursor: Some(Cursor::Threaded(from)),
                 ..
             } => Start::After(from.ancestor_at(0)),
-            Window::After { .. } => return Ok(None),
+            Window::Before {
+                cursor: Cursor::Threaded(to),
+                ..
+            } => Start::Before(to.ancestor_at(0)),
+            Window::After { .. } | Window::Before { .. } | Window::FromEnd { .. } => {
+                return Ok(None)
+            }
+        };
+        // The block of the page holding a cursor's top-level comment.
+        let block_of = |root: &FullSlug| {
+            blocks
+                .partition_point(|b| b.first_key.as_str() <= root.as_str())
+                .saturating_sub(1)
         };
         let (first, last, before) = match &start {
             Start::Skip(skip) => match crate::store::blocks::span(&totals, *skip, need) {
@@ -89,13 +103,21 @@ impl Bucketed {
             Start::After(root) => {
                 // The block of the page holding the cursor's top-level comment, and the blocks
                 // after it until they hold a page.
-                let first = blocks
-                    .partition_point(|b| b.first_key.as_str() <= root.as_str())
-                    .saturating_sub(1);
+                let first = block_of(root);
                 let (mut last, mut gathered) = (first, 0);
                 while gathered < need && last < final_block {
                     last += 1;
                     gathered += totals[last];
+                }
+                (first, last, 0)
+            }
+            Start::Before(root) => {
+                // The mirror image: the blocks before it until they hold a page.
+                let last = block_of(root);
+                let (mut first, mut gathered) = (last, 0);
+                while gathered < need && first > 0 {
+                    first -= 1;
+                    gathered += totals[first];
                 }
                 (first, last, 0)
             }
@@ -124,6 +146,16 @@ impl Bucketed {
                 };
                 total(&headers[at + 1..]) >= need
             }
+            Start::Before(root) => {
+                let Some(at) = headers
+                    .iter()
+                    .position(|p| p.last_key.as_str() >= root.as_str())
+                else {
+                    // Every page read is before the cursor's thread: the blocks end there.
+                    return Ok((last == final_block).then(|| (Arc::new(headers), before)));
+                };
+                total(&headers[..at]) >= need || first == 0
+            }
         };
         Ok((held || last == final_block).then(|| (Arc::new(headers), before)))
     }
@@ -148,14 +180,14 @@ impl Bucketed {
                 slug: slug.clone(),
             };
             conds.push(after_cond(&cursor, "c").into());
-            from = self.page_from(discussion, posted, slug).await?;
+            from = self.page_of(discussion, posted, slug, false).await?;
         }
         if top_level {
             conds.push(doc! { "$eq": ["$$c.parent", Bson::Null] }.into());
         }
         if let Some(from) = from {
             let found = self
-                .pages_from(scope, discussion, from, &conds, need, top_level)
+                .pages_near(scope, discussion, (from, false), &conds, need, top_level)
                 .await?;
             if let Some(found) = found {
                 return Ok(found);
@@ -182,44 +214,108 @@ impl Bucketed {
         self.run(scope, discussion, pipeline).await
     }
 
-    /// The page from which on every comment after the cursor `(posted, slug)` lies: the page of
-    /// the comment `slug` (found with the slug index), when the cursor's key is not before that
-    /// page's first key (pages hold disjoint, increasing runs of keys, so no earlier page holds a
-    /// later comment). `None` for a cursor that names no comment or not its position.
-    pub(super) async fn page_from(
+    /// The end of a chronological listing (or of the top-level comments), before `before`
+    /// (from the end without one): the mirror of [`Self::stream`], pages in reverse order from
+    /// the cursor's page (or the last page), cut after `need` items. Returns them in stored
+    /// order.
+    pub(super) async fn stream_back(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        before: Option<(Micros, &Slug)>,
+        top_level: bool,
+        need: usize,
+    ) -> StoreResult<Vec<Comment>> {
+        let mut conds: Vec<Bson> = Vec::new();
+        let to = match before {
+            None => Hints::of(discussion).last_page,
+            Some((posted, slug)) => {
+                let cursor = Cursor::Chronological {
+                    posted,
+                    slug: slug.clone(),
+                };
+                conds.push(before_cond(&cursor, "c").into());
+                self.page_of(discussion, posted, slug, true).await?
+            }
+        };
+        if top_level {
+            conds.push(doc! { "$eq": ["$$c.parent", Bson::Null] }.into());
+        }
+        if let Some(to) = to {
+            let found = self
+                .pages_near(scope, discussion, (to, true), &conds, need, top_level)
+                .await?;
+            if let Some(found) = found {
+                return Ok(found);
+            }
+        }
+        // Every page, from the last: the order index read backwards, each page's comments
+        // reversed, so that the first `need` are the last ones.
+        let mut matcher = doc! { "discussion_id": discussion.id.as_str() };
+        if top_level {
+            matcher.insert("roots", doc! { "$gt": 0 });
+        }
+        let comments = match conds.is_empty() {
+            true => Bson::from("$comments"),
+            false => Bson::from(doc! { "$filter": {
+                "input": "$comments", "as": "c", "cond": { "$and": conds },
+            } }),
+        };
+        let pipeline = vec![
+            doc! { "$match": matcher },
+            doc! { "$sort": { "last_key": -1 } },
+            doc! { "$project": { "_id": 0, "comments": { "$reverseArray": comments } } },
+            doc! { "$unwind": "$comments" },
+            doc! { "$limit": i64::try_from(need).unwrap_or(i64::MAX) },
+        ];
+        let mut found = self.run(scope, discussion, pipeline).await?;
+        found.reverse();
+        Ok(found)
+    }
+
+    /// The page that holds the comment `slug` (found with the slug index), when the cursor
+    /// `(posted, slug)` is that comment's place in it: from that page on lies every comment
+    /// after the cursor, and up to it every comment before it (pages hold disjoint, increasing
+    /// runs of keys). `None` for a cursor that names no comment or not its position. `backward`:
+    /// the cursor must not follow the page's last key (else not precede its first key).
+    pub(super) async fn page_of(
         &self,
         discussion: &Discussion,
         posted: Micros,
         slug: &Slug,
+        backward: bool,
     ) -> StoreResult<Option<i64>> {
         let found = self
             .pages
             .find_one(doc! {
                 "discussion_id": discussion.id.as_str(), "comments.slug": slug.as_str(),
             })
-            .projection(doc! { "_id": 0, "page": 1, "first_key": 1 })
+            .projection(doc! { "_id": 0, "page": 1, "first_key": 1, "last_key": 1 })
             .await?;
         let key = order_key(posted, slug);
         Ok(found
-            .filter(|d| {
-                d.get_str("first_key")
-                    .is_ok_and(|first| key.as_str() >= first)
+            .filter(|d| match backward {
+                true => d.get_str("last_key").is_ok_and(|last| key.as_str() <= last),
+                false => d
+                    .get_str("first_key")
+                    .is_ok_and(|first| key.as_str() >= first),
             })
             .and_then(|d| d.get("page").and_then(crate::store::bson::as_i64)))
     }
 
-    /// The first `need` comments (or top-level comments) that pass `conds` from page `from` on,
-    /// read from a bounded range of page numbers: the database reads those pages only, however
-    /// many the discussion has. The range is wide enough when pages are full and, for top-level
-    /// comments, twice what the discussion's share of them says. `None` when the range's last
-    /// page exists and the range still held too few (pages of an older, smaller size, threads
-    /// started unevenly, or a cursor late in its page): the caller then streams on, which costs
-    /// one more command.
-    pub(super) async fn pages_from(
+    /// The first `need` comments (or top-level comments) that pass `conds` from page `at` on
+    /// (the last `need` up to page `at`, `backward`), read from a bounded range of page
+    /// numbers: the database reads those pages only, however many the discussion has. The
+    /// range is wide enough when pages are full and, for top-level comments, twice what the
+    /// discussion's share of them says. `None` when the range still held too few and pages lie
+    /// beyond it (pages of an older, smaller size, threads started unevenly, or a cursor late
+    /// in its page, early backward): the caller then streams on, which costs one more command.
+    /// The comments come in stored order.
+    pub(super) async fn pages_near(
         &self,
         scope: &ReadScope,
         discussion: &Discussion,
-        from: i64,
+        (at, backward): (i64, bool),
         conds: &[Bson],
         need: usize,
         top_level: bool,
@@ -238,6 +334,11 @@ impl Bucketed {
             (need as u64).div_ceil(per_page)
         };
         let span = i64::try_from(pages).unwrap_or(i64::MAX / 4) + 1;
+        // Pages `from..to`.
+        let (from, to) = match backward {
+            false => (at, at.saturating_add(span)),
+            true => ((at - span + 1).max(0), at.saturating_add(1)),
+        };
         let comments = if conds.is_empty() {
             Bson::from("$comments")
         } else {
@@ -249,16 +350,23 @@ impl Bucketed {
             .aggregate(vec![
                 doc! { "$match": {
                     "discussion_id": discussion.id.as_str(),
-                    "page": { "$gte": from, "$lt": from.saturating_add(span) },
+                    "page": { "$gte": from, "$lt": to },
                 } },
                 doc! { "$sort": { "page": 1 } },
                 doc! { "$project": read_projection(comments) },
             ])
             .await?;
-        let last_page = docs.last().and_then(|d| int_of(d, "page"));
-        let out = read_first(scope, &docs, &discussion.id, need)?;
-        // Page numbers have no gaps: when the range's last page is missing, there is no later one.
-        if out.len() < need && last_page == Some(from.saturating_add(span) - 1) {
+        let out = match backward {
+            false => read_first(scope, &docs, &discussion.id, need)?,
+            true => read_last(scope, &docs, &discussion.id, need)?,
+        };
+        // Page numbers have no gaps and start at 0: when the range's last page is missing,
+        // there is no later one; no page precedes page 0.
+        let beyond = match backward {
+            false => docs.last().and_then(|d| int_of(d, "page")) == Some(to - 1),
+            true => from > 0,
+        };
+        if out.len() < need && beyond {
             return Ok(None);
         }
         Ok(Some(out))
@@ -315,34 +423,47 @@ impl Bucketed {
 
     /// Threaded order: the page list's thread totals say which pages' threads hold the window,
     /// and those pages' thread pages where the threads are; one query by page number fetches
-    /// them (a range query on `comments.full_slug` where the thread pages are incomplete).
+    /// them (a range query on `comments.full_slug` where the thread pages are incomplete). A
+    /// window from the end is the offset window that ends there, by the discussion's count; a
+    /// window before a cursor, the pages back from the cursor's thread's until they hold it.
     pub(super) async fn threaded(
         &self,
         scope: &ReadScope,
         discussion: &Discussion,
         window: &Window,
     ) -> StoreResult<Page<Comment>> {
-        let need = window.limit() as u64 + 1;
-        let (pages, before) = match self.threaded_headers(discussion, window, need).await? {
+        let read = match window {
+            Window::FromEnd { .. } => {
+                let span = window.span(Some(discussion.comment_count), None);
+                match span.and_then(Span::as_offset) {
+                    Some(read) => read,
+                    None => return Ok(window.page(Vec::new())),
+                }
+            }
+            other => other.clone(),
+        };
+        let need = read.more();
+        let (pages, before) = match self.threaded_headers(discussion, &read, need).await? {
             Some(found) => found,
             None => (self.page_list(scope, &discussion.id).await?, 0),
         };
-        let (span, lower, inner) = match window {
+        let (span, lower, end, inner) = match &read {
             Window::Offset { skip, limit } => {
                 let Some((span, inner_skip)) = thread_span(&pages, *skip - before, need) else {
-                    return Ok(Page::from_overfetch(Vec::new(), *limit));
+                    return Ok(window.page(Vec::new()));
                 };
                 let first = &pages[span.0];
                 (
                     span,
                     doc! { "$gte": first.first_key.as_str() },
+                    None,
                     Window::Offset {
                         skip: inner_skip,
                         limit: *limit,
                     },
                 )
             }
-            Window::After { cursor, limit } => {
+            Window::After { cursor, .. } => {
                 let from = match cursor {
                     None => None,
                     Some(Cursor::Threaded(full)) => Some(full),
@@ -351,17 +472,33 @@ impl Bucketed {
                     }
                 };
                 let Some(span) = thread_span_after(&pages, from, need) else {
-                    return Ok(Page::from_overfetch(Vec::new(), *limit));
+                    return Ok(window.page(Vec::new()));
                 };
                 let lower = match from {
                     Some(full) => doc! { "$gt": full.as_str() },
                     None => doc! { "$gte": pages[span.0].first_key.as_str() },
                 };
-                (span, lower, window.clone())
+                (span, lower, None, read.clone())
+            }
+            Window::Before {
+                cursor: Cursor::Threaded(to),
+                ..
+            } => {
+                let Some(span) = thread_span_before(&pages, to, need) else {
+                    return Ok(window.page(Vec::new()));
+                };
+                let lower = doc! { "$gte": pages[span.0].first_key.as_str() };
+                (span, lower, Some(to), read.clone())
+            }
+            Window::Before { .. } | Window::FromEnd { .. } => {
+                return Err(StoreError::Unsupported("cursor of another order".into()))
             }
         };
         let (first, last) = (&pages[span.0], &pages[span.1]);
-        let upper = format!("{:016}", key_time(&last.last_key) + 1);
+        let upper = match end {
+            Some(cursor) => cursor.as_str().to_owned(),
+            None => format!("{:016}", key_time(&last.last_key) + 1),
+        };
         let mut range = lower.clone();
         range.insert("$lt", upper.as_str());
         let bounds: Vec<Bson> = range
@@ -389,7 +526,7 @@ impl Bucketed {
         });
         let picked = inner.pick(in_span, |item| item.key());
         let comments = stored.decode(scope, &discussion.id, picked)?;
-        Ok(Page::from_overfetch(comments, inner.limit()))
+        Ok(window.page(comments))
     }
 
     /// The comments matching `cond` from the pages that hold the threads `span`'s pages start,
@@ -420,10 +557,11 @@ impl Bucketed {
 }
 
 /// Where a threaded window starts: after this many comments, or after the thread of this
-/// top-level comment's page (a cursor).
+/// top-level comment's page (a cursor); or where it ends, backward: before it.
 pub(super) enum Start {
     Skip(u64),
     After(FullSlug),
+    Before(FullSlug),
 }
 
 /// Part of one page that a window needs.
@@ -548,6 +686,27 @@ pub(super) fn thread_span_after(
     Some((start, end))
 }
 
+/// The pages whose threads hold the `need` threaded items before `to`: back from the page
+/// holding `to`'s top-level comment (the last page when every page is before it), until the
+/// pages before it hold enough. `None` without pages.
+pub(super) fn thread_span_before(
+    pages: &[PageInfo],
+    to: &FullSlug,
+    need: u64,
+) -> Option<(usize, usize)> {
+    let root = to.ancestor_at(0);
+    let end = pages
+        .iter()
+        .position(|p| p.last_key.as_str() >= root.as_str())
+        .or_else(|| pages.len().checked_sub(1))?;
+    let (mut start, mut gathered) = (end, 0_u64);
+    while gathered < need && start > 0 {
+        start -= 1;
+        gathered += u64::try_from(pages[start].thread_total).unwrap_or(0);
+    }
+    Some((start, end))
+}
+
 pub(super) fn to_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
@@ -668,5 +827,29 @@ mod tests {
         assert_eq!(thread_span(&pages, 8, 5), Some(((0, 1), 8)));
         assert_eq!(thread_span(&pages, 25, 50), Some(((2, 2), 5)));
         assert_eq!(thread_span(&pages, 30, 5), None);
+    }
+
+    #[test]
+    fn thread_spans_before_a_cursor_reach_back_until_they_hold_a_page() {
+        let keyed = |n: i64, first: &str, last: &str| PageInfo {
+            first_key: first.into(),
+            last_key: last.into(),
+            ..page(n, 10, 1)
+        };
+        let pages = [
+            keyed(0, "01:a", "03:c"),
+            keyed(1, "04:d", "06:f"),
+            keyed(2, "07:g", "09:i"),
+        ];
+        let at = |raw: &str| FullSlug::from_stored(raw.to_owned());
+        assert_eq!(
+            thread_span_before(&pages, &at("08:h/10:x"), 5),
+            Some((1, 2))
+        );
+        assert_eq!(thread_span_before(&pages, &at("08:h"), 15), Some((0, 2)));
+        assert_eq!(thread_span_before(&pages, &at("02:b"), 15), Some((0, 0)));
+        // After every page: from the last one back.
+        assert_eq!(thread_span_before(&pages, &at("99:z"), 5), Some((1, 2)));
+        assert_eq!(thread_span_before(&[], &at("99:z"), 5), None);
     }
 }

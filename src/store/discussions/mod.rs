@@ -19,7 +19,7 @@ use super::changes;
 use super::connect::index_model;
 use super::error::{StoreError, StoreResult};
 use super::metrics::{CommandCounter, Counted};
-use super::order::{after_filter, limit_plus_one};
+use super::order::{cursor_filter, limit_plus_one, sort_toward};
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{
@@ -379,35 +379,44 @@ impl DiscussionStore for Discussions {
         docs.iter().map(|d| self.read(d)).collect()
     }
 
-    /// One page of discussions, oldest first.
+    /// One page of discussions, oldest first. A backward window reads the creation order from
+    /// its end (or its cursor) down, as a forward one reads it up.
     async fn list(&self, window: &Window) -> StoreResult<Page<Discussion>> {
         let (filter, skip) = match window {
-            Window::Offset { skip, .. } => (doc! {}, *skip),
+            Window::Offset { skip, .. } | Window::FromEnd { skip, .. } => (doc! {}, *skip),
             Window::After { cursor: None, .. } => (doc! {}, 0),
             Window::After {
-                cursor: Some(cursor @ Cursor::Discussion { .. }),
+                cursor: Some(Cursor::Discussion { .. }),
                 ..
-            } => (after_filter(cursor), 0),
-            Window::After {
-                cursor: Some(_), ..
-            } => return Err(StoreError::Unsupported("cursor of another list".into())),
+            }
+            | Window::Before {
+                cursor: Cursor::Discussion { .. },
+                ..
+            } => (cursor_filter(window).unwrap_or_default(), 0),
+            Window::After { .. } | Window::Before { .. } => {
+                return Err(StoreError::Unsupported("cursor of another list".into()))
+            }
         };
-        let docs: Vec<RawDocumentBuf> = self
+        let backward = window.is_backward();
+        let mut docs: Vec<RawDocumentBuf> = self
             .coll
             .clone_with_type::<RawDocumentBuf>()
             .find(filter)
-            .sort(doc! { "created": 1, "_id": 1 })
+            .sort(sort_toward(&["created", "_id"], backward))
             .skip(skip)
             .limit(limit_plus_one(window.limit()))
             .projection(self.projection())
             .await?
             .try_collect()
             .await?;
+        if backward {
+            docs.reverse();
+        }
         let items = docs
             .iter()
             .map(|d| self.read(d))
             .collect::<StoreResult<Vec<_>>>()?;
-        Ok(Page::from_overfetch(items, window.limit()))
+        Ok(window.page(items))
     }
 
     /// How many discussions exist.

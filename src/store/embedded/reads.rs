@@ -51,18 +51,23 @@ impl Embedded {
     }
 
     /// One page of top-level comments, read as a `$slice` of the top-level array (which is in
-    /// chronological order, see the type's comment) without the nested replies.
+    /// chronological order, see the type's comment) without the nested replies. A window from
+    /// the end is a slice counted from the discussion's thread count. `None` for a cursor window
+    /// (it would need a search for its position; a loaded document answers it for free).
     pub(super) async fn threads_page(
         &self,
-        id: &DiscussionId,
+        discussion: &Discussion,
         window: &Window,
-    ) -> StoreResult<Page<Comment>> {
-        let (skip, limit) = match window {
-            Window::Offset { skip, limit } => (*skip, *limit),
-            Window::After { limit, .. } => (0, *limit),
+    ) -> StoreResult<Option<Page<Comment>>> {
+        let id = &discussion.id;
+        let Some(span) = window.span(Some(discussion.thread_count), None) else {
+            return Ok(None);
         };
-        let skip = i32::try_from(skip).unwrap_or(i32::MAX);
-        let take = i32::try_from(limit.saturating_add(1)).unwrap_or(i32::MAX);
+        let skip = i32::try_from(span.from).unwrap_or(i32::MAX);
+        let take = i32::try_from(span.count).unwrap_or(i32::MAX);
+        if take == 0 {
+            return Ok(Some(window.page(Vec::new())));
+        }
         let without_replies = doc! { "$arrayToObject": { "$filter": {
             "input": { "$objectToArray": "$$c" },
             "as": "f",
@@ -87,7 +92,7 @@ impl Embedded {
                 _ => return Err(corrupt("an embedded page is not an array")),
             },
         };
-        Ok(Page::from_overfetch(items, limit))
+        Ok(Some(window.page(items)))
     }
 }
 
@@ -178,26 +183,17 @@ impl CommentStore for Embedded {
         listing: Listing,
         window: &Window,
     ) -> StoreResult<Page<Comment>> {
-        // A cursor would need a search for its position; a loaded document answers for free.
-        let sliceable = listing == Listing::Threads
-            && !matches!(
-                window,
-                Window::After {
-                    cursor: Some(_),
-                    ..
-                }
-            );
-        if sliceable
-            && scope
-                .slot::<Kept>()
-                .documents
-                .peek(&discussion.id)
-                .is_none()
-        {
-            self.threads_page(&discussion.id, window).await
-        } else {
-            self.list(scope, discussion, listing, window).await
+        let unread = scope
+            .slot::<Kept>()
+            .documents
+            .peek(&discussion.id)
+            .is_none();
+        if listing == Listing::Threads && unread {
+            if let Some(page) = self.threads_page(discussion, window).await? {
+                return Ok(page);
+            }
         }
+        self.list(scope, discussion, listing, window).await
     }
 
     async fn by_slugs(

@@ -11,8 +11,7 @@ use crate::store::docs::raw_comment_of;
 use crate::store::docs::CommentDoc;
 use crate::store::error::StoreResult;
 use crate::store::metrics::Counted;
-use crate::store::order::after_filter;
-use crate::store::order::limit_plus_one;
+use crate::store::order::{cursor_filter, limit_plus_one, sort_toward};
 use crate::store::writer::Writer;
 pub mod hints;
 mod moving;
@@ -98,46 +97,51 @@ impl PerComment {
         Ok(())
     }
 
+    /// A page of the comments `filter` matches, in the order of `fields`, read the general way:
+    /// a sort (descending for a backward window), the cursor as a filter, an offset as a skip.
     pub(super) async fn find_page(
         &self,
         discussion: &Discussion,
         mut filter: Document,
-        sort: Document,
+        fields: &[&str],
         window: &Window,
     ) -> StoreResult<Page<Comment>> {
+        if let Some(cursor) = cursor_filter(window) {
+            filter.extend(cursor);
+        }
         let skip = match window {
-            Window::Offset { skip, .. } => *skip,
-            Window::After { cursor, .. } => {
-                if let Some(cursor) = cursor {
-                    filter.extend(after_filter(cursor));
-                }
-                0
-            }
+            Window::Offset { skip, .. } | Window::FromEnd { skip, .. } => *skip,
+            Window::After { .. } | Window::Before { .. } => 0,
         };
-        let docs: Vec<CommentDoc> = self
+        let backward = window.is_backward();
+        let mut docs: Vec<CommentDoc> = self
             .coll
             .find(filter)
-            .sort(sort)
+            .sort(sort_toward(fields, backward))
             .skip(skip)
             .limit(limit_plus_one(window.limit()))
             .await?
             .try_collect()
             .await?;
+        if backward {
+            docs.reverse();
+        }
         let items = docs
             .into_iter()
             .map(|d| d.into_comment(&discussion.id))
             .collect();
-        Ok(Page::from_overfetch(items, window.limit()))
+        Ok(window.page(items))
     }
 
     /// The replies of `parents` in `window`, from one aggregation over the replies index; with
-    /// `upto`, only the replies posted at or before that time are read.
+    /// a `bound`, only the replies posted at or before (forward) or at or after (backward) that
+    /// time are read.
     pub(super) async fn replies_read(
         &self,
         discussion: &Discussion,
         parents: &[Slug],
         window: &Window,
-        upto: Option<i64>,
+        bound: Option<i64>,
     ) -> StoreResult<Vec<(String, Page<Comment>)>> {
         // One parent is an equality, so that with a range on `posted` (a cursor's, the bound's)
         // the index bounds are one point of `parent` and one range of `posted`; a one-element
@@ -147,30 +151,27 @@ impl PerComment {
             _ => Bson::from(doc! { "$in": parents.iter().map(Slug::as_str).collect::<Vec<_>>() }),
         };
         let mut filter = doc! { "discussion_id": discussion.id.as_str(), "parent": parent };
-        // A cursor's `posted >= t` goes into the index range; its tie-break (`$or`) is a stage
-        // of its own, applied to what the range read, so that no planner can turn the `$or`
-        // into a scan of the discussion.
+        // A cursor's `posted >= t` (`<=` backward) goes into the index range; its tie-break
+        // (`$or`) is a stage of its own, applied to what the range read, so that no planner can
+        // turn the `$or` into a scan of the discussion.
         let mut tie_break = None;
-        if let Window::After {
-            cursor: Some(cursor),
-            ..
-        } = window
-        {
-            let mut after = after_filter(cursor);
-            if let Some(branches) = after.remove("$or") {
+        if let Some(mut cursor) = cursor_filter(window) {
+            if let Some(branches) = cursor.remove("$or") {
                 tie_break = Some(doc! { "$match": { "$or": branches } });
             }
-            filter.extend(after);
+            filter.extend(cursor);
         }
-        if let Some(upto) = upto {
+        let backward = window.is_backward();
+        if let Some(bound) = bound {
             let mut posted = filter.get_document("posted").cloned().unwrap_or_default();
-            posted.insert("$lte", upto);
+            posted.insert(if backward { "$gte" } else { "$lte" }, bound);
             filter.insert("posted", posted);
         }
+        let direction = if backward { -1 } else { 1 };
         let mut pipeline = vec![doc! { "$match": filter }];
         pipeline.extend(tie_break);
         pipeline.extend([
-            doc! { "$sort": { "parent": 1, "posted": 1, "slug": 1 } },
+            doc! { "$sort": { "parent": direction, "posted": direction, "slug": direction } },
             doc! { "$group": {
                 "_id": "$parent",
                 "items": { "$firstN": { "input": "$$ROOT", "n": group_take(window) } },
@@ -181,9 +182,10 @@ impl PerComment {
     }
 
     /// Runs a `$group` pipeline whose groups (at most `groups`) hold an `items` array of comment
-    /// documents. Every group comes in the first batch, so a level of a tree is one round trip
-    /// however many parents it has; the groups are read as raw BSON and each item is decoded
-    /// once, straight into a comment.
+    /// documents, read toward the window's direction (descending for a backward window). Every
+    /// group comes in the first batch, so a level of a tree is one round trip however many
+    /// parents it has; the groups are read as raw BSON and each item is decoded once, straight
+    /// into a comment.
     pub(super) async fn grouped_pages(
         &self,
         discussion: &Discussion,
@@ -192,8 +194,10 @@ impl PerComment {
         window: &Window,
     ) -> StoreResult<Vec<(String, Page<Comment>)>> {
         let skip = match window {
-            Window::Offset { skip, .. } => usize::try_from(*skip).unwrap_or(usize::MAX),
-            Window::After { .. } => 0,
+            Window::Offset { skip, .. } | Window::FromEnd { skip, .. } => {
+                usize::try_from(*skip).unwrap_or(usize::MAX)
+            }
+            Window::After { .. } | Window::Before { .. } => 0,
         };
         let groups: Vec<RawDocumentBuf> = self
             .raw
@@ -207,14 +211,17 @@ impl PerComment {
             .iter()
             .map(|group| {
                 let key = group.get_str("_id").map_err(corrupt)?.to_owned();
-                let items = group
+                let mut items = group
                     .get_array("items")
                     .map_err(corrupt)?
                     .into_iter()
                     .skip(skip)
                     .map(|item| raw_comment_of(item.map_err(corrupt)?, &discussion.id))
                     .collect::<StoreResult<Vec<_>>>()?;
-                Ok((key, Page::from_overfetch(items, window.limit())))
+                if window.is_backward() {
+                    items.reverse();
+                }
+                Ok((key, window.page(items)))
             })
             .collect()
     }
@@ -225,11 +232,14 @@ pub(super) fn first_batch(groups: usize) -> u32 {
     u32::try_from(groups.saturating_add(1)).unwrap_or(u32::MAX)
 }
 
-/// How many items each group must keep so that the window can be cut from it.
+/// How many items each group must keep, read toward the window's direction, so that the window
+/// can be cut from it.
 pub(super) fn group_take(window: &Window) -> i64 {
     let skip = match window {
-        Window::Offset { skip, .. } => i64::try_from(*skip).unwrap_or(i64::MAX / 2),
-        Window::After { .. } => 0,
+        Window::Offset { skip, .. } | Window::FromEnd { skip, .. } => {
+            i64::try_from(*skip).unwrap_or(i64::MAX / 2)
+        }
+        Window::After { .. } | Window::Before { .. } => 0,
     };
     skip.saturating_add(limit_plus_one(window.limit()))
 }

@@ -9,7 +9,7 @@ use crate::domain::{Comment, Cursor, Discussion, FullSlug, Page, Window};
 use crate::store::bson::{as_i64, to_count};
 use crate::store::docs::CommentDoc;
 use crate::store::error::StoreResult;
-use crate::store::order::limit_plus_one;
+use crate::store::order::sort_toward;
 /// A sequence that numbers comments of a listing in its order.
 #[derive(Clone, Copy)]
 pub(super) struct Numbering {
@@ -41,11 +41,12 @@ impl Numbering {
 }
 
 impl PerComment {
-    /// A page of a sequenced discussion read as one bounded range of its numbers: an offset
-    /// window is numbers `skip+1 ..= skip+limit+1`, a cursor window the `limit+1` numbers after
-    /// the cursor's comment (found by its slug). `None` when the numbers cannot answer (a
-    /// cursor that names no numbered comment, or a range with a number missing); the caller
-    /// then reads the page the general way.
+    /// A page of a sequenced discussion read as one bounded range of its numbers: the numbers
+    /// of the window's span (see `Window::span`): an offset window's from the start, a window
+    /// from the end's from the total the request read, a cursor window's from the cursor's
+    /// comment's number (found by its slug). `None` when the numbers cannot answer (a cursor
+    /// that names no numbered comment, or a range with a number missing); the caller then reads
+    /// the page the general way.
     pub(super) async fn numbered_page(
         &self,
         discussion: &Discussion,
@@ -53,13 +54,10 @@ impl PerComment {
         window: &Window,
     ) -> StoreResult<Option<Page<Comment>>> {
         let field = numbering.field;
-        let after = match window {
-            Window::Offset { skip, .. } => i64::try_from(*skip).unwrap_or(i64::MAX / 2),
-            Window::After { cursor: None, .. } => 0,
-            Window::After {
-                cursor: Some(Cursor::Chronological { posted, slug }),
-                ..
-            } => {
+        let total = numbering.total(discussion);
+        let at = match window.cursor() {
+            None => None,
+            Some(Cursor::Chronological { posted, slug }) => {
                 let found = self
                     .raw
                     .find_one(
@@ -70,20 +68,29 @@ impl PerComment {
                 // The cursor must be that comment's position (a cursor is the client's input).
                 let number = found
                     .filter(|d| d.get_i64("posted").ok() == Some(posted.0))
-                    .and_then(|d| d.get_i64(field).ok());
+                    .and_then(|d| d.get_i64(field).ok())
+                    .and_then(|n| u64::try_from(n).ok())
+                    .filter(|n| *n > 0);
                 match number {
-                    Some(number) => number,
+                    // Numbers count from 1: the comment numbered n is item n - 1.
+                    Some(number) => Some(number - 1),
                     None => return Ok(None),
                 }
             }
-            Window::After { .. } => return Ok(None),
+            Some(_) => return Ok(None),
         };
-        let want = limit_plus_one(window.limit());
+        let Some(span) = window.span(Some(total), at) else {
+            return Ok(None);
+        };
+        if span.count == 0 {
+            return Ok(Some(window.page(Vec::new())));
+        }
+        let (after, last) = (to_i64(span.from), to_i64(span.end()));
         let docs: Vec<CommentDoc> = self
             .coll
             .find(doc! {
                 "discussion_id": discussion.id.as_str(),
-                field: { "$gt": after, "$lte": after.saturating_add(want) },
+                field: { "$gt": after, "$lte": last },
             })
             .sort(doc! { field: 1 })
             .await?
@@ -91,14 +98,8 @@ impl PerComment {
             .await?;
         // Every number up to the total the request knows must be there (a post that failed
         // without its transaction could leave one out).
-        let total = i64::try_from(numbering.total(discussion)).unwrap_or(i64::MAX);
-        let expected = want.min(total.saturating_sub(after).max(0));
-        Ok(complete_page(
-            discussion,
-            docs,
-            to_count(expected),
-            window.limit(),
-        ))
+        let expected = span.count.min(total.saturating_sub(span.from));
+        Ok(complete_page(discussion, docs, expected, window))
     }
 }
 
@@ -113,15 +114,15 @@ impl PerComment {
         blocks: &[u64],
         window: &Window,
     ) -> StoreResult<Option<Page<Comment>>> {
-        let want = u64::try_from(limit_plus_one(window.limit())).unwrap_or(u64::MAX);
-        let id = discussion.id.as_str();
-        let offset = match window {
-            Window::Offset { skip, .. } => Some(*skip),
-            Window::After { cursor: None, .. } => Some(0),
-            Window::After { .. } => None,
-        };
-        let (range, skip, expected) = match (offset, window) {
-            (Some(skip), _) => {
+        let (range, skip, want, expected) = match window {
+            Window::Offset { .. } | Window::After { cursor: None, .. } | Window::FromEnd { .. } => {
+                let Some(span) = window.span(Some(discussion.comment_count), None) else {
+                    return Ok(None);
+                };
+                if span.count == 0 {
+                    return Ok(Some(window.page(Vec::new())));
+                }
+                let (skip, want) = (span.from, span.count);
                 let Some(span) = crate::store::blocks::span(blocks, skip, want) else {
                     return Ok(None);
                 };
@@ -135,22 +136,15 @@ impl PerComment {
                 };
                 let lo = roots[cut.first].full_slug.as_str().to_owned();
                 let (_, hi) = roots[cut.last].full_slug.descendant_range();
-                (doc! { "$gte": lo, "$lt": hi }, cut.skip, cut.expected)
+                (doc! { "$gte": lo, "$lt": hi }, cut.skip, want, cut.expected)
             }
-            (
-                None,
-                Window::After {
-                    cursor: Some(Cursor::Threaded(after)),
-                    ..
-                },
-            ) => {
+            Window::After {
+                cursor: Some(Cursor::Threaded(after)),
+                ..
+            } => {
+                let want = window.more();
                 let root = after.ancestor_at(0);
-                let found = self
-                    .raw
-                    .find_one(doc! { "discussion_id": id, "full_slug": root.as_str() })
-                    .projection(doc! { "thread_seq": 1 })
-                    .await?;
-                let Some(thread) = found.and_then(|d| d.get_i64("thread_seq").ok()) else {
+                let Some(thread) = self.thread_number(discussion, &root).await? else {
                     return Ok(None);
                 };
                 let next = i64::try_from(want).unwrap_or(i64::MAX / 2);
@@ -166,37 +160,96 @@ impl PerComment {
                 (
                     doc! { "$gt": after.as_str(), "$lt": hi },
                     0,
+                    want,
                     promised.min(want),
                 )
             }
-            (None, _) => return Ok(None),
+            Window::Before {
+                cursor: Cursor::Threaded(before),
+                ..
+            } => {
+                // The mirror image: the threads before the cursor's, from the last one back
+                // until they hold a page, and the cursor's own thread up to the cursor.
+                let want = window.more();
+                let root = before.ancestor_at(0);
+                let Some(thread) = self.thread_number(discussion, &root).await? else {
+                    return Ok(None);
+                };
+                let back = i64::try_from(want).unwrap_or(i64::MAX / 2);
+                let earlier = match thread > 1 {
+                    true => {
+                        self.roots(discussion, (thread - back).max(1), thread - 1)
+                            .await?
+                    }
+                    false => Some(Vec::new()),
+                };
+                let Some(earlier) = earlier else {
+                    return Ok(None);
+                };
+                let taken = thread_blocks::cover_back(&earlier, want);
+                let lo = match taken {
+                    0 => root.as_str().to_owned(),
+                    n => earlier[earlier.len() - n].full_slug.as_str().to_owned(),
+                };
+                let promised: u64 = earlier[earlier.len() - taken..]
+                    .iter()
+                    .map(|r| r.total)
+                    .sum();
+                (
+                    doc! { "$gte": lo, "$lt": before.as_str() },
+                    0,
+                    want,
+                    promised.min(want),
+                )
+            }
+            Window::After { .. } | Window::Before { .. } => return Ok(None),
         };
-        self.threaded_range(discussion, range, skip, want, expected, window.limit())
+        let from_end = matches!(window, Window::Before { .. });
+        self.threaded_range(discussion, range, (skip, want), expected, from_end, window)
             .await
     }
 
+    /// The number of the thread whose top-level comment is `root`; `None` when there is no such
+    /// comment or it carries no number.
+    async fn thread_number(
+        &self,
+        discussion: &Discussion,
+        root: &FullSlug,
+    ) -> StoreResult<Option<i64>> {
+        let found = self
+            .raw
+            .find_one(doc! { "discussion_id": discussion.id.as_str(), "full_slug": root.as_str() })
+            .projection(doc! { "thread_seq": 1 })
+            .await?;
+        Ok(found.and_then(|d| d.get_i64("thread_seq").ok()))
+    }
+
     /// The comments in `range` of `full_slug`, in threaded order, `skip` of them skipped and at
-    /// most `want` read: the page of `limit`, or `None` when fewer than `expected` came back
-    /// (see [`complete_page`]).
+    /// most `want` read: the range's first ones, or its last ones `from_end` (a range that ends
+    /// where a backward page ends). The page of `window`, or `None` when fewer than `expected`
+    /// came back (see [`complete_page`]).
     pub(super) async fn threaded_range(
         &self,
         discussion: &Discussion,
         range: Document,
-        skip: u64,
-        want: u64,
+        (skip, want): (u64, u64),
         expected: u64,
-        limit: usize,
+        from_end: bool,
+        window: &Window,
     ) -> StoreResult<Option<Page<Comment>>> {
-        let docs: Vec<CommentDoc> = self
+        let mut docs: Vec<CommentDoc> = self
             .coll
             .find(doc! { "discussion_id": discussion.id.as_str(), "full_slug": range })
-            .sort(doc! { "full_slug": 1 })
+            .sort(sort_toward(&["full_slug"], from_end))
             .skip(skip)
             .limit(i64::try_from(want).unwrap_or(i64::MAX))
             .await?
             .try_collect()
             .await?;
-        Ok(complete_page(discussion, docs, expected, limit))
+        if from_end {
+            docs.reverse();
+        }
+        Ok(complete_page(discussion, docs, expected, window))
     }
 
     /// The top-level comments numbered `first ..= last` (fewer past the discussion's last
@@ -241,13 +294,14 @@ impl PerComment {
     }
 }
 
-/// The page of `docs` (fetched `limit + 1`), or `None` when fewer than `expected` came back: the
-/// counts that bounded the read promised more, and the caller reads the general way.
+/// The page of `docs` (read for `window`, up to `limit + 1`, in stored order), or `None` when
+/// fewer than `expected` came back: the counts that bounded the read promised more, and the
+/// caller reads the general way.
 pub(super) fn complete_page(
     discussion: &Discussion,
     docs: Vec<CommentDoc>,
     expected: u64,
-    limit: usize,
+    window: &Window,
 ) -> Option<Page<Comment>> {
     if (docs.len() as u64) < expected {
         return None;
@@ -256,5 +310,9 @@ pub(super) fn complete_page(
         .into_iter()
         .map(|d| d.into_comment(&discussion.id))
         .collect();
-    Some(Page::from_overfetch(items, limit))
+    Some(window.page(items))
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }

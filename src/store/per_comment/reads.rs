@@ -16,7 +16,7 @@ use crate::store::api::CommentStore;
 use crate::store::bson::{corrupt, int_field, to_count};
 use crate::store::docs::{replace_update, unchanged_filter, CommentDoc};
 use crate::store::error::StoreResult;
-use crate::store::order::after_filter;
+use crate::store::order::cursor_filter;
 use crate::store::per_comment::hints::Hints;
 use crate::store::scope::ReadScope;
 use crate::store::writer;
@@ -89,15 +89,15 @@ impl CommentStore for PerComment {
             }
         }
         let mut filter = doc! { "discussion_id": discussion.id.as_str() };
-        let sort = match listing {
-            Listing::Chronological => doc! { "posted": 1, "slug": 1 },
-            Listing::Threaded => doc! { "full_slug": 1 },
+        let fields: &[&str] = match listing {
+            Listing::Chronological => &["posted", "slug"],
+            Listing::Threaded => &["full_slug"],
             Listing::Threads => {
                 filter.insert("parent", Bson::Null);
-                doc! { "posted": 1, "slug": 1 }
+                &["posted", "slug"]
             }
         };
-        self.find_page(discussion, filter, sort, window).await
+        self.find_page(discussion, filter, fields, window).await
     }
 
     /// Comments by slug; where the discussion keeps subtree sizes, the request remembers each
@@ -133,15 +133,14 @@ impl CommentStore for PerComment {
         parents: &[Slug],
         window: &Window,
     ) -> StoreResult<HashMap<Slug, Page<Comment>>> {
-        let mut result: HashMap<Slug, Page<Comment>> = parents
-            .iter()
-            .map(|p| (p.clone(), Page::from_overfetch(Vec::new(), 0)))
-            .collect();
+        let mut result: HashMap<Slug, Page<Comment>> =
+            parents.iter().map(|p| (p.clone(), Page::empty())).collect();
         if parents.is_empty() {
             return Ok(result);
         }
-        // The replies of one comment whose replies' sizes the request read: the page ends at a
-        // known reply, so the read stops at its time instead of reading every reply.
+        // The replies of one comment whose replies' sizes the request read: the page ends (a
+        // backward one starts) at a known reply, so the read stops at its time instead of
+        // reading every reply.
         let bound = match parents {
             [parent] => scope
                 .slot::<Kept>()
@@ -183,25 +182,15 @@ impl CommentStore for PerComment {
                     continue;
                 }
                 let (lo, hi) = root.descendant_range();
-                let filter = doc! {
+                let mut filter = doc! {
                     "discussion_id": discussion.id.as_str(),
                     "full_slug": { "$gte": lo, "$lt": hi },
                 };
-                let mut filter = filter;
-                if let Window::After {
-                    cursor: Some(cursor),
-                    ..
-                } = window
-                {
-                    filter = doc! { "$and": [filter, after_filter(cursor)] };
+                if let Some(cursor) = cursor_filter(window) {
+                    filter = doc! { "$and": [filter, cursor] };
                 }
                 let page = self
-                    .find_page(
-                        discussion,
-                        filter,
-                        doc! { "full_slug": 1 },
-                        &strip_cursor(window),
-                    )
+                    .find_page(discussion, filter, &["full_slug"], &window.without_cursor())
                     .await?;
                 result.insert((*root).clone(), page);
                 continue;
@@ -210,16 +199,13 @@ impl CommentStore for PerComment {
                 "discussion_id": discussion.id.as_str(),
                 "$or": ranges(&group),
             };
-            if let Window::After {
-                cursor: Some(cursor),
-                ..
-            } = window
-            {
-                filter = doc! { "$and": [filter, after_filter(cursor)] };
+            if let Some(cursor) = cursor_filter(window) {
+                filter = doc! { "$and": [filter, cursor] };
             }
+            let direction = if window.is_backward() { -1 } else { 1 };
             let pipeline = vec![
                 doc! { "$match": filter },
-                doc! { "$sort": { "full_slug": 1 } },
+                doc! { "$sort": { "full_slug": direction } },
                 doc! { "$group": {
                     "_id": { "$substrBytes": ["$full_slug", 0, i64::try_from(len).unwrap_or(0)] },
                     "items": { "$firstN": { "input": "$$ROOT", "n": group_take(window) } },
@@ -233,9 +219,7 @@ impl CommentStore for PerComment {
             }
         }
         for root in roots {
-            result
-                .entry(root.clone())
-                .or_insert_with(|| Page::from_overfetch(Vec::new(), 0));
+            result.entry(root.clone()).or_insert_with(Page::empty);
         }
         Ok(result)
     }
@@ -277,16 +261,5 @@ impl CommentStore for PerComment {
             }
         }
         Ok(result)
-    }
-}
-
-/// The window with its cursor already applied as a filter.
-pub(super) fn strip_cursor(window: &Window) -> Window {
-    match window {
-        Window::After { limit, .. } => Window::After {
-            cursor: None,
-            limit: *limit,
-        },
-        other @ Window::Offset { .. } => other.clone(),
     }
 }

@@ -10,15 +10,16 @@ use super::*;
 use crate::domain::{Comment, Cursor, Discussion, DiscussionId, FullSlug, Page, Slug, Window};
 use crate::store::docs::CommentDoc;
 use crate::store::error::StoreResult;
-use crate::store::order::limit_plus_one;
 use crate::store::per_comment::hints::Hints;
 use crate::store::scope::ReadScope;
 impl PerComment {
     /// A page of `root`'s sub-discussion in a discussion whose comments carry subtree sizes,
-    /// read as a range that ends where the sizes say the page ends (see `subtree`). `None` when
-    /// the sizes cannot answer (another discussion, a cursor outside the sub-discussion or of
-    /// another order, a comment without sizes, nothing after the start, a page shorter than the
-    /// sizes promised); the caller then reads the page the general way.
+    /// read as a range that ends where the sizes say the page ends (see `subtree`). A backward
+    /// page is the same walk over the runs before its cursor (or over the whole sub-discussion,
+    /// from its end), where the sizes say how many comments they hold. `None` when the sizes
+    /// cannot answer (another discussion, a cursor outside the sub-discussion or of another
+    /// order, a comment without sizes, nothing after the start, a page shorter than the sizes
+    /// promised); the caller then reads the page the general way.
     pub(super) async fn sized_sub_page(
         &self,
         scope: &ReadScope,
@@ -29,31 +30,50 @@ impl PerComment {
         if !Hints::of(discussion).subtree_sizes {
             return Ok(None);
         }
-        let (skip, after) = match window {
-            Window::Offset { skip, .. } => (*skip, None),
-            Window::After { cursor: None, .. } => (0, None),
+        let (after, before) = match window {
+            Window::Offset { .. } | Window::FromEnd { .. } | Window::After { cursor: None, .. } => {
+                (None, None)
+            }
             Window::After {
                 cursor: Some(Cursor::Threaded(after)),
                 ..
-            } => (0, Some(after)),
-            Window::After { .. } => return Ok(None),
+            } => (Some(after), None),
+            Window::Before {
+                cursor: Cursor::Threaded(before),
+                ..
+            } => (None, Some(before)),
+            Window::After { .. } | Window::Before { .. } => return Ok(None),
         };
-        let Some(parents) = subtree::parents_after(root, after) else {
+        let parents = match before {
+            Some(before) => subtree::parents_before(root, before),
+            None => subtree::parents_after(root, after),
+        };
+        let Some(parents) = parents else {
             return Ok(None);
         };
-        let take = u64::try_from(limit_plus_one(window.limit())).unwrap_or(u64::MAX);
         let Some(replies) = self.reply_heads(scope, discussion, &parents).await? else {
             return Ok(None);
         };
-        let mut heads: Vec<Head> = replies
-            .into_iter()
-            .flatten()
-            .filter(|head| after.is_none_or(|after| head.full_slug > *after))
-            .collect();
+        let replies = replies.into_iter().flatten();
+        let mut heads: Vec<Head> = match before {
+            Some(before) => subtree::heads_before(replies.collect(), before),
+            None => replies
+                .filter(|head| after.is_none_or(|after| head.full_slug > *after))
+                .collect(),
+        };
         heads.sort_by(|a, b| a.full_slug.cmp(&b.full_slug));
-        if heads.is_empty() {
+        if heads.is_empty() && before.is_none() {
             return Ok(None);
         }
+        // Where the page lies among the runs (which hold just what is past the cursor).
+        let len: Option<u64> = heads.iter().map(|head| head.size).sum();
+        let Some(span) = window.without_cursor().span(len, None) else {
+            return Ok(None);
+        };
+        if span.count == 0 {
+            return Ok(Some(window.page(Vec::new())));
+        }
+        let (skip, take) = (span.from, span.count);
         let mut deeper = 0;
         let (from, skip, to, expected) = loop {
             match subtree::plan(&heads, skip, take, deeper < subtree::MAX_DEEPER) {
@@ -75,17 +95,18 @@ impl PerComment {
             }
         };
         let lower = heads[from].full_slug.as_str();
-        let upper = match to {
-            Some(last) => heads[last].end(),
-            None => root.descendant_range().1,
+        let upper = match (to, before) {
+            (Some(last), _) => heads[last].end(),
+            (None, Some(before)) => before.as_str().to_owned(),
+            (None, None) => root.descendant_range().1,
         };
         self.threaded_range(
             discussion,
             doc! { "$gte": lower, "$lt": upper },
-            skip,
-            take,
+            (skip, take),
             expected,
-            window.limit(),
+            false,
+            window,
         )
         .await
     }

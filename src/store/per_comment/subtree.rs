@@ -67,20 +67,33 @@ pub(super) fn reply_sizes(full_slug: &FullSlug, stored: Option<&Document>) -> Ve
     sizes
 }
 
-/// The latest posting time a page of a comment's replies can reach, from the comment's
-/// `replies` with their sizes (as [`reply_sizes`] gives them: in threaded order, which among
-/// siblings is posting order): the page's replies and the one after it were all posted at or
-/// before it, so a read of the replies can stop there. `None` when the page reaches the last
-/// reply (there is nothing to stop before) or the window is not one of replies.
+/// Where a read of a page of a comment's replies can stop, from the comment's replies with their
+/// sizes (as [`reply_sizes`] gives them: in threaded order, which among siblings is posting
+/// order): for a forward window, the latest posting time the page's replies and the one after
+/// it reach (the read stops there); for a backward window, the earliest time the page's replies
+/// and the one before it reach (the read starts there). `None` when the page reaches the last
+/// reply (the first, backward: there is nothing to leave out) or the window is not one of
+/// replies.
 ///
-/// Entries the sizes lack only make the bound later than it could be; entries they have in
-/// excess can make it too early, which the caller sees as a page shorter than promised.
+/// Entries the sizes lack only make the bound later (earlier, backward) than it could be;
+/// entries they have in excess can make it cut the page, which the caller sees as a page
+/// shorter than promised.
 pub(super) fn replies_bound(replies: &[(FullSlug, u64)], window: &Window) -> Option<i64> {
     let micros = |full: &FullSlug| -> Option<i64> {
         let segment = full.as_str().rsplit('/').next()?;
         segment.split_once(':')?.0.parse().ok()
     };
-    let last = match window {
+    // Replies posted at a time: up to and including it, or strictly before it.
+    let up_to = |posted: i64, inclusive: bool| {
+        replies
+            .iter()
+            .take_while(|(full, _)| {
+                micros(full).is_some_and(|m| m < posted || (inclusive && m == posted))
+            })
+            .count()
+    };
+    let len = u64::try_from(replies.len()).ok()?;
+    let index = match window {
         Window::Offset { skip, limit } => usize::try_from(*skip).ok()?.checked_add(*limit)?,
         Window::After {
             cursor: None,
@@ -92,21 +105,37 @@ pub(super) fn replies_bound(replies: &[(FullSlug, u64)], window: &Window) -> Opt
         } => {
             // Every reply posted at or before the cursor's time may precede it: counting them
             // all keeps the bound at or after the page's end.
-            let before = replies
-                .iter()
-                .take_while(|(full, _)| micros(full).is_some_and(|m| m <= posted.0))
-                .count();
-            before.checked_add(*limit)?
+            up_to(posted.0, true).checked_add(*limit)?
+        }
+        Window::FromEnd { .. } => {
+            let first = window.span(Some(len), None)?.from;
+            return match first {
+                0 => None,
+                n => micros(&replies[usize::try_from(n).ok()?].0),
+            };
+        }
+        Window::Before {
+            cursor: Cursor::Chronological { posted, .. },
+            limit,
+        } => {
+            // Only the replies posted before the cursor's time surely precede it: counting
+            // just those keeps the bound at or before the page's start.
+            let first = up_to(posted.0, false).checked_sub(limit.checked_add(1)?)?;
+            return match first {
+                0 => None,
+                n => micros(&replies[n].0),
+            };
         }
         Window::After {
             cursor: Some(_), ..
-        } => return None,
+        }
+        | Window::Before { .. } => return None,
     };
-    if last.saturating_add(1) >= replies.len() {
+    if index.saturating_add(1) >= replies.len() {
         // The page reaches the last reply: there is nothing after it to leave out.
         return None;
     }
-    micros(&replies[last].0)
+    micros(&replies[index].0)
 }
 
 /// How many comments a range may read beyond the ones its page needs, at either end, before the
@@ -277,6 +306,39 @@ pub(super) fn parents_after(root: &FullSlug, after: Option<&FullSlug>) -> Option
     )
 }
 
+/// The comments whose earlier replies head the runs before `before` inside the sub-discussion
+/// of `root`: the root and `before`'s ancestors below it, down to its parent. `None` when
+/// `before` is not inside the sub-discussion.
+pub(super) fn parents_before(root: &FullSlug, before: &FullSlug) -> Option<Vec<FullSlug>> {
+    if !root.is_ancestor_of(before) {
+        return None;
+    }
+    Some(
+        (root.depth()..before.depth())
+            .map(|depth| before.ancestor_at(depth))
+            .collect(),
+    )
+}
+
+/// The runs before `before` among the replies (in threaded order, with their subtrees) of the
+/// comments [`parents_before`] names: a reply before it is a run with its subtree, an ancestor
+/// of it is a run of itself alone (its replies before the path follow as runs of their own),
+/// and the replies after it are left out. In threaded order.
+pub(super) fn heads_before(replies: Vec<Head>, before: &FullSlug) -> Vec<Head> {
+    let mut heads: Vec<Head> = replies
+        .into_iter()
+        .filter_map(|head| {
+            if head.full_slug.is_ancestor_of(before) {
+                Some(Head::alone(head.full_slug))
+            } else {
+                (head.full_slug < *before).then_some(head)
+            }
+        })
+        .collect();
+    heads.sort_by(|a, b| a.full_slug.cmp(&b.full_slug));
+    heads
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -433,6 +495,42 @@ mod tests {
     }
 
     #[test]
+    fn the_runs_before_a_cursor_are_its_elders_and_its_ancestors_alone() {
+        let root = full("01:r");
+        let before = full("01:r/03:b/05:d");
+        assert_eq!(
+            parents_before(&root, &before),
+            Some(vec![root.clone(), full("01:r/03:b")])
+        );
+        assert_eq!(parents_before(&before, &root), None);
+        assert_eq!(parents_before(&root, &root), None);
+        let whole = |raw: &str, n| Head::whole(full(raw), Some(n));
+        let heads = heads_before(
+            vec![
+                whole("01:r/02:a", 2),
+                whole("01:r/03:b", 6),
+                whole("01:r/09:z", 1),
+                whole("01:r/03:b/04:c", 1),
+                whole("01:r/03:b/05:d", 3),
+                whole("01:r/03:b/06:e", 0),
+            ],
+            &before,
+        );
+        let named: Vec<(&str, Option<u64>, bool)> = heads
+            .iter()
+            .map(|h| (h.full_slug.as_str(), h.size, h.alone))
+            .collect();
+        assert_eq!(
+            named,
+            vec![
+                ("01:r/02:a", Some(3), false),
+                ("01:r/03:b", Some(1), true),
+                ("01:r/03:b/04:c", Some(2), false),
+            ]
+        );
+    }
+
+    #[test]
     fn a_page_of_replies_stops_at_the_reply_after_it() {
         let parent = full("0000000000000001:r");
         let replies: Vec<(FullSlug, u64)> = (0..10)
@@ -466,6 +564,25 @@ mod tests {
             limit: 2,
         };
         assert_eq!(replies_bound(&replies, &threaded), None);
+        // Backward: the final 3 read from the fourth-last reply (it says whether more precede).
+        let from_end = |skip, limit| Window::FromEnd { skip, limit };
+        assert_eq!(replies_bound(&replies, &from_end(0, 3)), Some(106));
+        assert_eq!(replies_bound(&replies, &from_end(2, 3)), Some(104));
+        assert_eq!(replies_bound(&replies, &from_end(0, 9)), None);
+        assert_eq!(replies_bound(&replies, &from_end(5, 9)), None);
+        let before = |posted, limit| Window::Before {
+            cursor: Cursor::Chronological {
+                posted: crate::domain::Micros(posted),
+                slug: crate::domain::Slug::from_stored("r/c1".into()),
+            },
+            limit,
+        };
+        // Before the reply posted at 107: replies 105 and 106, and 104 to say more precede.
+        assert_eq!(replies_bound(&replies, &before(107, 2)), Some(104));
+        assert_eq!(replies_bound(&replies, &before(104, 2)), Some(101));
+        assert_eq!(replies_bound(&replies, &before(103, 2)), None);
+        assert_eq!(replies_bound(&replies, &before(102, 2)), None);
+        assert_eq!(replies_bound(&replies, &before(200, 2)), Some(107));
     }
 
     #[test]

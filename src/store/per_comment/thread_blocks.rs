@@ -14,8 +14,10 @@
 //! one holding its first comment, reads the top-level comments of at most the blocks it spans
 //! (a bounded range of `thread_seq`), and reads its comments as one range of `full_slug` from
 //! its first thread to its last. A cursor page reads the top-level comments after the cursor's
-//! thread until they hold a page. Either way the reads are bounded by the page and the threads it
-//! touches, never by the discussion.
+//! thread until they hold a page (before it, back from the cursor's thread, for a backward
+//! page). A page from the end is the offset page that ends there, by the discussion's count.
+//! Either way the reads are bounded by the page and the threads it touches, never by the
+//! discussion.
 
 use crate::domain::FullSlug;
 use crate::store::blocks::window;
@@ -83,6 +85,19 @@ pub(super) fn cut(roots: &[Root], skip: u64, want: u64) -> Option<Cut> {
 pub(super) fn cover(roots: &[Root], want: u64) -> usize {
     let mut total = 0_u64;
     for (i, root) in roots.iter().enumerate() {
+        total += root.total;
+        if total >= want {
+            return i + 1;
+        }
+    }
+    roots.len()
+}
+
+/// How many of `roots` (the threads before a cursor's thread, in order) a backward page of
+/// `want` needs: the fewest at their end whose comments are at least `want`, or all of them.
+pub(super) fn cover_back(roots: &[Root], want: u64) -> usize {
+    let mut total = 0_u64;
+    for (i, root) in roots.iter().rev().enumerate() {
         total += root.total;
         if total >= want {
             return i + 1;
@@ -218,5 +233,10 @@ mod tests {
         assert_eq!(cover(&r, 5), 3);
         assert_eq!(cover(&r, 50), 3);
         assert_eq!(cover(&[], 50), 0);
+        assert_eq!(cover_back(&r, 4), 1);
+        assert_eq!(cover_back(&r, 5), 2);
+        assert_eq!(cover_back(&r, 8), 3);
+        assert_eq!(cover_back(&r, 50), 3);
+        assert_eq!(cover_back(&[], 50), 0);
     }
 }

@@ -1,0 +1,280 @@
+//! The reference embed: `/embed/threadql.js`, an ES module any page can import to show the
+//! comments of its discussion (by the page's key), and `/embed/demo?key=…`, a plain page that
+//! mounts it. The files are served from the binary (assets/embed).
+
+use std::sync::LazyLock;
+
+use axum::http::header::{
+    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, ETAG, IF_NONE_MATCH,
+    X_CONTENT_TYPE_OPTIONS,
+};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use sha2::{Digest, Sha256};
+
+/// The embed module.
+const SCRIPT: &str = include_str!("../assets/embed/threadql.js");
+/// The demo page's module, which mounts the embed.
+const DEMO_SCRIPT: &str = include_str!("../assets/embed/demo.js");
+/// The demo page, with `{{key}}` and `{{comments}}` to fill.
+const DEMO_PAGE: &str = include_str!("../assets/embed/demo.html");
+
+/// What the demo page may load and run: its own files and connections to its own server,
+/// nothing inline, nothing from elsewhere.
+const DEMO_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+     connect-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; \
+     frame-ancestors 'none'";
+
+/// One module served at `/embed/<name>`, with the entity tag of its bytes.
+struct Module {
+    body: &'static str,
+    etag: HeaderValue,
+}
+
+impl Module {
+    fn new(body: &'static str) -> Self {
+        let sum: String = Sha256::digest(body.as_bytes())[..12]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let etag = HeaderValue::from_str(&format!("\"{sum}\""))
+            .unwrap_or_else(|_| HeaderValue::from_static("\"threadql\""));
+        Self { body, etag }
+    }
+}
+
+static EMBED: LazyLock<Module> = LazyLock::new(|| Module::new(SCRIPT));
+static DEMO: LazyLock<Module> = LazyLock::new(|| Module::new(DEMO_SCRIPT));
+
+/// The routes of the embed: the module, the demo page and the demo's module. The HTTP layer
+/// gives them the CORS headers of the allowed origins, so their pages can import the module.
+pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
+    Router::new()
+        .route("/embed/threadql.js", get(|h: HeaderMap| module(&EMBED, h)))
+        .route("/embed/demo.js", get(|h: HeaderMap| module(&DEMO, h)))
+        .route("/embed/demo", get(demo))
+}
+
+/// A module: checked again on every use (`no-cache`), which costs a `304` while it is
+/// unchanged, so a page never runs an embed older than its server.
+async fn module(module: &'static Module, headers: HeaderMap) -> Response {
+    let common = [
+        (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        (ETAG, module.etag.clone()),
+        (X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")),
+    ];
+    let unchanged = headers
+        .get_all(IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|tag| {
+            let tag = tag.trim();
+            tag == "*" || tag.trim_start_matches("W/") == module.etag
+        });
+    if unchanged {
+        return (StatusCode::NOT_MODIFIED, common).into_response();
+    }
+    (
+        common,
+        [(
+            CONTENT_TYPE,
+            HeaderValue::from_static("text/javascript; charset=utf-8"),
+        )],
+        module.body,
+    )
+        .into_response()
+}
+
+/// The demo page for the `key` of the query string (its first `key`; a form asks for one when
+/// there is none). The key is put in the page as escaped text and read by the demo's module.
+async fn demo(uri: Uri) -> Response {
+    let key = uri.query().and_then(|query| {
+        url::form_urlencoded::parse(query.as_bytes())
+            .find(|(name, _)| name == "key")
+            .map(|(_, value)| value.into_owned())
+    });
+    let comments = match key.as_deref() {
+        Some(key) if !key.is_empty() => format!(
+            "<div id=\"comments\" data-key=\"{}\"></div>",
+            escape_html(key)
+        ),
+        _ => String::new(),
+    };
+    let page = DEMO_PAGE
+        .replace("{{key}}", &escape_html(key.as_deref().unwrap_or_default()))
+        .replace("{{comments}}", &comments);
+    (
+        [
+            (CONTENT_TYPE, "text/html; charset=utf-8"),
+            (CACHE_CONTROL, "no-cache"),
+            (CONTENT_SECURITY_POLICY, DEMO_POLICY),
+            (X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        page,
+    )
+        .into_response()
+}
+
+/// `text` safe inside an element or a quoted attribute.
+fn escape_html(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::http::Request;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    async fn get_with(path: &str, headers: &[(&str, &str)]) -> (StatusCode, HeaderMap, String) {
+        let mut request = Request::get(path);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = routes::<()>()
+            .oneshot(request.body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let (parts, body) = response.into_parts();
+        let bytes = body.collect().await.unwrap().to_bytes().to_vec();
+        (
+            parts.status,
+            parts.headers,
+            String::from_utf8(bytes).unwrap(),
+        )
+    }
+
+    async fn get(path: &str) -> (StatusCode, HeaderMap, String) {
+        get_with(path, &[]).await
+    }
+
+    #[tokio::test]
+    async fn the_modules_are_javascript_revalidated_by_their_tag() {
+        for (path, body) in [
+            ("/embed/threadql.js", SCRIPT),
+            ("/embed/demo.js", DEMO_SCRIPT),
+        ] {
+            let (status, headers, text) = get(path).await;
+            assert_eq!(status, StatusCode::OK, "{path}");
+            assert_eq!(headers[CONTENT_TYPE], "text/javascript; charset=utf-8");
+            assert_eq!(headers[CACHE_CONTROL], "no-cache");
+            assert_eq!(headers[X_CONTENT_TYPE_OPTIONS], "nosniff");
+            assert_eq!(text, body);
+            let etag = headers[ETAG].to_str().unwrap().to_owned();
+            assert!(etag.starts_with('"') && etag.len() == 26, "{etag}");
+
+            let (status, headers, text) = get_with(path, &[("if-none-match", &etag)]).await;
+            assert_eq!(status, StatusCode::NOT_MODIFIED, "{path}");
+            assert_eq!(headers[ETAG], etag.as_str());
+            assert!(text.is_empty());
+            let weak = format!("\"other\", W/{etag}");
+            let (status, _, _) = get_with(path, &[("if-none-match", &weak)]).await;
+            assert_eq!(status, StatusCode::NOT_MODIFIED, "{path} {weak}");
+            let (status, _, text) = get_with(path, &[("if-none-match", "\"other\"")]).await;
+            assert_eq!(status, StatusCode::OK, "{path}");
+            assert_eq!(text, body);
+        }
+        assert_ne!(EMBED.etag, DEMO.etag);
+    }
+
+    #[test]
+    fn the_embed_talks_to_its_own_server_only() {
+        for (name, text) in [("threadql.js", SCRIPT), ("demo.js", DEMO_SCRIPT)] {
+            for line in text.lines() {
+                let code = line.trim_start();
+                if code.starts_with("//") || code.starts_with('*') {
+                    continue;
+                }
+                assert!(
+                    !code.contains("http://") && !code.contains("https://"),
+                    "{name} names another origin: {line}"
+                );
+                assert!(
+                    !code.contains("eval(") && !code.contains("new Function"),
+                    "{name} evaluates code: {line}"
+                );
+            }
+        }
+        // The one place HTML is parsed is the template the allow-list cleans.
+        assert_eq!(SCRIPT.matches(".innerHTML").count(), 1);
+        assert!(SCRIPT.contains("template.innerHTML = html;"));
+        assert!(!SCRIPT.contains("insertAdjacentHTML") && !SCRIPT.contains("outerHTML"));
+        assert!(SCRIPT.contains("export function mount(element, options = {})"));
+    }
+
+    #[tokio::test]
+    async fn the_demo_page_escapes_its_key() {
+        let hostile = r#""><script>alert(1)</script><img src=x onerror='alert(2)'>&amp;"#;
+        let query: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("key", hostile)
+            .finish();
+        let (status, headers, page) = get(&format!("/embed/demo?{query}")).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(headers[CONTENT_TYPE], "text/html; charset=utf-8");
+        assert_eq!(headers[CONTENT_SECURITY_POLICY], DEMO_POLICY);
+        let escaped = "&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x \
+                       onerror=&#39;alert(2)&#39;&gt;&amp;amp;";
+        assert!(page.contains(&format!("data-key=\"{escaped}\"")), "{page}");
+        assert!(page.contains(&format!("value=\"{escaped}\"")), "{page}");
+        assert!(!page.contains("<script>alert"), "{page}");
+        assert!(!page.contains("<img"), "{page}");
+        // The only script is the demo's module, from this server.
+        assert_eq!(page.matches("<script").count(), 1, "{page}");
+        assert!(page.contains(r#"<script type="module" src="/embed/demo.js"></script>"#));
+    }
+
+    #[tokio::test]
+    async fn the_demo_page_asks_for_a_key_it_lacks() {
+        for path in ["/embed/demo", "/embed/demo?key=", "/embed/demo?other=1"] {
+            let (status, _, page) = get(path).await;
+            assert_eq!(status, StatusCode::OK, "{path}");
+            assert!(page.contains("<input name=\"key\""), "{path}");
+            assert!(!page.contains("id=\"comments\""), "{path}: {page}");
+            assert!(!page.contains("{{"), "{path}: {page}");
+        }
+        // The first key counts; bad percent-encoding is decoded as best it can be.
+        let (_, _, page) = get("/embed/demo?key=a%20b&key=c").await;
+        assert!(page.contains(r#"data-key="a b""#), "{page}");
+        let (status, _, page) = get("/embed/demo?key=%ZZ%e2%82").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(page.contains("data-key=\"%ZZ\u{fffd}\""), "{page}");
+    }
+
+    #[tokio::test]
+    async fn other_embed_paths_are_not_found() {
+        for path in [
+            "/embed/",
+            "/embed/threadql.css",
+            "/embed/demo.html",
+            "/embed/../graphql",
+        ] {
+            let (status, _, _) = get(path).await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
+        }
+    }
+
+    #[test]
+    fn escaping_covers_every_special_character() {
+        assert_eq!(
+            escape_html(r#"<a href="x">'&'</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+        assert_eq!(escape_html("plain ключ"), "plain ключ");
+    }
+}
