@@ -21,6 +21,8 @@ pub(crate) const DEEP_OFFSET: u64 = 10_000;
 
 /// The fields read for every comment.
 const FIELDS: &str = "fragment F on Comment { id slug fullSlug parentSlug depth posted editedAt deleted author { id name } text replyCount }";
+/// The same fields and the text rendered as HTML.
+const FIELDS_HTML: &str = "fragment F on Comment { id slug fullSlug parentSlug depth posted editedAt deleted author { id name } text html replyCount }";
 
 /// One kind of read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -28,6 +30,8 @@ const FIELDS: &str = "fragment F on Comment { id slug fullSlug parentSlug depth 
 pub(crate) enum Read {
     /// The first 50 comments, chronological.
     FirstPage,
+    /// The same page with each comment's `html` too (what rendering Markdown costs).
+    FirstPageHtml,
     /// 50 comments at the deep offset, by `offset`.
     OffsetPage,
     /// The same 50 comments, by cursor (`after`).
@@ -64,8 +68,9 @@ pub(crate) enum Read {
 
 impl Read {
     /// Every read, in report order.
-    pub(crate) const ALL: [Read; 17] = [
+    pub(crate) const ALL: [Read; 18] = [
         Read::FirstPage,
+        Read::FirstPageHtml,
         Read::OffsetPage,
         Read::CursorPage,
         Read::NewestFirst,
@@ -88,6 +93,7 @@ impl Read {
     pub(crate) fn label(self) -> &'static str {
         match self {
             Read::FirstPage => "first page (50)",
+            Read::FirstPageHtml => "first page with html (50)",
             Read::OffsetPage => "deep page by offset",
             Read::CursorPage => "deep page by cursor",
             Read::Tree => "tree 20×4 levels",
@@ -182,7 +188,7 @@ impl Fixtures {
         let d = self.discussion.as_str();
         let page = "nodes { ...F } pageInfo { hasNextPage endCursor }";
         let (body, variables) = match read {
-            Read::FirstPage => (
+            Read::FirstPage | Read::FirstPageHtml => (
                 format!("query($d: ID!) {{ discussion(id: $d) {{ comments(first: {PAGE}) {{ {page} }} }} }}"),
                 json!({ "d": d }),
             ),
@@ -260,13 +266,18 @@ impl Fixtures {
                 json!({ "d": d, "s": self.sub_root.as_str() }),
             ),
         };
-        (format!("{body} {FIELDS}"), variables)
+        let fields = match read {
+            Read::FirstPageHtml => FIELDS_HTML,
+            _ => FIELDS,
+        };
+        (format!("{body} {fields}"), variables)
     }
 
     /// The slugs a GraphQL answer holds, in answer order (the tree depth-first).
     pub(crate) fn graphql_slugs(read: Read, data: &Value) -> anyhow::Result<Vec<String>> {
         let nodes = match read {
             Read::FirstPage
+            | Read::FirstPageHtml
             | Read::OffsetPage
             | Read::CursorPage
             | Read::NewestFirst
@@ -328,6 +339,7 @@ impl Fixtures {
                 newest_slugs(&page.items)
             }
             Read::FirstPage
+            | Read::FirstPageHtml
             | Read::OffsetPage
             | Read::CursorPage
             | Read::BackwardPage
