@@ -192,7 +192,7 @@ pub struct Config {
         global = true
     )]
     pub jwt_secret: Option<String>,
-    /// Tracing filter, e.g. `info` or `threadql=debug,tower_http=debug`; unset = `info` for
+    /// Tracing filter, e.g. `info` or `info,threadql=debug`; unset = `info` for
     /// `serve`, `warn` for the other subcommands.
     #[arg(long, env = "THREADQL_LOG", global = true)]
     pub log: Option<String>,
@@ -420,6 +420,10 @@ pub struct Config {
     /// there. Unset: `/metrics` is served on the public listener.
     #[arg(long, env = "THREADQL_METRICS_LISTEN", global = true)]
     pub metrics_listen: Option<SocketAddr>,
+    /// Operation names the request metrics give series of their own, first come; the
+    /// durations of operations named later are counted under `operation="other"`.
+    #[arg(long, env = "THREADQL_METRICS_OPERATIONS", default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=10_000), global = true)]
+    pub metrics_operations: u32,
     // ----- query costs and persisted queries -----
     /// Most bytes of query text the automatic-persisted-query cache keeps (with its entries'
     /// keys and bookkeeping), least recently used dropped first; a document larger than this is
@@ -545,6 +549,7 @@ impl fmt::Debug for Config {
             .field("idle_timeout_secs", &self.idle_timeout_secs)
             .field("max_connections", &self.max_connections)
             .field("metrics_listen", &self.metrics_listen)
+            .field("metrics_operations", &self.metrics_operations)
             .field("apq_cache_bytes", &self.apq_cache_bytes)
             .field("max_subscriptions", &self.max_subscriptions)
             .field(

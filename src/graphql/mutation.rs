@@ -64,7 +64,8 @@ where
     T: Send + 'static,
     E: Into<DomainError> + Send + 'static,
 {
-    match tokio::spawn(write).await {
+    // The task carries the request's span, so its log lines and database spans name the request.
+    match tokio::spawn(tracing::Instrument::in_current_span(write)).await {
         Ok(result) => result.map_err(Into::into).gql(),
         Err(err) => Err(DomainError::Internal(format!("a write task failed: {err}"))).gql(),
     }

@@ -11,7 +11,7 @@ use mongodb::{Client, Database, IndexModel};
 
 use super::api::MoveTiming;
 use super::error::{StoreError, StoreResult};
-use super::metrics::CommandCounter;
+use super::metrics::{Command, CommandCounter};
 
 /// What the store needs to know to connect and to shape comments.
 #[derive(Debug, Clone)]
@@ -76,6 +76,7 @@ pub(crate) struct Connection {
 pub(crate) async fn open(config: &StoreConfig) -> StoreResult<Connection> {
     let mut options = ClientOptions::parse(&config.uri).await?;
     let commands = CommandCounter::new();
+    commands.set_pool_size(config.pool_size);
     options.cmap_event_handler = Some(commands.handler());
     options.command_event_handler = config.command_events.clone();
     options.app_name = Some("threadql".to_owned());
@@ -86,7 +87,9 @@ pub(crate) async fn open(config: &StoreConfig) -> StoreResult<Connection> {
     let client = Client::with_options(options)?;
     let db = client.database(&config.database);
     commands.sent("hello");
-    let transactions = supports_transactions(&db).await?;
+    let transactions = commands
+        .timed(Command::Hello, supports_transactions(&db))
+        .await?;
     Ok(Connection {
         client,
         db,

@@ -12,7 +12,7 @@ use mongodb::{Client, ClientSession};
 
 use super::discussions::Discussions;
 use super::error::{StoreError, StoreResult};
-use super::metrics::{CommandCounter, Counted};
+use super::metrics::{Command, CommandCounter, Counted};
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{DiscussionId, Slug};
 
@@ -69,7 +69,8 @@ impl Writer {
 /// Aborts the session's transaction (an error only means there is nothing left to abort).
 pub(crate) async fn abort(session: &mut ClientSession, commands: &CommandCounter) {
     commands.sent("abortTransaction");
-    let _ = session.abort_transaction().await;
+    let aborted = session.abort_transaction();
+    let _ = commands.timed(Command::AbortTransaction, aborted).await;
 }
 
 /// Commits, asking again while the outcome is unknown (committing twice is safe).
@@ -80,7 +81,8 @@ pub(crate) async fn commit(
     let mut tries = 0;
     loop {
         commands.sent("commitTransaction");
-        match session.commit_transaction().await {
+        let committed = session.commit_transaction();
+        match commands.timed(Command::CommitTransaction, committed).await {
             Err(e) if e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) && tries < 3 => {
                 tries += 1;
             }

@@ -1,0 +1,5 @@
+//! What the server tells its operators: metrics, request ids, request spans and their log lines.
+
+pub mod metrics; // counters and histograms on atomics, capped label sets, Prometheus text
+pub mod process; // CPU, memory and descriptors of this process, read from /proc/self
+pub mod request; // request ids, the request span and its log lines, request metrics
