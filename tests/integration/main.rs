@@ -22,6 +22,7 @@ mod logs;
 mod migrate;
 mod model;
 mod node;
+mod observability;
 mod orphans;
 mod persisted;
 mod properties;

@@ -17,7 +17,8 @@ pub(crate) use database::{server_uri, unique_db};
 pub(crate) use feed::{open_feed, posts_reported};
 pub(crate) use posting::{load_discussion, post_in};
 pub(crate) use server::{
-    graphql_data, metric, metric_from, one_shot_client, post_graphql, server_config, Running,
+    graphql_data, metric, metric_from, one_shot_client, post_graphql, series, server_config,
+    Running, Scrape,
 };
 pub(crate) use tokens::{
     ec_token, fixture, now, rsa_key, rsa_token, sign, sign_key, sign_with, token, unsigned, Claims,
