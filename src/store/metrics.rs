@@ -156,7 +156,7 @@ impl CommandCounter {
     /// store does not send through a [`Counted`] collection.
     pub(super) async fn timed<F: IntoFuture>(&self, command: Command, sent: F) -> F::Output {
         use tracing::Instrument as _;
-        let span = db_span(command, "");
+        let span = db_span(command, None);
         let started = Instant::now();
         let done = sent.into_future().instrument(span).await;
         if let Some(histogram) = self.inner.duration(command) {
@@ -434,7 +434,7 @@ impl<T: DeserializeOwned + Unpin + Send + Sync> Counted<T> {
 
 /// The `db` span of a command: a child of whatever span awaits it (a request's), for traces.
 /// When no subscriber wants debug spans it is never built.
-fn db_span(command: Command, collection: &str) -> tracing::Span {
+fn db_span(command: Command, collection: Option<&str>) -> tracing::Span {
     tracing::debug_span!(
         "db",
         db.system = "mongodb",
@@ -475,7 +475,7 @@ where
 
     fn into_future(self) -> Self::IntoFuture {
         TimedFuture {
-            span: db_span(self.command, self.collection),
+            span: db_span(self.command, Some(self.collection)),
             histogram: self.tally.duration(self.command),
             started: Instant::now(),
             sent: self.action.into_future(),
@@ -580,5 +580,88 @@ impl<'a, T> Timed<'a, Watch<'a, T>> {
 
     pub(super) fn resume_after(self, token: impl Into<Option<ResumeToken>>) -> Self {
         self.map(|a| a.resume_after(token))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id};
+    use tracing::Subscriber;
+    use tracing_subscriber::layer::{Context, SubscriberExt as _};
+    use tracing_subscriber::Layer;
+
+    use super::*;
+
+    /// A span as made: its name, its parent's name and its fields.
+    type Made = (String, Option<String>, Vec<(String, String)>);
+
+    /// Records every span made.
+    #[derive(Clone, Default)]
+    struct Spans(Arc<Mutex<Vec<Made>>>);
+
+    struct Fields(Vec<(String, String)>);
+
+    impl Visit for Fields {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            self.0.push((field.name().to_owned(), format!("{value:?}")));
+        }
+
+        fn record_str(&mut self, field: &Field, value: &str) {
+            self.0.push((field.name().to_owned(), value.to_owned()));
+        }
+    }
+
+    impl<S: Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>> Layer<S> for Spans {
+        fn on_new_span(&self, attrs: &Attributes<'_>, _id: &Id, ctx: Context<'_, S>) {
+            let mut fields = Fields(Vec::new());
+            attrs.record(&mut fields);
+            let parent = ctx.current_span().metadata().map(|m| m.name().to_owned());
+            self.0.lock().unwrap_or_else(|p| p.into_inner()).push((
+                attrs.metadata().name().to_owned(),
+                parent,
+                fields.0,
+            ));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_timed_command_is_a_db_span_inside_the_request_and_a_histogram_count() {
+        let spans = Spans::default();
+        let subscriber = tracing_subscriber::registry().with(spans.clone());
+        let _default = tracing::subscriber::set_default(subscriber);
+        let counter = CommandCounter::new();
+        let request = tracing::info_span!("request");
+        let answer = tracing::Instrument::instrument(
+            counter.timed(Command::Ping, std::future::ready(7)),
+            request,
+        )
+        .await;
+        assert_eq!(answer, 7);
+        let seen = spans.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let db = seen.iter().find(|(name, ..)| name == "db");
+        let Some((_, parent, fields)) = db else {
+            panic!("no db span: {seen:?}");
+        };
+        assert_eq!(parent.as_deref(), Some("request"));
+        let field = |name: &str| {
+            fields
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(field("db.system"), Some("mongodb"));
+        assert_eq!(field("db.operation"), Some("ping"));
+        assert_eq!(field("db.collection"), None);
+        let mut page = Exposition::new();
+        counter.write(&mut page);
+        let text = page.into_text();
+        assert!(
+            text.contains("threadql_db_command_duration_seconds_count{command=\"ping\"} 1"),
+            "{text}"
+        );
+        assert!(!text.contains("command=\"find\""), "{text}");
     }
 }
