@@ -13,6 +13,7 @@ use crate::auth::{JwtKeys, TokenRules, DEV_SECRET};
 use crate::config::Config;
 use crate::domain::paging::DEFAULT_PAGE_SIZE;
 use crate::domain::EditRules;
+use crate::graphql::closing::Stage;
 use crate::graphql::limits::DocumentLimits;
 use crate::graphql::live::LiveConfig;
 use crate::graphql::shared::SubscriptionCaps;
@@ -43,6 +44,7 @@ pub struct App {
     metrics: Option<(TcpListener, Router)>,
     connections: Connections,
     timeouts: ConnectionTimeouts,
+    grace: Duration,
     embedded: Option<EmbeddedDb>,
 }
 
@@ -170,6 +172,7 @@ impl From<&Config> for Limits {
             },
             max_subscription_complexity: config.max_subscription_complexity as usize,
             metric_operations: config.metrics_operations as usize,
+            traces: config.traces(),
         }
     }
 }
@@ -194,6 +197,7 @@ pub fn store_config(config: &Config, uri: String) -> StoreConfig {
             ..MoveTiming::default()
         },
         command_events: None,
+        traces: config.traces(),
     }
 }
 
@@ -246,21 +250,37 @@ impl App {
                 header: Duration::from_secs(config.header_timeout_secs.max(1)),
                 idle: Duration::from_secs(config.idle_timeout_secs.max(1)),
             },
+            grace: Duration::from_secs(config.shutdown_grace_secs.max(1)),
             embedded,
         })
     }
 
-    /// Serves until `shutdown` resolves, lets in-flight requests finish, then stops the embedded
-    /// database if there is one.
+    /// Serves until `shutdown` resolves, then shuts down within the grace period
+    /// (`THREADQL_SHUTDOWN_GRACE_SECS`): no new connections; requests in flight finish; every
+    /// subscription gets `complete` and its WebSocket closes with 1001 (an event stream ends);
+    /// connections still open when the period runs out are dropped. Then the writes already
+    /// started finish (given as long again at most), and the embedded database, if there is one,
+    /// is stopped.
     pub async fn serve(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         tracing::info!(addr = %self.addr, max_connections = self.connections.max(), "threadql listening: GraphiQL at http://{}/", self.addr);
-        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let (stop, stopped) = tokio::sync::watch::channel(None::<tokio::time::Instant>);
+        let grace = self.grace;
+        let (api, connections) = (self.api.clone(), self.connections.clone());
         tokio::spawn(async move {
             shutdown.await;
-            let _ = stop.send(true);
+            let began = tokio::time::Instant::now();
+            let (open, subscriptions) = (connections.open(), api.subscriptions_held());
+            tracing::info!(
+                connections = open,
+                subscriptions,
+                grace_secs = grace.as_secs(),
+                "shutting down: {open} connections, {subscriptions} subscriptions"
+            );
+            let _ = stop.send(Some(began + grace));
+            api.drain();
         });
         let metrics = self.metrics.map(|(listener, router)| {
             tracing::info!(addr = ?self.metrics_addr, "metrics at /metrics on their own listener");
@@ -272,22 +292,54 @@ impl App {
                 stopped.clone(),
             ))
         });
-        crate::http::serve(
+        let mut dropped = crate::http::serve(
             self.listener,
             self.router,
             self.connections,
             self.timeouts,
-            stopped,
+            stopped.clone(),
         )
         .await;
         let metrics_served = match metrics {
-            Some(task) => task.await.context("the metrics listener failed"),
+            Some(task) => match task.await {
+                Ok(more) => {
+                    dropped += more;
+                    Ok(())
+                }
+                Err(err) => Err(err).context("the metrics listener failed"),
+            },
             None => Ok(()),
         };
+        // When the listener stopped: the deadline less the grace period.
+        let began =
+            (*stopped.borrow()).map_or_else(tokio::time::Instant::now, |deadline| deadline - grace);
+        let closing = self.api.closing();
+        if dropped > 0 {
+            tracing::warn!(
+                dropped,
+                grace_secs = grace.as_secs(),
+                "the shutdown grace period ran out: {dropped} connections dropped"
+            );
+        }
+        // Streaming connections still open go now; nothing more can start a write.
+        closing.advance(Stage::Dropping);
+        let writes = closing.writes_running();
+        if writes > 0 {
+            tracing::info!(writes, "waiting for the writes already started");
+        }
+        let unfinished = closing.finish_writes(grace).await;
+        if unfinished > 0 {
+            tracing::warn!(
+                unfinished,
+                "{unfinished} writes were still running after the wait: they may not be stored"
+            );
+        }
         if let Some(db) = self.embedded {
             tracing::info!("stopping the embedded database");
             db.stop().await;
         }
+        let took = began.elapsed().as_millis();
+        tracing::info!(took_ms = took, "stopped after {took} ms");
         metrics_served
     }
 }
@@ -311,7 +363,6 @@ pub fn shutdown_signal() -> impl std::future::Future<Output = ()> {
             () = wait(interrupt) => {},
             () = wait(term) => {},
         }
-        tracing::info!("shutting down: finishing in-flight requests");
     }
 }
 

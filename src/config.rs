@@ -257,11 +257,13 @@ pub struct Config {
     /// Highest query cost, summed over the operations of a batch: every field counts 1, a
     /// connection's items once per item it may return (`first`, or the default page size), a
     /// `totalCount` that counts on demand (a sub-discussion's, the discussions') as much as the
-    /// largest page, and `_entities` its selection once per representation.
+    /// largest page, `_entities` its selection once per representation and `discussionsByKeys`
+    /// once per key. The default runs a comment widget's tree (20 threads, replies 10, 10 and 5
+    /// deep: about 78 000) three times over, and refuses `first: 100` four levels deep.
     #[arg(
         long,
         env = "THREADQL_MAX_COMPLEXITY",
-        default_value_t = 50_000,
+        default_value_t = 250_000,
         global = true
     )]
     pub max_complexity: usize,
@@ -411,6 +413,11 @@ pub struct Config {
     /// silent (it is pinged; a pong counts), in seconds, before it is closed.
     #[arg(long, env = "THREADQL_IDLE_TIMEOUT_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400), global = true)]
     pub idle_timeout_secs: u64,
+    /// How long a shutdown (SIGTERM, Ctrl-C) may take, in seconds: requests in flight finish,
+    /// subscriptions get `complete` and their sockets close; connections still open after it are
+    /// dropped. Writes already started still complete (they get up to as long again).
+    #[arg(long, env = "THREADQL_SHUTDOWN_GRACE_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600), global = true)]
+    pub shutdown_grace_secs: u64,
     /// Most client connections open at once (HTTP and WebSocket); past it new connections wait
     /// in the listen queue. Unset: what the process's open-file limit allows, less a reserve for
     /// the database pool and the process's own files.
@@ -424,6 +431,14 @@ pub struct Config {
     /// durations of operations named later are counted under `operation="other"`.
     #[arg(long, env = "THREADQL_METRICS_OPERATIONS", default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=10_000), global = true)]
     pub metrics_operations: u32,
+    /// Origins whose pages may call `/graphql` from a browser: a comma-separated list of
+    /// `scheme://host[:port]` (e.g. `https://blog.example.com,http://localhost:3000`), or `*`
+    /// for any. Their preflights are answered (POST and GET, with `Content-Type`,
+    /// `Authorization` and Apollo's preflight headers; never credentials), and WebSockets and
+    /// Server-Sent Events from any other origin but the server's own are refused (403).
+    /// Unset: the server's own origin only.
+    #[arg(long, env = "THREADQL_CORS_ORIGINS", global = true)]
+    pub cors_origins: Option<CorsOrigins>,
     // ----- query costs and persisted queries -----
     /// Most bytes of query text the automatic-persisted-query cache keeps (with its entries'
     /// keys and bookkeeping), least recently used dropped first; a document larger than this is
@@ -444,6 +459,53 @@ pub struct Config {
     /// whatever `first` says. Past it: GRAPHQL_VALIDATION_FAILED, before any database command.
     #[arg(long, env = "THREADQL_MAX_SUBSCRIPTION_COMPLEXITY", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1_000_000), global = true)]
     pub max_subscription_complexity: u32,
+    // ----- traces (the standard OpenTelemetry variables) -----
+    /// Base URL of an OpenTelemetry collector: traces are sent over OTLP to it (HTTP:
+    /// `<url>/v1/traces`). Unset (with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT unset too): no traces.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT", global = true)]
+    pub otlp_endpoint: Option<String>,
+    /// URL traces are sent to, used as it is (over HTTP, with its path); wins over
+    /// OTEL_EXPORTER_OTLP_ENDPOINT.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", global = true)]
+    pub otlp_traces_endpoint: Option<String>,
+    /// How traces are sent: `http/protobuf` (the default) or `grpc`.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_PROTOCOL", global = true)]
+    pub otlp_protocol: Option<String>,
+    /// How traces are sent, for traces only; wins over OTEL_EXPORTER_OTLP_PROTOCOL.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", global = true)]
+    pub otlp_traces_protocol: Option<String>,
+    /// Headers sent with every export, `key=value` pairs separated by commas (values
+    /// percent-encoded), e.g. an API key.
+    #[arg(
+        long,
+        env = "OTEL_EXPORTER_OTLP_HEADERS",
+        hide_env_values = true,
+        global = true
+    )]
+    pub otlp_headers: Option<String>,
+    /// Headers sent with every export of traces, added to OTEL_EXPORTER_OTLP_HEADERS.
+    #[arg(
+        long,
+        env = "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        hide_env_values = true,
+        global = true
+    )]
+    pub otlp_traces_headers: Option<String>,
+    /// The service name the traces carry (`service.name`); unset: the `service.name` of
+    /// OTEL_RESOURCE_ATTRIBUTES, else `threadql`.
+    #[arg(long, env = "OTEL_SERVICE_NAME", global = true)]
+    pub otel_service_name: Option<String>,
+    /// Which traces are kept: `parentbased_always_on` (the default: every trace, unless the
+    /// caller's `traceparent` says it is not sampled), `always_on`, `always_off`,
+    /// `traceidratio`, `parentbased_traceidratio`, `parentbased_always_off`.
+    #[arg(long, env = "OTEL_TRACES_SAMPLER", global = true)]
+    pub otel_traces_sampler: Option<String>,
+    /// The ratio of the `traceidratio` samplers, from 0 to 1 (default 1).
+    #[arg(long, env = "OTEL_TRACES_SAMPLER_ARG", global = true)]
+    pub otel_traces_sampler_arg: Option<String>,
+    /// `true` turns traces off whatever the endpoint says.
+    #[arg(long, env = "OTEL_SDK_DISABLED", default_value_t = false, action = clap::ArgAction::Set, global = true)]
+    pub otel_sdk_disabled: bool,
 }
 
 /// A rate limit: `count` per `per`, or none.
@@ -490,7 +552,179 @@ impl std::str::FromStr for RateLimit {
     }
 }
 
+/// The origins allowed to call the API from a browser (`THREADQL_CORS_ORIGINS`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CorsOrigins {
+    /// Any origin (`*`).
+    Any,
+    /// These origins.
+    List(Vec<Origin>),
+}
+
+impl CorsOrigins {
+    /// Whether a page of `origin` may call the API.
+    pub fn allows(&self, origin: &Origin) -> bool {
+        match self {
+            CorsOrigins::Any => true,
+            CorsOrigins::List(origins) => origins.contains(origin),
+        }
+    }
+}
+
+impl std::str::FromStr for CorsOrigins {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let entries: Vec<&str> = s
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .collect();
+        if entries.contains(&"*") {
+            return match entries.len() {
+                1 => Ok(CorsOrigins::Any),
+                _ => Err(format!(
+                    "THREADQL_CORS_ORIGINS (--cors-origins) {s:?}: `*` allows every origin, so it stands alone"
+                )),
+            };
+        }
+        entries
+            .into_iter()
+            .map(|entry| {
+                entry.parse::<Origin>().map_err(|why| {
+                    format!(
+                        "THREADQL_CORS_ORIGINS (--cors-origins): {entry:?} is not an origin ({why}); \
+                         write scheme://host[:port] (e.g. https://blog.example.com), separate \
+                         origins with commas, or write * for any origin"
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(CorsOrigins::List)
+    }
+}
+
+/// A web origin, `scheme://host[:port]`, as browsers write it in the `Origin` header: scheme
+/// and host in lowercase, no port when it is the scheme's default (80 for http, 443 for https).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    scheme: String,
+    host: String,
+    port: Option<u16>,
+}
+
+/// The port of a scheme when none is written (`None` when it has none).
+fn default_port(scheme: &str) -> Option<u16> {
+    match scheme {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    }
+}
+
+impl Origin {
+    /// The port, the scheme's default when none is written.
+    fn effective_port(&self) -> Option<u16> {
+        self.port.or(default_port(&self.scheme))
+    }
+
+    /// Whether a request with this `Origin` was sent to the `Host` `host` (`host[:port]`): the
+    /// page is the server's own (the same host and port; the scheme cannot be told from here,
+    /// behind a proxy that ends TLS).
+    pub fn is_host(&self, host: &str) -> bool {
+        let (name, port) = split_port(host);
+        let Ok(port) = port.map(str::parse::<u16>).transpose() else {
+            return false;
+        };
+        name.eq_ignore_ascii_case(&self.host)
+            && port.or(self.effective_port()) == self.effective_port()
+    }
+}
+
+/// `host[:port]` split at the port (an IPv6 host keeps its brackets).
+fn split_port(authority: &str) -> (&str, Option<&str>) {
+    let after_host = match authority.strip_prefix('[') {
+        Some(rest) => rest.find(']').map_or(authority.len(), |end| end + 2),
+        None => authority.find(':').unwrap_or(authority.len()),
+    };
+    let (host, rest) = authority.split_at(after_host.min(authority.len()));
+    (host, rest.strip_prefix(':'))
+}
+
+impl std::str::FromStr for Origin {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (scheme, authority) = s.split_once("://").ok_or("it has no scheme:// in front")?;
+        let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        if !scheme_ok {
+            return Err(format!("{scheme:?} is not a scheme"));
+        }
+        if let Some(c) = authority.chars().find(|c| matches!(c, '/' | '?' | '#')) {
+            return Err(format!(
+                "an origin has no path, query or fragment (found {c:?}; not even a final /)"
+            ));
+        }
+        if authority.contains('@') {
+            return Err("an origin has no user name or password".into());
+        }
+        let (host, port) = split_port(authority);
+        let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            Some(ipv6) => ipv6.parse::<std::net::Ipv6Addr>().is_ok(),
+            None => {
+                !host.is_empty()
+                    && host
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.'))
+            }
+        };
+        if !host_ok {
+            return Err(format!(
+                "{host:?} is not a host name or address (names outside ASCII are written in punycode)"
+            ));
+        }
+        let port = match port {
+            None => None,
+            Some(port) => match port.parse::<u16>() {
+                Ok(0) | Err(_) => return Err(format!("{port:?} is not a port (1 to 65535)")),
+                Ok(port) => Some(port),
+            },
+        };
+        let scheme = scheme.to_ascii_lowercase();
+        let port = port.filter(|port| Some(*port) != default_port(&scheme));
+        Ok(Origin {
+            scheme,
+            host: host.to_ascii_lowercase(),
+            port,
+        })
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}://{}", self.scheme, self.host)?;
+        match self.port {
+            Some(port) => write!(f, ":{port}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The service name traces carry when neither OTEL_SERVICE_NAME nor OTEL_RESOURCE_ATTRIBUTES
+/// names one.
+pub const DEFAULT_SERVICE_NAME: &str = "threadql";
+
 impl Config {
+    /// Whether traces are sent: an OTLP endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT or
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, not empty) and OTEL_SDK_DISABLED is not `true`.
+    pub fn traces(&self) -> bool {
+        let set = |v: &Option<String>| v.as_deref().is_some_and(|v| !v.trim().is_empty());
+        !self.otel_sdk_disabled && (set(&self.otlp_endpoint) || set(&self.otlp_traces_endpoint))
+    }
+
     /// The settings of `threadql` run with no flags: the defaults, with the `THREADQL_*`
     /// variables of the environment applied (an error when one is not valid). Tools and tests
     /// start from here and change what they need.
@@ -547,9 +781,11 @@ impl fmt::Debug for Config {
             .field("header_timeout_secs", &self.header_timeout_secs)
             .field("body_timeout_secs", &self.body_timeout_secs)
             .field("idle_timeout_secs", &self.idle_timeout_secs)
+            .field("shutdown_grace_secs", &self.shutdown_grace_secs)
             .field("max_connections", &self.max_connections)
             .field("metrics_listen", &self.metrics_listen)
             .field("metrics_operations", &self.metrics_operations)
+            .field("cors_origins", &self.cors_origins)
             .field("apq_cache_bytes", &self.apq_cache_bytes)
             .field("max_subscriptions", &self.max_subscriptions)
             .field(
@@ -560,6 +796,19 @@ impl fmt::Debug for Config {
                 "max_subscription_complexity",
                 &self.max_subscription_complexity,
             )
+            .field("otlp_endpoint", &self.otlp_endpoint)
+            .field("otlp_traces_endpoint", &self.otlp_traces_endpoint)
+            .field("otlp_protocol", &self.otlp_protocol)
+            .field("otlp_traces_protocol", &self.otlp_traces_protocol)
+            .field("otlp_headers", &self.otlp_headers.as_ref().map(|_| "<set>"))
+            .field(
+                "otlp_traces_headers",
+                &self.otlp_traces_headers.as_ref().map(|_| "<set>"),
+            )
+            .field("otel_service_name", &self.otel_service_name)
+            .field("otel_traces_sampler", &self.otel_traces_sampler)
+            .field("otel_traces_sampler_arg", &self.otel_traces_sampler_arg)
+            .field("otel_sdk_disabled", &self.otel_sdk_disabled)
             .finish()
     }
 }
@@ -611,6 +860,33 @@ mod tests {
     }
 
     #[test]
+    fn the_shutdown_grace_period_is_at_least_a_second() {
+        let grace = |value: &str| {
+            let flag = format!("--shutdown-grace-secs={value}");
+            Cli::try_parse_from(["threadql", flag.as_str()])
+                .map(|cli| cli.config.shutdown_grace_secs)
+        };
+        assert_eq!(grace("1").ok(), Some(1));
+        assert_eq!(grace("25").ok(), Some(25));
+        for bad in ["0", "-1", "ten", "1.5", ""] {
+            let refused = grace(bad)
+                .err()
+                .map(|err| err.to_string())
+                .unwrap_or_default();
+            assert!(
+                refused.contains("--shutdown-grace-secs"),
+                "{bad}: {refused}"
+            );
+        }
+        if std::env::var_os("THREADQL_SHUTDOWN_GRACE_SECS").is_none() {
+            assert_eq!(
+                Config::defaults().map(|c| c.shutdown_grace_secs).ok(),
+                Some(10)
+            );
+        }
+    }
+
+    #[test]
     fn logs_are_text_unless_json_is_asked_for_and_subcommands_log_warnings_only() {
         let cli = |args: &[&str]| Cli::try_parse_from(args.iter().copied());
         let parsed = cli(&["threadql", "--log-format", "json"]);
@@ -642,6 +918,89 @@ mod tests {
                 Some(LogFormat::Text)
             );
         }
+    }
+
+    #[test]
+    fn cors_origins_are_origins_or_a_lone_star() {
+        let parse = |s: &str| s.parse::<CorsOrigins>();
+        let list = |s: &str| -> Vec<String> {
+            match parse(s) {
+                Ok(CorsOrigins::List(origins)) => origins.iter().map(Origin::to_string).collect(),
+                other => panic!("{s:?}: {other:?}"),
+            }
+        };
+        assert_eq!(parse("*"), Ok(CorsOrigins::Any));
+        assert_eq!(parse(" * "), Ok(CorsOrigins::Any));
+        assert_eq!(
+            list("https://Blog.Example.com, http://localhost:3000,,HTTP://[::1]:8080"),
+            vec![
+                "https://blog.example.com",
+                "http://localhost:3000",
+                "http://[::1]:8080"
+            ]
+        );
+        // Default ports are dropped, as browsers drop them.
+        assert_eq!(
+            list("https://a.example:443,http://a.example:80,https://a.example:80"),
+            vec![
+                "https://a.example",
+                "http://a.example",
+                "https://a.example:80"
+            ]
+        );
+        assert_eq!(
+            list("app://local,capacitor://localhost"),
+            vec!["app://local", "capacitor://localhost"]
+        );
+        assert_eq!(list(""), Vec::<String>::new());
+        for bad in [
+            "example.com",
+            "https://example.com/",
+            "https://example.com/path",
+            "https://example.com?x",
+            "https://example.com#x",
+            "https://user@example.com",
+            "https://",
+            "https://:8080",
+            "https://example.com:0",
+            "https://example.com:65536",
+            "https://example.com:http",
+            "https://exa mple.com",
+            "https://bücher.example",
+            "https://[::1",
+            "https://[nothost]",
+            "1http://example.com",
+            "null",
+            "*, https://example.com",
+            "https://a.example,nope",
+        ] {
+            let err = parse(bad).expect_err(bad);
+            assert!(err.contains("THREADQL_CORS_ORIGINS"), "{bad}: {err}");
+        }
+        let cli = Cli::try_parse_from(["threadql", "--cors-origins", "https://ok.example,bad"]);
+        let err = cli
+            .map(|_| ())
+            .expect_err("a bad origin stops start-up")
+            .to_string();
+        assert!(
+            err.contains("THREADQL_CORS_ORIGINS") && err.contains("\"bad\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_origin_is_the_hosts_own_when_host_and_port_match() {
+        let origin = |s: &str| s.parse::<Origin>().unwrap();
+        assert!(origin("http://127.0.0.1:8080").is_host("127.0.0.1:8080"));
+        assert!(origin("https://api.example").is_host("API.example"));
+        assert!(origin("https://api.example").is_host("api.example:443"));
+        assert!(origin("http://api.example").is_host("api.example"));
+        assert!(origin("http://[::1]:3000").is_host("[::1]:3000"));
+        assert!(!origin("http://127.0.0.1:8081").is_host("127.0.0.1:8080"));
+        assert!(!origin("http://evil.example").is_host("api.example"));
+        assert!(!origin("https://api.example").is_host("api.example:8443"));
+        assert!(!origin("http://api.example").is_host("api.example:x"));
+        assert!(!origin("http://[::1]:3000").is_host("[::2]:3000"));
     }
 
     #[test]

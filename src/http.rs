@@ -17,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
+mod cors;
 mod live;
 mod request;
 mod response;
@@ -29,7 +30,7 @@ use request::{is_mutation, read_get, read_post};
 use response::{respond, Format, Refusal};
 
 use crate::auth::AuthState;
-use crate::config::Config;
+use crate::config::{Config, CorsOrigins};
 use crate::domain::DomainError;
 use crate::graphql::{observe, Api};
 use crate::rate::ClientKey;
@@ -51,6 +52,8 @@ pub struct HttpLimits {
     pub idle_timeout: Duration,
     /// Whether `/metrics` is served here (false when it has a listener of its own).
     pub public_metrics: bool,
+    /// Origins whose pages may call `/graphql` besides the server's own.
+    pub cors_origins: Option<CorsOrigins>,
 }
 
 impl From<&Config> for HttpLimits {
@@ -62,6 +65,7 @@ impl From<&Config> for HttpLimits {
             body_timeout: Duration::from_secs(config.body_timeout_secs.max(1)),
             idle_timeout: Duration::from_secs(config.idle_timeout_secs.max(1)),
             public_metrics: config.metrics_listen.is_none(),
+            cors_origins: config.cors_origins.clone(),
         }
     }
 }
@@ -78,6 +82,11 @@ struct HttpState {
 /// address, so the operations of callers that are not signed in are counted per client.
 pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router {
     let public_metrics = limits.public_metrics;
+    let graphql_route = get(graphql).post(graphql);
+    let graphql_route = match cors::layer(limits.cors_origins.as_ref()) {
+        Some(cors) => graphql_route.layer(cors),
+        None => graphql_route,
+    };
     let state = HttpState {
         api,
         limits: Arc::new(limits),
@@ -85,7 +94,7 @@ pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router 
     };
     let router = Router::new()
         .merge(crate::graphiql::routes())
-        .route("/graphql", get(graphql).post(graphql))
+        .route("/graphql", graphql_route)
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz));
     let router = match public_metrics {
@@ -162,6 +171,10 @@ async fn handle(
     request: Request,
     format: Format,
 ) -> Result<(Response, Outcome), Refusal> {
+    if format == Format::EventStream {
+        let origins = state.limits.cors_origins.as_ref();
+        cors::check_origin(origins, request.headers(), "an event stream")?;
+    }
     let (parts, body) = request.into_parts();
     let authorization = authorization(&parts.headers);
     let auth = state.api.authenticate(authorization.as_deref());
@@ -297,6 +310,8 @@ fn is_websocket(headers: &HeaderMap) -> bool {
 /// allowance like any request, and so does each operation on the socket while the connection
 /// is not signed in.
 async fn websocket(state: HttpState, request: Request) -> Result<Response, Refusal> {
+    let origins = state.limits.cors_origins.as_ref();
+    cors::check_origin(origins, request.headers(), "a WebSocket")?;
     let (mut parts, _body) = request.into_parts();
     let authorization = authorization(&parts.headers);
     let client = client_of(&state, &parts);

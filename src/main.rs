@@ -1,29 +1,63 @@
-//! The threadql binary: parses the command line, sets up logging, runs the library.
+//! The threadql binary: parses the command line, sets up logging (and traces when an OTLP
+//! endpoint is configured), runs the library.
 
 use std::io::IsTerminal;
 
 use clap::Parser;
 use threadql::config::LogFormat;
-use tracing_subscriber::EnvFilter;
+use threadql::telemetry::trace::{Export, Traces};
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Layer as _};
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let cli = threadql::config::Cli::parse();
+    // Traces are set up before the logs so that their layer is part of the subscriber; a
+    // configuration error is reported once the logs are up.
+    let traces = Export::from_config(&cli.config).and_then(|export| {
+        export
+            .map(|export| Traces::start(&export).map(|traces| (export, traces)))
+            .transpose()
+    });
+    let otlp = match &traces {
+        Ok(Some((_, traces))) => Some(traces.layer()),
+        _ => None,
+    };
+    // Each layer has its own filter: THREADQL_LOG decides what is logged, not what is traced.
     let filter = EnvFilter::try_new(cli.log_filter()).unwrap_or_else(|_| EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
-    match cli.config.log_format {
-        LogFormat::Text => logs.init(),
-        LogFormat::Json => logs.json().with_current_span(true).init(),
+    let logs = match cli.config.log_format {
+        LogFormat::Text => logs.with_filter(filter).boxed(),
+        LogFormat::Json => logs
+            .json()
+            .with_current_span(true)
+            .with_filter(filter)
+            .boxed(),
+    };
+    tracing_subscriber::registry().with(logs).with(otlp).init();
+    let traces = match traces {
+        Ok(traces) => traces,
+        Err(err) => return failed(&err),
+    };
+    if let Some((export, _)) = &traces {
+        tracing::info!(endpoint = %export.endpoint, protocol = export.protocol.name(), "traces are sent over OTLP");
     }
-    match threadql::run(cli).await {
+    let result = threadql::run(cli).await;
+    // The last spans (those of the shutdown included) go out before the process ends.
+    if let Some((_, traces)) = traces {
+        traces.stop().await;
+    }
+    match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(err) => {
-            tracing::error!("{err:#}");
-            eprintln!("threadql: {err:#}");
-            std::process::ExitCode::FAILURE
-        }
+        Err(err) => failed(&err),
     }
+}
+
+fn failed(err: &anyhow::Error) -> std::process::ExitCode {
+    tracing::error!("{err:#}");
+    eprintln!("threadql: {err:#}");
+    std::process::ExitCode::FAILURE
 }

@@ -4,7 +4,10 @@ use std::any::Any;
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use super::{text, DiscussionId, DomainError, FullSlug, Layout, Micros, Slug, SlugPart, SortKey};
+use super::{
+    text, DiscussionId, DiscussionKey, DomainError, FullSlug, Layout, Micros, Slug, SlugPart,
+    SortKey,
+};
 
 /// Who wrote a comment, from the poster's token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +81,10 @@ pub struct Discussion {
     pub id: DiscussionId,
     /// Its title.
     pub title: String,
+    /// The host page's own identifier for it, when it has one (unique).
+    pub key: Option<DiscussionKey>,
+    /// The address of the page it belongs to, when known.
+    pub url: Option<String>,
     /// How its comments are stored.
     pub layout: Layout,
     /// When it was created.
@@ -88,6 +95,9 @@ pub struct Discussion {
     pub thread_count: u64,
     /// Whether posting is closed (a moderator locked it).
     pub locked: bool,
+    /// The slugs of its pinned comments, in the order they were pinned (at most
+    /// [`Discussion::MAX_PINNED`]).
+    pub pinned: Vec<Slug>,
     /// How many times it moved from one layout to another (what a process remembers about its
     /// storage is valid only for the same count).
     pub moves: u64,
@@ -160,6 +170,16 @@ impl Debug for LayoutHints {
 /// A validated discussion title: 1 to 300 characters, not blank, one line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiscussionTitle(String);
+
+impl Discussion {
+    /// The most comments a discussion may have pinned at once.
+    pub const MAX_PINNED: usize = 5;
+
+    /// Whether the comment `slug` is pinned.
+    pub fn is_pinned(&self, slug: &Slug) -> bool {
+        self.pinned.contains(slug)
+    }
+}
 
 impl DiscussionTitle {
     /// Longest title accepted.

@@ -3,7 +3,9 @@
 pub mod comment;
 pub mod error;
 pub mod ids;
+pub mod keys;
 pub mod lifecycle;
+pub mod markdown;
 pub mod paging;
 pub mod slug;
 pub mod text;
@@ -15,6 +17,7 @@ pub use comment::{
 };
 pub use error::DomainError;
 pub use ids::{DiscussionId, Layout};
+pub use keys::{DiscussionKey, DiscussionUrl, NewDiscussion};
 pub use lifecycle::{Actor, Change, EditRules};
 pub use paging::{Cursor, CursorKind, Page, PageArgs, SortKey, Window};
 pub use slug::{FullSlug, Micros, Slug, SlugPart};

@@ -5,8 +5,9 @@
 //! costs its list fields (`nodes`, `edges`) once per item it may return: `first`, or the default
 //! page size. A `totalCount` that is counted when asked for (see [`COUNTED`]) costs as much as a
 //! page of the largest size, also under `first: 0`; the other counts are kept with the data and
-//! cost 1. `_entities` costs its selection once per representation. Depth counts nested fields
-//! as the engine does (`__typename` neither costs nor nests).
+//! cost 1. `_entities` costs its selection once per representation, `discussionsByKeys` once per
+//! key (see [`PER_ITEM`]). Depth counts nested fields as the engine does (`__typename` neither
+//! costs nor nests).
 
 use std::collections::HashMap;
 
@@ -20,6 +21,13 @@ use async_graphql::{Name, Positioned, Value, Variables};
 /// sub-discussion's descendants (its subtree, in some layouts) and all discussions. The other
 /// connections' totals are counters kept with the data (see `types::Total`).
 pub const COUNTED: [(&str, &str); 2] = [("Comment", "subDiscussion"), ("Query", "discussions")];
+
+/// The root query fields that cost their selection once per item of a list argument, as
+/// (field, argument).
+pub const PER_ITEM: [(&str, &str); 2] = [
+    ("_entities", "representations"),
+    ("discussionsByKeys", "keys"),
+];
 
 /// What a field of an object type returns, as far as costs go.
 #[derive(Debug)]
@@ -146,6 +154,75 @@ pub fn measure(
     document: &ExecutableDocument,
     variables: &Variables,
 ) -> Result<usize, Over> {
+    walk_document(shape, prices, document, variables, None)
+}
+
+/// What makes a document cost what it does, for the message that refuses it: its cost (or the
+/// cost reached when the walk stopped) and its heaviest chain of nested connections, outermost
+/// first, each with what one of it costs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explained {
+    /// The document's cost, or what the walk had reached when it stopped at a limit.
+    pub cost: usize,
+    /// Whether the walk went through the whole document (`cost` is then exact).
+    pub complete: bool,
+    /// The heaviest chain of connections: each as written (`replies(first: 10)`) with the cost of
+    /// one of it, selection included.
+    pub drivers: Vec<(String, usize)>,
+}
+
+/// Walks `document` again, noting what each connection costs: the refusal path only.
+pub fn explain(
+    shape: &Shape,
+    prices: Prices,
+    document: &ExecutableDocument,
+    variables: &Variables,
+) -> Explained {
+    let mut priced = Vec::new();
+    let (cost, complete) =
+        match walk_document(shape, prices, document, variables, Some(&mut priced)) {
+            Ok(cost) => (cost, true),
+            Err(_) => (
+                priced
+                    .iter()
+                    .filter(|p| p.chain.len() == 1)
+                    .map(|p| p.cost)
+                    .sum(),
+                false,
+            ),
+        };
+    let mut drivers = Vec::new();
+    let mut prefix: Vec<String> = Vec::new();
+    loop {
+        let heaviest = priced
+            .iter()
+            .filter(|p| p.chain.len() == prefix.len() + 1 && p.chain.starts_with(&prefix))
+            .max_by_key(|p| p.cost);
+        let Some(next) = heaviest else { break };
+        drivers.push((next.chain[prefix.len()].clone(), next.cost));
+        prefix = next.chain.clone();
+    }
+    Explained {
+        cost,
+        complete,
+        drivers,
+    }
+}
+
+/// A connection the walk priced, with the connections it is nested in.
+#[derive(Debug)]
+struct Priced {
+    chain: Vec<String>,
+    cost: usize,
+}
+
+fn walk_document(
+    shape: &Shape,
+    prices: Prices,
+    document: &ExecutableDocument,
+    variables: &Variables,
+    record: Option<&mut Vec<Priced>>,
+) -> Result<usize, Over> {
     let mut walk = Walk {
         shape,
         prices,
@@ -155,6 +232,8 @@ pub fn measure(
         visits: 0,
         path: Vec::new(),
         over: None,
+        chain: Vec::new(),
+        record,
     };
     let operations: Vec<_> = match &document.operations {
         DocumentOperations::Single(op) => vec![&op.node],
@@ -170,7 +249,9 @@ pub fn measure(
             1,
             Scope::Plain,
         ));
-        if cost > prices.max_cost {
+        // Explaining goes on past the cost (not past the fields visited: a fragment bomb
+        // still stops), to find what drives it.
+        if cost > prices.max_cost && walk.record.is_none() {
             walk.over.get_or_insert(Over::Cost);
         }
         if let Some(over) = walk.over {
@@ -190,7 +271,7 @@ enum Scope {
 }
 
 /// Walks the selections of a document, fragments expanded.
-struct Walk<'a> {
+struct Walk<'a, 'b> {
     shape: &'a Shape,
     prices: Prices,
     fragments: &'a HashMap<Name, Positioned<FragmentDefinition>>,
@@ -202,9 +283,13 @@ struct Walk<'a> {
     /// The fragments being expanded, so a cycle (which validation refuses) ends the walk.
     path: Vec<&'a Name>,
     over: Option<Over>,
+    /// The connections being walked, as written, when `record` is on.
+    chain: Vec<String>,
+    /// Where each connection's cost is noted (only to explain a refusal).
+    record: Option<&'b mut Vec<Priced>>,
 }
 
-impl<'a> Walk<'a> {
+impl<'a> Walk<'a, '_> {
     /// The cost of `set`, selected on `ty` (when known), whose fields are at `depth`.
     fn set(
         &mut self,
@@ -283,19 +368,50 @@ impl<'a> Walk<'a> {
             }
             _ => {}
         }
-        let inner = if ty == Some(self.shape.root(OperationType::Query)) && name == "_entities" {
+        let per_item = PER_ITEM
+            .iter()
+            .find(|(per, _)| *per == name)
+            .filter(|_| ty == Some(self.shape.root(OperationType::Query)));
+        let inner = if let Some((_, items)) = per_item {
             let each = self.set(selection, below, deeper, Scope::Plain);
-            self.representations(field).saturating_mul(each)
+            self.list_length(field, items).saturating_mul(each)
         } else if shape.is_some_and(|s| s.paged) {
+            let items = self.items(field);
             let page = Scope::Page {
-                items: self.items(field),
+                items,
                 counted: ty.is_some_and(|ty| COUNTED.contains(&(ty, name))),
             };
-            self.set(selection, below, deeper, page)
+            if self.record.is_none() {
+                self.set(selection, below, deeper, page)
+            } else {
+                self.chain.push(self.label(field, items));
+                let cost = self.set(selection, below, deeper, page);
+                let chain = self.chain.clone();
+                self.chain.pop();
+                if let Some(record) = self.record.as_deref_mut() {
+                    record.push(Priced {
+                        chain,
+                        cost: cost.saturating_add(1),
+                    });
+                }
+                cost
+            }
         } else {
             self.set(selection, below, deeper, Scope::Plain)
         };
         inner.saturating_add(1)
+    }
+
+    /// A connection as written: `alias: name(first: n)`, or `name(first: n by default)`.
+    fn label(&self, field: &Field, items: usize) -> String {
+        let alias = field
+            .alias
+            .as_ref()
+            .map(|a| format!("{}: ", a.node))
+            .unwrap_or_default();
+        let given = matches!(self.argument(field, "first"), Some(Value::Number(_)));
+        let default = if given { "" } else { " by default" };
+        format!("{alias}{}(first: {items}{default})", field.name.node)
     }
 
     /// A variable's value: as sent, else its default.
@@ -333,9 +449,10 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// How many representations an `_entities` field is sent (a single value is a list of one).
-    fn representations(&self, field: &Field) -> usize {
-        match self.argument(field, "representations") {
+    /// How many items the list argument `name` of a field holds (a single value is a list of
+    /// one).
+    fn list_length(&self, field: &Field, name: &str) -> usize {
+        match self.argument(field, name) {
             None | Some(Value::Null) => 0,
             Some(Value::List(items)) => items.len(),
             Some(_) => 1,
@@ -470,6 +587,27 @@ mod tests {
     }
 
     #[test]
+    fn discussions_by_keys_cost_their_selection_per_key() {
+        let query = r#"query($k: [String!]!) { discussionsByKeys(keys: $k) { key commentCount threads(first: 10) { nodes { slug } } } }"#;
+        let keys = |n: usize| serde_json::json!({ "k": vec!["a"; n] });
+        // Per key: key 1 + commentCount 1 + threads (1 + nodes (1 + 10 × slug)).
+        let each = 1 + 1 + (1 + 1 + 10);
+        assert_eq!(cost(query, keys(0)), Ok(1));
+        assert_eq!(cost(query, keys(1)), Ok(1 + each));
+        assert_eq!(cost(query, keys(100)), Ok(1 + 100 * each));
+        // A single string is a list of one.
+        assert_eq!(
+            cost(
+                r#"{ discussionsByKeys(keys: "a") { key } }"#,
+                serde_json::json!({})
+            ),
+            Ok(1 + 1)
+        );
+        let heavy = r#"query($k: [String!]!) { discussionsByKeys(keys: $k) { threads(first: 100) { nodes { replies(first: 100) { nodes { slug } } } } } }"#;
+        assert_eq!(cost(heavy, keys(100)), Err(Over::Cost));
+    }
+
+    #[test]
     fn depth_is_the_engines_and_fragment_bombs_stop() {
         let nested = |n: usize| {
             format!(
@@ -496,6 +634,72 @@ mod tests {
         };
         assert_eq!(
             cost_with(small, &bomb, serde_json::json!({})),
+            Err(Over::Cost)
+        );
+    }
+
+    /// The tree a comment widget asks for: 20 threads, two levels of 10 replies and one of 5.
+    const WIDGET_TREE: &str = "query Tree($d: ID!) { discussion(id: $d) { threads(first: 20) { nodes { ...C replies(first: 10) { nodes { ...C replies(first: 10) { nodes { ...C replies(first: 5) { nodes { ...C } } } } } } } } } } fragment C on Comment { slug text author { name } posted replyCount }";
+
+    #[test]
+    fn a_refusal_names_the_connections_that_drive_the_cost() {
+        let small = Prices {
+            max_cost: 1_000,
+            ..PRICES
+        };
+        let document = async_graphql::parser::parse_query(WIDGET_TREE).unwrap();
+        let variables = Variables::from_json(serde_json::json!({ "d": "x" }));
+        assert_eq!(
+            measure(&shape(), small, &document, &variables),
+            Err(Over::Cost)
+        );
+        let explained = explain(&shape(), small, &document, &variables);
+        let big = Prices {
+            max_cost: 1_000_000,
+            ..PRICES
+        };
+        let full = measure(&shape(), big, &document, &variables).unwrap();
+        assert!(explained.complete);
+        assert_eq!(explained.cost, full);
+        let labels: Vec<&str> = explained.drivers.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "threads(first: 20)",
+                "replies(first: 10)",
+                "replies(first: 10)",
+                "replies(first: 5)"
+            ]
+        );
+        // Each level costs its items times one comment below it.
+        let costs: Vec<usize> = explained.drivers.iter().map(|(_, c)| *c).collect();
+        assert!(costs.windows(2).all(|w| w[0] > w[1] * 5), "{costs:?}");
+        assert_eq!(costs[0] + 1, full, "the discussion field and its threads");
+        // Aliases and defaults are named as written.
+        let aliased = r#"{ discussion(id: "x") { a: comments { nodes { slug } } b: comments(first: 90) { nodes { slug text posted } } } }"#;
+        let document = async_graphql::parser::parse_query(aliased).unwrap();
+        let explained = explain(&shape(), small, &document, &Variables::default());
+        assert_eq!(explained.drivers[0].0, "b: comments(first: 90)");
+        let tiny = Prices {
+            max_cost: 10,
+            ..PRICES
+        };
+        let explained = explain(&shape(), tiny, &document, &Variables::default());
+        assert_eq!(explained.drivers.len(), 1);
+    }
+
+    #[test]
+    fn the_default_limit_runs_a_widget_tree_and_refuses_four_wide_levels() {
+        let config = crate::config::Config::defaults().unwrap();
+        let prices = Prices {
+            max_cost: config.max_complexity,
+            ..PRICES
+        };
+        let tree = cost_with(prices, WIDGET_TREE, serde_json::json!({ "d": "x" }));
+        assert!(tree.is_ok(), "{tree:?}");
+        let wide = r#"{ discussion(id: "x") { threads(first: 100) { nodes { slug replies(first: 100) { nodes { slug replies(first: 100) { nodes { slug replies(first: 100) { nodes { slug } } } } } } } } } }"#;
+        assert_eq!(
+            cost_with(prices, wide, serde_json::json!({})),
             Err(Over::Cost)
         );
     }

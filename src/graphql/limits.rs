@@ -6,6 +6,7 @@
 //! extension chain.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 
 use async_graphql::parser::types::{
     DocumentOperations, ExecutableDocument, FragmentDefinition, OperationDefinition, OperationType,
@@ -159,7 +160,10 @@ impl DocumentLimits {
                     "the document nests fields more than {} deep",
                     self.max_depth
                 )),
-                Over::Cost => self.too_costly("the document"),
+                Over::Cost => {
+                    let explained = cost::explain(shape, prices, document, variables);
+                    self.costs_too_much(&explained)
+                }
             })?;
         Ok(Checked {
             variable_arguments: variable_arguments(document),
@@ -202,11 +206,53 @@ impl DocumentLimits {
         Ok(())
     }
 
+    /// The refusal of a document that costs too much: its cost, the limit, the chain of
+    /// connections that drives the cost, and how costs are counted. The cost and limit are also
+    /// in the extensions (`cost`, `maxCost`).
+    fn costs_too_much(&self, explained: &cost::Explained) -> ServerError {
+        let at_least = if explained.complete { "" } else { "at least " };
+        let mut message = format!(
+            "the document costs {at_least}{}, more than the limit of {}",
+            explained.cost, self.max_cost
+        );
+        if !explained.drivers.is_empty() {
+            let chain: Vec<String> = explained
+                .drivers
+                .iter()
+                .enumerate()
+                .map(|(i, (label, cost))| {
+                    let each = if i == 0 { "" } else { " each" };
+                    format!("`{label}` ({cost}{each})")
+                })
+                .collect();
+            let _ = write!(
+                message,
+                "; most of it comes from {}: ask for fewer items (`first`) or fewer levels",
+                chain.join(" › ")
+            );
+        }
+        let _ = write!(message, ". How costs count: {}", self.pricing());
+        let mut error = too_big(message);
+        let extensions = error.extensions.get_or_insert_with(Default::default);
+        extensions.set("cost", explained.cost);
+        extensions.set("maxCost", self.max_cost);
+        error
+    }
+
     fn too_costly(&self, what: &str) -> ServerError {
         too_big(format!(
-            "{what} costs more than {}: each field costs 1, a connection's items once per item it may return (`first`, else {}), a counted `totalCount` {}, and `_entities` its selection once per representation",
-            self.max_cost, self.default_page_size, self.count_cost
+            "{what} costs more than {}: {}",
+            self.max_cost,
+            self.pricing()
         ))
+    }
+
+    /// How costs are counted, for the messages of refusals.
+    fn pricing(&self) -> String {
+        format!(
+            "each field costs 1, a connection's selection once per item it may return (`first`, else {}), a counted `totalCount` {}, `_entities` its selection once per representation and `discussionsByKeys` once per key",
+            self.default_page_size, self.count_cost
+        )
     }
 }
 

@@ -3,7 +3,7 @@
 //! process, however many subscribers it has.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -48,6 +48,8 @@ pub struct Live {
     shared: Arc<Shared>,
     /// Stops the feed task when the API goes away.
     stop: Mutex<Option<oneshot::Sender<()>>>,
+    /// Whether the live updates were closed for good (the process shuts down).
+    closed: AtomicBool,
 }
 
 struct Shared {
@@ -72,6 +74,7 @@ impl Live {
                 opened: AtomicU64::new(0),
             }),
             stop: Mutex::new(None),
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -82,7 +85,11 @@ impl Live {
         &self,
         discussion: &DiscussionId,
     ) -> Result<broadcast::Receiver<Event>, DomainError> {
-        self.start();
+        if !self.start() {
+            return Err(DomainError::Unavailable(
+                "the server is shutting down: subscribe on another server".into(),
+            ));
+        }
         let mut open = self.shared.open.subscribe();
         let opened = tokio::time::timeout(self.shared.config.open_timeout, open.wait_for(|o| *o))
             .await
@@ -105,15 +112,28 @@ impl Live {
         self.shared.opened.load(Ordering::Relaxed)
     }
 
-    /// Starts the feed task unless it runs.
-    fn start(&self) {
+    /// Starts the feed task unless it runs; `false` once closed.
+    fn start(&self) -> bool {
         let mut stop = self.stop.lock().unwrap_or_else(|p| p.into_inner());
-        if stop.is_some() {
-            return;
+        if self.closed.load(Ordering::Acquire) {
+            return false;
         }
-        let (sender, stopped) = oneshot::channel();
-        *stop = Some(sender);
-        tokio::spawn(self.shared.clone().run(stopped));
+        if stop.is_none() {
+            let (sender, stopped) = oneshot::channel();
+            *stop = Some(sender);
+            tokio::spawn(self.shared.clone().run(stopped));
+        }
+        true
+    }
+
+    /// Closes the change stream for good: the process is shutting down, and its subscriptions
+    /// end. Subscribing afterwards is `UNAVAILABLE`.
+    pub fn close(&self) {
+        let mut stop = self.stop.lock().unwrap_or_else(|p| p.into_inner());
+        self.closed.store(true, Ordering::Release);
+        if let Some(stop) = stop.take() {
+            let _ = stop.send(());
+        }
     }
 }
 
@@ -201,6 +221,13 @@ impl Shared {
         if followed.is_empty() {
             return;
         }
+        self.send(followed).await;
+    }
+
+    /// Reads the changed comments someone follows and sends them (a trace of its own, with
+    /// the database commands under it, when traces are exported).
+    #[tracing::instrument(level = "debug", name = "live.deliver", skip_all, fields(changes = followed.len()))]
+    async fn send(&self, followed: Vec<CommentChange>) {
         let mut slugs: HashMap<DiscussionId, Vec<Slug>> = HashMap::new();
         for change in &followed {
             slugs

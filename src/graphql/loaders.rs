@@ -1,4 +1,5 @@
-//! Dataloaders: batch the reads of one request so that one tree level costs one query.
+//! Dataloaders: batch the reads of one request so that one tree level costs one query. Each
+//! batch has a `store.*` span (for traces) with the number of keys it loads.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -6,7 +7,9 @@ use std::sync::Arc;
 
 use async_graphql::dataloader::{DataLoader, HashMapCache, Loader};
 
-use crate::domain::{Comment, Discussion, DiscussionId, DomainError, FullSlug, Page, Slug, Window};
+use crate::domain::{
+    Comment, Discussion, DiscussionId, DiscussionKey, DomainError, FullSlug, Page, Slug, Window,
+};
 use crate::store::{DynStorage, ReadScope};
 
 /// A loaded discussion, compared and hashed by id.
@@ -113,6 +116,7 @@ impl Loader<DiscussionId> for StoreLoader {
     type Value = Arc<Discussion>;
     type Error = DomainError;
 
+    #[tracing::instrument(level = "debug", name = "store.discussions", skip_all, fields(store.keys = keys.len()))]
     async fn load(
         &self,
         keys: &[DiscussionId],
@@ -125,10 +129,29 @@ impl Loader<DiscussionId> for StoreLoader {
     }
 }
 
+/// Discussions by the host page's key: one command for every key a request level asks for
+/// (`discussionsByKeys`, `discussionByKey`, `_entities` by key).
+impl Loader<DiscussionKey> for StoreLoader {
+    type Value = Arc<Discussion>;
+    type Error = DomainError;
+
+    async fn load(
+        &self,
+        keys: &[DiscussionKey],
+    ) -> Result<HashMap<DiscussionKey, Self::Value>, Self::Error> {
+        let found = self.store.discussions().by_keys(keys).await?;
+        Ok(found
+            .into_iter()
+            .filter_map(|d| Some((d.key.clone()?, Arc::new(d))))
+            .collect())
+    }
+}
+
 impl Loader<CommentKey> for StoreLoader {
     type Value = Comment;
     type Error = DomainError;
 
+    #[tracing::instrument(level = "debug", name = "store.comments", skip_all, fields(store.keys = keys.len()))]
     async fn load(&self, keys: &[CommentKey]) -> Result<HashMap<CommentKey, Comment>, DomainError> {
         let mut out = HashMap::new();
         for (discussion, group) in group_by(keys, |k| k.discussion.clone()) {
@@ -152,6 +175,7 @@ impl Loader<RepliesKey> for StoreLoader {
     type Value = Page<Comment>;
     type Error = DomainError;
 
+    #[tracing::instrument(level = "debug", name = "store.replies", skip_all, fields(store.keys = keys.len()))]
     async fn load(
         &self,
         keys: &[RepliesKey],
@@ -184,6 +208,7 @@ impl Loader<SubDiscussionKey> for StoreLoader {
     type Value = Page<Comment>;
     type Error = DomainError;
 
+    #[tracing::instrument(level = "debug", name = "store.subDiscussions", skip_all, fields(store.keys = keys.len()))]
     async fn load(
         &self,
         keys: &[SubDiscussionKey],
@@ -216,6 +241,7 @@ impl Loader<SubDiscussionCountKey> for StoreLoader {
     type Value = u64;
     type Error = DomainError;
 
+    #[tracing::instrument(level = "debug", name = "store.subDiscussionCounts", skip_all, fields(store.keys = keys.len()))]
     async fn load(
         &self,
         keys: &[SubDiscussionCountKey],

@@ -1,6 +1,7 @@
 //! The GraphQL API: schema construction, per-request context and execution.
 
 pub mod batch;
+pub mod closing;
 pub mod cost;
 mod documents;
 pub mod error;
@@ -12,6 +13,7 @@ pub mod observe;
 mod persisted;
 mod query;
 pub mod shared;
+mod spans;
 mod subscription;
 pub mod types;
 
@@ -19,6 +21,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use async_graphql::{Context, Schema};
+use tracing::Instrument as _;
 
 use crate::auth::{AuthState, JwtKeys};
 use crate::config::RateLimit;
@@ -72,6 +75,8 @@ pub struct Limits {
     pub max_subscription_complexity: usize,
     /// Operation names the request metrics give series of their own.
     pub metric_operations: usize,
+    /// Whether traces are exported: the engine's validation then gets a span of its own.
+    pub traces: bool,
 }
 
 impl Limits {
@@ -165,6 +170,7 @@ pub struct Api {
     client: Option<ClientKey>,
     subscriptions: Arc<shared::Subscriptions>,
     subscription_cost: Arc<limits::SubscriptionCost>,
+    closing: closing::Closing,
     /// Requests, their durations and errors, as `/metrics` shows them.
     metrics: Arc<RequestMetrics>,
     /// Operations refused because their WebSocket ran as many as it may at once.
@@ -188,14 +194,19 @@ impl Api {
     /// Builds the schema over a storage, with its limits and the mutation rate per author.
     pub fn new(storage: DynStorage, keys: JwtKeys, limits: Limits, author_rate: RateLimit) -> Self {
         let live = Arc::new(live::Live::new(storage.clone(), limits.live));
+        let closing = closing::Closing::default();
         let mut builder = schema_builder()
             .limit_depth(limits.max_query_depth)
             .data(storage.clone())
             .data(limits)
             .data(live.clone())
+            .data(closing.clone())
             .data(AuthorRate(Limiter::new(author_rate)));
         if !limits.introspection {
             builder = builder.disable_introspection();
+        }
+        if limits.traces {
+            builder = builder.extension(spans::Validation);
         }
         let schema = builder.finish();
         let shape = Arc::new(cost::Shape::from_sdl(&schema.sdl()));
@@ -219,6 +230,7 @@ impl Api {
             parsed: documents::ParsedDocuments::default(),
             anonymous: Arc::new(Limiter::new(limits.anonymous_rate)),
             client: None,
+            closing,
             metrics: Arc::new(RequestMetrics::new(limits.metric_operations)),
             socket_refused: Arc::default(),
         }
@@ -240,6 +252,24 @@ impl Api {
             subscriptions: self.subscriptions.refused(),
             socket_operations: self.socket_refused.get(),
         }
+    }
+
+    /// The shutdown state: the stage the process is in, and the writes it waits for.
+    pub fn closing(&self) -> &closing::Closing {
+        &self.closing
+    }
+
+    /// Starts the shutdown of the live API: every subscription ends (its transport sends
+    /// `complete`), streaming connections refuse new operations and close once theirs have
+    /// ended, and the change stream is closed.
+    pub fn drain(&self) {
+        self.closing.advance(closing::Stage::Draining);
+        self.live.close();
+    }
+
+    /// Subscriptions held now (those still starting included).
+    pub fn subscriptions_held(&self) -> usize {
+        self.subscriptions.held()
     }
 
     /// This API as a client (by its address) uses it: the operations of the streaming
@@ -348,7 +378,7 @@ impl Api {
             auth,
             client,
             until,
-            running: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            running: Arc::new(tokio::sync::watch::Sender::new(0)),
             max,
         }
     }
@@ -394,6 +424,16 @@ impl Api {
             })
             .boxed();
         };
+        if self.closing.stage() >= closing::Stage::Draining {
+            // Counted while it runs, like any operation: a WebSocket closes only once its
+            // `complete` is written.
+            return refusal(shutting_down())
+                .map(move |response| {
+                    let _running = &slot;
+                    response
+                })
+                .boxed();
+        }
         let (api, connection) = (self.clone(), connection.clone());
         let until = connection.until;
         let document = document_identity(&request);
@@ -410,6 +450,10 @@ impl Api {
             if !is_subscription(&mut request) {
                 return api.run_stream(request, checked, connection.auth, None);
             }
+            // Admitted while the process began to shut down: refused like one sent after.
+            if api.closing.stage() >= closing::Stage::Draining {
+                return refusal(shutting_down()).boxed();
+            }
             let client = shared::ClientKey::of(&connection.auth, connection.client);
             let permit = match api.subscriptions.permit(client) {
                 Ok(permit) => permit,
@@ -418,9 +462,15 @@ impl Api {
             let key = api.subscriptions.key(document, &request, &connection.auth);
             let auth = connection.auth;
             let runner = api.clone();
-            api.subscriptions.join(key, permit, move |ready| {
-                runner.run_stream(request, checked, auth, Some(ready))
-            })
+            // A subscription ends when the process shuts down; its transport then sends
+            // `complete`, so its client knows to subscribe again elsewhere.
+            let ends = api.closing.reached(closing::Stage::Draining);
+            api.subscriptions
+                .join(key, permit, move |ready| {
+                    runner.run_stream(request, checked, auth, Some(ready))
+                })
+                .take_until(ends)
+                .boxed()
         })
         .map(move |response| {
             let _running = &slot;
@@ -432,7 +482,8 @@ impl Api {
         }
     }
 
-    /// Runs an admitted request as a stream of responses, as `auth`.
+    /// Runs an admitted request as a stream of responses, as `auth` (see the comment on traces
+    /// below).
     fn run_stream(
         &self,
         request: async_graphql::Request,
@@ -449,13 +500,22 @@ impl Api {
             request = request.data(ready);
         }
         let responses = self.schema.execute_stream(request);
-        batch::drive_stream(responses, batches)
-            .map(move |mut response| {
-                checked.code_engine_errors(&mut response);
-                error::ensure_codes(&mut response);
-                response
-            })
-            .boxed()
+        let responses = batch::drive_stream(responses, batches).map(move |mut response| {
+            checked.code_engine_errors(&mut response);
+            error::ensure_codes(&mut response);
+            response
+        });
+        // A subscription, and any operation of a WebSocket, runs in a task of its own, for as
+        // long as its client stays: it is not traced (its spans would be traces of their own,
+        // without the request that asked for them). An operation over Server-Sent Events runs
+        // in its request, and its spans stay in the request's trace.
+        match self.schema.data::<Limits>().is_some_and(|l| l.traces) {
+            true => {
+                let untraced = opentelemetry::Context::new().with_telemetry_suppressed();
+                opentelemetry::context::FutureExt::with_context(responses, untraced).boxed()
+            }
+            false => responses.boxed(),
+        }
     }
 
     /// Checks that the database answers.
@@ -504,7 +564,11 @@ impl Api {
         auth: AuthState,
     ) -> (async_graphql::Response, observe::Operation) {
         let mut seen = observe::Operation::default();
-        let response = match self.admit(request.into(), &mut seen).await {
+        let response = match self
+            .admit(request.into(), &mut seen)
+            .instrument(spans::parse())
+            .await
+        {
             Ok((request, checked)) => self.run(request, &checked, auth).await,
             Err(refused) => refused,
         };
@@ -527,6 +591,7 @@ impl Api {
         for request in requests {
             admitted.push(
                 self.admit(request, &mut observe::Operation::default())
+                    .instrument(spans::parse())
                     .await,
             );
         }
@@ -562,8 +627,20 @@ impl Api {
         responses
     }
 
-    /// Runs an admitted request as `auth`.
+    /// Runs an admitted request as `auth`, in its operation's span.
     async fn run(
+        &self,
+        mut request: async_graphql::Request,
+        checked: &limits::Checked,
+        auth: AuthState,
+    ) -> async_graphql::Response {
+        let span = spans::operation(&mut request);
+        self.run_operation(request, checked, auth)
+            .instrument(span)
+            .await
+    }
+
+    async fn run_operation(
         &self,
         request: async_graphql::Request,
         checked: &limits::Checked,
@@ -604,7 +681,8 @@ pub struct Connection {
     client: Option<ClientKey>,
     /// Until when its token is accepted (seconds since the epoch; `None` without a token).
     until: Option<u64>,
-    running: Arc<std::sync::atomic::AtomicUsize>,
+    /// Operations running now.
+    running: Arc<tokio::sync::watch::Sender<usize>>,
     max: usize,
 }
 
@@ -619,14 +697,24 @@ impl Connection {
 
     /// A place for one more operation, given back when the guard drops (`None` when full).
     fn take_slot(&self) -> Option<Slot> {
-        use std::sync::atomic::Ordering;
-        let taken = self
-            .running
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (n < self.max).then_some(n + 1)
-            })
-            .is_ok();
+        let taken = self.running.send_if_modified(|n| {
+            let room = *n < self.max;
+            if room {
+                *n += 1;
+            }
+            room
+        });
         taken.then(|| Slot(self.running.clone()))
+    }
+
+    /// Resolves once none of the connection's operations is running (at once if none is). An
+    /// operation counts until its stream is dropped, which the WebSocket protocol does just
+    /// before it sends the operation's `complete`.
+    pub fn operations_ended(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut running = self.running.subscribe();
+        async move {
+            let _ = running.wait_for(|n| *n == 0).await;
+        }
     }
 }
 
@@ -666,6 +754,13 @@ fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+/// The error of an operation sent while the process shuts down.
+fn shutting_down() -> DomainError {
+    DomainError::Unavailable(
+        "the server is shutting down: connect again (to another server) and send it there".into(),
+    )
 }
 
 /// The error of an operation on a connection whose token expired.
@@ -739,11 +834,11 @@ fn until_expiry(
 }
 
 /// One running operation of a connection.
-struct Slot(Arc<std::sync::atomic::AtomicUsize>);
+struct Slot(Arc<tokio::sync::watch::Sender<usize>>);
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
     }
 }
 

@@ -1,17 +1,20 @@
 //! The Mutation root: every mutation needs a valid bearer token.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use async_graphql::{Context, InputObject, Object, ID};
+use tracing::Instrument as _;
 
+use super::closing::Closing;
 use super::error::OrGql;
 use super::query::load_discussion;
-use super::types::{CommentNode, DiscussionNode, StorageLayout};
+use super::types::{comment_by_slug, CommentNode, DiscussionNode, StorageLayout};
 use super::{auth, store, AuthorRate, Limits, RequestReads};
 use crate::auth::{AuthState, Viewer};
 use crate::domain::{
-    Actor, Change, CommentText, DiscussionId, DiscussionTitle, DomainError, Layout, NewComment,
-    Slug,
+    Actor, Change, CommentText, DiscussionId, DiscussionKey, DiscussionTitle, DiscussionUrl,
+    DomainError, Layout, NewComment, NewDiscussion, Slug,
 };
 use crate::rate::retry_after_secs;
 
@@ -55,17 +58,26 @@ fn moderator<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
 }
 
 /// Runs a write in a task of its own: once started, it completes (or fails) whatever happens to
-/// the request that asked for it. A client that hangs up drops its request, and without this the
-/// write would stop halfway.
+/// the request that asked for it. A client that hangs up drops its request, and so does a
+/// shutdown whose grace period ran out; without this the write would stop halfway. The write is
+/// counted until it ends, and the process waits for it before it stops the embedded database;
+/// once that wait has begun, a write is refused with `UNAVAILABLE` instead. The task stays in
+/// the request's span (its trace).
 async fn detached<T, E>(
+    ctx: &Context<'_>,
     write: impl Future<Output = Result<T, E>> + Send + 'static,
 ) -> async_graphql::Result<T>
 where
     T: Send + 'static,
     E: Into<DomainError> + Send + 'static,
 {
-    // The task carries the request's span, so its log lines and database spans name the request.
-    match tokio::spawn(tracing::Instrument::in_current_span(write)).await {
+    let counted = ctx.data_unchecked::<Closing>().start_write().gql()?;
+    let write = async move {
+        let result = write.await;
+        drop(counted);
+        result
+    };
+    match tokio::spawn(write.in_current_span()).await {
         Ok(result) => result.map_err(Into::into).gql(),
         Err(err) => Err(DomainError::Internal(format!("a write task failed: {err}"))).gql(),
     }
@@ -83,6 +95,46 @@ pub(super) struct CreateDiscussionInput {
     pub title: String,
     /// How to store its comments; the server's default when omitted.
     pub layout: Option<StorageLayout>,
+    /// The host page's own identifier for it (1–512 characters, no control characters,
+    /// compared exactly); unique: a key in use is `BAD_USER_INPUT` (see `ensureDiscussion`).
+    pub key: Option<String>,
+    /// The address of the page it belongs to: an absolute http or https URL of at most 2 048
+    /// characters, kept as the URL standard writes it.
+    pub url: Option<String>,
+}
+
+/// The discussion of a host page, by the page's key.
+#[derive(InputObject)]
+pub(super) struct EnsureDiscussionInput {
+    /// The host page's own identifier (1–512 characters, no control characters, compared
+    /// exactly).
+    pub key: String,
+    /// The title, if the discussion is created now (1–300 characters).
+    pub title: String,
+    /// The page's address, if the discussion is created now.
+    pub url: Option<String>,
+    /// How to store its comments, if it is created now; the server's default when omitted.
+    pub layout: Option<StorageLayout>,
+}
+
+/// A new discussion from client input: every field checked, the layout one the store has.
+fn new_discussion(
+    ctx: &Context<'_>,
+    title: &str,
+    layout: Option<StorageLayout>,
+    key: Option<&str>,
+    url: Option<&str>,
+) -> async_graphql::Result<NewDiscussion> {
+    let new = NewDiscussion {
+        title: DiscussionTitle::parse(title).gql()?,
+        layout: layout
+            .map(Into::into)
+            .unwrap_or(ctx.data_unchecked::<Limits>().default_layout),
+        key: key.map(DiscussionKey::parse).transpose().gql()?,
+        url: url.map(DiscussionUrl::parse).transpose().gql()?,
+    };
+    store(ctx).layout(new.layout).gql()?;
+    Ok(new)
 }
 
 /// A new comment.
@@ -125,14 +177,19 @@ impl Mutation {
         let rules = ctx.data_unchecked::<Limits>().edit_rules;
         let storage = store(ctx).clone();
         let target = discussion.clone();
-        let comment = detached(async move {
-            let actor = Actor {
-                author: &viewer.author,
-                moderator: viewer.moderator,
-            };
-            let decide = |current: &_, now| change.apply(current, actor, rules, target.locked, now);
-            storage.change_comment(&target, &slug, &decide).await
-        })
+        let comment = detached(
+            ctx,
+            async move {
+                let actor = Actor {
+                    author: &viewer.author,
+                    moderator: viewer.moderator,
+                };
+                let decide =
+                    |current: &_, now| change.apply(current, actor, rules, target.locked, now);
+                storage.change_comment(&target, &slug, &decide).await
+            }
+            .instrument(tracing::debug_span!("store.change")),
+        )
         .await?;
         forget_reads(ctx);
         Ok(CommentNode::new(discussion, comment))
@@ -143,21 +200,57 @@ impl Mutation {
 /// the same request keep their results (GraphQL's null propagation stops at the field).
 #[Object]
 impl Mutation {
-    /// Creates a discussion.
+    /// Creates a discussion. Any signed-in user may. A `key` another discussion has is
+    /// `BAD_USER_INPUT`: `ensureDiscussion` gets the discussion of a key.
     async fn create_discussion(
         &self,
         ctx: &Context<'_>,
         input: CreateDiscussionInput,
     ) -> async_graphql::Result<Option<DiscussionNode>> {
         viewer(ctx)?;
-        let title = DiscussionTitle::parse(&input.title).gql()?;
-        let layout = input
-            .layout
-            .map(Into::into)
-            .unwrap_or(ctx.data_unchecked::<Limits>().default_layout);
-        let store = store(ctx);
-        store.layout(layout).gql()?;
-        let discussion = store.discussions().create(title, layout).await.gql()?;
+        let new = new_discussion(
+            ctx,
+            &input.title,
+            input.layout,
+            input.key.as_deref(),
+            input.url.as_deref(),
+        )?;
+        let storage = store(ctx).clone();
+        let discussion = detached(
+            ctx,
+            async move { storage.discussions().add(new).await }
+                .instrument(tracing::debug_span!("store.createDiscussion")),
+        )
+        .await?;
+        forget_reads(ctx);
+        Ok(Some(DiscussionNode(discussion.into())))
+    }
+
+    /// The discussion of a host page: the one with this key, as it is (its title, URL and
+    /// layout are kept), or a new one with this key, title, URL and layout. Concurrent calls
+    /// with one key give one discussion. Any signed-in user may call it, so a page can create
+    /// its discussion on its first comment.
+    async fn ensure_discussion(
+        &self,
+        ctx: &Context<'_>,
+        input: EnsureDiscussionInput,
+    ) -> async_graphql::Result<Option<DiscussionNode>> {
+        viewer(ctx)?;
+        let new = new_discussion(
+            ctx,
+            &input.title,
+            input.layout,
+            Some(&input.key),
+            input.url.as_deref(),
+        )?;
+        let storage = store(ctx).clone();
+        let discussion = detached(
+            ctx,
+            async move { storage.discussions().ensure(new).await }
+                .instrument(tracing::debug_span!("store.ensureDiscussion")),
+        )
+        .await?;
+        forget_reads(ctx);
         Ok(Some(DiscussionNode(discussion.into())))
     }
 
@@ -187,7 +280,9 @@ impl Mutation {
         // The store reads the discussion (or, for an embedded one it posted to lately, checks
         // it in the post's own update): `NOT_FOUND`, and `FORBIDDEN` while it is locked.
         let storage = store(ctx).clone();
-        let (discussion, posted) = detached(async move { storage.post_to(&id, new).await }).await?;
+        let post = async move { storage.post_to(&id, new).await };
+        let (discussion, posted) =
+            detached(ctx, post.instrument(tracing::debug_span!("store.post"))).await?;
         forget_reads(ctx);
         if posted.reattached {
             tracing::info!(
@@ -245,13 +340,40 @@ impl Mutation {
     ) -> async_graphql::Result<Option<DiscussionNode>> {
         moderator(ctx)?;
         let id = DiscussionId::parse(&id).gql()?;
-        let discussion = store(ctx)
-            .discussions()
-            .set_locked(&id, locked)
-            .await
-            .gql()?;
+        let storage = store(ctx).clone();
+        let lock = async move { storage.discussions().set_locked(&id, locked).await };
+        let discussion = detached(ctx, lock.instrument(tracing::debug_span!("store.lock"))).await?;
         forget_reads(ctx);
         Ok(Some(DiscussionNode(discussion.into())))
+    }
+
+    /// Pins a comment (`pinned: true`) to the top of its discussion, after those pinned before
+    /// it (`Discussion.pinnedComments`), or unpins it. At most 5 per discussion: a 6th is
+    /// `BAD_USER_INPUT`. Pinning a pinned comment, or unpinning one that is not, changes
+    /// nothing. A deleted comment cannot be pinned (`COMMENT_DELETED`). Moderators only.
+    async fn pin_comment(
+        &self,
+        ctx: &Context<'_>,
+        discussion_id: ID,
+        slug: String,
+        pinned: bool,
+    ) -> async_graphql::Result<Option<CommentNode>> {
+        moderator(ctx)?;
+        let discussion = load_discussion(ctx, &discussion_id).await?;
+        let node = comment_by_slug(ctx, discussion.clone(), &slug).await?;
+        if pinned && node.comment.deleted {
+            return Err(DomainError::CommentDeleted(format!(
+                "comment {} was deleted: it cannot be pinned",
+                node.comment.slug
+            )))
+            .gql();
+        }
+        let storage = store(ctx).clone();
+        let (id, slug) = (discussion.id.clone(), node.comment.slug.clone());
+        let pin = async move { storage.discussions().set_pinned(&id, &slug, pinned).await };
+        let updated = detached(ctx, pin.instrument(tracing::debug_span!("store.pin"))).await?;
+        forget_reads(ctx);
+        Ok(Some(CommentNode::new(Arc::new(updated), node.comment)))
     }
 
     /// Moves a discussion to another storage layout while it stays online: reads keep
@@ -273,7 +395,12 @@ impl Mutation {
         let to: Layout = layout.into();
         let storage = store(ctx).clone();
         storage.layout(to).gql()?;
-        let moved = detached(async move { storage.migrate(&id, to, &|_| {}).await }).await?;
+        let migrate = async move { storage.migrate(&id, to, &|_| {}).await };
+        let moved = detached(
+            ctx,
+            migrate.instrument(tracing::debug_span!("store.migrate")),
+        )
+        .await?;
         tracing::info!(discussion = %moved.discussion.id, from = %moved.from, to = %to, comments = moved.comments, "discussion moved");
         forget_reads(ctx);
         Ok(Some(DiscussionNode(moved.discussion.into())))

@@ -3,12 +3,13 @@
 use std::sync::Arc;
 
 use async_graphql::{Context, Object, ID};
+use tracing::Instrument as _;
 
 use super::error::OrGql;
 use super::types::{comment_by_slug, CommentNode, DiscussionConnection, DiscussionNode, PageInfo};
 use super::{reads, store, Limits};
 use crate::domain::paging::Cursor;
-use crate::domain::{CursorKind, Discussion, DiscussionId, DomainError, PageArgs};
+use crate::domain::{CursorKind, Discussion, DiscussionId, DiscussionKey, DomainError, PageArgs};
 
 /// Loads a discussion by client-supplied id: `BAD_USER_INPUT` if malformed, `NOT_FOUND` if unknown.
 pub(super) async fn load_discussion(
@@ -25,6 +26,35 @@ pub(super) async fn load_discussion(
         .gql()
 }
 
+/// Most keys one `discussionsByKeys` takes.
+const MAX_KEYS: usize = 100;
+
+/// Loads discussions by client-supplied keys, in their order (null where unknown): one
+/// database command for them all. `BAD_USER_INPUT` for a malformed key.
+async fn load_keyed(
+    ctx: &Context<'_>,
+    keys: &[String],
+) -> async_graphql::Result<Vec<Option<DiscussionNode>>> {
+    let keys = keys
+        .iter()
+        .enumerate()
+        .map(|(n, key)| {
+            DiscussionKey::parse(key)
+                .map_err(|e| DomainError::bad_input(format!("keys[{n}]: {e}")))
+                .gql()
+        })
+        .collect::<async_graphql::Result<Vec<_>>>()?;
+    let found = reads(ctx)
+        .loader
+        .load_many(keys.iter().cloned())
+        .await
+        .gql()?;
+    Ok(keys
+        .iter()
+        .map(|key| found.get(key).cloned().map(DiscussionNode))
+        .collect())
+}
+
 /// Reads.
 pub struct Query;
 
@@ -37,6 +67,39 @@ impl Query {
         id: ID,
     ) -> async_graphql::Result<Option<DiscussionNode>> {
         Ok(Some(DiscussionNode(load_discussion(ctx, &id).await?)))
+    }
+
+    /// The discussion with this key (the host page's own identifier for it), or null when
+    /// there is none. `BAD_USER_INPUT` for a key no discussion can have (empty, over 512
+    /// characters, control characters).
+    async fn discussion_by_key(
+        &self,
+        ctx: &Context<'_>,
+        key: String,
+    ) -> async_graphql::Result<Option<DiscussionNode>> {
+        Ok(load_keyed(ctx, std::slice::from_ref(&key))
+            .await?
+            .pop()
+            .flatten())
+    }
+
+    /// The discussions with these keys, in the same order, null where a key has none (a key
+    /// given twice gives its discussion twice): what an index page needs to show each
+    /// article's comment count, in one database command. At most 100 keys (`BAD_USER_INPUT`
+    /// past it, and for a malformed key).
+    async fn discussions_by_keys(
+        &self,
+        ctx: &Context<'_>,
+        keys: Vec<String>,
+    ) -> async_graphql::Result<Vec<Option<DiscussionNode>>> {
+        if keys.len() > MAX_KEYS {
+            return Err(DomainError::bad_input(format!(
+                "discussionsByKeys takes at most {MAX_KEYS} keys (got {}): ask in pages",
+                keys.len()
+            )))
+            .gql();
+        }
+        load_keyed(ctx, &keys).await
     }
 
     /// All discussions, oldest first.
@@ -54,7 +117,12 @@ impl Query {
             },
             CursorKind::Discussion,
         )?;
-        let page = store(ctx).discussions().list(&window).await.gql()?;
+        let page = store(ctx)
+            .discussions()
+            .list(&window)
+            .instrument(tracing::debug_span!("store.discussionList"))
+            .await
+            .gql()?;
         let cursor = |d: &Discussion| Cursor::of_discussion(d).encode();
         Ok(Some(DiscussionConnection {
             page_info: PageInfo {
@@ -98,6 +166,21 @@ impl Query {
             return Ok(None);
         };
         let found = reads(ctx).loader.load_one(id).await.gql()?;
+        Ok(found.map(DiscussionNode))
+    }
+
+    /// Federation: a discussion entity by the host page's key (null when there is none);
+    /// representations of one request are read in one command.
+    #[graphql(entity)]
+    async fn find_discussion_by_key(
+        &self,
+        ctx: &Context<'_>,
+        key: String,
+    ) -> async_graphql::Result<Option<DiscussionNode>> {
+        let Ok(key) = DiscussionKey::parse(&key) else {
+            return Ok(None);
+        };
+        let found = reads(ctx).loader.load_one(key).await.gql()?;
         Ok(found.map(DiscussionNode))
     }
 

@@ -241,6 +241,11 @@ impl Subscriptions {
         })
     }
 
+    /// Subscriptions held now: those in place and those still starting.
+    pub fn held(&self) -> usize {
+        self.lock_held().total
+    }
+
     /// Subscribers whose run follows the change feed now, and the runs that serve them.
     pub fn counts(&self) -> (usize, usize) {
         let runs: Vec<Arc<Run>> = self

@@ -15,6 +15,7 @@ use futures::stream::{BoxStream, SplitSink, StreamExt};
 use futures::SinkExt;
 use serde_json::{json, Value};
 
+use crate::graphql::closing::{Closing, Stage};
 use crate::graphql::{Api, Connection};
 use crate::rate::ClientKey;
 
@@ -45,12 +46,30 @@ impl Executor for Streaming {
 /// How long a new WebSocket may take to send `connection_init`.
 const INIT_WAIT: Duration = Duration::from_secs(10);
 
+/// How long a socket closed for a shutdown waits for the client's close frame.
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
+
+/// The close reason of a socket closed because the server shuts down (code 1001).
+const GOING_AWAY: &str = "the server is going away: connect again";
+
+/// How a socket's protocol run ended.
+enum Ended {
+    /// The client closed it, the protocol closed it, or it broke.
+    Done,
+    /// The server shuts down: every operation has ended and 1001 was sent.
+    GoingAway,
+    /// The connection's token expired.
+    Expired,
+}
+
 /// Serves a GraphQL WebSocket. The caller's identity comes from the `connection_init` payload
 /// (`{"Authorization": "Bearer …"}`, also under `headers`, or `{"authToken": "…"}`), else from
 /// the upgrade request's `Authorization` header. Credentials that cannot be accepted close the
 /// connection as each protocol says: 4403 in `graphql-transport-ws`, `connection_error` in the
 /// legacy `graphql-ws`. The server pings the client twice per `idle` period; a socket on which
-/// nothing arrives (not even a pong) for `idle` is closed with 1001.
+/// nothing arrives (not even a pong) for `idle` is closed with 1001. When the process shuts
+/// down, every operation ends (a subscription with its `complete`), then the socket is closed
+/// with 1001; a socket still open when the grace period runs out is dropped.
 pub(super) async fn serve_websocket(
     api: Api,
     socket: WebSocket,
@@ -60,8 +79,32 @@ pub(super) async fn serve_websocket(
     client: Option<ClientKey>,
     idle: Duration,
 ) {
+    let dropped = api.closing().reached(Stage::Dropping);
+    tokio::select! {
+        () = run_websocket(api, socket, protocol, legacy, header, client, idle) => {}
+        () = dropped => tracing::debug!("dropping a WebSocket still open when the shutdown grace period ran out"),
+    }
+}
+
+async fn run_websocket(
+    api: Api,
+    socket: WebSocket,
+    protocol: GraphQLProtocol,
+    legacy: bool,
+    header: Option<String>,
+    client: Option<ClientKey>,
+    idle: Duration,
+) {
+    let closing = api.closing().clone();
     let (mut sink, mut stream) = socket.split();
-    let first = match tokio::time::timeout(INIT_WAIT, stream.next()).await {
+    let first = tokio::select! {
+        first = tokio::time::timeout(INIT_WAIT, stream.next()) => first,
+        () = closing.reached(Stage::Draining) => {
+            close(&mut sink, 1001, GOING_AWAY).await;
+            return;
+        }
+    };
+    let first = match first {
         Ok(Some(Ok(message))) => message,
         Ok(_) => return,
         Err(_) => {
@@ -79,47 +122,74 @@ pub(super) async fn serve_websocket(
         return;
     }
     let expires_in = connection.expires_in();
+    let operations = connection.clone();
     let silent = Arc::new(AtomicBool::new(false));
-    let messages = until_silent(
+    // Kept here, lent to the protocol: after a shutdown's 1001, the client's close frame is
+    // read from it.
+    let mut messages = Box::pin(until_silent(
         futures::stream::once(async move { Ok(first) }).chain(stream),
         idle,
         silent.clone(),
-    );
+    ));
     // The protocol writes through a channel, so that pings can be sent between its messages and
-    // the socket can still be closed when the token expires.
+    // the socket can still be closed when the token expires or the server shuts down.
     let (outgoing, queued) = futures::channel::mpsc::channel::<Message>(16);
-    let graphql = GraphQLWebSocket::new_with_pair(outgoing, messages, Streaming(api), protocol)
-        .on_connection_init(move |_| async move {
-            let mut data = Data::default();
-            data.insert(connection);
-            Ok(data)
-        })
-        .serve();
-    let expired = {
-        let run = async {
-            let ((), ()) = futures::join!(
-                graphql,
-                write_with_pings(&mut sink, queued, idle / 2, &silent)
-            );
-        };
-        match expires_in {
-            Some(left) => tokio::select! {
-                () = run => false,
-                () = tokio::time::sleep(left) => true,
-            },
-            None => {
-                run.await;
-                false
+    let graphql =
+        GraphQLWebSocket::new_with_pair(outgoing, messages.as_mut(), Streaming(api), protocol)
+            .on_connection_init(move |_| async move {
+                let mut data = Data::default();
+                data.insert(connection);
+                Ok(data)
+            })
+            .serve();
+    let run = async {
+        let writer = Writer {
+            every: idle / 2,
+            silent: &silent,
+            closing: &closing,
+            operations: &operations,
+        }
+        .write(&mut sink, queued);
+        tokio::pin!(graphql, writer);
+        let mut protocol_done = false;
+        // The protocol is polled first, so that what it writes is queued before the writer
+        // looks for quiet.
+        loop {
+            tokio::select! {
+                biased;
+                () = &mut graphql, if !protocol_done => protocol_done = true,
+                ended = &mut writer => break ended,
             }
         }
     };
-    if expired {
-        refuse(
-            &mut sink,
-            legacy,
-            "the token has expired: connect again with a new one",
-        )
-        .await;
+    let ended = match expires_in {
+        Some(left) => tokio::select! {
+            ended = run => ended,
+            () = tokio::time::sleep(left) => Ended::Expired,
+        },
+        None => run.await,
+    };
+    match ended {
+        Ended::Expired => {
+            refuse(
+                &mut sink,
+                legacy,
+                "the token has expired: connect again with a new one",
+            )
+            .await;
+        }
+        Ended::GoingAway => {
+            // The closing handshake: the client answers with its own close frame.
+            let _ = tokio::time::timeout(CLOSE_WAIT, async {
+                while let Some(Ok(message)) = messages.next().await {
+                    if matches!(message, Message::Close(_)) {
+                        break;
+                    }
+                }
+            })
+            .await;
+        }
+        Ended::Done => {}
     }
 }
 
@@ -145,32 +215,64 @@ fn until_silent(
     })
 }
 
-/// Writes the protocol's messages, and a ping every `every`, until the protocol is done; a
-/// socket closed for its silence gets 1001.
-async fn write_with_pings(
-    sink: &mut SplitSink<WebSocket, Message>,
-    mut queued: futures::channel::mpsc::Receiver<Message>,
+/// What writes a socket's messages: the protocol's, and a ping every `every`.
+struct Writer<'a> {
     every: Duration,
-    silent: &AtomicBool,
-) {
-    let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        let message = tokio::select! {
-            message = queued.next() => match message {
-                Some(message) => message,
-                None => break,
-            },
-            _ = ping.tick() => Message::Ping(Default::default()),
-        };
-        let closing = matches!(message, Message::Close(_));
-        if sink.send(message).await.is_err() || closing {
-            return;
+    /// Set when the client stayed silent too long.
+    silent: &'a AtomicBool,
+    closing: &'a Closing,
+    /// The connection's operations, waited for when the server shuts down.
+    operations: &'a Connection,
+}
+
+impl Writer<'_> {
+    /// Writes until the protocol is done (a socket closed for its silence gets 1001), or, once
+    /// the server shuts down, until every operation has ended and its `complete` is written:
+    /// then the socket gets 1001.
+    async fn write(
+        self,
+        sink: &mut SplitSink<WebSocket, Message>,
+        mut queued: futures::channel::mpsc::Receiver<Message>,
+    ) -> Ended {
+        let every = self.every;
+        let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let draining = self.closing.reached(Stage::Draining);
+        tokio::pin!(draining);
+        let mut shutting_down = false;
+        loop {
+            let message = tokio::select! {
+                biased;
+                message = queued.next() => match message {
+                    Some(message) => message,
+                    None => break,
+                },
+                () = &mut draining, if !shutting_down => {
+                    shutting_down = true;
+                    continue;
+                }
+                // Nothing queued, and no operation left: each one's `complete` was written.
+                () = self.operations.operations_ended(), if shutting_down => {
+                    close(sink, 1001, GOING_AWAY).await;
+                    return Ended::GoingAway;
+                }
+                _ = ping.tick() => Message::Ping(Default::default()),
+            };
+            let closing = matches!(message, Message::Close(_));
+            if sink.send(message).await.is_err() || closing {
+                return Ended::Done;
+            }
+            if shutting_down {
+                // The protocol runs before quiet is looked for again: a `complete` it could not
+                // queue while the queue was full is queued now.
+                tokio::task::yield_now().await;
+            }
         }
-    }
-    if silent.load(Ordering::Relaxed) {
-        tracing::debug!("closing a WebSocket that stayed silent");
-        close(sink, 1001, "idle timeout").await;
+        if self.silent.load(Ordering::Relaxed) {
+            tracing::debug!("closing a WebSocket that stayed silent");
+            close(sink, 1001, "idle timeout").await;
+        }
+        Ended::Done
     }
 }
 

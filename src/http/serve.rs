@@ -45,7 +45,8 @@ pub struct Connections {
 impl Connections {
     /// A cap of `max` connections (at least one).
     pub fn new(max: usize) -> Self {
-        let max = max.clamp(1, Semaphore::MAX_PERMITS);
+        let most = Semaphore::MAX_PERMITS.min(u32::MAX as usize);
+        let max = max.clamp(1, most);
         Self {
             permits: Arc::new(Semaphore::new(max)),
             max,
@@ -84,11 +85,13 @@ fn cap_for_file_limit(limit: u64, reserve: u64) -> usize {
 }
 
 /// Resolves once `stop` says so (or its sender is gone).
-async fn stopped(stop: &mut watch::Receiver<bool>) {
-    let _ = stop.wait_for(|stop| *stop).await;
+async fn stopped<T>(stop: &mut watch::Receiver<Option<T>>) {
+    let _ = stop.wait_for(Option::is_some).await;
 }
 
-/// Serves `router` on `listener` until `stop` turns true, then lets the requests in flight finish.
+/// Serves `router` on `listener` until `stop` holds a deadline, then lets the requests in flight
+/// finish and the connections close (WebSockets included: they close themselves as the API
+/// shuts down). Those still open at the deadline are dropped; gives how many were.
 /// A connection is accepted only when one of `connections`' permits is free: past the cap,
 /// clients wait in the listen queue and accept never fails for lack of descriptors.
 pub(crate) async fn serve(
@@ -96,9 +99,10 @@ pub(crate) async fn serve(
     router: Router,
     connections: Connections,
     timeouts: ConnectionTimeouts,
-    mut stop: watch::Receiver<bool>,
-) {
+    mut stop: watch::Receiver<Option<Instant>>,
+) -> usize {
     let (close_tx, close_rx) = watch::channel(());
+    let (drop_now, dropping) = watch::channel(None::<()>);
     loop {
         let permit = tokio::select! {
             permit = connections.permits.clone().acquire_owned() => match permit {
@@ -124,13 +128,29 @@ pub(crate) async fn serve(
             permit,
             router.clone(),
             timeouts,
-            stop.clone(),
-            close_rx.clone(),
+            Ending {
+                stop: stop.clone(),
+                dropping: dropping.clone(),
+                _close: close_rx.clone(),
+            },
         ));
     }
     drop(listener);
     drop(close_rx);
-    close_tx.closed().await;
+    let deadline = (*stop.borrow()).unwrap_or_else(Instant::now);
+    let closed = async {
+        // Every connection's task has ended; an upgraded socket holds its permit until it
+        // closes.
+        close_tx.closed().await;
+        let all = u32::try_from(connections.max).unwrap_or(u32::MAX);
+        drop(connections.permits.acquire_many(all).await);
+    };
+    if tokio::time::timeout_at(deadline, closed).await.is_ok() {
+        return 0;
+    }
+    let dropped = connections.open();
+    drop_now.send_replace(Some(()));
+    dropped
 }
 
 /// An accept that failed: a connection that went away before it was taken is skipped; a lack of
@@ -147,6 +167,16 @@ async fn accept_failed(err: &io::Error) {
     tokio::time::sleep(Duration::from_millis(250)).await;
 }
 
+/// What tells a connection's task to end.
+struct Ending {
+    /// The server stops: no more requests on the connection once those in flight are answered.
+    stop: watch::Receiver<Option<Instant>>,
+    /// The grace period is over: the connection is dropped.
+    dropping: watch::Receiver<Option<()>>,
+    /// Held while the task runs (the accept loop waits for every one to be gone).
+    _close: watch::Receiver<()>,
+}
+
 /// Serves one connection until it closes, its client is too slow or idle, or shutdown ends it.
 async fn connection(
     stream: TcpStream,
@@ -154,8 +184,7 @@ async fn connection(
     permit: OwnedSemaphorePermit,
     router: Router,
     timeouts: ConnectionTimeouts,
-    mut stop: watch::Receiver<bool>,
-    _close: watch::Receiver<()>,
+    mut ending: Ending,
 ) {
     let state = Arc::new(ConnState::new());
     let io = TokioIo::new(Tracked {
@@ -189,9 +218,13 @@ async fn connection(
                 }
             }
             () = state.changed.notified() => {}
-            () = stopped(&mut stop), if !stopping => {
+            () = stopped(&mut ending.stop), if !stopping => {
                 stopping = true;
                 conn.as_mut().graceful_shutdown();
+            }
+            () = stopped(&mut ending.dropping) => {
+                tracing::debug!(%peer, phase = state.phase_name(), "dropping a connection still open when the shutdown grace period ran out");
+                break;
             }
         }
     }

@@ -131,13 +131,14 @@ enum Step {
 /// The feed over the discussions collection, forever: `Open` each time the stream is (re)opened,
 /// a `Change` per marked update, `Interrupted` when the stream fails (it is then reopened from its
 /// last resume token, waiting longer each time up to [`MAX_BACKOFF`]), and `Gap` when the
-/// database no longer has the history after that token, so changes in between were lost.
+/// database no longer has the history after that token, so changes in between were lost. Its
+/// database commands are not traced.
 pub(super) fn feed(coll: Counted<Document>, retry: Duration) -> BoxStream<'static, Watched> {
     let start = Step::Closed {
         token: None,
         wait: Duration::ZERO,
     };
-    futures::stream::unfold((coll, start), move |(coll, step)| async move {
+    let feed = futures::stream::unfold((coll, start), move |(coll, step)| async move {
         match step {
             Step::Closed { token, wait } => {
                 tokio::time::sleep(wait).await;
@@ -203,8 +204,11 @@ pub(super) fn feed(coll: Counted<Document>, retry: Duration) -> BoxStream<'stati
                 }
             },
         }
-    })
-    .boxed()
+    });
+    // The stream waits on the server for changes and asks again all the time: a trace of each
+    // of its commands would be noise, and a trace of the whole would never end.
+    let untraced = opentelemetry::Context::new().with_telemetry_suppressed();
+    opentelemetry::context::FutureExt::with_context(feed, untraced).boxed()
 }
 
 /// Whether opening a stream failed because its resume token is no longer in the history

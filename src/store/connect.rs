@@ -1,13 +1,15 @@
-//! Connecting to MongoDB: the client, its command counting, the deployment's abilities, and the
-//! helper every collection's indexes are made with.
+//! Connecting to MongoDB: the client, its command counting, the deployment's abilities,
+//! transactions (commit, asking again while the outcome is unknown, and abort), and the helper
+//! every collection's indexes are made with.
 
 use std::time::Duration;
 
 use mongodb::bson::{doc, Document};
+use mongodb::error::UNKNOWN_TRANSACTION_COMMIT_RESULT;
 use mongodb::event::command::CommandEvent;
 use mongodb::event::EventHandler;
 use mongodb::options::{Acknowledgment, ClientOptions, IndexOptions, WriteConcern};
-use mongodb::{Client, Database, IndexModel};
+use mongodb::{Client, ClientSession, Database, IndexModel};
 
 use super::api::MoveTiming;
 use super::error::{StoreError, StoreResult};
@@ -43,6 +45,9 @@ pub struct StoreConfig {
     /// Receives every command the driver sends (`None` in production: the driver then builds
     /// no events at all). Tests use it to check what the store sends.
     pub command_events: Option<EventHandler<CommandEvent>>,
+    /// Whether the driver makes a span of each operation and command it sends, for the global
+    /// OpenTelemetry tracer provider (set while traces are exported).
+    pub traces: bool,
 }
 
 impl StoreConfig {
@@ -84,6 +89,11 @@ pub(crate) async fn open(config: &StoreConfig) -> StoreResult<Connection> {
     options.connect_timeout = Some(config.timeout);
     options.max_pool_size = Some(config.pool_size);
     options.write_concern = Some(config.write_concern()?);
+    options.tracing = Some(
+        mongodb::otel::OpentelemetryOptions::builder()
+            .enabled(config.traces)
+            .build(),
+    );
     let client = Client::with_options(options)?;
     let db = client.database(&config.database);
     commands.sent("hello");
@@ -123,4 +133,29 @@ pub(crate) fn index_model(name: &str, keys: Document, unique: bool) -> IndexMode
                 .build(),
         )
         .build()
+}
+
+/// Aborts the session's transaction (an error only means there is nothing left to abort).
+pub(crate) async fn abort(session: &mut ClientSession, commands: &CommandCounter) {
+    commands.sent("abortTransaction");
+    let aborted = session.abort_transaction();
+    let _ = commands.timed(Command::AbortTransaction, aborted).await;
+}
+
+/// Commits, asking again while the outcome is unknown (committing twice is safe).
+pub(crate) async fn commit(
+    session: &mut ClientSession,
+    commands: &CommandCounter,
+) -> StoreResult<()> {
+    let mut tries = 0;
+    loop {
+        commands.sent("commitTransaction");
+        let committed = session.commit_transaction();
+        match commands.timed(Command::CommitTransaction, committed).await {
+            Err(e) if e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) && tries < 3 => {
+                tries += 1;
+            }
+            other => return Ok(other?),
+        }
+    }
 }

@@ -35,6 +35,12 @@ pub enum StoreError {
     /// Retries were exhausted (e.g. slug collisions that kept happening).
     #[error("gave up after retries: {0}")]
     Exhausted(String),
+    /// Another discussion has this key (the key).
+    #[error("a discussion with the key {0:?} exists already")]
+    KeyTaken(String),
+    /// A pin past the most pinned comments a discussion may have.
+    #[error("discussion {0} has {max} pinned comments already", max = crate::domain::Discussion::MAX_PINNED)]
+    PinsFull(String),
 }
 
 /// Results of the storage layer.
@@ -51,6 +57,14 @@ impl From<StoreError> for DomainError {
             )),
             StoreError::Busy(message) => DomainError::Conflict(message),
             StoreError::Locked(message) => DomainError::Forbidden(message),
+            StoreError::PinsFull(id) => DomainError::BadInput(format!(
+                "discussion {id} has {} pinned comments already, the most it may have: unpin one first",
+                crate::domain::Discussion::MAX_PINNED
+            )),
+            StoreError::KeyTaken(key) => DomainError::BadInput(format!(
+                "a discussion with the key {key:?} exists already: use ensureDiscussion, which \
+                 returns the discussion that has a key (or creates it when there is none)"
+            )),
             StoreError::Exhausted(message) => DomainError::Conflict(format!(
                 "{message}; nothing was written, and sending the request again is safe"
             )),

@@ -4,9 +4,10 @@
 //! `getMore`s and `killCursors` included). The driver's command monitoring would name them all,
 //! but it copies and parses every command and every reply into a `Document` once a handler is
 //! installed, which cost about a fifth of a tree query's CPU. So a command is timed where the
-//! store awaits it ([`Timed`]: two clock readings and a histogram bucket, inside a `db` span),
-//! and the pool is watched through the connection events the counter already receives: checkouts
-//! and checkins (connections in use) and how long each checkout waited.
+//! store awaits it ([`Timed`]: two clock readings and a histogram bucket; the traces have the
+//! driver's own span of each command, made only while traces are exported), and the pool is
+//! watched through the connection events the counter already receives: checkouts and checkins
+//! (connections in use) and how long each checkout waited.
 //!
 //! The same counter holds the change feed's figures (events read, and how far behind the
 //! database's clock the last one was read), since the feed reads through a [`Counted`]
@@ -152,13 +153,11 @@ impl CommandCounter {
         })
     }
 
-    /// Awaits `command`, timed and inside its `db` span (see [`Timed`]); for the commands the
-    /// store does not send through a [`Counted`] collection.
+    /// Awaits `command`, timed (see [`Timed`]); for the commands the store does not send
+    /// through a [`Counted`] collection.
     pub(super) async fn timed<F: IntoFuture>(&self, command: Command, sent: F) -> F::Output {
-        use tracing::Instrument as _;
-        let span = db_span(command, None);
         let started = Instant::now();
-        let done = sent.into_future().instrument(span).await;
+        let done = sent.await;
         if let Some(histogram) = self.inner.duration(command) {
             histogram.observe(started.elapsed());
         }
@@ -316,7 +315,6 @@ impl<T: Send + Sync> Counted<T> {
         Timed {
             action,
             command,
-            collection: self.coll.name(),
             tally: &self.commands.inner,
         }
     }
@@ -432,25 +430,13 @@ impl<T: DeserializeOwned + Unpin + Send + Sync> Counted<T> {
     }
 }
 
-/// The `db` span of a command: a child of whatever span awaits it (a request's), for traces.
-/// When no subscriber wants debug spans it is never built.
-fn db_span(command: Command, collection: Option<&str>) -> tracing::Span {
-    tracing::debug_span!(
-        "db",
-        db.system = "mongodb",
-        db.operation = command.name(),
-        db.collection = collection
-    )
-}
-
 /// A driver action of a [`Counted`] collection, timed when it is awaited: from the first poll
-/// to the reply, inside a `db` span, into its command's histogram. It takes the options the
-/// store sets on the action as the action does.
+/// to the reply, into its command's histogram. It takes the options the store sets on the
+/// action as the action does.
 #[must_use]
 pub(super) struct Timed<'a, A> {
     action: A,
     command: Command,
-    collection: &'a str,
     tally: &'a Tally,
 }
 
@@ -459,7 +445,6 @@ impl<'a, A> Timed<'a, A> {
         Timed {
             action: set(self.action),
             command: self.command,
-            collection: self.collection,
             tally: self.tally,
         }
     }
@@ -475,7 +460,6 @@ where
 
     fn into_future(self) -> Self::IntoFuture {
         TimedFuture {
-            span: db_span(self.command, Some(self.collection)),
             histogram: self.tally.duration(self.command),
             started: Instant::now(),
             sent: self.action.into_future(),
@@ -486,7 +470,6 @@ where
 /// The future of a [`Timed`] action.
 pub(super) struct TimedFuture<'a, F> {
     sent: F,
-    span: tracing::Span,
     started: Instant,
     histogram: Option<&'a Histogram>,
 }
@@ -496,10 +479,7 @@ impl<F: Future + Unpin> Future for TimedFuture<'_, F> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = &mut *self;
-        let polled = {
-            let _in_span = this.span.enter();
-            Pin::new(&mut this.sent).poll(cx)
-        };
+        let polled = Pin::new(&mut this.sent).poll(cx);
         if polled.is_ready() {
             if let Some(histogram) = this.histogram {
                 histogram.observe(this.started.elapsed());
@@ -585,76 +565,12 @@ impl<'a, T> Timed<'a, Watch<'a, T>> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
-    use tracing::field::{Field, Visit};
-    use tracing::span::{Attributes, Id};
-    use tracing::Subscriber;
-    use tracing_subscriber::layer::{Context, SubscriberExt as _};
-    use tracing_subscriber::Layer;
-
     use super::*;
 
-    /// A span as made: its name, its parent's name and its fields.
-    type Made = (String, Option<String>, Vec<(String, String)>);
-
-    /// Records every span made.
-    #[derive(Clone, Default)]
-    struct Spans(Arc<Mutex<Vec<Made>>>);
-
-    struct Fields(Vec<(String, String)>);
-
-    impl Visit for Fields {
-        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-            self.0.push((field.name().to_owned(), format!("{value:?}")));
-        }
-
-        fn record_str(&mut self, field: &Field, value: &str) {
-            self.0.push((field.name().to_owned(), value.to_owned()));
-        }
-    }
-
-    impl<S: Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>> Layer<S> for Spans {
-        fn on_new_span(&self, attrs: &Attributes<'_>, _id: &Id, ctx: Context<'_, S>) {
-            let mut fields = Fields(Vec::new());
-            attrs.record(&mut fields);
-            let parent = ctx.current_span().metadata().map(|m| m.name().to_owned());
-            self.0.lock().unwrap_or_else(|p| p.into_inner()).push((
-                attrs.metadata().name().to_owned(),
-                parent,
-                fields.0,
-            ));
-        }
-    }
-
     #[tokio::test]
-    async fn a_timed_command_is_a_db_span_inside_the_request_and_a_histogram_count() {
-        let spans = Spans::default();
-        let subscriber = tracing_subscriber::registry().with(spans.clone());
-        let _default = tracing::subscriber::set_default(subscriber);
+    async fn a_timed_command_counts_in_its_histogram_only() {
         let counter = CommandCounter::new();
-        let request = tracing::info_span!("request");
-        let answer = tracing::Instrument::instrument(
-            counter.timed(Command::Ping, std::future::ready(7)),
-            request,
-        )
-        .await;
-        assert_eq!(answer, 7);
-        let seen = spans.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let db = seen.iter().find(|(name, ..)| name == "db");
-        let Some((_, parent, fields)) = db else {
-            panic!("no db span: {seen:?}");
-        };
-        assert_eq!(parent.as_deref(), Some("request"));
-        let field = |name: &str| {
-            fields
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| v.as_str())
-        };
-        assert_eq!(field("db.system"), Some("mongodb"));
-        assert_eq!(field("db.operation"), Some("ping"));
-        assert_eq!(field("db.collection"), None);
+        assert_eq!(counter.timed(Command::Ping, std::future::ready(7)).await, 7);
         let mut page = Exposition::new();
         counter.write(&mut page);
         let text = page.into_text();

@@ -63,8 +63,13 @@ impl Store {
             config.max_depth.max(1),
             commands.clone(),
         );
-        let discussions =
-            Discussions::new(&db, clock.clone(), Layouts::fields(transactions), &commands);
+        let discussions = Discussions::new(
+            &db,
+            clock.clone(),
+            Layouts::fields(transactions),
+            &commands,
+            transactions,
+        );
         let parts = Parts {
             db: &db,
             writer: writer.clone(),

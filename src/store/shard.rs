@@ -29,10 +29,17 @@ pub enum KeyKind {
 }
 
 /// The shard keys: comments by discussion then slug, pages by discussion then page (both their
-/// unique indexes), discussions by hashed `_id` (they are read by `_id` only).
-pub const SHARD_KEYS: [ShardKey; 3] = [
+/// unique indexes), discussions by hashed `_id` (they are read by `_id`, and by key through an
+/// index on every shard), and the claims of discussion keys by hashed `_id`, the key, which
+/// `_id`'s own unique index keeps unique.
+pub const SHARD_KEYS: [ShardKey; 4] = [
     ShardKey {
         collection: "discussions",
+        fields: &[("_id", KeyKind::Hashed)],
+        unique: false,
+    },
+    ShardKey {
+        collection: "discussion_keys",
         fields: &[("_id", KeyKind::Hashed)],
         unique: false,
     },

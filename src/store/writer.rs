@@ -1,18 +1,19 @@
 //! `Writer`, what every write needs (the client, whether the deployment has transactions, this
-//! process's turns per discussion), and transactions as writes use them: commit (asking again
-//! while the outcome is unknown), abort, and the compare-and-set replace of a comment stored
-//! outside its discussion document.
+//! process's turns per discussion), transactions as writes use them (commit and abort, from
+//! `connect`), and the compare-and-set replace of a comment stored outside its discussion
+//! document.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use mongodb::bson::Document;
-use mongodb::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
-use mongodb::{Client, ClientSession};
+use mongodb::error::TRANSIENT_TRANSACTION_ERROR;
+use mongodb::Client;
 
+pub(crate) use super::connect::{abort, commit};
 use super::discussions::Discussions;
 use super::error::{StoreError, StoreResult};
-use super::metrics::{Command, CommandCounter, Counted};
+use super::metrics::{CommandCounter, Counted};
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{DiscussionId, Slug};
 
@@ -63,31 +64,6 @@ impl Writer {
             queues.entry(discussion.clone()).or_default().clone()
         };
         queue.lock_owned().await
-    }
-}
-
-/// Aborts the session's transaction (an error only means there is nothing left to abort).
-pub(crate) async fn abort(session: &mut ClientSession, commands: &CommandCounter) {
-    commands.sent("abortTransaction");
-    let aborted = session.abort_transaction();
-    let _ = commands.timed(Command::AbortTransaction, aborted).await;
-}
-
-/// Commits, asking again while the outcome is unknown (committing twice is safe).
-pub(crate) async fn commit(
-    session: &mut ClientSession,
-    commands: &CommandCounter,
-) -> StoreResult<()> {
-    let mut tries = 0;
-    loop {
-        commands.sent("commitTransaction");
-        let committed = session.commit_transaction();
-        match commands.timed(Command::CommitTransaction, committed).await {
-            Err(e) if e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) && tries < 3 => {
-                tries += 1;
-            }
-            other => return Ok(other?),
-        }
     }
 }
 

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use async_graphql::Name;
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, StatusCode};
 use axum::response::Response;
 use tower::{Layer, Service};
 use tracing::Instrument as _;
@@ -342,10 +342,8 @@ where
     fn call(&mut self, request: Request<Body>) -> Self::Future {
         let started = Instant::now();
         let id = request_id(request.headers());
-        // The one place the request span is made.
-        let span = tracing::info_span!("request", request_id = id.to_str().unwrap_or_default());
-        let method = request.method().clone();
-        let uri = request.uri().clone();
+        // The one place the request span is made (with its trace fields: see `trace`).
+        let span = super::trace::request_span(&request, id.to_str().unwrap_or_default());
         let served = self.inner.call(request).instrument(span.clone());
         let metrics = self.metrics.clone();
         Box::pin(async move {
@@ -355,36 +353,28 @@ where
             if let Some(outcome) = &outcome {
                 metrics.record(outcome, elapsed);
             }
-            span.in_scope(|| log(&method, &uri, response.status(), elapsed, outcome.as_ref()));
+            super::trace::record_status(&span, response.status());
+            span.in_scope(|| log(response.status(), elapsed, outcome.as_ref()));
             response.headers_mut().insert(REQUEST_ID, id);
             Ok(response)
         })
     }
 }
 
-/// The request's line (debug) and one line per error it answered with (warn).
-fn log(
-    method: &Method,
-    uri: &Uri,
-    status: StatusCode,
-    elapsed: Duration,
-    outcome: Option<&Outcome>,
-) {
+/// The request's line (debug) and one line per error it answered with (warn); its method and
+/// path are the request span's.
+fn log(status: StatusCode, elapsed: Duration, outcome: Option<&Outcome>) {
     // Whole microseconds, so the number reads as written (1.217, not 1.2170000000000001).
     let duration_ms = elapsed.as_micros() as f64 / 1e3;
     let status = status.as_u16();
-    let method = method.as_str();
-    let path = uri.path();
     let Some(outcome) = outcome else {
-        tracing::debug!(method, path, status, duration_ms, "request");
+        tracing::debug!(status, duration_ms, "request");
         return;
     };
     let operation_type = outcome.operation_type.as_str();
     let operation_name = outcome.operation.as_deref();
     let result = outcome.status.as_str();
     tracing::debug!(
-        method,
-        path,
         status,
         result,
         operation_type,
@@ -396,8 +386,6 @@ fn log(
         tracing::warn!(
             code = error.code.as_str(),
             error = error.message.as_str(),
-            method,
-            path,
             status,
             result,
             operation_type,

@@ -70,6 +70,11 @@ macro_rules! contract_suite {
             async fn comment_fields_are_complete() {
                 comment_fields_are_complete_case(settings()).await;
             }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn keyed_discussions_keep_their_key_everywhere() {
+                crate::keys::keyed_discussions_keep_their_key_everywhere_case(settings()).await;
+            }
         }
     };
     ($module:ident, $layout:expr) => {

@@ -250,3 +250,42 @@ async fn a_batch_is_limited_as_a_whole() {
     );
     server.shutdown().await;
 }
+
+/// Under the default limits, the tree a comment widget asks for (20 threads, replies 10, 10 and 5
+/// deep, about 12 000 potential comments) runs; `first: 100` four levels deep is refused with a
+/// message that states its cost and the limit and names the connections driving the cost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn defaults_run_a_widget_tree_and_explain_a_refusal() {
+    let (server, d, _) = world(server_config("costs_defaults")).await;
+    let tree = "query Tree($d: ID!) { discussion(id: $d) { threads(first: 20) { nodes { ...C replies(first: 10) { nodes { ...C replies(first: 10) { nodes { ...C replies(first: 5) { nodes { ...C } } } } } } } } } } fragment C on Comment { slug text author { name } posted replyCount }";
+    let (answer, _) = send(&server, &json!({ "query": tree, "variables": { "d": d } })).await;
+    assert_ran(&answer, "the widget tree");
+    assert_eq!(
+        answer["data"]["discussion"]["threads"]["nodes"]
+            .as_array()
+            .map(Vec::len),
+        Some(3)
+    );
+    let wide = "query Wide($d: ID!) { discussion(id: $d) { threads(first: 100) { nodes { slug replies(first: 100) { nodes { slug replies(first: 100) { nodes { slug big: replies(first: 100) { nodes { slug } } } } } } } } } }";
+    let (answer, commands) =
+        send(&server, &json!({ "query": wide, "variables": { "d": d } })).await;
+    assert_refused(&answer, "four levels of 100");
+    assert_eq!(commands, 0, "refused before any database command");
+    let error = &answer["errors"][0];
+    let message = error["message"].as_str().expect("message");
+    assert!(
+        message.contains("`threads(first: 100)`")
+            && message.contains("`replies(first: 100)`")
+            && message.contains("`big: replies(first: 100)`"),
+        "{message}"
+    );
+    let limit = Config::defaults().expect("defaults").max_complexity;
+    assert!(
+        message.contains(&format!("more than the limit of {limit}")),
+        "{message}"
+    );
+    assert_eq!(error["extensions"]["maxCost"], limit);
+    let cost = error["extensions"]["cost"].as_u64().expect("cost");
+    assert!(cost > 100_000_000, "{cost}");
+    assert!(message.contains(&format!("costs {cost}")), "{message}");
+}

@@ -1,6 +1,7 @@
 //! threadql as a subgraph of a real Apollo Federation v2 supergraph (tests/node/federation.mjs):
-//! its live SDL composes with a second subgraph, and a real gateway resolves its `Discussion` and
-//! `Comment` entities in both directions, for every layout.
+//! its live SDL composes with two other subgraphs, and a real gateway resolves its `Discussion`
+//! (by id, and by the key an article service knows it by) and `Comment` entities in both
+//! directions, for every layout.
 
 use std::time::Duration;
 
@@ -62,13 +63,15 @@ async fn seed_discussion(app: &TestApp, layout: Layout) -> Value {
     let grace = ("grace", "Grace Hopper");
     let name = layout_name(layout);
     let title = format!("Federated {name} discussion");
+    let key = format!("/articles/{}", name.to_lowercase());
     let created = app
         .ok(
-            "mutation($t: String!, $l: StorageLayout) { createDiscussion(input: {title: $t, layout: $l}) { id layout } }",
-            json!({ "t": title, "l": name }),
+            "mutation($t: String!, $k: String, $l: StorageLayout) { createDiscussion(input: {title: $t, key: $k, layout: $l}) { id key layout } }",
+            json!({ "t": title, "k": key, "l": name }),
         )
         .await;
     assert_eq!(created["createDiscussion"]["layout"], name);
+    assert_eq!(created["createDiscussion"]["key"], key.as_str());
     let id = created["createDiscussion"]["id"]
         .as_str()
         .expect("id")
@@ -144,11 +147,11 @@ async fn seed_discussion(app: &TestApp, layout: Layout) -> Value {
             })
         })
         .collect();
-    json!({ "id": id, "title": title, "layout": name, "comments": comments })
+    json!({ "id": id, "key": key, "title": title, "layout": name, "comments": comments })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_gateway_joins_threadql_entities_with_another_subgraph_on_every_layout() {
+async fn a_gateway_joins_threadql_entities_with_other_subgraphs_on_every_layout() {
     for package in [
         "@apollo/composition",
         "@apollo/gateway",
@@ -199,11 +202,11 @@ async fn a_gateway_joins_threadql_entities_with_another_subgraph_on_every_layout
         "federation.mjs exited with {}",
         output.status
     );
-    // Two SDL checks, the hint check, three for the query that starts at the other subgraph,
-    // three per discussion for the query that starts at threadql, one per discussion for the
-    // forwarded Authorization.
+    // Three SDL checks, the hint check, three for the query that starts at reviews, three for
+    // the one that starts at articles, three per discussion for the query that starts at
+    // threadql, one per discussion for the forwarded Authorization.
     let checks = summary["checks"].as_array().expect("checks");
-    assert_eq!(checks.len(), 6 + 4 * LAYOUTS.len(), "{summary:#}");
+    assert_eq!(checks.len(), 10 + 4 * LAYOUTS.len(), "{summary:#}");
     for layout in LAYOUTS {
         let name = layout_name(layout);
         assert!(

@@ -53,7 +53,16 @@ impl Ws {
         protocol: Protocol,
         payload: Value,
     ) -> (Ws, Message) {
-        let url = format!("ws://{}/graphql", server.addr);
+        Ws::open_at(server.addr, protocol, payload).await
+    }
+
+    /// [`Ws::open`] on a server at `addr`.
+    pub(crate) async fn open_at(
+        addr: std::net::SocketAddr,
+        protocol: Protocol,
+        payload: Value,
+    ) -> (Ws, Message) {
+        let url = format!("ws://{addr}/graphql");
         let mut request = url.into_client_request().unwrap();
         request.headers_mut().insert(
             "Sec-WebSocket-Protocol",
@@ -74,7 +83,16 @@ impl Ws {
 
     /// Opens a socket and expects `connection_ack`.
     pub(crate) async fn connect(server: &Running, protocol: Protocol, payload: Value) -> Ws {
-        let (ws, answer) = Ws::open(server, protocol, payload).await;
+        Ws::connect_at(server.addr, protocol, payload).await
+    }
+
+    /// [`Ws::connect`] to a server at `addr`.
+    pub(crate) async fn connect_at(
+        addr: std::net::SocketAddr,
+        protocol: Protocol,
+        payload: Value,
+    ) -> Ws {
+        let (ws, answer) = Ws::open_at(addr, protocol, payload).await;
         let answer = text_json(&answer);
         assert_eq!(answer["type"], "connection_ack", "{answer}");
         ws

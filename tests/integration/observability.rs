@@ -632,7 +632,8 @@ async fn request_logs_carry_the_operation_and_the_request_id() {
     assert_eq!(fields["operation_type"], "query");
     assert_eq!(fields["status"], 200);
     assert_eq!(fields["result"], "ok");
-    assert_eq!(fields["path"], "/graphql");
+    assert_eq!(read["span"]["url.path"], "/graphql");
+    assert_eq!(read["span"]["http.route"], "/graphql");
     assert!(
         fields["duration_ms"].as_f64().is_some_and(|ms| ms > 0.0),
         "{read}"

@@ -16,7 +16,7 @@ use crate::support::{token, SECRET};
 const DEADLINE: Duration = Duration::from_secs(120);
 
 /// The ids of every live `secantusd-rs` whose command line names `data_dir`.
-fn databases_on(data_dir: &Path) -> Vec<u32> {
+pub(crate) fn databases_on(data_dir: &Path) -> Vec<u32> {
     let needle = data_dir.to_string_lossy().into_owned();
     std::fs::read_dir("/proc")
         .unwrap()
@@ -105,7 +105,7 @@ async fn eventually(what: &str, check: impl Fn() -> bool) {
 
 /// Kills whatever database is still running on the data directory when the test ends, so a
 /// failing run leaves nothing behind.
-struct Cleanup<'a>(&'a Path);
+pub(crate) struct Cleanup<'a>(pub(crate) &'a Path);
 
 impl Drop for Cleanup<'_> {
     fn drop(&mut self) {

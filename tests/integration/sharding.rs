@@ -93,13 +93,17 @@ fn untargeted(name: &str, command: &Document) -> Option<String> {
 }
 
 /// What is wrong with one command to the discussions collection: it must name one `_id`
-/// (inserts carry theirs), except the listing of discussions, which reads them all by design.
+/// (inserts carry theirs), except the listing of discussions, which reads them all by design,
+/// and the look-up by key, which reads the key's index on every shard by design (in one
+/// command for many keys).
 fn untargeted_discussion(name: &str, command: &Document) -> Option<String> {
     let by_id = |f: &Document| matches!(f.get("_id"), Some(Bson::String(_) | Bson::Document(_)));
+    let by_key =
+        |f: &Document| f.len() == 1 && f.get_document("key").is_ok_and(|k| k.contains_key("$in"));
     let ok = match name {
         "find" => command
             .get_document("filter")
-            .is_ok_and(|f| f.is_empty() || by_id(f) || f.contains_key("$or")),
+            .is_ok_and(|f| f.is_empty() || by_id(f) || by_key(f) || f.contains_key("$or")),
         "update" => command.get_array("updates").is_ok_and(|u| {
             u.iter()
                 .filter_map(Bson::as_document)
@@ -109,6 +113,26 @@ fn untargeted_discussion(name: &str, command: &Document) -> Option<String> {
         _ => true,
     };
     (!ok).then(|| format!("{name} on discussions not by _id: {command}"))
+}
+
+/// What is wrong with one command to the claims of discussion keys: each names one key, its
+/// `_id` and shard key.
+fn untargeted_claim(name: &str, command: &Document) -> Option<String> {
+    let by_key = |f: &Document| matches!(f.get("_id"), Some(Bson::String(_)));
+    let ok = match name {
+        "find" => command.get_document("filter").is_ok_and(by_key),
+        "insert" => command
+            .get_array("documents")
+            .is_ok_and(|d| d.iter().filter_map(Bson::as_document).all(by_key)),
+        "delete" => command.get_array("deletes").is_ok_and(|d| {
+            d.iter()
+                .filter_map(Bson::as_document)
+                .all(|s| s.get_document("q").is_ok_and(by_key))
+        }),
+        "createIndexes" | "listIndexes" => true,
+        _ => false,
+    };
+    (!ok).then(|| format!("{name} on discussion_keys not by key: {command}"))
 }
 
 /// Records every command sent to the threadql collections.
@@ -147,6 +171,8 @@ impl Recorder {
                 problems.extend(untargeted(name, command));
             } else if collection == "discussions" {
                 problems.extend(untargeted_discussion(name, command));
+            } else if collection == "discussion_keys" {
+                problems.extend(untargeted_claim(name, command));
             }
         }
         (checked, problems)
@@ -192,6 +218,7 @@ async fn every_command_targets_one_discussion(layout: Layout) {
     lifecycle::tombstones_keep_their_place_in_every_read_case(settings()).await;
     lifecycle::revisions_keep_every_earlier_version_case(settings()).await;
     lifecycle::edits_racing_replies_lose_nothing_case(settings()).await;
+    crate::keys::keyed_discussions_keep_their_key_everywhere_case(settings()).await;
     // A move out of the layout and back.
     let app = TestApp::with("shard_moves", settings()).await;
     let d = app.discussion("moving").await;

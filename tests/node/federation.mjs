@@ -6,16 +6,20 @@
 // 1. Fetches threadql's SDL over HTTP (`{ _service { sdl } }`).
 // 2. Serves a second subgraph, "reviews", on an ephemeral port: it adds `Discussion.rating`,
 //    `Comment.upvotes` and `Comment.discussion` and has a root field `featuredComments` that
-//    returns Comment references.
-// 3. Composes both with @apollo/composition; any composition error, or any hint about keys or
-//    entities, fails the run. Every hint is printed.
+//    returns Comment references. Serves a third, "articles", a site's article service: its
+//    articles reference their discussion by the article's own key (`Discussion @key(fields:
+//    "key")`), and one article has no discussion yet.
+// 3. Composes the three with @apollo/composition; any composition error, or any hint about keys
+//    or entities, fails the run. Every hint is printed.
 // 4. Serves the supergraph with @apollo/gateway and runs queries that make the query planner
-//    fetch Comment and Discussion entities from threadql (starting at reviews) and from reviews
-//    (starting at threadql), and one that needs the gateway to forward `Authorization`.
+//    fetch Comment and Discussion entities from threadql (starting at reviews), Discussion
+//    entities by key (starting at articles, in one database command, then on to reviews by
+//    id), and from reviews (starting at threadql), and one that needs the gateway to forward
+//    `Authorization`.
 //
 // The seed (written by tests/integration/federation.rs) is
 //   { "moderatorToken": "...",
-//     "discussions": [{ "id", "title", "layout",
+//     "discussions": [{ "id", "key", "title", "layout",
 //                       "comments": [{ "slug", "parentSlug", "text", "author", "replyCount",
 //                                      "revisions": [earlier texts] }] }] }
 // with each discussion's comments in threaded order.
@@ -61,6 +65,29 @@ const REVIEWS_SDL = `
     discussion: Discussion!
   }
 `;
+
+const ARTICLES_SDL = `
+  extend schema @link(url: "https://specs.apollo.dev/federation/v2.5", import: ["@key"])
+
+  type Query {
+    "The site's articles."
+    articles: [Article!]!
+  }
+
+  type Article @key(fields: "slug") {
+    slug: String!
+    headline: String!
+    "The article's discussion, referenced by the article's own key (null while it has none)."
+    discussion: Discussion
+  }
+
+  type Discussion @key(fields: "key", resolvable: false) {
+    key: String
+  }
+`;
+
+// An article whose discussion was never created: threadql resolves its key to null.
+const ARTICLE_WITHOUT_DISCUSSION = '/articles/not-discussed-yet';
 
 // Hints about keys or entities mean the supergraph cannot join the subgraphs as intended.
 const KEY_HINT = /key|entit|resolvable/i;
@@ -118,6 +145,40 @@ function reviewsResolvers({ ratings, upvotes, featured }) {
   };
 }
 
+// The articles subgraph's data: an article per seeded discussion, keyed as it, and one more.
+function articlesData(seed) {
+  return [
+    ...seed.discussions.map((discussion) => ({
+      slug: discussion.key.replace('/articles/', ''),
+      headline: `About ${discussion.title}`,
+      key: discussion.key,
+    })),
+    { slug: 'not-discussed-yet', headline: 'Nobody said a word', key: ARTICLE_WITHOUT_DISCUSSION },
+  ];
+}
+
+function articlesResolvers(articles) {
+  return {
+    Query: {
+      articles: () => articles,
+    },
+    Article: {
+      __resolveReference: (reference) => articles.find((a) => a.slug === reference.slug),
+      discussion: (article) => ({ key: article.key }),
+    },
+  };
+}
+
+// Database commands threadql has sent so far, from its /metrics.
+async function threadqlCommands(url) {
+  const response = await fetch(new URL('/metrics', url), { signal: AbortSignal.timeout(15_000) });
+  const text = await response.text();
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith('threadql_db_commands_total{'))
+    .reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
+}
+
 // Representations the gateway sent to each subgraph's `_entities` since the last `take()`.
 class EntityLog {
   constructor() {
@@ -144,7 +205,10 @@ class EntityLog {
         ...new Set(
           taken
             .filter((r) => r.subgraph === subgraph && r.__typename === typename)
-            .map((r) => (typename === 'Comment' ? `${r.discussionId} ${r.slug}` : r.id)),
+            .map((r) => {
+              if (typename === 'Comment') return `${r.discussionId} ${r.slug}`;
+              return r.id ?? `key ${r.key}`;
+            }),
         ),
       ].sort();
   }
@@ -177,6 +241,11 @@ async function run(url, seed, servers) {
   }
   check('threadql SDL declares Discussion @key(fields: "id")', /type Discussion @key\(fields: "id"\)/.test(sdl), true);
   check(
+    'threadql SDL declares Discussion @key(fields: "key") as its second key',
+    /type Discussion @key\(fields: "id"\) @key\(fields: "key"\)/.test(sdl),
+    true,
+  );
+  check(
     'threadql SDL declares Comment @key(fields: "discussionId slug")',
     /type Comment @key\(fields: "discussionId slug"\)/.test(sdl),
     true,
@@ -193,11 +262,22 @@ async function run(url, seed, servers) {
     listen: { host: '127.0.0.1', port: 0 },
   });
   console.log(`reviews subgraph at ${reviewsUrl}`);
+  const articleList = articlesData(seed);
+  const articles = new ApolloServer({
+    schema: buildSubgraphSchema({ typeDefs: parse(ARTICLES_SDL), resolvers: articlesResolvers(articleList) }),
+    plugins: [ApolloServerPluginInlineTraceDisabled()],
+  });
+  servers.push(articles);
+  const { url: articlesUrl } = await startStandaloneServer(articles, {
+    listen: { host: '127.0.0.1', port: 0 },
+  });
+  console.log(`articles subgraph at ${articlesUrl}`);
 
   // 3. Composition.
   const composition = composeServices([
     { name: 'threadql', typeDefs: parse(sdl), url },
     { name: 'reviews', typeDefs: parse(REVIEWS_SDL), url: reviewsUrl },
+    { name: 'articles', typeDefs: parse(ARTICLES_SDL), url: articlesUrl },
   ]);
   for (const hint of composition.hints ?? []) {
     const text = `${hint.definition.code}: ${hint.message}`;
@@ -300,6 +380,43 @@ async function run(url, seed, servers) {
     fetchedA('threadql', 'Discussion'),
     byKey(seed.discussions.map((d) => d.id)),
   );
+
+  // (a') articles → threadql → reviews: discussions referenced by the article's key, all of
+  // them in one `_entities` call and one database command, then on to reviews by their id.
+  const commandsBefore = await threadqlCommands(url);
+  const byArticle = await query(`{
+    articles { slug headline discussion { key title commentCount layout rating } } }`);
+  const commandsSpent = (await threadqlCommands(url)) - commandsBefore;
+  check(
+    'articles → threadql → reviews: every article with its discussion by key, null where it has none',
+    byArticle.articles,
+    articleList.map((article) => {
+      const discussion = seed.discussions.find((d) => d.key === article.key);
+      return {
+        slug: article.slug,
+        headline: article.headline,
+        discussion: discussion
+          ? {
+              key: discussion.key,
+              title: discussion.title,
+              commentCount: discussion.comments.length,
+              layout: discussion.layout,
+              rating: data.ratings.get(discussion.id),
+            }
+          : null,
+      };
+    }),
+  );
+  const fetchedByKey = log.take();
+  check(
+    'articles → threadql: the gateway fetched every Discussion from threadql by key, then from reviews by id',
+    [fetchedByKey('threadql', 'Discussion'), fetchedByKey('reviews', 'Discussion')],
+    [
+      byKey(articleList.map((a) => `key ${a.key}`)),
+      byKey(seed.discussions.map((d) => d.id)),
+    ],
+  );
+  check('articles → threadql: the discussions by key cost threadql one database command', commandsSpent, 1);
 
   // (b) threadql → reviews: threadql's lists, completed with the reviews subgraph's fields.
   for (const discussion of seed.discussions) {

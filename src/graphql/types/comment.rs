@@ -6,6 +6,7 @@ use async_graphql::{Context, Object, SimpleObject, ID};
 use chrono::{DateTime, Utc};
 
 use super::{CommentConnection, Total};
+use crate::domain::markdown;
 use crate::domain::{Comment, CursorKind, Discussion, Page, PageArgs, Slug, Window};
 use crate::graphql::error::OrGql;
 use crate::graphql::loaders::{
@@ -178,9 +179,21 @@ impl CommentNode {
         )
     }
 
+    /// Whether a moderator pinned it to the top of its discussion.
+    async fn pinned(&self) -> bool {
+        self.discussion.is_pinned(&self.comment.slug)
+    }
+
     /// Its text; null once deleted.
     async fn text(&self) -> Option<&str> {
         self.comment.text.as_deref()
+    }
+
+    /// Its text rendered as CommonMark, sanitised: raw HTML shows as typed, links get
+    /// `rel="nofollow ugc noopener"`, images show as links, only `http`, `https` and `mailto`
+    /// addresses are kept. Null once deleted.
+    async fn html(&self) -> Option<String> {
+        self.comment.text.as_deref().map(markdown::to_html)
     }
 
     /// The comment it replies to; null for a top-level comment.

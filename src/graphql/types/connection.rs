@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use async_graphql::{ComplexObject, Context, Object, SimpleObject};
+use tracing::Instrument as _;
 
 use super::{CommentNode, DiscussionNode};
 use crate::domain::paging::Cursor;
@@ -196,6 +197,11 @@ impl DiscussionConnection {
 
     /// How many discussions exist.
     async fn total_count(&self, ctx: &Context<'_>) -> async_graphql::Result<u64> {
-        store(ctx).discussions().count().await.gql()
+        store(ctx)
+            .discussions()
+            .count()
+            .instrument(tracing::debug_span!("store.discussionCount"))
+            .await
+            .gql()
     }
 }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use async_graphql::{Context, Object, ID};
 use chrono::{DateTime, Utc};
+use tracing::Instrument as _;
 
 use super::{CommentConnection, CommentNode, CommentOrder, StorageLayout, Total};
 use crate::domain::{CursorKind, Discussion, DomainError, PageArgs, Slug, Window};
@@ -30,6 +31,17 @@ impl DiscussionNode {
     /// Its title.
     async fn title(&self) -> &str {
         &self.0.title
+    }
+
+    /// The host page's own identifier for it (an article id, a path…), unique among
+    /// discussions; null when it was created without one. See `ensureDiscussion`.
+    async fn key(&self) -> Option<&str> {
+        self.0.key.as_ref().map(|k| k.as_str())
+    }
+
+    /// The address of the page it belongs to, when known (an absolute http or https URL).
+    async fn url(&self) -> Option<&str> {
+        self.0.url.as_deref()
     }
 
     /// How its comments are stored.
@@ -78,6 +90,7 @@ impl DiscussionNode {
             .layout(self.0.layout)
             .gql()?
             .list(&reads(ctx).scope, &self.0, listing, &window)
+            .instrument(tracing::debug_span!("store.list"))
             .await
             .gql()?;
         Ok(CommentConnection::new(
@@ -110,10 +123,14 @@ impl DiscussionNode {
         let layout = store(ctx).layout(self.0.layout).gql()?;
         let scope = &reads(ctx).scope;
         let page = if reads_below_nodes(ctx) {
-            layout.list(scope, &self.0, Listing::Threads, &window).await
+            layout
+                .list(scope, &self.0, Listing::Threads, &window)
+                .instrument(tracing::debug_span!("store.threads"))
+                .await
         } else {
             layout
                 .list_shallow(scope, &self.0, Listing::Threads, &window)
+                .instrument(tracing::debug_span!("store.threads"))
                 .await
         }
         .gql()?;
@@ -124,6 +141,30 @@ impl DiscussionNode {
             &window,
             Total::Known(self.0.thread_count),
         ))
+    }
+
+    /// Its pinned comments, in the order they were pinned (at most 5). A pinned comment that
+    /// was deleted since is left out. One database read for them all.
+    async fn pinned_comments(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<CommentNode>> {
+        let keys = self.0.pinned.iter().map(|slug| CommentKey {
+            discussion: DiscussionRef(self.0.clone()),
+            slug: slug.clone(),
+        });
+        let mut found = reads(ctx).loader.load_many(keys).await.gql()?;
+        Ok(self
+            .0
+            .pinned
+            .iter()
+            .filter_map(|slug| {
+                let key = CommentKey {
+                    discussion: DiscussionRef(self.0.clone()),
+                    slug: slug.clone(),
+                };
+                found.remove(&key)
+            })
+            .filter(|comment| !comment.deleted)
+            .map(|comment| CommentNode::new(self.0.clone(), comment))
+            .collect())
     }
 
     /// One comment by slug (a direct link).

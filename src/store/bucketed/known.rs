@@ -95,11 +95,14 @@ mod tests {
         Discussion {
             id: DiscussionId::generate(),
             title: "known".into(),
+            key: None,
+            url: None,
             layout: Layout::Bucketed,
             created: Micros(0),
             comment_count: 0,
             thread_count: 0,
             locked: false,
+            pinned: Vec::new(),
             moves,
             hints: LayoutHints::default(),
         }

@@ -1,5 +1,7 @@
-//! The `discussions` collection: the fields every layout shares (title, counters, lock, the move
-//! fence), and the hook through which each layout reads its own.
+//! The `discussions` collection: the fields every layout shares (title, key and URL, counters,
+//! lock, the move fence), and the hook through which each layout reads its own.
+
+mod keys;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -8,11 +10,11 @@ use async_trait::async_trait;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document, RawDocument, RawDocumentBuf};
 use mongodb::options::ReturnDocument;
-use mongodb::Database;
+use mongodb::{Client, Database};
 use serde::{Deserialize, Serialize};
 
 use super::api::{ChangeKind, DiscussionStore};
-use super::bson::{corrupt, to_count};
+use super::bson::to_count;
 use super::changes;
 use super::connect::index_model;
 use super::error::{StoreError, StoreResult};
@@ -21,8 +23,8 @@ use super::order::{after_filter, limit_plus_one};
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{
-    Comment, Discussion, DiscussionId, DiscussionTitle, Layout, LayoutHints, Micros, Page, Slug,
-    Window,
+    Comment, Discussion, DiscussionId, DiscussionKey, Layout, LayoutHints, Micros, NewDiscussion,
+    Page, Slug, Window,
 };
 
 /// The fields every discussion document has, whatever its layout. Layouts add fields of their
@@ -33,6 +35,12 @@ struct DiscussionDoc {
     #[serde(rename = "_id")]
     id: String,
     title: String,
+    /// The host page's key (claimed in `discussion_keys`; absent without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
+    /// The page's URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    url: Option<String>,
     layout: String,
     created: i64,
     #[serde(default)]
@@ -41,6 +49,9 @@ struct DiscussionDoc {
     thread_count: i64,
     #[serde(default)]
     locked: bool,
+    /// The slugs of the pinned comments, in pin order.
+    #[serde(default)]
+    pinned: Vec<String>,
     #[serde(default)]
     moves: i64,
 }
@@ -79,10 +90,23 @@ fn discussion_of(raw: &RawDocument, fields: &FieldsByLayout) -> StoreResult<Disc
         id: DiscussionId::parse(&doc.id).map_err(|e| corrupt(e.to_string()))?,
         layout,
         title: doc.title,
+        key: doc
+            .key
+            .as_deref()
+            .map(DiscussionKey::parse)
+            .transpose()
+            .map_err(|e| corrupt(e.to_string()))?,
+        url: doc.url,
         created: Micros(doc.created),
         comment_count: to_count(doc.comment_count),
         thread_count: to_count(doc.thread_count),
         locked: doc.locked,
+        pinned: doc
+            .pinned
+            .iter()
+            .map(|slug| Slug::parse(slug))
+            .collect::<Result<_, _>>()
+            .map_err(|e| corrupt(format!("a pinned slug: {e}")))?,
         moves: to_count(doc.moves),
         hints,
     })
@@ -140,7 +164,7 @@ pub(crate) fn posts_update(comments: &[&Comment]) -> Document {
 /// Fields a metadata read returns: the shared ones and every layout's own.
 fn metadata_projection(fields: &FieldsByLayout) -> Document {
     let mut projection = doc! {
-        "title": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1,
+        "title": 1, "key": 1, "url": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1, "pinned": 1,
         "moves": 1,
     };
     let mut layouts: Vec<_> = fields.iter().collect();
@@ -157,6 +181,13 @@ fn metadata_projection(fields: &FieldsByLayout) -> Document {
 #[derive(Clone)]
 pub struct Discussions {
     coll: Counted<Document>,
+    /// The claims of discussion keys (see `keys`).
+    claims: Counted<Document>,
+    /// Where a discussion with a key and its claim are written in one transaction.
+    client: Client,
+    /// Whether the deployment runs transactions.
+    transactions: bool,
+    commands: CommandCounter,
     clock: Arc<MonotonicClock>,
     /// What each layout keeps on the discussion document.
     fields: Arc<FieldsByLayout>,
@@ -166,23 +197,34 @@ impl Discussions {
     /// Name of the collection.
     pub const COLLECTION: &'static str = "discussions";
 
+    /// Name of the collection of key claims.
+    pub const KEYS_COLLECTION: &'static str = keys::CLAIMS;
+
     pub(crate) fn new(
         db: &Database,
         clock: Arc<MonotonicClock>,
         fields: FieldsByLayout,
         commands: &CommandCounter,
+        transactions: bool,
     ) -> Self {
         Self {
             coll: Counted::new(db, Self::COLLECTION, commands),
+            claims: Counted::new(db, Self::KEYS_COLLECTION, commands),
+            client: db.client().clone(),
+            transactions,
+            commands: commands.clone(),
             clock,
             fields: Arc::new(fields),
         }
     }
 
-    /// The collection's indexes.
+    /// The collection's indexes: by creation (the listing) and by key (not unique: the claims
+    /// keep keys unique).
     pub(crate) async fn ensure_indexes(&self) -> StoreResult<()> {
-        let index = index_model("created_id", doc! { "created": 1, "_id": 1 }, false);
-        self.coll.create_index(index).await?;
+        let created = index_model("created_id", doc! { "created": 1, "_id": 1 }, false);
+        self.coll.create_index(created).await?;
+        let key = index_model("key", doc! { "key": 1 }, false);
+        self.coll.create_index(key).await?;
         Ok(())
     }
 
@@ -303,25 +345,24 @@ impl Discussions {
 
 #[async_trait]
 impl DiscussionStore for Discussions {
-    /// Creates a discussion with the given layout.
-    async fn create(&self, title: DiscussionTitle, layout: Layout) -> StoreResult<Discussion> {
-        let shared = DiscussionDoc {
-            id: DiscussionId::generate().to_string(),
-            title: title.into_inner(),
-            layout: layout.as_str().to_owned(),
-            created: self.clock.now().0,
-            comment_count: 0,
-            thread_count: 0,
-            locked: false,
-            moves: 0,
-        };
-        let mut doc = mongodb::bson::to_document(&shared)
-            .map_err(|e| StoreError::Corrupt(format!("a new discussion: {e}")))?;
-        if let Some(fields) = self.fields.get(&layout) {
-            doc.extend(fields.initial());
+    async fn add(&self, new: NewDiscussion) -> StoreResult<Discussion> {
+        if let Some(key) = &new.key {
+            return self.add_keyed(key, &new).await;
         }
+        let doc = self.document_of(&new, &DiscussionId::generate())?;
         self.coll.insert_one(&doc).await?;
-        self.read(&RawDocumentBuf::from_document(&doc).map_err(corrupt)?)
+        self.stored(&doc)
+    }
+
+    async fn ensure(&self, new: NewDiscussion) -> StoreResult<Discussion> {
+        match &new.key {
+            Some(key) => self.ensure_keyed(key, &new).await,
+            None => self.add(new).await,
+        }
+    }
+
+    async fn by_keys(&self, keys: &[DiscussionKey]) -> StoreResult<Vec<Discussion>> {
+        self.read_keys(keys).await
     }
 
     /// The discussions with these ids (missing ones are left out).
@@ -372,6 +413,45 @@ impl DiscussionStore for Discussions {
     /// How many discussions exist.
     async fn count(&self) -> StoreResult<u64> {
         Ok(self.coll.count_documents(doc! {}).await?)
+    }
+
+    async fn set_pinned(
+        &self,
+        id: &DiscussionId,
+        slug: &Slug,
+        pinned: bool,
+    ) -> StoreResult<Discussion> {
+        let (filter, update) = if pinned {
+            let last = format!("pinned.{}", Discussion::MAX_PINNED - 1);
+            (
+                doc! { "_id": id.as_str(), "pinned": { "$ne": slug.as_str() }, last: { "$exists": false } },
+                doc! { "$push": { "pinned": slug.as_str() } },
+            )
+        } else {
+            (
+                doc! { "_id": id.as_str() },
+                doc! { "$pull": { "pinned": slug.as_str() } },
+            )
+        };
+        let found = self
+            .coll
+            .clone_with_type::<RawDocumentBuf>()
+            .find_one_and_update(filter, update)
+            .projection(self.projection())
+            .return_document(ReturnDocument::After)
+            .await?;
+        match found {
+            Some(found) => self.read(&found),
+            // Pinned already (nothing to change), or the pins are full.
+            None if pinned => {
+                let discussion = self.by_id(id).await?;
+                match discussion.is_pinned(slug) {
+                    true => Ok(discussion),
+                    false => Err(StoreError::PinsFull(id.to_string())),
+                }
+            }
+            None => Err(StoreError::NotFound(format!("no discussion {id}"))),
+        }
     }
 
     async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion> {

@@ -1,0 +1,235 @@
+//! What ties a discussion to the host's page: its key (the page's own identifier) and the
+//! page's URL, with their rules, and what a new discussion is made of.
+
+use std::fmt;
+
+use super::{DiscussionTitle, DomainError, Layout};
+
+/// A discussion's key: the host page's own identifier for it (an article id, a path, a URL).
+/// 1 to 512 characters, no control characters; compared exactly (no trimming, no case folding,
+/// no Unicode normalisation), and unique among discussions.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DiscussionKey(String);
+
+impl DiscussionKey {
+    /// Longest key accepted, in characters.
+    pub const MAX_CHARS: usize = 512;
+
+    /// Validates a client-supplied key. It is kept exactly as sent: `"a"` and `"a "` are two
+    /// keys.
+    pub fn parse(raw: &str) -> Result<Self, DomainError> {
+        let chars = raw.chars().count();
+        if chars == 0 {
+            return Err(DomainError::bad_input(
+                "a discussion key must not be empty (1 to 512 characters)",
+            ));
+        }
+        if chars > Self::MAX_CHARS {
+            return Err(DomainError::bad_input(format!(
+                "a discussion key has at most {} characters (this one has {chars})",
+                Self::MAX_CHARS
+            )));
+        }
+        if let Some(c) = raw.chars().find(|c| c.is_control()) {
+            return Err(DomainError::bad_input(format!(
+                "a discussion key must not contain control characters (found U+{:04X})",
+                u32::from(c)
+            )));
+        }
+        Ok(Self(raw.to_owned()))
+    }
+
+    /// The key as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for DiscussionKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The address of the page a discussion belongs to: an absolute `http` or `https` URL with a
+/// host and no credentials, at most 2 048 characters, without white space or control
+/// characters. It is kept as the WHATWG URL parser writes it (lowercase scheme and host,
+/// default port dropped, at least `/` as the path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscussionUrl(String);
+
+impl DiscussionUrl {
+    /// Longest URL accepted, in characters (before and after it is normalised).
+    pub const MAX_CHARS: usize = 2_048;
+
+    /// Validates a client-supplied URL.
+    pub fn parse(raw: &str) -> Result<Self, DomainError> {
+        let bad = |why: &str| {
+            DomainError::bad_input(format!(
+                "url must be an absolute http or https URL (e.g. https://example.com/article): {why}"
+            ))
+        };
+        if raw.chars().count() > Self::MAX_CHARS {
+            return Err(bad(&format!(
+                "it is longer than {} characters",
+                Self::MAX_CHARS
+            )));
+        }
+        if raw.is_empty() {
+            return Err(bad("it is empty"));
+        }
+        if let Some(c) = raw.chars().find(|c| c.is_control() || c.is_whitespace()) {
+            // The parser would drop tabs and newlines silently and encode spaces.
+            return Err(bad(&format!(
+                "it contains white space or a control character (U+{:04X})",
+                u32::from(c)
+            )));
+        }
+        let parsed = url::Url::parse(raw).map_err(|e| bad(&e.to_string()))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(bad(&format!("the scheme is {:?}", parsed.scheme())));
+        }
+        if parsed.host_str().is_none_or(str::is_empty) {
+            return Err(bad("it has no host"));
+        }
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err(bad("it must not carry a user name or password"));
+        }
+        let url = String::from(parsed);
+        if url.chars().count() > Self::MAX_CHARS {
+            return Err(bad(&format!(
+                "it is longer than {} characters once written out",
+                Self::MAX_CHARS
+            )));
+        }
+        Ok(Self(url))
+    }
+
+    /// The URL as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The URL.
+    pub fn into_inner(self) -> String {
+        self.0
+    }
+}
+
+/// A discussion to create.
+#[derive(Debug, Clone)]
+pub struct NewDiscussion {
+    /// Its title.
+    pub title: DiscussionTitle,
+    /// How its comments are stored.
+    pub layout: Layout,
+    /// The host page's identifier for it, if any (unique).
+    pub key: Option<DiscussionKey>,
+    /// The page's address, if known.
+    pub url: Option<DiscussionUrl>,
+}
+
+impl NewDiscussion {
+    /// A discussion with a title and a layout, without a key or a URL.
+    pub fn new(title: DiscussionTitle, layout: Layout) -> Self {
+        Self {
+            title,
+            layout,
+            key: None,
+            url: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_one_to_512_characters_without_controls_and_kept_exactly() {
+        let key = |raw: &str| DiscussionKey::parse(raw).map(|k| k.as_str().to_owned());
+        for good in [
+            "a",
+            " padded ",
+            "/blog/2024/01/hello-world?x=1#c",
+            "https://example.com/a b",
+            "文章-42",
+            "👩\u{200D}💻",
+            "\u{200B}",
+        ] {
+            assert_eq!(key(good), Ok(good.to_owned()), "{good:?}");
+        }
+        assert!(key(&"é".repeat(512)).is_ok());
+        assert!(key(&"🦀".repeat(512)).is_ok());
+        for bad in [
+            String::new(),
+            "x".repeat(513),
+            "🦀".repeat(513),
+            "nul\0".into(),
+            "line\nbreak".into(),
+            "tab\t".into(),
+            "cr\r".into(),
+            "del\u{7F}".into(),
+            "next line\u{85}".into(),
+            "\u{9F}".into(),
+            "\u{1B}[2J".into(),
+        ] {
+            assert!(
+                matches!(key(&bad), Err(DomainError::BadInput(_))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn urls_are_absolute_http_and_written_out_by_the_parser() {
+        let url = |raw: &str| DiscussionUrl::parse(raw).map(DiscussionUrl::into_inner);
+        assert_eq!(
+            url("https://example.com/a?b=c#d"),
+            Ok("https://example.com/a?b=c#d".into())
+        );
+        assert_eq!(
+            url("HTTP://Example.COM:80"),
+            Ok("http://example.com/".into())
+        );
+        assert_eq!(
+            url("https://[::1]:8443/x"),
+            Ok("https://[::1]:8443/x".into())
+        );
+        assert_eq!(
+            url("https://bücher.example/é"),
+            Ok("https://xn--bcher-kva.example/%C3%A9".into())
+        );
+        let long = format!("https://example.com/{}", "a".repeat(2_048 - 20));
+        assert_eq!(url(&long), Ok(long.clone()));
+        for bad in [
+            "".to_owned(),
+            "example.com/article".into(),
+            "/relative/path".into(),
+            "//example.com/x".into(),
+            "ftp://example.com/file".into(),
+            "javascript:alert(1)".into(),
+            "data:text/html,<script>alert(1)</script>".into(),
+            "mailto:someone@example.com".into(),
+            "file:///etc/passwd".into(),
+            "http://".into(),
+            "https://user:secret@example.com/".into(),
+            "https://user@example.com/".into(),
+            "https://exa mple.com/".into(),
+            " https://example.com/".into(),
+            "https://example.com/\n".into(),
+            "https://example.com/\t".into(),
+            "https://example.com/\0".into(),
+            "http://[::1".into(),
+            "http://example.com:99999/".into(),
+            format!("{long}a"),
+            // Grows past the limit when the parser percent-encodes it.
+            format!("https://example.com/{}", "é".repeat(1_000)),
+        ] {
+            assert!(
+                matches!(url(&bad), Err(DomainError::BadInput(_))),
+                "{bad:?}"
+            );
+        }
+    }
+}
