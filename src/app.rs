@@ -171,6 +171,7 @@ impl From<&Config> for Limits {
                 max_per_client: config.max_subscriptions_per_client as usize,
             },
             max_subscription_complexity: config.max_subscription_complexity as usize,
+            metric_operations: config.metrics_operations as usize,
             traces: config.traces(),
         }
     }

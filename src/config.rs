@@ -192,7 +192,7 @@ pub struct Config {
         global = true
     )]
     pub jwt_secret: Option<String>,
-    /// Tracing filter, e.g. `info` or `threadql=debug,tower_http=debug`; unset = `info` for
+    /// Tracing filter, e.g. `info` or `info,threadql=debug`; unset = `info` for
     /// `serve`, `warn` for the other subcommands.
     #[arg(long, env = "THREADQL_LOG", global = true)]
     pub log: Option<String>,
@@ -427,6 +427,10 @@ pub struct Config {
     /// there. Unset: `/metrics` is served on the public listener.
     #[arg(long, env = "THREADQL_METRICS_LISTEN", global = true)]
     pub metrics_listen: Option<SocketAddr>,
+    /// Operation names the request metrics give series of their own, first come; the
+    /// durations of operations named later are counted under `operation="other"`.
+    #[arg(long, env = "THREADQL_METRICS_OPERATIONS", default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=10_000), global = true)]
+    pub metrics_operations: u32,
     /// Origins whose pages may call `/graphql` from a browser: a comma-separated list of
     /// `scheme://host[:port]` (e.g. `https://blog.example.com,http://localhost:3000`), or `*`
     /// for any. Their preflights are answered (POST and GET, with `Content-Type`,
@@ -780,6 +784,7 @@ impl fmt::Debug for Config {
             .field("shutdown_grace_secs", &self.shutdown_grace_secs)
             .field("max_connections", &self.max_connections)
             .field("metrics_listen", &self.metrics_listen)
+            .field("metrics_operations", &self.metrics_operations)
             .field("cors_origins", &self.cors_origins)
             .field("apq_cache_bytes", &self.apq_cache_bytes)
             .field("max_subscriptions", &self.max_subscriptions)

@@ -1,7 +1,8 @@
 //! The HTTP surface: /graphql (GET, POST), GraphiQL at /, the embed at /embed, /healthz, /readyz
-//! and /metrics.
+//! and /metrics. Every request goes through the request layer (`telemetry::request`): its id,
+//! its span, its log lines and, for `/graphql`, the request metrics, from the [`Outcome`] the
+//! handler leaves.
 
-use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +17,6 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use tower_http::trace::TraceLayer;
 
 mod cors;
 mod live;
@@ -33,8 +33,10 @@ use response::{respond, Format, Refusal};
 use crate::auth::AuthState;
 use crate::config::{Config, CorsOrigins};
 use crate::domain::DomainError;
-use crate::graphql::Api;
+use crate::graphql::{observe, Api};
 use crate::rate::ClientKey;
+use crate::telemetry::metrics::{Exposition, Kind};
+use crate::telemetry::request::{OperationType, Outcome, RequestLayer};
 
 /// What the HTTP layer enforces before a request reaches GraphQL.
 #[derive(Debug, Clone)]
@@ -102,14 +104,13 @@ pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router 
         true => router.route("/metrics", get(metrics)),
         false => router,
     };
-    let traced = TraceLayer::new_for_http()
-        .make_span_with(crate::telemetry::trace::request_span)
-        .on_response(crate::telemetry::trace::on_response);
-    router.layer(traced).with_state(state)
+    let requests = RequestLayer::new(state.api.request_metrics().clone());
+    router.layer(requests).with_state(state)
 }
 
 /// `/metrics` alone, for its own listener (`THREADQL_METRICS_LISTEN`).
 pub fn metrics_router(api: Api, limits: HttpLimits, connections: Connections) -> Router {
+    let requests = RequestLayer::new(api.request_metrics().clone());
     let state = HttpState {
         api,
         limits: Arc::new(limits),
@@ -117,15 +118,27 @@ pub fn metrics_router(api: Api, limits: HttpLimits, connections: Connections) ->
     };
     Router::new()
         .route("/metrics", get(metrics))
-        .layer(TraceLayer::new_for_http())
+        .layer(requests)
         .with_state(state)
 }
 
+/// Serves `/graphql`, leaving in the response how the request went ([`Outcome`]).
 async fn graphql(State(state): State<HttpState>, request: Request) -> Response {
     if is_websocket(request.headers()) {
-        return websocket(state, request)
-            .await
-            .unwrap_or_else(Refusal::into_response);
+        let upgraded = websocket(state, request).await;
+        let (mut response, outcome) = match upgraded {
+            Ok(response) => (
+                response,
+                Outcome::answered(OperationType::WebSocket, None, Vec::new()),
+            ),
+            Err(refusal) => {
+                let outcome =
+                    Outcome::refused(OperationType::WebSocket, refusal.code, &refusal.message);
+                (refusal.into_response(), outcome)
+            }
+        };
+        response.extensions_mut().insert(outcome);
+        return response;
     }
     let format = Format::negotiate(request.headers());
     let result = match format {
@@ -136,24 +149,31 @@ async fn graphql(State(state): State<HttpState>, request: Request) -> Response {
             "the response can be application/graphql-response+json, application/json or text/event-stream: say which in `Accept`",
         )),
     };
-    match result {
-        Ok(response) => response,
+    let (mut response, outcome) = match result {
+        Ok(answered) => answered,
         Err(refusal) => {
+            let outcome = Outcome::refused(OperationType::Unknown, refusal.code, &refusal.message);
             let mut response = refusal.into_response();
             if let Some(format) = format {
                 response
                     .headers_mut()
                     .insert(CONTENT_TYPE, format.content_type());
             }
-            response
+            (response, outcome)
         }
-    }
+    };
+    response.extensions_mut().insert(outcome);
+    response
 }
 
 /// Runs a GraphQL request. A caller that is not signed in (no token, or a refused one) spends
 /// one of its client's allowance per operation: the first before the body is read (429 past
 /// it), each further one of a batch before it runs (`RATE_LIMITED` in its place).
-async fn handle(state: &HttpState, request: Request, format: Format) -> Result<Response, Refusal> {
+async fn handle(
+    state: &HttpState,
+    request: Request,
+    format: Format,
+) -> Result<(Response, Outcome), Refusal> {
     if format == Format::EventStream {
         let origins = state.limits.cors_origins.as_ref();
         cors::check_origin(origins, request.headers(), "an event stream")?;
@@ -187,20 +207,30 @@ async fn handle(state: &HttpState, request: Request, format: Format) -> Result<R
         // Its one operation was counted above: the API it runs on has no client, so the
         // connection spends no allowance; its client still counts for the subscription caps.
         let connection = state.api.connection(authorization.as_deref(), client);
-        return Ok(live::event_stream(&state.api, request, &connection));
+        let outcome = Outcome::answered(OperationType::EventStream, None, Vec::new());
+        return Ok((
+            live::event_stream(&state.api, request, &connection),
+            outcome,
+        ));
     }
-    let response = match batch {
+    let (response, outcome) = match batch {
         BatchRequest::Single(request) => {
-            BatchResponse::Single(state.api.execute_as(request, auth).await)
+            let (response, operation) = state.api.execute_observed(request, auth).await;
+            let errors = observe::errors([&response]);
+            let outcome = Outcome::answered(operation.of_type, operation.name, errors);
+            (BatchResponse::Single(response), outcome)
         }
-        BatchRequest::Batch(requests) => BatchResponse::Batch(
-            state
+        BatchRequest::Batch(requests) => {
+            let responses = state
                 .api
                 .execute_batch(requests, auth, client.as_ref())
-                .await,
-        ),
+                .await;
+            let errors = observe::errors(&responses);
+            let outcome = Outcome::answered(OperationType::Batch, None, errors);
+            (BatchResponse::Batch(responses), outcome)
+        }
     };
-    Ok(respond(format, &response))
+    Ok((respond(format, &response), outcome))
 }
 
 /// The `Authorization` header's value, when it is text.
@@ -347,32 +377,83 @@ async fn readyz(State(state): State<HttpState>) -> (StatusCode, &'static str) {
     }
 }
 
+/// The metrics page: the server's own gauges, the request metrics, the store's (commands,
+/// their durations, the pool, the change feed) and the process's.
 async fn metrics(State(state): State<HttpState>) -> impl IntoResponse {
-    let mut body = String::from(
-        "# HELP threadql_db_commands_total Database commands sent, by command name.\n# TYPE threadql_db_commands_total counter\n",
+    let api = &state.api;
+    let mut page = Exposition::new();
+    page.family(
+        "threadql_db_commands_total",
+        Kind::Counter,
+        "Database commands sent, by command name.",
     );
-    for (command, count) in state.api.command_counts() {
-        let _ = writeln!(
-            body,
-            "threadql_db_commands_total{{command=\"{command}\"}} {count}"
+    for (command, count) in api.command_counts() {
+        page.sample(
+            "threadql_db_commands_total",
+            &[("command", &command)],
+            count,
         );
     }
-    let live = state.api.live_counts();
-    let _ = writeln!(
-        body,
-        "# HELP threadql_connections_open Client connections open now (WebSockets included).\n# TYPE threadql_connections_open gauge\nthreadql_connections_open {}\n\
-         # HELP threadql_connections_max Most client connections open at once; past it, new ones wait to be accepted.\n# TYPE threadql_connections_max gauge\nthreadql_connections_max {}",
-        state.connections.open(),
-        state.connections.max()
+    api.write_store_metrics(&mut page);
+    let gauges = [
+        (
+            "threadql_connections_open",
+            "Client connections open now (WebSockets included).",
+            state.connections.open() as u64,
+        ),
+        (
+            "threadql_connections_max",
+            "Most client connections open at once; past it, new ones wait to be accepted.",
+            state.connections.max() as u64,
+        ),
+    ];
+    let live = api.live_counts();
+    let live_gauges = [
+        (
+            "threadql_live_subscribers",
+            "Live subscriptions following a discussion now.",
+            live.subscribers as u64,
+        ),
+        (
+            "threadql_live_runs",
+            "Runs serving the live subscriptions (identical subscriptions share one, resolved once per event).",
+            live.runs as u64,
+        ),
+    ];
+    for (name, help, value) in gauges.into_iter().chain(live_gauges) {
+        page.family(name, Kind::Gauge, help);
+        page.sample(name, &[], value);
+    }
+    page.family(
+        "threadql_change_streams_opened_total",
+        Kind::Counter,
+        "Times this process opened its change stream (once, then after each failure).",
     );
-    let _ = write!(
-        body,
-        "# HELP threadql_live_subscribers Live subscriptions following a discussion now.\n# TYPE threadql_live_subscribers gauge\nthreadql_live_subscribers {}\n\
-         # HELP threadql_live_runs Runs serving the live subscriptions (identical subscriptions share one, resolved once per event).\n# TYPE threadql_live_runs gauge\nthreadql_live_runs {}\n\
-         # HELP threadql_change_streams_opened_total Times this process opened its change stream (once, then after each failure).\n# TYPE threadql_change_streams_opened_total counter\nthreadql_change_streams_opened_total {}\n",
-        live.subscribers, live.runs, live.streams_opened
+    page.sample(
+        "threadql_change_streams_opened_total",
+        &[],
+        live.streams_opened,
     );
-    ([(CONTENT_TYPE, "text/plain; version=0.0.4")], body)
+    api.request_metrics().write(&mut page);
+    let limited = api.rate_limited();
+    page.family(
+        "threadql_rate_limited_total",
+        Kind::Counter,
+        "Operations refused by a rate limit, by limit: anonymous (per client), author (mutations per token sub), subscriptions (per process or client), socket_operations (at once on one WebSocket).",
+    );
+    for (limit, count) in [
+        ("anonymous", limited.anonymous),
+        ("author", limited.author),
+        ("subscriptions", limited.subscriptions),
+        ("socket_operations", limited.socket_operations),
+    ] {
+        page.sample("threadql_rate_limited_total", &[("limit", limit)], count);
+    }
+    crate::telemetry::process::write(&mut page);
+    (
+        [(CONTENT_TYPE, "text/plain; version=0.0.4")],
+        page.into_text(),
+    )
 }
 
 #[cfg(test)]

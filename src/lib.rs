@@ -11,7 +11,7 @@ pub mod http; // axum routes
 pub mod migrate; // `threadql migrate`: moving discussions between layouts
 pub mod rate; // rate limits per author and per client
 pub mod store; // CommentStore and the MongoDB layouts
-pub mod telemetry; // traces over OTLP
+pub mod telemetry; // metrics, request ids and spans, request logs, traces over OTLP
 
 use config::{Cli, Command};
 

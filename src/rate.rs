@@ -10,6 +10,7 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 
 use crate::config::RateLimit;
+use crate::telemetry::metrics::Counter;
 
 /// Keys kept before idle ones are dropped (a key is idle once its bucket is full again).
 const RETAIN_AFTER: usize = 10_000;
@@ -18,6 +19,8 @@ const RETAIN_AFTER: usize = 10_000;
 pub struct Limiter<K: Hash + Eq + Clone> {
     limiter: Option<DefaultKeyedRateLimiter<K>>,
     clock: DefaultClock,
+    /// Events refused so far.
+    refused: Counter,
 }
 
 impl<K: Hash + Eq + Clone> Limiter<K> {
@@ -34,7 +37,13 @@ impl<K: Hash + Eq + Clone> Limiter<K> {
         Self {
             limiter,
             clock: DefaultClock::default(),
+            refused: Counter::default(),
         }
+    }
+
+    /// Events refused so far.
+    pub fn refused(&self) -> u64 {
+        self.refused.get()
     }
 
     /// Counts one event for `key`: `Ok` when it is allowed, otherwise how long until the next
@@ -46,9 +55,10 @@ impl<K: Hash + Eq + Clone> Limiter<K> {
         if limiter.len() > RETAIN_AFTER {
             limiter.retain_recent();
         }
-        limiter
-            .check_key(key)
-            .map_err(|not_until| not_until.wait_time_from(self.clock.now()))
+        limiter.check_key(key).map_err(|not_until| {
+            self.refused.inc();
+            not_until.wait_time_from(self.clock.now())
+        })
     }
 }
 
@@ -133,6 +143,7 @@ mod tests {
         let wait = limiter.check(&"ann").err().unwrap_or_default();
         assert!(wait > Duration::from_secs(5) && wait <= Duration::from_secs(10));
         assert!(limiter.check(&"bob").is_ok(), "keys are counted apart");
+        assert_eq!(limiter.refused(), 1);
         let off: Limiter<&str> = Limiter::new(RateLimit::Off);
         assert!((0..1000).all(|_| off.check(&"ann").is_ok()));
         assert_eq!(retry_after_secs(Duration::from_millis(1)), 1);

@@ -128,6 +128,10 @@ struct Args {
     /// layout.
     #[arg(long, value_name = "BIN")]
     compare_server_bin: Option<PathBuf>,
+    /// The tracing filter the servers under test log with (`THREADQL_LOG`): `warn` keeps their
+    /// output to problems; `info` is the server's own default, with every request in a span.
+    #[arg(long, default_value = "warn")]
+    server_log: String,
     /// The `secantusd-rs` binary for the embedded database [default: on PATH or in ~/.cargo/bin].
     #[arg(long)]
     secantusd: Option<PathBuf>,
@@ -344,8 +348,15 @@ async fn run_fanout(args: &Args, counts: &[usize]) -> anyhow::Result<()> {
         let token = JwtKeys::new(&secret).mint("bench", "Bench", &[], 3600);
         let http = client::http_client()?;
         let db_name = format!("threadql_bench_fanout_{}", std::process::id());
-        let server =
-            Server::start(&server_bin, &database.uri, &db_name, &secret, http.clone()).await?;
+        let server = Server::start(
+            &server_bin,
+            &database.uri,
+            &db_name,
+            &secret,
+            &args.server_log,
+            http.clone(),
+        )
+        .await?;
         let client = GraphqlClient::new(http, server.graphql_url());
         let results = fanout::measure(&server, &client, &token, counts).await;
         server.stop().await;
@@ -511,6 +522,7 @@ async fn bench_case(
         uri,
         db_name,
         secret,
+        log: &args.server_log,
         http,
         fixtures: &fixtures,
         reads: args.reads(),
@@ -520,7 +532,15 @@ async fn bench_case(
         Some(other) => Some(turns.compare(server_bin, other, &label).await?),
         None => None,
     };
-    let server = Server::start(server_bin, uri, db_name, secret, http.clone()).await?;
+    let server = Server::start(
+        server_bin,
+        uri,
+        db_name,
+        secret,
+        &args.server_log,
+        http.clone(),
+    )
+    .await?;
     let client = GraphqlClient::new(http.clone(), server.graphql_url());
     let measured = async {
         let reads = match &compared {
@@ -633,6 +653,7 @@ struct Turns<'a> {
     uri: &'a str,
     db_name: &'a str,
     secret: &'a str,
+    log: &'a str,
     http: &'a reqwest::Client,
     fixtures: &'a Fixtures,
     reads: Vec<Read>,
@@ -653,6 +674,7 @@ impl Turns<'_> {
             self.uri,
             self.db_name,
             self.secret,
+            self.log,
             self.http.clone(),
         )
         .await?;

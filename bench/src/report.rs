@@ -304,21 +304,24 @@ impl Report {
                 );
                 let _ = writeln!(
                     out,
-                    "| layout | comments | read | A p50 | B p50 | B ÷ A | DB round trips (A / B) |"
+                    "| layout | comments | read | A p50 | B p50 | B ÷ A | server CPU µs/request (A / B) | A − B, % of B | DB round trips (A / B) |"
                 );
-                let _ = writeln!(out, "|---|---:|---|---:|---:|---:|---:|");
+                let _ = writeln!(out, "|---|---:|---|---:|---:|---:|---:|---:|---:|");
                 titled = true;
             }
             for (a, b) in case.reads.iter().zip(&compared.reads) {
                 let _ = writeln!(
                     out,
-                    "| {} | {} | {} | {} | {} | {:.2} | {} / {} |",
+                    "| {} | {} | {} | {} | {} | {:.2} | {:.1} / {:.1} | {:+.1} | {} / {} |",
                     layout_label(case),
                     size_label(case),
                     a.label,
                     ms(a.graphql.p50_ms),
                     ms(b.graphql.p50_ms),
                     b.graphql.p50_ms / a.graphql.p50_ms.max(1e-9),
+                    a.graphql_server_cpu_us,
+                    b.graphql_server_cpu_us,
+                    (a.graphql_server_cpu_us / b.graphql_server_cpu_us.max(1e-9) - 1.0) * 100.0,
                     trips(a.graphql_round_trips),
                     trips(b.graphql_round_trips),
                 );

@@ -40,13 +40,14 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    /// Starts the server on a free loopback port against `uri`/`database` and waits until
-    /// `/readyz` answers.
+    /// Starts the server on a free loopback port against `uri`/`database`, logging with the
+    /// tracing filter `log`, and waits until `/readyz` answers.
     pub(crate) async fn start(
         binary: &Path,
         uri: &str,
         database: &str,
         jwt_secret: &str,
+        log: &str,
         http: reqwest::Client,
     ) -> anyhow::Result<Server> {
         let port = free_port()?;
@@ -57,7 +58,7 @@ impl Server {
             .env("THREADQL_DATABASE", database)
             .env("THREADQL_LISTEN", &listen)
             .env("THREADQL_JWT_SECRET", jwt_secret)
-            .env("THREADQL_LOG", "warn")
+            .env("THREADQL_LOG", log)
             // The harness loads data and measures throughput: no rate limits.
             .env("THREADQL_RATE_LIMIT", "off")
             .env("THREADQL_RATE_LIMIT_ANON", "off")

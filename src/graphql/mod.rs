@@ -9,6 +9,7 @@ pub mod limits;
 pub mod live;
 pub mod loaders;
 mod mutation;
+pub mod observe;
 mod persisted;
 mod query;
 pub mod shared;
@@ -27,6 +28,8 @@ use crate::config::RateLimit;
 use crate::domain::{CursorKind, DomainError, EditRules, Layout, PageArgs, Paging};
 use crate::rate::{retry_after_secs, ClientKey, Limiter};
 use crate::store::{DynStorage, ReadScope, StoreResult};
+use crate::telemetry::metrics::Counter;
+use crate::telemetry::request::RequestMetrics;
 
 pub use mutation::Mutation;
 pub use query::Query;
@@ -70,6 +73,8 @@ pub struct Limits {
     pub subscription_caps: shared::SubscriptionCaps,
     /// Highest cost of a subscription's selection.
     pub max_subscription_complexity: usize,
+    /// Operation names the request metrics give series of their own.
+    pub metric_operations: usize,
     /// Whether traces are exported: the engine's validation then gets a span of its own.
     pub traces: bool,
 }
@@ -166,6 +171,23 @@ pub struct Api {
     subscriptions: Arc<shared::Subscriptions>,
     subscription_cost: Arc<limits::SubscriptionCost>,
     closing: closing::Closing,
+    /// Requests, their durations and errors, as `/metrics` shows them.
+    metrics: Arc<RequestMetrics>,
+    /// Operations refused because their WebSocket ran as many as it may at once.
+    socket_refused: Arc<Counter>,
+}
+
+/// Operations refused by each rate limit so far.
+#[derive(Debug, Clone, Copy)]
+pub struct RateLimited {
+    /// Operations of callers that are not signed in, past their client's allowance.
+    pub anonymous: u64,
+    /// Mutations past their author's allowance.
+    pub author: u64,
+    /// Subscriptions past the process's or the client's cap.
+    pub subscriptions: u64,
+    /// Operations past the number one WebSocket may run at once.
+    pub socket_operations: u64,
 }
 
 impl Api {
@@ -209,6 +231,26 @@ impl Api {
             anonymous: Arc::new(Limiter::new(limits.anonymous_rate)),
             client: None,
             closing,
+            metrics: Arc::new(RequestMetrics::new(limits.metric_operations)),
+            socket_refused: Arc::default(),
+        }
+    }
+
+    /// The request metrics of this API (and of the server that serves it).
+    pub fn request_metrics(&self) -> &Arc<RequestMetrics> {
+        &self.metrics
+    }
+
+    /// Operations refused by each rate limit so far.
+    pub fn rate_limited(&self) -> RateLimited {
+        RateLimited {
+            anonymous: self.anonymous.refused(),
+            author: self
+                .schema
+                .data::<AuthorRate>()
+                .map_or(0, |rate| rate.0.refused()),
+            subscriptions: self.subscriptions.refused(),
+            socket_operations: self.socket_refused.get(),
         }
     }
 
@@ -276,6 +318,7 @@ impl Api {
     async fn admit(
         &self,
         mut request: async_graphql::Request,
+        seen: &mut observe::Operation,
     ) -> Result<(async_graphql::Request, limits::Checked), async_graphql::Response> {
         let refuse = |error: async_graphql::ServerError| {
             let mut response = async_graphql::Response::from_errors(vec![error]);
@@ -291,10 +334,11 @@ impl Api {
         let read_only = request
             .data
             .contains_key(&std::any::TypeId::of::<limits::ReadOnly>());
-        let checked = self
-            .document
-            .check(&mut request, read_only, &self.shape)
-            .map_err(refuse)?;
+        let checked = self.document.check(&mut request, read_only, &self.shape);
+        if checked.as_ref().err().is_none_or(observe::parsed) {
+            *seen = observe::operation(&mut request);
+        }
+        let checked = checked.map_err(refuse)?;
         let operation = request.operation_name.clone();
         if let Ok(document) = request.parsed_query() {
             self.subscription_cost
@@ -348,6 +392,19 @@ impl Api {
         connection: &Connection,
     ) -> futures::stream::BoxStream<'static, async_graphql::Response> {
         use futures::StreamExt;
+        let metrics = self.metrics.clone();
+        self.stream_responses(request, connection)
+            .inspect(move |response| observe::stream_errors(&metrics, response))
+            .boxed()
+    }
+
+    /// The responses of an operation of a streaming connection (see [`Api::execute_stream`]).
+    fn stream_responses(
+        &self,
+        request: async_graphql::Request,
+        connection: &Connection,
+    ) -> futures::stream::BoxStream<'static, async_graphql::Response> {
+        use futures::StreamExt;
         if connection.expired() {
             return refusal(expired()).boxed();
         }
@@ -357,6 +414,7 @@ impl Api {
             return refusal(limited).boxed();
         }
         let Some(slot) = connection.take_slot() else {
+            self.socket_refused.inc();
             return refusal(DomainError::RateLimited {
                 message: format!(
                     "at most {} operations may run at once on one connection",
@@ -380,7 +438,7 @@ impl Api {
         let until = connection.until;
         let document = document_identity(&request);
         let responses = futures::stream::once(async move {
-            api.admit(request)
+            api.admit(request, &mut observe::Operation::default())
                 .await
                 .map(|ok| (api, connection, document, ok))
         })
@@ -470,6 +528,11 @@ impl Api {
         self.storage.command_counts()
     }
 
+    /// Writes the store's metrics (command durations, the connection pool, the change feed).
+    pub fn write_store_metrics(&self, out: &mut crate::telemetry::metrics::Exposition) {
+        self.storage.write_metrics(out);
+    }
+
     /// The schema.
     pub fn schema(&self) -> &AppSchema {
         &self.schema
@@ -491,10 +554,25 @@ impl Api {
         request: impl Into<async_graphql::Request>,
         auth: AuthState,
     ) -> async_graphql::Response {
-        match self.admit(request.into()).instrument(spans::parse()).await {
+        self.execute_observed(request, auth).await.0
+    }
+
+    /// [`Api::execute_as`], also saying what the request ran (as far as it was read).
+    pub async fn execute_observed(
+        &self,
+        request: impl Into<async_graphql::Request>,
+        auth: AuthState,
+    ) -> (async_graphql::Response, observe::Operation) {
+        let mut seen = observe::Operation::default();
+        let response = match self
+            .admit(request.into(), &mut seen)
+            .instrument(spans::parse())
+            .await
+        {
             Ok((request, checked)) => self.run(request, &checked, auth).await,
             Err(refused) => refused,
-        }
+        };
+        (response, seen)
     }
 
     /// Runs the operations of a batch, in order, as a caller already authenticated: one
@@ -511,7 +589,11 @@ impl Api {
     ) -> Vec<async_graphql::Response> {
         let mut admitted = Vec::with_capacity(requests.len());
         for request in requests {
-            admitted.push(self.admit(request).instrument(spans::parse()).await);
+            admitted.push(
+                self.admit(request, &mut observe::Operation::default())
+                    .instrument(spans::parse())
+                    .await,
+            );
         }
         let usages = admitted
             .iter()

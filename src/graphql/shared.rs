@@ -127,6 +127,8 @@ pub struct Subscriptions {
     runs: Mutex<HashMap<RunKey, Weak<Run>>>,
     /// Numbers the runs that are not shared.
     unshared: AtomicU64,
+    /// Subscriptions refused by a cap so far.
+    refused: AtomicU64,
 }
 
 #[derive(Default)]
@@ -173,7 +175,13 @@ impl Subscriptions {
             held: Mutex::default(),
             runs: Mutex::default(),
             unshared: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
         })
+    }
+
+    /// Subscriptions refused by a cap (per process or per client) so far.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
     }
 
     /// The key of a subscription request run for `auth`. `document` names its document as
@@ -203,6 +211,7 @@ impl Subscriptions {
     pub fn permit(self: &Arc<Self>, client: Option<ClientKey>) -> Result<Permit, DomainError> {
         let mut held = self.lock_held();
         if held.total >= self.caps.max_total {
+            self.refused.fetch_add(1, Ordering::Relaxed);
             return Err(DomainError::RateLimited {
                 message: format!(
                     "this server runs at most {} subscriptions at once: try again later",
@@ -214,6 +223,7 @@ impl Subscriptions {
         if let Some(client) = &client {
             let mine = held.by_client.get(client).copied().unwrap_or(0);
             if mine >= self.caps.max_per_client {
+                self.refused.fetch_add(1, Ordering::Relaxed);
                 return Err(DomainError::RateLimited {
                     message: format!(
                         "one client may hold at most {} subscriptions at once: end one first",

@@ -97,6 +97,10 @@ pub trait Storage: Send + Sync {
     /// Database commands sent so far, by command name.
     fn command_counts(&self) -> BTreeMap<String, u64>;
 
+    /// Writes the store's metrics but the command counts: command durations, the connection
+    /// pool and the change feed.
+    fn write_metrics(&self, out: &mut crate::telemetry::metrics::Exposition);
+
     /// Posts a comment in the discussion's layout. A post that meets a move of the discussion
     /// to another layout waits for it and is posted in the new layout; one that does not fit an
     /// embedded discussion moves it to the bucketed layout first, where the store is configured

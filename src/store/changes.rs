@@ -2,13 +2,14 @@
 //! discussion document, in a write the change already makes (posts) or right after it (edits on
 //! the layouts that keep comments elsewhere). One change stream on the discussions collection,
 //! filtered and projected on the server to those marks, tells every live subscriber of a process
-//! what changed; it resumes from its last resume token after the database comes back.
+//! what changed; it resumes from its last resume token after the database comes back. Each
+//! event read is counted, with how long after its time on the database it was read.
 
 use std::collections::VecDeque;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::stream::{BoxStream, StreamExt};
-use mongodb::bson::{doc, oid::ObjectId, Document};
+use mongodb::bson::{doc, oid::ObjectId, Bson, Document};
 use mongodb::change_stream::event::ResumeToken;
 use mongodb::change_stream::ChangeStream;
 
@@ -41,14 +42,33 @@ pub(super) fn mark_all(kind: ChangeKind, slugs: &[&Slug]) -> Document {
     mark
 }
 
-/// The stream's pipeline: updates that set a mark, projected on the server to the mark and the
-/// document key, so an embedded discussion's comments never travel with the event.
+/// The stream's pipeline: updates that set a mark, projected on the server to the mark, the
+/// document key and the event's times, so an embedded discussion's comments never travel with
+/// the event.
 fn pipeline() -> Vec<Document> {
     let marked = format!("updateDescription.updatedFields.{FIELD}");
     vec![
         doc! { "$match": { "operationType": "update", &marked: { "$exists": true } } },
-        doc! { "$project": { "documentKey": 1, &marked: 1 } },
+        doc! { "$project": { "documentKey": 1, &marked: 1, "clusterTime": 1, "wallTime": 1 } },
     ]
+}
+
+/// Microseconds from an event's time on the database (its `wallTime`, to the millisecond; else
+/// its `clusterTime`, to the second) to now on this machine's clock.
+fn lag_micros(event: &Document) -> Option<i64> {
+    let happened = match (event.get("wallTime"), event.get("clusterTime")) {
+        (Some(Bson::DateTime(wall)), _) => wall.timestamp_millis().checked_mul(1_000)?,
+        (_, Some(Bson::Timestamp(cluster))) => i64::from(cluster.time).checked_mul(1_000_000)?,
+        _ => return None,
+    };
+    let now = i64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .ok()?
+            .as_micros(),
+    )
+    .ok()?;
+    now.checked_sub(happened)
 }
 
 /// Reads the changes an event reports (none for an event this feed does not understand, which
@@ -162,6 +182,7 @@ pub(super) fn feed(coll: Counted<Document>, retry: Duration) -> BoxStream<'stati
                 }
                 match stream.next().await {
                     Some(Ok(event)) => {
+                        coll.commands().change_event(lag_micros(&event));
                         pending.extend(change_of(&event));
                         if pending.is_empty() {
                             tracing::warn!(?event, "skipping a change event without a valid mark");

@@ -13,7 +13,7 @@ use mongodb::{Client, ClientSession, Database, IndexModel};
 
 use super::api::MoveTiming;
 use super::error::{StoreError, StoreResult};
-use super::metrics::CommandCounter;
+use super::metrics::{Command, CommandCounter};
 
 /// What the store needs to know to connect and to shape comments.
 #[derive(Debug, Clone)]
@@ -81,6 +81,7 @@ pub(crate) struct Connection {
 pub(crate) async fn open(config: &StoreConfig) -> StoreResult<Connection> {
     let mut options = ClientOptions::parse(&config.uri).await?;
     let commands = CommandCounter::new();
+    commands.set_pool_size(config.pool_size);
     options.cmap_event_handler = Some(commands.handler());
     options.command_event_handler = config.command_events.clone();
     options.app_name = Some("threadql".to_owned());
@@ -96,7 +97,9 @@ pub(crate) async fn open(config: &StoreConfig) -> StoreResult<Connection> {
     let client = Client::with_options(options)?;
     let db = client.database(&config.database);
     commands.sent("hello");
-    let transactions = supports_transactions(&db).await?;
+    let transactions = commands
+        .timed(Command::Hello, supports_transactions(&db))
+        .await?;
     Ok(Connection {
         client,
         db,
@@ -135,7 +138,8 @@ pub(crate) fn index_model(name: &str, keys: Document, unique: bool) -> IndexMode
 /// Aborts the session's transaction (an error only means there is nothing left to abort).
 pub(crate) async fn abort(session: &mut ClientSession, commands: &CommandCounter) {
     commands.sent("abortTransaction");
-    let _ = session.abort_transaction().await;
+    let aborted = session.abort_transaction();
+    let _ = commands.timed(Command::AbortTransaction, aborted).await;
 }
 
 /// Commits, asking again while the outcome is unknown (committing twice is safe).
@@ -146,7 +150,8 @@ pub(crate) async fn commit(
     let mut tries = 0;
     loop {
         commands.sent("commitTransaction");
-        match session.commit_transaction().await {
+        let committed = session.commit_transaction();
+        match commands.timed(Command::CommitTransaction, committed).await {
             Err(e) if e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) && tries < 3 => {
                 tries += 1;
             }

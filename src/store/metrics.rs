@@ -1,31 +1,95 @@
-//! Counts database commands cheaply: each command the store sends is named where it is sent
-//! ([`Counted`] collections, and the few commands sent another way), and every connection
-//! checkout the driver makes is counted (one per command it sends, its own `getMore`s and
-//! `killCursors` included). The driver's command monitoring would name them all, but it copies
-//! and parses every command and every reply into a `Document` once a handler is installed,
-//! which cost about a fifth of a tree query's CPU.
+//! Counts and times database commands cheaply: each command the store sends is named where it
+//! is sent ([`Counted`] collections, and the few commands sent another way), and every
+//! connection checkout the driver makes is counted (one per command it sends, its own
+//! `getMore`s and `killCursors` included). The driver's command monitoring would name them all,
+//! but it copies and parses every command and every reply into a `Document` once a handler is
+//! installed, which cost about a fifth of a tree query's CPU. So a command is timed where the
+//! store awaits it ([`Timed`]: two clock readings and a histogram bucket; the traces have the
+//! driver's own span of each command, made only while traces are exported), and the pool is
+//! watched through the connection events the counter already receives: checkouts and checkins
+//! (connections in use) and how long each checkout waited.
+//!
+//! The same counter holds the change feed's figures (events read, and how far behind the
+//! database's clock the last one was read), since the feed reads through a [`Counted`]
+//! collection too.
 
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Instant;
 
 use mongodb::action::{
     Aggregate, CountDocuments, CreateIndex, Delete, Find, FindOne, FindOneAndUpdate, InsertMany,
     InsertOne, Multiple, Update, Watch,
 };
 use mongodb::bson::{doc, Document};
+use mongodb::change_stream::event::ResumeToken;
 use mongodb::event::cmap::CmapEvent;
 use mongodb::event::EventHandler;
-use mongodb::options::UpdateModifications;
+use mongodb::options::{ReturnDocument, UpdateModifications};
 use mongodb::{ClientSession, Collection, Database, IndexModel};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::telemetry::metrics::{Counter, Exposition, Histogram, Kind};
+
 /// Label of the commands the driver sends on its own (the rest of a cursor, closing one).
 pub(super) const OTHER: &str = "other";
 
-/// Counts every command sent, by command name.
+/// The commands the store times, each under the name the server sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Command {
+    Find,
+    Aggregate,
+    Update,
+    Insert,
+    Delete,
+    FindAndModify,
+    CreateIndexes,
+    CommitTransaction,
+    AbortTransaction,
+    Ping,
+    Hello,
+}
+
+impl Command {
+    const ALL: [Command; 11] = [
+        Command::Find,
+        Command::Aggregate,
+        Command::Update,
+        Command::Insert,
+        Command::Delete,
+        Command::FindAndModify,
+        Command::CreateIndexes,
+        Command::CommitTransaction,
+        Command::AbortTransaction,
+        Command::Ping,
+        Command::Hello,
+    ];
+
+    /// The command's name, as the server sees it.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Command::Find => "find",
+            Command::Aggregate => "aggregate",
+            Command::Update => "update",
+            Command::Insert => "insert",
+            Command::Delete => "delete",
+            Command::FindAndModify => "findAndModify",
+            Command::CreateIndexes => "createIndexes",
+            Command::CommitTransaction => "commitTransaction",
+            Command::AbortTransaction => "abortTransaction",
+            Command::Ping => "ping",
+            Command::Hello => "hello",
+        }
+    }
+}
+
+/// Counts every command sent, by command name, and times the commands the store awaits.
 #[derive(Debug, Default, Clone)]
 pub struct CommandCounter {
     inner: Arc<Tally>,
@@ -37,6 +101,27 @@ struct Tally {
     named: Mutex<BTreeMap<&'static str, u64>>,
     /// Connections checked out: one per command on the wire.
     checkouts: AtomicU64,
+    /// Connections checked back in (checked out less checked in: in use now).
+    checkins: AtomicU64,
+    /// How long each checkout took: at once with a free connection, else the wait for one to
+    /// come back or to be opened.
+    checkout_wait: Histogram,
+    /// Checkouts that failed (the wait ran out, or a new connection could not be opened).
+    checkout_failures: Counter,
+    /// Most connections in the pool.
+    pool_size: AtomicU64,
+    /// How long the commands the store awaited took, by [`Command`] (in its order).
+    durations: [Histogram; Command::ALL.len()],
+    /// Change events read from the change stream.
+    change_events: Counter,
+    /// Microseconds from the last change event's time on the database to when it was read.
+    change_lag_micros: AtomicI64,
+}
+
+impl Tally {
+    fn duration(&self, command: Command) -> Option<&Histogram> {
+        self.durations.get(command as usize)
+    }
 }
 
 impl CommandCounter {
@@ -45,14 +130,121 @@ impl CommandCounter {
         Self::default()
     }
 
+    /// Records the pool's size, for `/metrics`.
+    pub(super) fn set_pool_size(&self, size: u32) {
+        self.inner
+            .pool_size
+            .store(u64::from(size), Ordering::Relaxed);
+    }
+
     /// The connection-pool handler to install in the client options.
     pub fn handler(&self) -> EventHandler<CmapEvent> {
         let inner = self.inner.clone();
-        EventHandler::callback(move |event: CmapEvent| {
-            if let CmapEvent::ConnectionCheckedOut(_) = event {
+        EventHandler::callback(move |event: CmapEvent| match event {
+            CmapEvent::ConnectionCheckedOut(out) => {
                 inner.checkouts.fetch_add(1, Ordering::Relaxed);
+                inner.checkout_wait.observe(out.duration);
             }
+            CmapEvent::ConnectionCheckedIn(_) => {
+                inner.checkins.fetch_add(1, Ordering::Relaxed);
+            }
+            CmapEvent::ConnectionCheckoutFailed(_) => inner.checkout_failures.inc(),
+            _ => {}
         })
+    }
+
+    /// Awaits `command`, timed (see [`Timed`]); for the commands the store does not send
+    /// through a [`Counted`] collection.
+    pub(super) async fn timed<F: IntoFuture>(&self, command: Command, sent: F) -> F::Output {
+        let started = Instant::now();
+        let done = sent.await;
+        if let Some(histogram) = self.inner.duration(command) {
+            histogram.observe(started.elapsed());
+        }
+        done
+    }
+
+    /// Counts a change event read from the change stream, `lag_micros` after the time the
+    /// database gave it (when it gave one; negative when this machine's clock is behind).
+    pub(super) fn change_event(&self, lag_micros: Option<i64>) {
+        self.inner.change_events.inc();
+        if let Some(lag) = lag_micros {
+            self.inner.change_lag_micros.store(lag, Ordering::Relaxed);
+        }
+    }
+
+    /// Writes the store's metrics but the command counts: command durations, the pool and the
+    /// change feed.
+    pub fn write(&self, out: &mut Exposition) {
+        let tally = &self.inner;
+        out.family(
+            "threadql_db_command_duration_seconds",
+            Kind::Histogram,
+            "Time from sending a database command to having its reply (a cursor's first batch), as the store awaits it, by command name; a cursor's later batches (getMore) are not timed.",
+        );
+        for (command, histogram) in Command::ALL.iter().zip(&tally.durations) {
+            if histogram.count() > 0 {
+                out.histogram(
+                    "threadql_db_command_duration_seconds",
+                    &[("command", command.name())],
+                    histogram,
+                );
+            }
+        }
+        let checkouts = tally.checkouts.load(Ordering::Relaxed);
+        let checkins = tally.checkins.load(Ordering::Relaxed);
+        out.family(
+            "threadql_db_pool_connections_in_use",
+            Kind::Gauge,
+            "Database connections checked out of the pool now.",
+        );
+        out.sample(
+            "threadql_db_pool_connections_in_use",
+            &[],
+            checkouts.saturating_sub(checkins),
+        );
+        out.family(
+            "threadql_db_pool_connections_max",
+            Kind::Gauge,
+            "Most database connections the pool opens (THREADQL_DB_POOL_SIZE).",
+        );
+        out.sample(
+            "threadql_db_pool_connections_max",
+            &[],
+            tally.pool_size.load(Ordering::Relaxed),
+        );
+        out.family(
+            "threadql_db_pool_wait_seconds",
+            Kind::Histogram,
+            "Time each connection checkout took: near zero with a free connection, else the wait for one to come back or to be opened.",
+        );
+        out.histogram("threadql_db_pool_wait_seconds", &[], &tally.checkout_wait);
+        out.family(
+            "threadql_db_pool_checkout_failures_total",
+            Kind::Counter,
+            "Connection checkouts that failed (the wait ran out, or a connection could not be opened).",
+        );
+        out.sample(
+            "threadql_db_pool_checkout_failures_total",
+            &[],
+            tally.checkout_failures.get(),
+        );
+        out.family(
+            "threadql_change_events_total",
+            Kind::Counter,
+            "Change events this process read from its change stream (one per write that marked a discussion).",
+        );
+        let events = tally.change_events.get();
+        out.sample("threadql_change_events_total", &[], events);
+        if events > 0 {
+            out.family(
+                "threadql_change_stream_lag_seconds",
+                Kind::Gauge,
+                "For the last change event read: seconds from its time on the database (wallTime, else clusterTime) to when this process read it; includes any clock difference between the two machines.",
+            );
+            let lag = tally.change_lag_micros.load(Ordering::Relaxed) as f64 / 1e6;
+            out.sample("threadql_change_stream_lag_seconds", &[], lag);
+        }
     }
 
     /// Records that the store sends a `name` command.
@@ -104,12 +296,26 @@ impl<T: Send + Sync> Counted<T> {
         }
     }
 
+    /// The counter its commands are counted in.
+    pub(super) fn commands(&self) -> &CommandCounter {
+        &self.commands
+    }
+
     /// The same collection, read as another type.
     pub(super) fn clone_with_type<U: Send + Sync>(&self) -> Counted<U> {
         Counted {
             coll: self.coll.clone_with_type(),
             db: self.db.clone(),
             commands: self.commands.clone(),
+        }
+    }
+
+    /// `action`, sending `command` when it is awaited, timed.
+    fn timed<'a, A>(&'a self, command: Command, action: A) -> Timed<'a, A> {
+        Timed {
+            action,
+            command,
+            tally: &self.commands.inner,
         }
     }
 
@@ -131,88 +337,247 @@ impl<T: Send + Sync> Counted<T> {
             command.insert("writeConcern", concern);
         }
         self.commands.sent("update");
-        Ok(self.db.run_command(command).session(session).await?)
+        let sent = self.db.run_command(command).session(session);
+        Ok(self.commands.timed(Command::Update, sent).await?)
     }
 
-    pub(super) fn aggregate(&self, pipeline: impl IntoIterator<Item = Document>) -> Aggregate<'_> {
+    pub(super) fn aggregate(
+        &self,
+        pipeline: impl IntoIterator<Item = Document>,
+    ) -> Timed<'_, Aggregate<'_>> {
         self.commands.sent("aggregate");
-        self.coll.aggregate(pipeline)
+        self.timed(Command::Aggregate, self.coll.aggregate(pipeline))
     }
 
     pub(super) fn update_one(
         &self,
         query: Document,
         update: impl Into<UpdateModifications>,
-    ) -> Update<'_> {
+    ) -> Timed<'_, Update<'_>> {
         self.commands.sent("update");
-        self.coll.update_one(query, update)
+        self.timed(Command::Update, self.coll.update_one(query, update))
     }
 
-    pub(super) fn delete_many(&self, query: Document) -> Delete<'_> {
+    pub(super) fn delete_many(&self, query: Document) -> Timed<'_, Delete<'_>> {
         self.commands.sent("delete");
-        self.coll.delete_many(query)
+        self.timed(Command::Delete, self.coll.delete_many(query))
     }
 
     /// Counting documents is an aggregation on the server.
-    pub(super) fn count_documents(&self, filter: Document) -> CountDocuments<'_> {
+    pub(super) fn count_documents(&self, filter: Document) -> Timed<'_, CountDocuments<'_>> {
         self.commands.sent("aggregate");
-        self.coll.count_documents(filter)
+        self.timed(Command::Aggregate, self.coll.count_documents(filter))
     }
 
-    pub(super) fn create_index(&self, index: IndexModel) -> CreateIndex<'_> {
+    pub(super) fn create_index(&self, index: IndexModel) -> Timed<'_, CreateIndex<'_>> {
         self.commands.sent("createIndexes");
-        self.coll.create_index(index)
+        self.timed(Command::CreateIndexes, self.coll.create_index(index))
     }
 
     pub(super) fn create_indexes(
         &self,
         indexes: impl IntoIterator<Item = IndexModel>,
-    ) -> CreateIndex<'_, Multiple> {
+    ) -> Timed<'_, CreateIndex<'_, Multiple>> {
         self.commands.sent("createIndexes");
-        self.coll.create_indexes(indexes)
+        self.timed(Command::CreateIndexes, self.coll.create_indexes(indexes))
     }
 }
 
 impl<T: DeserializeOwned + Send + Sync> Counted<T> {
-    pub(super) fn find(&self, filter: Document) -> Find<'_, T> {
+    pub(super) fn find(&self, filter: Document) -> Timed<'_, Find<'_, T>> {
         self.commands.sent("find");
-        self.coll.find(filter)
+        self.timed(Command::Find, self.coll.find(filter))
     }
 
-    pub(super) fn find_one(&self, filter: Document) -> FindOne<'_, T> {
+    pub(super) fn find_one(&self, filter: Document) -> Timed<'_, FindOne<'_, T>> {
         self.commands.sent("find");
-        self.coll.find_one(filter)
+        self.timed(Command::Find, self.coll.find_one(filter))
     }
 
     pub(super) fn find_one_and_update(
         &self,
         filter: Document,
         update: impl Into<UpdateModifications>,
-    ) -> FindOneAndUpdate<'_, T> {
+    ) -> Timed<'_, FindOneAndUpdate<'_, T>> {
         self.commands.sent("findAndModify");
-        self.coll.find_one_and_update(filter, update)
+        self.timed(
+            Command::FindAndModify,
+            self.coll.find_one_and_update(filter, update),
+        )
     }
 }
 
 impl<T: Serialize + Send + Sync> Counted<T> {
-    pub(super) fn insert_one(&self, doc: impl Borrow<T>) -> InsertOne<'_> {
+    pub(super) fn insert_one(&self, doc: impl Borrow<T>) -> Timed<'_, InsertOne<'_>> {
         self.commands.sent("insert");
-        self.coll.insert_one(doc)
+        self.timed(Command::Insert, self.coll.insert_one(doc))
     }
 
     pub(super) fn insert_many(
         &self,
         docs: impl IntoIterator<Item = impl Borrow<T>>,
-    ) -> InsertMany<'_> {
+    ) -> Timed<'_, InsertMany<'_>> {
         self.commands.sent("insert");
-        self.coll.insert_many(docs)
+        self.timed(Command::Insert, self.coll.insert_many(docs))
     }
 }
 
 impl<T: DeserializeOwned + Unpin + Send + Sync> Counted<T> {
     /// Opening a change stream is an aggregation on the server.
-    pub(super) fn watch(&self) -> Watch<'_, T> {
+    pub(super) fn watch(&self) -> Timed<'_, Watch<'_, T>> {
         self.commands.sent("aggregate");
-        self.coll.watch()
+        self.timed(Command::Aggregate, self.coll.watch())
+    }
+}
+
+/// A driver action of a [`Counted`] collection, timed when it is awaited: from the first poll
+/// to the reply, into its command's histogram. It takes the options the store sets on the
+/// action as the action does.
+#[must_use]
+pub(super) struct Timed<'a, A> {
+    action: A,
+    command: Command,
+    tally: &'a Tally,
+}
+
+impl<'a, A> Timed<'a, A> {
+    fn map<B>(self, set: impl FnOnce(A) -> B) -> Timed<'a, B> {
+        Timed {
+            action: set(self.action),
+            command: self.command,
+            tally: self.tally,
+        }
+    }
+}
+
+impl<'a, A> IntoFuture for Timed<'a, A>
+where
+    A: IntoFuture,
+    A::IntoFuture: Unpin,
+{
+    type Output = A::Output;
+    type IntoFuture = TimedFuture<'a, A::IntoFuture>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        TimedFuture {
+            histogram: self.tally.duration(self.command),
+            started: Instant::now(),
+            sent: self.action.into_future(),
+        }
+    }
+}
+
+/// The future of a [`Timed`] action.
+pub(super) struct TimedFuture<'a, F> {
+    sent: F,
+    started: Instant,
+    histogram: Option<&'a Histogram>,
+}
+
+impl<F: Future + Unpin> Future for TimedFuture<'_, F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.sent).poll(cx);
+        if polled.is_ready() {
+            if let Some(histogram) = this.histogram {
+                histogram.observe(this.started.elapsed());
+            }
+        }
+        polled
+    }
+}
+
+impl<'a, T: Send + Sync, S> Timed<'a, Find<'a, T, S>> {
+    pub(super) fn sort(self, sort: Document) -> Self {
+        self.map(|a| a.sort(sort))
+    }
+
+    pub(super) fn limit(self, limit: i64) -> Self {
+        self.map(|a| a.limit(limit))
+    }
+
+    pub(super) fn skip(self, skip: u64) -> Self {
+        self.map(|a| a.skip(skip))
+    }
+
+    pub(super) fn projection(self, projection: Document) -> Self {
+        self.map(|a| a.projection(projection))
+    }
+
+    pub(super) fn batch_size(self, size: u32) -> Self {
+        self.map(|a| a.batch_size(size))
+    }
+}
+
+impl<'a, T: Send + Sync> Timed<'a, FindOne<'a, T>> {
+    pub(super) fn projection(self, projection: Document) -> Self {
+        self.map(|a| a.projection(projection))
+    }
+}
+
+impl<'a, T: Send + Sync> Timed<'a, FindOneAndUpdate<'a, T>> {
+    pub(super) fn projection(self, projection: Document) -> Self {
+        self.map(|a| a.projection(projection))
+    }
+
+    pub(super) fn return_document(self, which: ReturnDocument) -> Self {
+        self.map(|a| a.return_document(which))
+    }
+
+    pub(super) fn session(self, session: impl Into<&'a mut ClientSession>) -> Self {
+        self.map(|a| a.session(session))
+    }
+}
+
+impl<'a, S, T> Timed<'a, Aggregate<'a, S, T>> {
+    pub(super) fn batch_size(self, size: u32) -> Self {
+        self.map(|a| a.batch_size(size))
+    }
+
+    pub(super) fn with_type<U>(self) -> Timed<'a, Aggregate<'a, S, U>> {
+        self.map(|a| a.with_type::<U>())
+    }
+}
+
+impl<'a> Timed<'a, Update<'a>> {
+    pub(super) fn session(self, session: impl Into<&'a mut ClientSession>) -> Self {
+        self.map(|a| a.session(session))
+    }
+}
+
+impl<'a> Timed<'a, InsertOne<'a>> {
+    pub(super) fn session(self, session: impl Into<&'a mut ClientSession>) -> Self {
+        self.map(|a| a.session(session))
+    }
+}
+
+impl<'a, T> Timed<'a, Watch<'a, T>> {
+    pub(super) fn pipeline(self, pipeline: impl IntoIterator<Item = Document>) -> Self {
+        self.map(|a| a.pipeline(pipeline))
+    }
+
+    pub(super) fn resume_after(self, token: impl Into<Option<ResumeToken>>) -> Self {
+        self.map(|a| a.resume_after(token))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_timed_command_counts_in_its_histogram_only() {
+        let counter = CommandCounter::new();
+        assert_eq!(counter.timed(Command::Ping, std::future::ready(7)).await, 7);
+        let mut page = Exposition::new();
+        counter.write(&mut page);
+        let text = page.into_text();
+        assert!(
+            text.contains("threadql_db_command_duration_seconds_count{command=\"ping\"} 1"),
+            "{text}"
+        );
+        assert!(!text.contains("command=\"find\""), "{text}");
     }
 }

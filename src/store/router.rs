@@ -18,13 +18,14 @@ use super::changes;
 use super::connect::{self, Connection, StoreConfig};
 use super::discussions::{locked, Discussions};
 use super::error::{StoreError, StoreResult};
-use super::metrics::{CommandCounter, Counted};
+use super::metrics::{Command, CommandCounter, Counted};
 use super::migrate;
 use super::registry::{Layouts, Parts};
 use super::skeleton::revise;
 use super::writer::Writer;
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{Comment, Discussion, DiscussionId, DomainError, Layout, NewComment, Slug};
+use crate::telemetry::metrics::Exposition;
 
 /// The MongoDB storage: discussions, the three layouts, and the command counter.
 pub struct Store {
@@ -121,12 +122,17 @@ impl Storage for Store {
 
     async fn ping(&self) -> StoreResult<()> {
         self.commands.sent("ping");
-        self.db.run_command(doc! { "ping": 1 }).await?;
+        let ping = self.db.run_command(doc! { "ping": 1 });
+        self.commands.timed(Command::Ping, ping).await?;
         Ok(())
     }
 
     fn command_counts(&self) -> BTreeMap<String, u64> {
         self.commands.snapshot()
+    }
+
+    fn write_metrics(&self, out: &mut Exposition) {
+        self.commands.write(out);
     }
 
     async fn change_comment(

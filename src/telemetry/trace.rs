@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::{bail, Context as _};
 use axum::extract::MatchedPath;
 use axum::http::header::HeaderName;
-use axum::http::{HeaderMap, Request, Response, Uri};
+use axum::http::{HeaderMap, Request, StatusCode, Uri};
 use opentelemetry::propagation::{Extractor, TextMapPropagator};
 use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
 use opentelemetry_otlp::{WithExportConfig, WithTonicConfig};
@@ -24,7 +24,6 @@ use opentelemetry_sdk::resource::{EnvResourceDetector, TelemetryResourceDetector
 use opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProcessor;
 use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider, SpanData, SpanExporter};
 use opentelemetry_sdk::Resource;
-use tower_http::trace::{DefaultOnResponse, OnResponse};
 use tracing::field::Empty;
 use tracing::{Level, Metadata, Span, Subscriber};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -399,19 +398,20 @@ impl Extractor for Headers<'_> {
 /// would bury the traces of the API.
 const UNTRACED: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
 
-/// The span of one HTTP request (`request`, at `debug` as the HTTP layer makes it by default,
-/// so the logs are as before): its method, path and route, and once answered its status.
-/// While traces are exported it is a server span named `METHOD route` that continues the
-/// caller's trace when the request carries a W3C `traceparent` (one that does not parse is
-/// ignored: the request starts a trace of its own); requests to `/healthz`, `/readyz` and `/metrics` are not
-/// traced.
-pub fn request_span<B>(request: &Request<B>) -> Span {
+/// The span of one HTTP request (`request`, at `info`, made by the request layer in
+/// `telemetry::request`, so every log line written while serving the request carries it): its
+/// request id, method, path and route, and once answered its status. While traces are exported
+/// it is a server span named `METHOD route` that continues the caller's trace when the request
+/// carries a W3C `traceparent` (one that does not parse is ignored: the request starts a trace
+/// of its own); requests to `/healthz`, `/readyz` and `/metrics` are not traced.
+pub fn request_span<B>(request: &Request<B>, request_id: &str) -> Span {
     let route = request
         .extensions()
         .get::<MatchedPath>()
         .map(MatchedPath::as_str);
-    let span = tracing::debug_span!(
+    let span = tracing::info_span!(
         "request",
+        request_id,
         http.request.method = %request.method(),
         url.path = request.uri().path(),
         http.route = route,
@@ -441,15 +441,12 @@ pub fn request_span<B>(request: &Request<B>) -> Span {
     span
 }
 
-/// Records a response's status on its request span (a 5xx marks the span as failed), then logs
-/// it as the HTTP layer does by default (at `debug`).
-pub fn on_response<B>(response: &Response<B>, latency: Duration, span: &Span) {
-    let status = response.status();
+/// Records a response's status on its request span (a 5xx marks the span as failed).
+pub fn record_status(span: &Span, status: StatusCode) {
     span.record("http.response.status_code", status.as_u16());
     if status.is_server_error() {
         span.record("otel.status_code", "ERROR");
     }
-    DefaultOnResponse::default().on_response(response, latency, span);
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ mod logs;
 mod migrate;
 mod model;
 mod node;
+mod observability;
 mod orphans;
 mod paging;
 mod persisted;

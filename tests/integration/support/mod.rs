@@ -22,7 +22,8 @@ pub(crate) use otlp::{dump, Collector, ReceivedSpan};
 pub(crate) use posting::{load_discussion, post_in};
 pub(crate) use process::Process;
 pub(crate) use server::{
-    graphql_data, metric, metric_from, one_shot_client, post_graphql, server_config, Running,
+    graphql_data, metric, metric_from, one_shot_client, post_graphql, series, server_config,
+    Running, Scrape,
 };
 pub(crate) use tokens::{
     ec_token, fixture, now, rsa_key, rsa_token, sign, sign_key, sign_with, token, unsigned, Claims,

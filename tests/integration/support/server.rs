@@ -132,6 +132,68 @@ pub(crate) async fn metric_from(url: &str, name: &str) -> u64 {
         .unwrap()
 }
 
+/// One reading of a server's `/metrics`: every sample by its series (`name{labels}` as the
+/// page writes it).
+pub(crate) struct Scrape {
+    /// The page.
+    pub text: String,
+    samples: std::collections::BTreeMap<String, f64>,
+}
+
+impl Scrape {
+    /// Reads the server's `/metrics`.
+    pub(crate) async fn of(server: &Running) -> Scrape {
+        let text = reqwest::get(server.url("/metrics"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let samples = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .map(|l| {
+                let (series, value) = l.rsplit_once(' ').unwrap();
+                let value = match value {
+                    "+Inf" => f64::INFINITY,
+                    v => v.parse().unwrap_or_else(|_| panic!("not a number: {l}")),
+                };
+                (series.to_owned(), value)
+            })
+            .collect();
+        Scrape { text, samples }
+    }
+
+    /// The sample of `name` with `labels` (in the order the page writes them), if there is one.
+    pub(crate) fn get(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        self.samples.get(&series(name, labels)).copied()
+    }
+
+    /// The sample of `name` with `labels`; 0 when the page has none (a series not yet counted).
+    pub(crate) fn value(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        self.get(name, labels).unwrap_or(0.0)
+    }
+
+    /// Every series whose name is `name`, with its value.
+    pub(crate) fn family(&self, name: &str) -> Vec<(String, f64)> {
+        let braced = format!("{name}{{");
+        self.samples
+            .iter()
+            .filter(|(s, _)| s.as_str() == name || s.starts_with(&braced))
+            .map(|(s, v)| (s.clone(), *v))
+            .collect()
+    }
+}
+
+/// `name{a="x",b="y"}` (or `name` without labels).
+pub(crate) fn series(name: &str, labels: &[(&str, &str)]) -> String {
+    if labels.is_empty() {
+        return name.to_owned();
+    }
+    let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+    format!("{name}{{{}}}", labels.join(","))
+}
+
 /// A client that opens a connection per request: the server rightly closes a connection whose
 /// request it refused before reading the body (413, 429), and a pooled client could race that
 /// close.
