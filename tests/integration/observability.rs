@@ -674,7 +674,13 @@ async fn request_logs_carry_the_operation_and_the_request_id() {
         .collect();
     assert!(!deep.is_empty(), "{lines:#?}");
     for line in deep {
-        let id = line["span"]["request_id"].as_str().unwrap();
+        // Logged inside a store span, itself inside the request span (the list of spans holds
+        // them outermost first).
+        let id = line["spans"]
+            .as_array()
+            .and_then(|spans| spans.iter().find(|s| s["name"] == "request"))
+            .and_then(|request| request["request_id"].as_str())
+            .unwrap_or_else(|| panic!("no request span: {line}"));
         assert!(id.starts_with("log-post-"), "{line}");
         assert_eq!(request_line(id)["fields"]["operation_name"], "Post");
     }
