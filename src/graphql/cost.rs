@@ -182,12 +182,16 @@ pub fn explain(
     let (cost, complete) =
         match walk_document(shape, prices, document, variables, Some(&mut priced)) {
             Ok(cost) => (cost, true),
+            // The walk stopped at the fields-visited limit (as many as the cost limit, each
+            // costing at least one), so the document costs more than the limit, whatever was
+            // priced before the stop.
             Err(_) => (
                 priced
                     .iter()
                     .filter(|p| p.chain.len() == 1)
                     .map(|p| p.cost)
-                    .sum(),
+                    .sum::<usize>()
+                    .max(prices.max_cost.saturating_add(1)),
                 false,
             ),
         };
@@ -700,6 +704,15 @@ mod tests {
         };
         let explained = explain(&shape(), tiny, &document, &Variables::default());
         assert_eq!(explained.drivers.len(), 1);
+        // A walk stopped by the fields-visited limit before any connection was priced still
+        // reports a cost above the limit, never 0.
+        let one = Prices {
+            max_cost: 1,
+            ..PRICES
+        };
+        let explained = explain(&shape(), one, &document, &Variables::default());
+        assert!(!explained.complete);
+        assert!(explained.cost > 1, "{explained:?}");
     }
 
     #[test]
