@@ -30,17 +30,19 @@ pub(super) async fn load_discussion(
 const MAX_KEYS: usize = 100;
 
 /// Loads discussions by client-supplied keys, in their order (null where unknown): one
-/// database command for them all. `BAD_USER_INPUT` for a malformed key.
+/// database command for them all. `BAD_USER_INPUT` for a malformed key, which `name` names by
+/// its position (the argument as the caller wrote it).
 async fn load_keyed(
     ctx: &Context<'_>,
     keys: &[String],
+    name: impl Fn(usize) -> String,
 ) -> async_graphql::Result<Vec<Option<DiscussionNode>>> {
     let keys = keys
         .iter()
         .enumerate()
         .map(|(n, key)| {
             DiscussionKey::parse(key)
-                .map_err(|e| DomainError::bad_input(format!("keys[{n}]: {e}")))
+                .map_err(|e| DomainError::bad_input(format!("{}: {e}", name(n))))
                 .gql()
         })
         .collect::<async_graphql::Result<Vec<_>>>()?;
@@ -77,10 +79,12 @@ impl Query {
         ctx: &Context<'_>,
         key: String,
     ) -> async_graphql::Result<Option<DiscussionNode>> {
-        Ok(load_keyed(ctx, std::slice::from_ref(&key))
-            .await?
-            .pop()
-            .flatten())
+        Ok(
+            load_keyed(ctx, std::slice::from_ref(&key), |_| "key".to_owned())
+                .await?
+                .pop()
+                .flatten(),
+        )
     }
 
     /// The discussions with these keys, in the same order, null where a key has none (a key
@@ -99,7 +103,7 @@ impl Query {
             )))
             .gql();
         }
-        load_keyed(ctx, &keys).await
+        load_keyed(ctx, &keys, |n| format!("keys[{n}]")).await
     }
 
     /// All discussions, oldest first. Paged forward by `first`/`after` or backward by

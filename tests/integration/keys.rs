@@ -217,6 +217,10 @@ async fn bad_keys_urls_and_lists_get_clear_errors() {
     }
     let response = app.exec(BY_KEYS, json!({ "k": ["fine", ""] })).await;
     assert!(message(&response).contains("keys[1]"), "{response:#}");
+    // One key is named as its own argument, not as a list's first element.
+    let response = app.exec(BY_KEY, json!({ "k": "" })).await;
+    assert!(message(&response).starts_with("key: "), "{response:#}");
+    assert!(!message(&response).contains("keys[0]"), "{response:#}");
 
     // Values that are not strings, or absent.
     let cases: Vec<(&str, &str, Value, &str)> = vec![
