@@ -88,6 +88,38 @@ fn forget_reads(ctx: &Context<'_>) {
     ctx.data_unchecked::<RequestReads>().invalidate();
 }
 
+/// How a new discussion is stored.
+#[derive(Debug, Clone, Copy)]
+enum Creating {
+    /// As a new discussion (a key in use is refused).
+    Always,
+    /// Only when no discussion has its key yet; otherwise that discussion is the answer.
+    UnlessKeyed,
+}
+
+/// Stores `new` as `how` says, in a task of its own (see [`detached`]), and answers with the
+/// discussion stored.
+async fn store_discussion(
+    ctx: &Context<'_>,
+    new: NewDiscussion,
+    how: Creating,
+) -> async_graphql::Result<Option<DiscussionNode>> {
+    let storage = store(ctx).clone();
+    let span = match how {
+        Creating::Always => tracing::debug_span!("store.createDiscussion"),
+        Creating::UnlessKeyed => tracing::debug_span!("store.ensureDiscussion"),
+    };
+    let write = async move {
+        match how {
+            Creating::Always => storage.discussions().add(new).await,
+            Creating::UnlessKeyed => storage.discussions().ensure(new).await,
+        }
+    };
+    let discussion = detached(ctx, write.instrument(span)).await?;
+    forget_reads(ctx);
+    Ok(Some(DiscussionNode(discussion.into())))
+}
+
 /// A new discussion.
 #[derive(InputObject)]
 pub(super) struct CreateDiscussionInput {
@@ -215,15 +247,7 @@ impl Mutation {
             input.key.as_deref(),
             input.url.as_deref(),
         )?;
-        let storage = store(ctx).clone();
-        let discussion = detached(
-            ctx,
-            async move { storage.discussions().add(new).await }
-                .instrument(tracing::debug_span!("store.createDiscussion")),
-        )
-        .await?;
-        forget_reads(ctx);
-        Ok(Some(DiscussionNode(discussion.into())))
+        store_discussion(ctx, new, Creating::Always).await
     }
 
     /// The discussion of a host page: the one with this key, as it is (its title, URL and
@@ -243,15 +267,7 @@ impl Mutation {
             Some(&input.key),
             input.url.as_deref(),
         )?;
-        let storage = store(ctx).clone();
-        let discussion = detached(
-            ctx,
-            async move { storage.discussions().ensure(new).await }
-                .instrument(tracing::debug_span!("store.ensureDiscussion")),
-        )
-        .await?;
-        forget_reads(ctx);
-        Ok(Some(DiscussionNode(discussion.into())))
+        store_discussion(ctx, new, Creating::UnlessKeyed).await
     }
 
     /// Posts a comment: top-level, or a reply when `parentSlug` is given. A reply deeper than the
