@@ -259,15 +259,25 @@ fn author(rng: &mut impl Rng) -> usize {
     ((rng.gen::<f64>().powi(3) * AUTHORS as f64) as usize).min(AUTHORS - 1)
 }
 
-/// Comment text: mostly short, sometimes a few paragraphs' worth (40 to 600 bytes).
+/// Comment text: mostly short, sometimes a few paragraphs' worth (40 to 600 bytes before its
+/// Markdown), with the Markdown people write: paragraphs, emphasis, code and links.
 pub(crate) fn text(rng: &mut impl Rng) -> String {
     let len = 40 + (rng.gen::<f64>().powi(2) * 560.0) as usize;
-    let mut out = String::with_capacity(len + 16);
-    while out.len() < len {
+    let mut out = String::with_capacity(len + 64);
+    let mut words = 0;
+    while words < len {
         if !out.is_empty() {
-            out.push(' ');
+            out.push_str(if rng.gen_bool(0.03) { ".\n\n" } else { " " });
         }
-        out.push_str(WORDS[rng.gen_range(0..WORDS.len())]);
+        let word = WORDS[rng.gen_range(0..WORDS.len())];
+        words += word.len() + 1;
+        match rng.gen_range(0..100) {
+            0..=3 => out.push_str(&format!("*{word}*")),
+            4..=5 => out.push_str(&format!("**{word}**")),
+            6 => out.push_str(&format!("`{word}`")),
+            7 => out.push_str(&format!("[{word}](https://example.com/{word})")),
+            _ => out.push_str(word),
+        }
     }
     out.push('.');
     out
