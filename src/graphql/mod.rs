@@ -1,10 +1,12 @@
 //! The GraphQL API: schema construction, per-request context and execution.
 
 pub mod batch;
+mod bounded;
 pub mod closing;
 pub mod cost;
 mod documents;
 pub mod error;
+pub mod html;
 pub mod limits;
 pub mod live;
 pub mod loaders;
@@ -201,6 +203,7 @@ impl Api {
             .data(limits)
             .data(live.clone())
             .data(closing.clone())
+            .data(html::HtmlCache::new(html::HTML_CACHE_BYTES))
             .data(AuthorRate(Limiter::new(author_rate)));
         if !limits.introspection {
             builder = builder.disable_introspection();

@@ -4,13 +4,13 @@
 //! used dropped first, and only once the document has passed every check (see `Api::admit`).
 //! Run before the engine, not as one of its extensions (see `limits`).
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use async_graphql::{Request, ServerError};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use super::bounded::Bounded;
 use super::limits::with_code;
 
 /// What an entry takes besides its hash and its text: its map entry, its place in the order of
@@ -32,21 +32,7 @@ pub(super) struct Pending {
 
 /// The document texts this process was sent with their hashes.
 #[derive(Clone)]
-pub(super) struct PersistedQueries(Arc<Mutex<Kept>>);
-
-/// The kept texts and the order they were last used in.
-struct Kept {
-    /// Text and last use, by hash.
-    texts: HashMap<String, (Arc<str>, u64)>,
-    /// Hashes by last use, oldest first.
-    order: BTreeMap<u64, String>,
-    /// Uses so far: the clock of `order`.
-    clock: u64,
-    /// Bytes kept (see [`size`]).
-    bytes: usize,
-    max_entries: usize,
-    max_bytes: usize,
-}
+pub(super) struct PersistedQueries(Arc<Mutex<Bounded<String, Arc<str>>>>);
 
 /// The bytes an entry is counted as.
 fn size(hash: &str, text: &str) -> usize {
@@ -55,53 +41,13 @@ fn size(hash: &str, text: &str) -> usize {
         .saturating_add(ENTRY_OVERHEAD)
 }
 
-impl Kept {
-    fn touch(&mut self, hash: &str) -> Option<Arc<str>> {
-        self.clock += 1;
-        let clock = self.clock;
-        let (text, used) = self.texts.get_mut(hash)?;
-        let previous = std::mem::replace(used, clock);
-        let text = text.clone();
-        if let Some(hash) = self.order.remove(&previous) {
-            self.order.insert(clock, hash);
-        }
-        Some(text)
-    }
-
-    fn insert(&mut self, hash: String, text: &str) {
-        let bytes = size(&hash, text);
-        if bytes > self.max_bytes || self.touch(&hash).is_some() {
-            return;
-        }
-        while self.texts.len() >= self.max_entries || self.bytes + bytes > self.max_bytes {
-            let Some((_, oldest)) = self.order.pop_first() else {
-                break;
-            };
-            if let Some((text, _)) = self.texts.remove(&oldest) {
-                self.bytes -= size(&oldest, &text);
-            }
-        }
-        self.clock += 1;
-        self.order.insert(self.clock, hash.clone());
-        self.texts.insert(hash, (Arc::from(text), self.clock));
-        self.bytes += bytes;
-    }
-}
-
 impl PersistedQueries {
     /// A cache of at most `entries` documents (at least one) and `bytes` bytes.
     pub(super) fn new(entries: usize, bytes: usize) -> Self {
-        Self(Arc::new(Mutex::new(Kept {
-            texts: HashMap::new(),
-            order: BTreeMap::new(),
-            clock: 0,
-            bytes: 0,
-            max_entries: entries.max(1),
-            max_bytes: bytes,
-        })))
+        Self(Arc::new(Mutex::new(Bounded::new(entries, bytes))))
     }
 
-    fn kept(&self) -> std::sync::MutexGuard<'_, Kept> {
+    fn kept(&self) -> std::sync::MutexGuard<'_, Bounded<String, Arc<str>>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -123,7 +69,7 @@ impl PersistedQueries {
             )));
         }
         if request.query.is_empty() {
-            let text = self.kept().touch(&persisted.sha256_hash).ok_or_else(|| {
+            let text = self.kept().get(&persisted.sha256_hash).ok_or_else(|| {
                 with_code(
                     ServerError::new("PersistedQueryNotFound", None),
                     "PERSISTED_QUERY_NOT_FOUND",
@@ -141,7 +87,9 @@ impl PersistedQueries {
 
     /// Keeps the text of a request that was sent with its hash (and has passed every check).
     pub(super) fn keep(&self, pending: Pending, request: &Request) {
-        self.kept().insert(pending.hash, &request.query);
+        let bytes = size(&pending.hash, &request.query);
+        self.kept()
+            .insert(pending.hash, Arc::from(request.query.as_str()), bytes);
     }
 }
 
@@ -149,32 +97,16 @@ impl PersistedQueries {
 mod tests {
     use super::*;
 
-    fn kept(cache: &PersistedQueries) -> Vec<String> {
-        let kept = cache.kept();
-        kept.order.values().cloned().collect()
-    }
-
     #[test]
-    fn the_least_recently_used_go_first_past_either_bound() {
-        let text = "x".repeat(100);
-        let one = size("a", &text);
-        let cache = PersistedQueries::new(10, 3 * one);
+    fn entries_are_counted_with_their_hash_and_overhead() {
+        let cache = PersistedQueries::new(10, size("a", "query") * 2);
         for hash in ["a", "b", "c"] {
-            cache.kept().insert(hash.to_owned(), &text);
+            let pending = Pending {
+                hash: hash.to_owned(),
+            };
+            cache.keep(pending, &Request::new("query"));
         }
-        assert_eq!(kept(&cache), ["a", "b", "c"]);
-        assert!(cache.kept().touch("a").is_some());
-        cache.kept().insert("d".to_owned(), &text);
-        assert_eq!(kept(&cache), ["c", "a", "d"]);
-        assert_eq!(cache.kept().bytes, 3 * one);
-        // Too large to keep at all: nothing is dropped for it.
-        cache.kept().insert("e".to_owned(), &"x".repeat(4 * one));
-        assert_eq!(kept(&cache), ["c", "a", "d"]);
-        // Bounded in entries too.
-        let cache = PersistedQueries::new(2, usize::MAX);
-        for hash in ["a", "b", "c"] {
-            cache.kept().insert(hash.to_owned(), &text);
-        }
-        assert_eq!(kept(&cache), ["b", "c"]);
+        assert_eq!(cache.kept().keys_by_use(), ["b", "c"]);
+        assert_eq!(cache.kept().bytes(), 2 * size("a", "query"));
     }
 }

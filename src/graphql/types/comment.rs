@@ -6,9 +6,9 @@ use async_graphql::{Context, Object, SimpleObject, ID};
 use chrono::{DateTime, Utc};
 
 use super::{CommentConnection, CommentOrder, Total};
-use crate::domain::markdown;
 use crate::domain::{Comment, CursorKind, Discussion, Page, PageArgs, Paging, Slug};
 use crate::graphql::error::OrGql;
+use crate::graphql::html::HtmlCache;
 use crate::graphql::loaders::{
     CommentKey, DiscussionRef, RepliesKey, SubDiscussionCountKey, SubDiscussionKey,
 };
@@ -193,8 +193,9 @@ impl CommentNode {
     /// Its text rendered as CommonMark, sanitised: raw HTML shows as typed, links get
     /// `rel="nofollow ugc noopener"`, images show as links, only `http`, `https` and `mailto`
     /// addresses are kept. Null once deleted.
-    async fn html(&self) -> Option<String> {
-        self.comment.text.as_deref().map(markdown::to_html)
+    async fn html(&self, ctx: &Context<'_>) -> Option<String> {
+        let text = self.comment.text.as_deref()?;
+        Some(ctx.data_unchecked::<HtmlCache>().render(text).to_string())
     }
 
     /// The comment it replies to; null for a top-level comment.
