@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use threadql::domain::Layout;
 
 use crate::node;
-use crate::support::{post_graphql, token, unique_db, Running, Settings};
+use crate::support::{graphql_data, token, unique_db, Running, Settings};
 
 /// The browser tests/node/browser.mjs drives.
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -28,22 +28,6 @@ const THREAD: [&str; 3] = [
 const REPLY: &str = "Posted from GraphiQL with a bearer token";
 /// What tests/node/browser.mjs posts while GraphiQL runs a subscription.
 const LIVE: &str = "Heard live through the GraphiQL subscription";
-
-/// `data` of a GraphQL request over HTTP, failing the test on any error.
-async fn data(
-    client: &reqwest::Client,
-    server: &Running,
-    token: &str,
-    query: &str,
-    variables: Value,
-) -> Value {
-    let (status, body) = post_graphql(client, server, Some(token), query, variables).await;
-    assert!(
-        status == 200 && body.get("errors").is_none(),
-        "HTTP {status}: {body}"
-    );
-    body["data"].clone()
-}
 
 /// The texts and depths of a comment connection's nodes.
 fn thread_of(connection: &Value) -> Vec<(String, u64)> {
@@ -72,10 +56,10 @@ async fn graphiql_runs_threaded_queries_and_posts_without_leaving_the_server() {
     let client = reqwest::Client::new();
     let token = token("ada", "Ada Lovelace");
 
-    let created = data(
+    let created = graphql_data(
         &client,
         &server,
-        &token,
+        Some(&token),
         "mutation { createDiscussion(input: {title: \"Notes on the Analytical Engine\"}) { id } }",
         json!({}),
     )
@@ -86,10 +70,10 @@ async fn graphiql_runs_threaded_queries_and_posts_without_leaving_the_server() {
         .to_owned();
     let mut parent: Option<String> = None;
     for text in THREAD {
-        let posted = data(
+        let posted = graphql_data(
             &client,
             &server,
-            &token,
+            Some(&token),
             "mutation($d: ID!, $p: String, $t: String!) { postComment(input: {discussionId: $d, parentSlug: $p, text: $t}) { slug } }",
             json!({ "d": discussion, "p": parent, "t": text }),
         )
@@ -164,10 +148,10 @@ async fn graphiql_runs_threaded_queries_and_posts_without_leaving_the_server() {
     assert_eq!(posted["text"], REPLY, "{summary:#}");
     assert_eq!(posted["author"]["name"], "Ada Lovelace", "{summary:#}");
     assert_eq!(posted["depth"], THREAD.len(), "{summary:#}");
-    let stored = data(
+    let stored = graphql_data(
         &client,
         &server,
-        &token,
+        Some(&token),
         "query($d: ID!) { discussion(id: $d) { commentCount comments(order: THREADED) { nodes { slug text depth } } } }",
         json!({ "d": discussion }),
     )

@@ -20,7 +20,7 @@ use threadql::auth::JwtKeys;
 use threadql::domain::Layout;
 
 use crate::node;
-use crate::support::{defaults, post_graphql, token, unique_db, Running, Settings, SECRET};
+use crate::support::{defaults, graphql_data, token, unique_db, Running, Settings, SECRET};
 
 /// The browser tests/node/embed.mjs drives.
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -59,22 +59,6 @@ const SEEDERS: [(&str, &str); 6] = [
     ("faraday", "Michael Faraday"),
 ];
 
-/// A running server's GraphQL `data`, failing the test on any error.
-async fn data(
-    client: &reqwest::Client,
-    server: &Running,
-    token: &str,
-    query: &str,
-    variables: Value,
-) -> Value {
-    let (status, body) = post_graphql(client, server, Some(token), query, variables).await;
-    assert!(
-        status == 200 && body.get("errors").is_none(),
-        "HTTP {status}: {body}"
-    );
-    body["data"].clone()
-}
-
 /// Posts a comment as the author of `token`; returns its slug.
 async fn post(
     client: &reqwest::Client,
@@ -84,10 +68,10 @@ async fn post(
     parent: Option<&str>,
     text: &str,
 ) -> String {
-    let posted = data(
+    let posted = graphql_data(
         client,
         server,
-        token,
+        Some(token),
         "mutation($d: ID!, $p: String, $t: String!) { postComment(input: {discussionId: $d, parentSlug: $p, text: $t}) { slug } }",
         json!({ "d": discussion, "p": parent, "t": text }),
     )
@@ -103,10 +87,10 @@ async fn post(
 async fn seed(client: &reqwest::Client, server: &Running, page: &str) -> (String, Value) {
     let tokens: Vec<String> = SEEDERS.iter().map(|(sub, name)| token(sub, name)).collect();
     let author = |n: usize| tokens[n % tokens.len()].as_str();
-    let ensured = data(
+    let ensured = graphql_data(
         client,
         server,
-        author(0),
+        Some(author(0)),
         "mutation($i: EnsureDiscussionInput!) { ensureDiscussion(input: $i) { id } }",
         json!({ "i": { "key": KEY, "title": "Notes on the Analytical Engine", "url": page } }),
     )
@@ -181,20 +165,20 @@ async fn seed(client: &reqwest::Client, server: &Running, page: &str) -> (String
         "A reply that outlives its parent".to_owned(),
     )
     .await;
-    data(
+    graphql_data(
         client,
         server,
-        author(5),
+        Some(author(5)),
         "mutation($d: ID!, $s: String!) { deleteComment(discussionId: $d, slug: $s) { deleted } }",
         json!({ "d": discussion, "s": deleted }),
     )
     .await;
     let moderator =
         JwtKeys::new(SECRET).mint("mod", "A Moderator", &["moderator".to_owned()], 3600);
-    data(
+    graphql_data(
         client,
         server,
-        &moderator,
+        Some(&moderator),
         "mutation($d: ID!, $s: String!) { pinComment(discussionId: $d, slug: $s, pinned: true) { pinned } }",
         json!({ "d": discussion, "s": slugs["thread-10"] }),
     )
@@ -483,10 +467,10 @@ async fn the_embed_runs_on_a_page_of_another_origin(layout: Layout, png: &str) {
     );
 
     // What the visitor posted through the page is stored, under the visitor's name.
-    let stored = data(
+    let stored = graphql_data(
         &client,
         &server,
-        &visitor,
+        Some(&visitor),
         "query($k: String!) { discussionByKey(key: $k) { commentCount threads(order: NEWEST, first: 3) { nodes { slug text author { name } replies(first: 5) { nodes { text author { name } } } } } } }",
         json!({ "k": KEY }),
     )
@@ -530,10 +514,10 @@ async fn the_embed_runs_on_a_page_of_another_origin(layout: Layout, png: &str) {
     );
 
     // The fresh page created its discussion with its first comment, with its title and address.
-    let fresh = data(
+    let fresh = graphql_data(
         &client,
         &server,
-        &visitor,
+        Some(&visitor),
         "query($k: String!) { discussionByKey(key: $k) { key title url commentCount threads(first: 5) { nodes { text author { name } } } } }",
         json!({ "k": FRESH_KEY }),
     )
