@@ -35,12 +35,13 @@ impl std::ops::Deref for Caller<'_> {
     }
 }
 
-/// The caller (`UNAUTHENTICATED` without a valid token), counted against the mutation rate per
-/// author (`RATE_LIMITED` past it), and refused with `FORBIDDEN` while banned. Every mutation
-/// field starts here, once, so aliases count too and each mutation spends exactly one of its
-/// author's tokens. The ban check costs at most one database command, and none while this
-/// process knows the caller's ban state (5 s); a moderator's first mutation in this process
-/// records them as a moderator (one write), later ones cost nothing.
+/// The caller (`UNAUTHENTICATED` without a valid token), refused with `FORBIDDEN` while banned
+/// (before the rate, so a banned user hears why, whatever they send), and counted against the
+/// mutation rate per author (`RATE_LIMITED` past it). Every mutation field starts here, once,
+/// so aliases count too and each mutation spends exactly one of its author's tokens. The ban
+/// check costs at most one database command, and none while this process knows the caller's
+/// ban state (5 s); a moderator's first mutation in this process records them as a moderator
+/// (one write), later ones cost nothing.
 async fn caller<'a>(ctx: &Context<'a>) -> async_graphql::Result<Caller<'a>> {
     let viewer = match auth(ctx) {
         AuthState::Authenticated(viewer) => viewer,
@@ -50,18 +51,6 @@ async fn caller<'a>(ctx: &Context<'a>) -> async_graphql::Result<Caller<'a>> {
         .gql(),
         AuthState::Rejected(why) => return Err(DomainError::Unauthenticated(why.clone())).gql(),
     };
-    if let Err(wait) = ctx
-        .data_unchecked::<AuthorRate>()
-        .0
-        .check(&viewer.author.id)
-    {
-        let secs = retry_after_secs(wait);
-        return Err(DomainError::RateLimited {
-            message: format!("too many changes from this author: try again in {secs} s"),
-            retry_after_secs: secs,
-        })
-        .gql();
-    }
     let moderation = store(ctx).moderation();
     if viewer.moderator {
         moderation
@@ -78,6 +67,18 @@ async fn caller<'a>(ctx: &Context<'a>) -> async_graphql::Result<Caller<'a>> {
         if ban.applies_at(Micros::now()) {
             return Err(ban.refusal()).gql();
         }
+    }
+    if let Err(wait) = ctx
+        .data_unchecked::<AuthorRate>()
+        .0
+        .check(&viewer.author.id)
+    {
+        let secs = retry_after_secs(wait);
+        return Err(DomainError::RateLimited {
+            message: format!("too many changes from this author: try again in {secs} s"),
+            retry_after_secs: secs,
+        })
+        .gql();
     }
     Ok(Caller(viewer))
 }

@@ -467,3 +467,26 @@ where
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_banned_user_hears_of_the_ban_before_the_rate_limit() {
+    let mut config = server_config("bans_rate");
+    config.rate_limit = threadql::config::RateLimit::Every {
+        count: 2,
+        per: Duration::from_secs(3600),
+    };
+    let site = Site::on(config).await;
+    let moderator = moderator_token("mod", "Mo");
+    let troll = token("troll", "Troll");
+    let d = site.discussion(&moderator).await;
+    slug(&site.post(&troll, &d, "one").await);
+    slug(&site.post(&troll, &d, "two").await);
+    let limited = site.post(&troll, &d, "three").await;
+    assert_eq!(error_code(&limited), "RATE_LIMITED", "{limited:#}");
+    site.data(Some(&moderator), BAN, json!({ "u": "troll" }))
+        .await;
+    for _ in 0..3 {
+        let refused = site.post(&troll, &d, "banned").await;
+        assert_eq!(error_code(&refused), "FORBIDDEN", "{refused:#}");
+    }
+}
