@@ -549,10 +549,6 @@ impl<'a, T: Send + Sync> Timed<'a, FindOneAndUpdate<'a, T>> {
         self.map(|a| a.return_document(which))
     }
 
-    pub(super) fn upsert(self, upsert: bool) -> Self {
-        self.map(|a| a.upsert(upsert))
-    }
-
     pub(super) fn session(self, session: impl Into<&'a mut ClientSession>) -> Self {
         self.map(|a| a.session(session))
     }

@@ -14,6 +14,7 @@
 //!   gap, which a page reads past.
 
 use std::collections::{HashMap, HashSet};
+use std::future::IntoFuture;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,7 +26,7 @@ use mongodb::Database;
 
 use super::api::ModerationStore;
 use super::bson::{as_i64, corrupt, to_count};
-use super::error::{StoreError, StoreResult};
+use super::error::{is_duplicate_key, StoreError, StoreResult};
 use super::metrics::{CommandCounter, Counted};
 use crate::domain::moderation::{Ban, LogEntry, Logged, ModerationAction, Reason, UserId};
 use crate::domain::paging::{Cursor, Span};
@@ -41,6 +42,9 @@ pub const BANS_KEPT: usize = 100_000;
 
 /// Moderator ids a process remembers having recorded (past this, it starts over).
 const MODERATORS_KEPT: usize = 10_000;
+
+/// Tries to take a log entry's number (the first entry needs two: the counter is made between).
+const COUNTER_TRIES: usize = 3;
 
 /// The `counters` document that numbers the log's entries.
 const LOG_COUNTER: &str = "moderation_log";
@@ -153,6 +157,20 @@ impl BanStates {
             }
         }
         users.insert(user.to_owned(), Known { read, ban });
+    }
+}
+
+/// Runs an upsert by `_id`, and once more when a concurrent upsert of the same `_id` inserted
+/// the document first (two upserts racing to insert can meet a duplicate-key error; the second
+/// try finds the document and updates it).
+async fn upserted<T, F, U>(upsert: F) -> StoreResult<T>
+where
+    F: Fn() -> U,
+    U: IntoFuture<Output = Result<T, mongodb::error::Error>>,
+{
+    match upsert().await {
+        Err(err) if is_duplicate_key(&err) => Ok(upsert().await?),
+        other => Ok(other?),
     }
 }
 
@@ -311,10 +329,13 @@ impl ModerationStore for Moderation {
     }
 
     async fn ban(&self, ban: &Ban) -> StoreResult<()> {
-        self.bans
-            .replace_one(doc! { "_id": ban.user.as_str() }, ban_doc(ban))
-            .upsert(true)
-            .await?;
+        let stored = ban_doc(ban);
+        upserted(|| {
+            self.bans
+                .replace_one(doc! { "_id": ban.user.as_str() }, &stored)
+                .upsert(true)
+        })
+        .await?;
         self.known.keep(
             ban.user.as_str(),
             Instant::now(),
@@ -341,10 +362,12 @@ impl ModerationStore for Moderation {
             "$set": { "name": &moderator.name },
             "$setOnInsert": { "since": Micros::now().0 },
         };
-        self.moderators
-            .update_one(doc! { "_id": &moderator.id }, update)
-            .upsert(true)
-            .await?;
+        upserted(|| {
+            self.moderators
+                .update_one(doc! { "_id": &moderator.id }, update.clone())
+                .upsert(true)
+        })
+        .await?;
         let mut recorded = self.recorded.lock().unwrap_or_else(|p| p.into_inner());
         if recorded.len() >= MODERATORS_KEPT {
             recorded.clear();
@@ -365,16 +388,36 @@ impl ModerationStore for Moderation {
     }
 
     async fn record(&self, logged: Logged) -> StoreResult<LogEntry> {
-        let counter = self
-            .counters
-            .find_one_and_update(
-                doc! { "_id": LOG_COUNTER },
-                doc! { "$inc": { "seq": 1_i64 } },
-            )
-            .upsert(true)
-            .return_document(ReturnDocument::After)
-            .await?
-            .ok_or_else(|| corrupt("the log counter was not returned"))?;
+        // The counter is made by the first entry, by an insert: racing upserts of a document not
+        // there yet can fail on its `_id`, or (on the development database) take a number and
+        // answer with no document.
+        let mut counter = None;
+        for _ in 0..COUNTER_TRIES {
+            counter = self
+                .counters
+                .find_one_and_update(
+                    doc! { "_id": LOG_COUNTER },
+                    doc! { "$inc": { "seq": 1_i64 } },
+                )
+                .return_document(ReturnDocument::After)
+                .await?;
+            if counter.is_some() {
+                break;
+            }
+            let made = self
+                .counters
+                .insert_one(doc! { "_id": LOG_COUNTER, "seq": 0_i64 })
+                .await;
+            match made {
+                Err(err) if !is_duplicate_key(&err) => return Err(err.into()),
+                _ => {}
+            }
+        }
+        let counter = counter.ok_or_else(|| {
+            StoreError::Exhausted(format!(
+                "the moderation log's counter returned no number in {COUNTER_TRIES} tries"
+            ))
+        })?;
         let seq = counter
             .get("seq")
             .and_then(as_i64)

@@ -392,3 +392,32 @@ async fn the_log_is_for_moderators_and_refuses_bad_paging() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_first_actions_each_get_their_entry() {
+    // A fresh database: the moderator's record and the log's counter are created by whichever
+    // of these wins the race; the others must not fail.
+    let site = Site::start("modlog_concurrent").await;
+    let moderator = moderator_token("mod", "Mo");
+    let bans = (0..8).map(|i| {
+        site.send(
+            Some(&moderator),
+            BAN,
+            json!({ "u": format!("u{i}"), "r": "wave" }),
+        )
+    });
+    for response in futures::future::join_all(bans).await {
+        assert!(response.get("errors").is_none(), "{response:#}");
+    }
+    let (entries, _) = page(&site, &moderator, json!({ "first": 20 })).await;
+    let ids: BTreeSet<u64> = entries
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(ids, (1..=8).collect());
+    let users: BTreeSet<&str> = entries
+        .iter()
+        .map(|e| e["userId"].as_str().unwrap())
+        .collect();
+    assert_eq!(users.len(), 8);
+}
