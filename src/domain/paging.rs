@@ -39,6 +39,8 @@ pub enum CursorKind {
     Threaded,
     /// `(created, id)`: the discussion list.
     Discussion,
+    /// An entry's number: the moderation log, newest first.
+    ModerationLog,
 }
 
 impl CursorKind {
@@ -49,6 +51,7 @@ impl CursorKind {
             CursorKind::Newest => "n",
             CursorKind::Threaded => "t",
             CursorKind::Discussion => "d",
+            CursorKind::ModerationLog => "l",
         }
     }
 
@@ -58,6 +61,7 @@ impl CursorKind {
             CursorKind::Newest,
             CursorKind::Threaded,
             CursorKind::Discussion,
+            CursorKind::ModerationLog,
         ]
         .into_iter()
         .find(|kind| kind.tag() == tag)
@@ -70,12 +74,13 @@ impl CursorKind {
             CursorKind::Newest => "a NEWEST list",
             CursorKind::Threaded => "a THREADED list or a sub-discussion",
             CursorKind::Discussion => "the discussion list",
+            CursorKind::ModerationLog => "the moderation log",
         }
     }
 
     /// Whether lists of this kind run backwards through the stored order (newest first).
     pub fn reversed(self) -> bool {
-        self == CursorKind::Newest
+        matches!(self, CursorKind::Newest | CursorKind::ModerationLog)
     }
 }
 
@@ -99,6 +104,8 @@ pub enum Cursor {
         /// Tie-break.
         id: DiscussionId,
     },
+    /// Moderation-log position: an entry's number (from 1).
+    Log(u64),
 }
 
 impl Cursor {
@@ -128,6 +135,7 @@ impl Cursor {
             Cursor::Chronological { .. } => CursorKind::Chronological,
             Cursor::Threaded(_) => CursorKind::Threaded,
             Cursor::Discussion { .. } => CursorKind::Discussion,
+            Cursor::Log(_) => CursorKind::ModerationLog,
         })
     }
 
@@ -144,6 +152,7 @@ impl Cursor {
             }
             Cursor::Threaded(full) => format!("t|{full}"),
             Cursor::Discussion { created, id } => format!("d|{}|{}", created.0, id),
+            Cursor::Log(seq) => format!("l|{seq}"),
         };
         URL_SAFE_NO_PAD.encode(raw)
     }
@@ -179,6 +188,10 @@ impl Cursor {
                 created: Micros(created.parse().map_err(|_| bad())?),
                 id: DiscussionId::parse(id).map_err(|_| bad())?,
             },
+            (CursorKind::ModerationLog, Some(seq), None) => match seq.parse::<u64>() {
+                Ok(seq) if (1..=i64::MAX as u64).contains(&seq) => Cursor::Log(seq),
+                _ => return Err(bad()),
+            },
             _ => return Err(bad()),
         };
         Ok(cursor)
@@ -196,7 +209,7 @@ impl Cursor {
                 (key.posted, key.slug) > (*posted, slug.as_str())
             }
             Cursor::Threaded(full) => key.full_slug > full.as_str(),
-            Cursor::Discussion { .. } => false,
+            Cursor::Discussion { .. } | Cursor::Log(_) => false,
         }
     }
 
@@ -207,7 +220,7 @@ impl Cursor {
                 (key.posted, key.slug) < (*posted, slug.as_str())
             }
             Cursor::Threaded(full) => key.full_slug < full.as_str(),
-            Cursor::Discussion { .. } => false,
+            Cursor::Discussion { .. } | Cursor::Log(_) => false,
         }
     }
 }
@@ -782,6 +795,47 @@ mod tests {
         assert!(Cursor::decode(&forged, CursorKind::Chronological).is_err());
         let unknown = URL_SAFE_NO_PAD.encode("x|1|abcdefgh");
         assert!(Cursor::decode(&unknown, CursorKind::Chronological).is_err());
+    }
+
+    #[test]
+    fn log_cursors_page_newest_first() {
+        let kind = CursorKind::ModerationLog;
+        let text = Cursor::Log(7).encode();
+        assert_eq!(Cursor::decode(&text, kind), Ok(Cursor::Log(7)));
+        assert!(Cursor::decode(&text, CursorKind::Discussion).is_err());
+        for raw in ["l|0", "l|-1", "l|x", "l|", "l|1|2", "l|9223372036854775808"] {
+            let forged = URL_SAFE_NO_PAD.encode(raw);
+            assert!(Cursor::decode(&forged, kind).is_err(), "{raw}");
+        }
+        let max = URL_SAFE_NO_PAD.encode("l|9223372036854775807");
+        assert_eq!(Cursor::decode(&max, kind), Ok(Cursor::Log(i64::MAX as u64)));
+        // Newest first: `first`/`after` read the stored order backward from the end or the
+        // cursor, `last`/`before` forward.
+        let page = |args: &PageArgs| paging(args, kind).map(|p| p.window);
+        assert_eq!(
+            page(&args(Some(3), None, None)),
+            Ok(Window::FromEnd { skip: 0, limit: 3 })
+        );
+        assert_eq!(
+            page(&args(Some(3), Some(&text), None)),
+            Ok(Window::Before {
+                cursor: Cursor::Log(7),
+                limit: 3
+            })
+        );
+        assert_eq!(
+            page(&back(Some(3), Some(&text))),
+            Ok(Window::After {
+                cursor: Some(Cursor::Log(7)),
+                limit: 3
+            })
+        );
+        // Entry 7 is at position 6: the three before it are entries 4 to 6 (and 3 says more).
+        let before = Window::Before {
+            cursor: Cursor::Log(7),
+            limit: 3,
+        };
+        assert_eq!(before.span(None, Some(6)), Some(Span { from: 2, count: 4 }));
     }
 
     /// A list of `n` comments-like keys `0..n`, as `(posted, slug)` pairs sorting in that order.

@@ -22,6 +22,11 @@ const MAX_SLUG_TEXT: usize = 64 * (PART_LEN + 1);
 pub struct Micros(pub i64);
 
 impl Micros {
+    /// The wall clock's time now (not strictly increasing: see [`MonotonicClock`] for that).
+    pub fn now() -> Micros {
+        Micros(chrono::Utc::now().timestamp_micros())
+    }
+
     /// As a UTC date-time.
     pub fn to_datetime(self) -> chrono::DateTime<chrono::Utc> {
         chrono::DateTime::from_timestamp_micros(self.0).unwrap_or_default()

@@ -1,27 +1,48 @@
-//! The Mutation root: every mutation needs a valid bearer token.
+//! The Mutation root: every mutation needs a valid bearer token, and a caller who is not banned.
 
 use std::future::Future;
 use std::sync::Arc;
 
 use async_graphql::{Context, InputObject, Object, ID};
+use chrono::{DateTime, Utc};
 use tracing::Instrument as _;
 
 use super::closing::Closing;
 use super::error::OrGql;
 use super::query::load_discussion;
-use super::types::{comment_by_slug, CommentNode, DiscussionNode, StorageLayout};
+use super::types::{comment_by_slug, BanNode, CommentNode, DiscussionNode, StorageLayout};
 use super::{auth, store, AuthorRate, Limits, RequestReads};
 use crate::auth::{AuthState, Viewer};
 use crate::domain::{
-    Actor, Change, CommentText, DiscussionId, DiscussionKey, DiscussionTitle, DiscussionUrl,
-    DomainError, Layout, NewComment, NewDiscussion, Slug,
+    Actor, Ban, Change, CommentText, DiscussionId, DiscussionKey, DiscussionTitle, DiscussionUrl,
+    DomainError, Layout, Logged, Micros, ModerationAction, NewComment, NewDiscussion, Reason, Slug,
+    UserId,
 };
 use crate::rate::retry_after_secs;
+use crate::store::DynStorage;
 
-/// The caller (`UNAUTHENTICATED` without a valid token), counted against the mutation rate per
-/// author (`RATE_LIMITED` past it). Every mutation field starts here, once, so aliases count too
-/// and each mutation spends exactly one of its author's tokens.
-fn viewer<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
+/// The caller of a mutation, checked: signed in, within its author's rate, and not banned (a
+/// moderator is never held back by a ban, and is recorded as a moderator instead). Only
+/// [`caller`] makes one, and [`detached`], which runs every write, takes one: no mutation can
+/// write without these checks.
+struct Caller<'a>(&'a Viewer);
+
+impl std::ops::Deref for Caller<'_> {
+    type Target = Viewer;
+
+    fn deref(&self) -> &Viewer {
+        self.0
+    }
+}
+
+/// The caller (`UNAUTHENTICATED` without a valid token), refused with `FORBIDDEN` while banned
+/// (before the rate, so a banned user hears why, whatever they send), and counted against the
+/// mutation rate per author (`RATE_LIMITED` past it). Every mutation field starts here, once,
+/// so aliases count too and each mutation spends exactly one of its author's tokens. The ban
+/// check costs at most one database command, and none while this process knows the caller's
+/// ban state (5 s); a moderator's first mutation in this process records them as a moderator
+/// (one write), later ones cost nothing.
+async fn caller<'a>(ctx: &Context<'a>) -> async_graphql::Result<Caller<'a>> {
     let viewer = match auth(ctx) {
         AuthState::Authenticated(viewer) => viewer,
         AuthState::Anonymous => return Err(DomainError::Unauthenticated(
@@ -30,6 +51,23 @@ fn viewer<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
         .gql(),
         AuthState::Rejected(why) => return Err(DomainError::Unauthenticated(why.clone())).gql(),
     };
+    let moderation = store(ctx).moderation();
+    if viewer.moderator {
+        moderation
+            .moderator_acted(&viewer.author)
+            .instrument(tracing::debug_span!("store.moderatorActed"))
+            .await
+            .gql()?;
+    } else if let Some(ban) = moderation
+        .ban_of(&viewer.author.id)
+        .instrument(tracing::debug_span!("store.banOf"))
+        .await
+        .gql()?
+    {
+        if ban.applies_at(Micros::now()) {
+            return Err(ban.refusal()).gql();
+        }
+    }
     if let Err(wait) = ctx
         .data_unchecked::<AuthorRate>()
         .0
@@ -42,29 +80,49 @@ fn viewer<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
         })
         .gql();
     }
-    Ok(viewer)
+    Ok(Caller(viewer))
 }
 
-/// The caller, who must be a moderator (`FORBIDDEN` otherwise).
-fn moderator<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
-    let viewer = viewer(ctx)?;
-    if !viewer.moderator {
+/// The caller (see [`caller`]), who must be a moderator (`FORBIDDEN` otherwise).
+async fn moderator<'a>(ctx: &Context<'a>) -> async_graphql::Result<Caller<'a>> {
+    let caller = caller(ctx).await?;
+    if !caller.moderator {
         return Err(DomainError::Forbidden(
             "only moderators (a token with the `moderator` role) may do this".into(),
         ))
         .gql();
     }
-    Ok(viewer)
+    Ok(caller)
+}
+
+/// Records a moderator action in the moderation log, once it has succeeded (in the write's own
+/// task, right after it). When the entry cannot be written, the action stands and the caller
+/// is told: sending the same request again is safe.
+async fn record(storage: &DynStorage, logged: Logged) -> Result<(), DomainError> {
+    let action = logged.action;
+    let Err(err) = storage.moderation().record(logged).await else {
+        return Ok(());
+    };
+    tracing::error!(%err, action = action.as_str(), "a moderator action was made, but the moderation log could not record it");
+    Err(match DomainError::from(err) {
+        DomainError::Unavailable(_) => DomainError::Unavailable(format!(
+            "the {} was made, but the database became unavailable before the moderation log \
+             recorded it; sending the same request again is safe",
+            action.as_str().replace('_', " ")
+        )),
+        other => other,
+    })
 }
 
 /// Runs a write in a task of its own: once started, it completes (or fails) whatever happens to
-/// the request that asked for it. A client that hangs up drops its request, and so does a
-/// shutdown whose grace period ran out; without this the write would stop halfway. The write is
-/// counted until it ends, and the process waits for it before it stops the embedded database;
-/// once that wait has begun, a write is refused with `UNAVAILABLE` instead. The task stays in
-/// the request's span (its trace).
+/// the request that asked for it (by a [`Caller`]: every check passed). A client that hangs up
+/// drops its request, and so does a shutdown whose grace period ran out; without this the write
+/// would stop halfway. The write is counted until it ends, and the process waits for it before
+/// it stops the embedded database; once that wait has begun, a write is refused with
+/// `UNAVAILABLE` instead. The task stays in the request's span (its trace).
 async fn detached<T, E>(
     ctx: &Context<'_>,
+    _checked: &Caller<'_>,
     write: impl Future<Output = Result<T, E>> + Send + 'static,
 ) -> async_graphql::Result<T>
 where
@@ -101,6 +159,7 @@ enum Creating {
 /// discussion stored.
 async fn store_discussion(
     ctx: &Context<'_>,
+    caller: &Caller<'_>,
     new: NewDiscussion,
     how: Creating,
 ) -> async_graphql::Result<Option<DiscussionNode>> {
@@ -115,7 +174,7 @@ async fn store_discussion(
             Creating::UnlessKeyed => storage.discussions().ensure(new).await,
         }
     };
-    let discussion = detached(ctx, write.instrument(span)).await?;
+    let discussion = detached(ctx, caller, write.instrument(span)).await?;
     forget_reads(ctx);
     Ok(Some(DiscussionNode(discussion.into())))
 }
@@ -195,11 +254,12 @@ pub(super) struct EditCommentInput {
 pub struct Mutation;
 
 impl Mutation {
-    /// Applies an edit or a delete to a comment on behalf of `viewer`, the caller (already
-    /// counted against the rate by the mutation field).
+    /// Applies an edit or a delete to a comment on behalf of the caller. A moderator's edit or
+    /// delete of someone else's comment is recorded in the moderation log (of their own, it is
+    /// an author's change like anyone's).
     async fn change(
         ctx: &Context<'_>,
-        viewer: Viewer,
+        caller: &Caller<'_>,
         discussion_id: &str,
         slug: &str,
         change: Change,
@@ -209,8 +269,14 @@ impl Mutation {
         let rules = ctx.data_unchecked::<Limits>().edit_rules;
         let storage = store(ctx).clone();
         let target = discussion.clone();
+        let viewer = Viewer::clone(caller);
+        let action = match change {
+            Change::Edit(_) => ModerationAction::Edit,
+            Change::Delete => ModerationAction::Delete,
+        };
         let comment = detached(
             ctx,
+            caller,
             async move {
                 let actor = Actor {
                     author: &viewer.author,
@@ -218,7 +284,14 @@ impl Mutation {
                 };
                 let decide =
                     |current: &_, now| change.apply(current, actor, rules, target.locked, now);
-                storage.change_comment(&target, &slug, &decide).await
+                let comment = storage.change_comment(&target, &slug, &decide).await?;
+                if viewer.moderator && comment.author.id != viewer.author.id {
+                    let logged = Logged::new(viewer.author.clone(), action, Micros::now())
+                        .comment(target.id.clone(), comment.slug.clone())
+                        .user(UserId::from_stored(comment.author.id.clone()));
+                    record(&storage, logged).await?;
+                }
+                Ok::<_, DomainError>(comment)
             }
             .instrument(tracing::debug_span!("store.change")),
         )
@@ -239,7 +312,7 @@ impl Mutation {
         ctx: &Context<'_>,
         input: CreateDiscussionInput,
     ) -> async_graphql::Result<Option<DiscussionNode>> {
-        viewer(ctx)?;
+        let caller = caller(ctx).await?;
         let new = new_discussion(
             ctx,
             &input.title,
@@ -247,7 +320,7 @@ impl Mutation {
             input.key.as_deref(),
             input.url.as_deref(),
         )?;
-        store_discussion(ctx, new, Creating::Always).await
+        store_discussion(ctx, &caller, new, Creating::Always).await
     }
 
     /// The discussion of a host page: the one with this key, as it is (its title, URL and
@@ -259,7 +332,7 @@ impl Mutation {
         ctx: &Context<'_>,
         input: EnsureDiscussionInput,
     ) -> async_graphql::Result<Option<DiscussionNode>> {
-        viewer(ctx)?;
+        let caller = caller(ctx).await?;
         let new = new_discussion(
             ctx,
             &input.title,
@@ -267,7 +340,7 @@ impl Mutation {
             Some(&input.key),
             input.url.as_deref(),
         )?;
-        store_discussion(ctx, new, Creating::UnlessKeyed).await
+        store_discussion(ctx, &caller, new, Creating::UnlessKeyed).await
     }
 
     /// Posts a comment: top-level, or a reply when `parentSlug` is given. A reply deeper than the
@@ -278,7 +351,7 @@ impl Mutation {
         ctx: &Context<'_>,
         input: PostCommentInput,
     ) -> async_graphql::Result<Option<CommentNode>> {
-        let viewer = viewer(ctx)?;
+        let caller = caller(ctx).await?;
         let limits = ctx.data_unchecked::<Limits>();
         let text = CommentText::parse(&input.text, limits.max_text_chars).gql()?;
         let parent = input
@@ -290,15 +363,19 @@ impl Mutation {
         let id = DiscussionId::parse(&input.discussion_id).gql()?;
         let new = NewComment {
             parent,
-            author: viewer.author.clone(),
+            author: caller.author.clone(),
             text,
         };
         // The store reads the discussion (or, for an embedded one it posted to lately, checks
         // it in the post's own update): `NOT_FOUND`, and `FORBIDDEN` while it is locked.
         let storage = store(ctx).clone();
         let post = async move { storage.post_to(&id, new).await };
-        let (discussion, posted) =
-            detached(ctx, post.instrument(tracing::debug_span!("store.post"))).await?;
+        let (discussion, posted) = detached(
+            ctx,
+            &caller,
+            post.instrument(tracing::debug_span!("store.post")),
+        )
+        .await?;
         forget_reads(ctx);
         if posted.reattached {
             tracing::info!(
@@ -312,18 +389,19 @@ impl Mutation {
 
     /// Replaces a comment's text, keeping the previous one in `revisions`. Its author may edit
     /// for a while after posting (the server's edit window) unless the discussion is locked;
-    /// moderators may edit at any time. A deleted comment cannot be edited (`COMMENT_DELETED`).
+    /// moderators may edit at any time (recorded in the moderation log when the comment is not
+    /// their own). A deleted comment cannot be edited (`COMMENT_DELETED`).
     async fn edit_comment(
         &self,
         ctx: &Context<'_>,
         input: EditCommentInput,
     ) -> async_graphql::Result<Option<CommentNode>> {
-        let viewer = viewer(ctx)?.clone();
+        let caller = caller(ctx).await?;
         let limits = ctx.data_unchecked::<Limits>();
         let text = CommentText::parse(&input.text, limits.max_text_chars).gql()?;
         Self::change(
             ctx,
-            viewer,
+            &caller,
             &input.discussion_id,
             &input.slug,
             Change::Edit(text),
@@ -332,33 +410,52 @@ impl Mutation {
         .map(Some)
     }
 
-    /// Deletes a comment (its author or a moderator). The comment stays as a tombstone: same
-    /// place, slug and replies, `deleted: true`, no text, no revisions. Deleting again is fine.
+    /// Deletes a comment (its author or a moderator; a moderator's delete of a comment not their
+    /// own is recorded in the moderation log). The comment stays as a tombstone: same place,
+    /// slug and replies, `deleted: true`, no text, no revisions. Deleting again is fine.
     async fn delete_comment(
         &self,
         ctx: &Context<'_>,
         discussion_id: ID,
         slug: String,
     ) -> async_graphql::Result<Option<CommentNode>> {
-        let viewer = viewer(ctx)?.clone();
-        Self::change(ctx, viewer, &discussion_id, &slug, Change::Delete)
+        let caller = caller(ctx).await?;
+        Self::change(ctx, &caller, &discussion_id, &slug, Change::Delete)
             .await
             .map(Some)
     }
 
     /// Locks a discussion (no new comments or replies, no edits by authors) or unlocks it.
-    /// Moderators only.
+    /// Recorded in the moderation log. Moderators only.
     async fn lock_discussion(
         &self,
         ctx: &Context<'_>,
         id: ID,
         locked: bool,
     ) -> async_graphql::Result<Option<DiscussionNode>> {
-        moderator(ctx)?;
+        let caller = moderator(ctx).await?;
         let id = DiscussionId::parse(&id).gql()?;
         let storage = store(ctx).clone();
-        let lock = async move { storage.discussions().set_locked(&id, locked).await };
-        let discussion = detached(ctx, lock.instrument(tracing::debug_span!("store.lock"))).await?;
+        let by = caller.author.clone();
+        let lock = async move {
+            let discussion = storage.discussions().set_locked(&id, locked).await?;
+            let action = match locked {
+                true => ModerationAction::Lock,
+                false => ModerationAction::Unlock,
+            };
+            record(
+                &storage,
+                Logged::new(by, action, Micros::now()).discussion(id),
+            )
+            .await?;
+            Ok::<_, DomainError>(discussion)
+        };
+        let discussion = detached(
+            ctx,
+            &caller,
+            lock.instrument(tracing::debug_span!("store.lock")),
+        )
+        .await?;
         forget_reads(ctx);
         Ok(Some(DiscussionNode(discussion.into())))
     }
@@ -366,7 +463,8 @@ impl Mutation {
     /// Pins a comment (`pinned: true`) to the top of its discussion, after those pinned before
     /// it (`Discussion.pinnedComments`), or unpins it. At most 5 per discussion: a 6th is
     /// `BAD_USER_INPUT`. Pinning a pinned comment, or unpinning one that is not, changes
-    /// nothing. A deleted comment cannot be pinned (`COMMENT_DELETED`). Moderators only.
+    /// nothing. A deleted comment cannot be pinned (`COMMENT_DELETED`). Recorded in the
+    /// moderation log. Moderators only.
     async fn pin_comment(
         &self,
         ctx: &Context<'_>,
@@ -374,7 +472,7 @@ impl Mutation {
         slug: String,
         pinned: bool,
     ) -> async_graphql::Result<Option<CommentNode>> {
-        moderator(ctx)?;
+        let caller = moderator(ctx).await?;
         let discussion = load_discussion(ctx, &discussion_id).await?;
         let node = comment_by_slug(ctx, discussion.clone(), &slug).await?;
         if pinned && node.comment.deleted {
@@ -386,8 +484,23 @@ impl Mutation {
         }
         let storage = store(ctx).clone();
         let (id, slug) = (discussion.id.clone(), node.comment.slug.clone());
-        let pin = async move { storage.discussions().set_pinned(&id, &slug, pinned).await };
-        let updated = detached(ctx, pin.instrument(tracing::debug_span!("store.pin"))).await?;
+        let by = caller.author.clone();
+        let pin = async move {
+            let updated = storage.discussions().set_pinned(&id, &slug, pinned).await?;
+            let action = match pinned {
+                true => ModerationAction::Pin,
+                false => ModerationAction::Unpin,
+            };
+            let logged = Logged::new(by, action, Micros::now()).comment(id, slug);
+            record(&storage, logged).await?;
+            Ok::<_, DomainError>(updated)
+        };
+        let updated = detached(
+            ctx,
+            &caller,
+            pin.instrument(tracing::debug_span!("store.pin")),
+        )
+        .await?;
         forget_reads(ctx);
         Ok(Some(CommentNode::new(Arc::new(updated), node.comment)))
     }
@@ -399,26 +512,111 @@ impl Mutation {
     /// history and tombstone. Returns the discussion in its new layout (moving it to the layout
     /// it has only removes what an interrupted earlier move left behind). `CONFLICT` while
     /// another move of it runs; `DISCUSSION_TOO_LARGE` when it would not fit in one EMBEDDED
-    /// document. Moderators only.
+    /// document. Recorded in the moderation log. Moderators only.
     async fn migrate_discussion(
         &self,
         ctx: &Context<'_>,
         id: ID,
         layout: StorageLayout,
     ) -> async_graphql::Result<Option<DiscussionNode>> {
-        moderator(ctx)?;
+        let caller = moderator(ctx).await?;
         let id = DiscussionId::parse(&id).gql()?;
         let to: Layout = layout.into();
         let storage = store(ctx).clone();
         storage.layout(to).gql()?;
-        let migrate = async move { storage.migrate(&id, to, &|_| {}).await };
+        let by = caller.author.clone();
+        let migrate = async move {
+            let moved = storage.migrate(&id, to, &|_| {}).await?;
+            let logged = Logged::new(by, ModerationAction::Move, Micros::now())
+                .discussion(id)
+                .detail(to.as_str().to_uppercase());
+            record(&storage, logged).await?;
+            Ok::<_, DomainError>(moved)
+        };
         let moved = detached(
             ctx,
+            &caller,
             migrate.instrument(tracing::debug_span!("store.migrate")),
         )
         .await?;
         tracing::info!(discussion = %moved.discussion.id, from = %moved.from, to = %to, comments = moved.comments, "discussion moved");
         forget_reads(ctx);
         Ok(Some(DiscussionNode(moved.discussion.into())))
+    }
+
+    /// Bans a user: until `until` (a time in the future), or for good without it, with an
+    /// optional `reason` (at most 500 characters; newlines and tabs are the only control
+    /// characters allowed). Every mutation the user then sends is `FORBIDDEN`, with the ban's
+    /// end and reason in the message, on every server within 5 s. Banning a banned user
+    /// replaces their ban. Any user id may be banned (ids are opaque), but not one a moderator
+    /// token has acted with (`BAD_USER_INPUT`), and a moderator's token is never held back by
+    /// a ban. Recorded in the moderation log. Moderators only.
+    async fn ban_user(
+        &self,
+        ctx: &Context<'_>,
+        user_id: ID,
+        until: Option<DateTime<Utc>>,
+        reason: Option<String>,
+    ) -> async_graphql::Result<Option<BanNode>> {
+        let caller = moderator(ctx).await?;
+        let user = UserId::parse(&user_id).gql()?;
+        let reason = reason.as_deref().map(Reason::parse).transpose().gql()?;
+        let until = until.map(|until| Micros(until.timestamp_micros()));
+        let ban = Ban::new(user, until, reason, caller.author.clone(), Micros::now()).gql()?;
+        let storage = store(ctx).clone();
+        let write = async move {
+            let moderation = storage.moderation();
+            if moderation.is_moderator(&ban.user).await? {
+                return Err(DomainError::bad_input(format!(
+                    "moderators cannot be banned: {} has acted as a moderator on this service",
+                    ban.user
+                )));
+            }
+            moderation.ban(&ban).await?;
+            let logged = Logged::new(ban.by.clone(), ModerationAction::Ban, ban.at)
+                .user(ban.user.clone())
+                .reason(ban.reason.clone())
+                .detail(ban.term());
+            record(&storage, logged).await?;
+            Ok(ban)
+        };
+        let ban = detached(
+            ctx,
+            &caller,
+            write.instrument(tracing::debug_span!("store.ban")),
+        )
+        .await?;
+        Ok(Some(BanNode(ban)))
+    }
+
+    /// Lifts a user's ban: true when they were banned, false when they were not (or their ban
+    /// had already ended), which changes nothing. Takes effect on every server within 5 s.
+    /// Recorded in the moderation log when there was a ban to lift. Moderators only.
+    async fn unban_user(
+        &self,
+        ctx: &Context<'_>,
+        user_id: ID,
+    ) -> async_graphql::Result<Option<bool>> {
+        let caller = moderator(ctx).await?;
+        let user = UserId::parse(&user_id).gql()?;
+        let storage = store(ctx).clone();
+        let by = caller.author.clone();
+        let write = async move {
+            let removed = storage.moderation().unban(&user).await?;
+            let now = Micros::now();
+            let lifted = removed.is_some_and(|ban| ban.applies_at(now));
+            if lifted {
+                let logged = Logged::new(by, ModerationAction::Unban, now).user(user);
+                record(&storage, logged).await?;
+            }
+            Ok::<_, DomainError>(lifted)
+        };
+        let lifted = detached(
+            ctx,
+            &caller,
+            write.instrument(tracing::debug_span!("store.unban")),
+        )
+        .await?;
+        Ok(Some(lifted))
     }
 }

@@ -6,8 +6,12 @@ use async_graphql::{Context, Object, ID};
 use tracing::Instrument as _;
 
 use super::error::OrGql;
-use super::types::{comment_by_slug, CommentNode, DiscussionConnection, DiscussionNode, PageInfo};
-use super::{reads, store, Limits};
+use super::types::{
+    comment_by_slug, CommentNode, DiscussionConnection, DiscussionNode, ModerationLogConnection,
+    PageInfo,
+};
+use super::{auth, reads, store, Limits};
+use crate::auth::AuthState;
 use crate::domain::paging::Cursor;
 use crate::domain::{CursorKind, Discussion, DiscussionId, DiscussionKey, DomainError, PageArgs};
 
@@ -144,6 +148,58 @@ impl Query {
             },
             items: page.items.into_iter().map(Arc::new).collect(),
         }))
+    }
+
+    /// What moderators did, newest first: every lock and unlock, pin and unpin, move, ban and
+    /// lifted ban, and every edit or delete of a comment by a moderator who did not write it.
+    /// Paged forward (`first`/`after`, toward older entries) or backward (`last`/`before`,
+    /// toward newer ones; the oldest entries without `before`). Moderators only.
+    async fn moderation_log(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
+    ) -> async_graphql::Result<Option<ModerationLogConnection>> {
+        match auth(ctx) {
+            AuthState::Authenticated(viewer) if viewer.moderator => {}
+            AuthState::Authenticated(_) => {
+                return Err(DomainError::Forbidden(
+                    "only moderators (a token with the `moderator` role) may read the moderation \
+                     log"
+                    .into(),
+                ))
+                .gql()
+            }
+            AuthState::Anonymous => {
+                return Err(DomainError::Unauthenticated(
+                    "the moderation log is for moderators: send `Authorization: Bearer <token>`"
+                        .into(),
+                ))
+                .gql()
+            }
+            AuthState::Rejected(why) => {
+                return Err(DomainError::Unauthenticated(why.clone())).gql()
+            }
+        }
+        let paging = ctx.data_unchecked::<Limits>().paging(
+            &PageArgs {
+                first,
+                after,
+                last,
+                before,
+                offset: None,
+            },
+            CursorKind::ModerationLog,
+        )?;
+        let page = store(ctx)
+            .moderation()
+            .log_page(&paging.window)
+            .instrument(tracing::debug_span!("store.moderationLog"))
+            .await
+            .gql()?;
+        Ok(Some(ModerationLogConnection(paging.finish(page))))
     }
 
     /// A comment by discussion and slug: the target of a direct link.

@@ -10,10 +10,11 @@ use futures::stream::BoxStream;
 
 use super::error::StoreResult;
 use super::scope::ReadScope;
+use crate::domain::moderation::{Ban, LogEntry, Logged, UserId};
 use crate::domain::tree::Listing;
 use crate::domain::{
-    Comment, Discussion, DiscussionId, DiscussionKey, DiscussionTitle, DomainError, FullSlug,
-    Layout, Micros, NewComment, NewDiscussion, Page, Slug, Window,
+    Author, Comment, Discussion, DiscussionId, DiscussionKey, DiscussionTitle, DomainError,
+    FullSlug, Layout, Micros, NewComment, NewDiscussion, Page, Slug, Window,
 };
 
 /// What a change makes of a comment read at a given time: the new comment, `None` when nothing
@@ -87,6 +88,9 @@ impl Default for MoveTiming {
 pub trait Storage: Send + Sync {
     /// Discussion metadata, shared by every layout.
     fn discussions(&self) -> &dyn DiscussionStore;
+
+    /// Bans, the moderators seen acting, and the moderation log.
+    fn moderation(&self) -> &dyn ModerationStore;
 
     /// The implementation of a layout (`Unsupported` when it is not available).
     fn layout(&self, layout: Layout) -> StoreResult<&dyn CommentStore>;
@@ -230,6 +234,36 @@ pub trait DiscussionStore: Send + Sync {
 
     /// Opens or closes a discussion for posting; returns it as it is now (`NotFound` if unknown).
     async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion>;
+}
+
+/// Bans, the moderators seen acting, and the moderation log: what moderation keeps apart from
+/// discussions and comments, the same in every layout.
+#[async_trait]
+pub trait ModerationStore: Send + Sync {
+    /// The ban stored for the user with this id (a token's `sub`), expired or not, as this
+    /// process knows it: read at most 5 s ago (`BAN_STATE_LIFETIME`), or as this process last
+    /// stored it. At most one database command; none while the state is kept.
+    async fn ban_of(&self, user: &str) -> StoreResult<Option<Arc<Ban>>>;
+
+    /// Stores a ban, replacing the user's earlier one.
+    async fn ban(&self, ban: &Ban) -> StoreResult<()>;
+
+    /// Removes the user's ban; returns the ban removed (expired or not), if there was one.
+    async fn unban(&self, user: &UserId) -> StoreResult<Option<Ban>>;
+
+    /// Records that a moderator token with this author made a mutation (one write per process
+    /// and moderator; none after the first).
+    async fn moderator_acted(&self, moderator: &Author) -> StoreResult<()>;
+
+    /// Whether a moderator token with this id has made a mutation on the service.
+    async fn is_moderator(&self, user: &UserId) -> StoreResult<bool>;
+
+    /// Appends an action to the moderation log; returns it with its number.
+    async fn record(&self, logged: Logged) -> StoreResult<LogEntry>;
+
+    /// One page of the moderation log in stored order (oldest first; the API lists it newest
+    /// first), read as a range of entry numbers.
+    async fn log_page(&self, window: &Window) -> StoreResult<Page<LogEntry>>;
 }
 
 /// The result of posting a comment.

@@ -23,8 +23,8 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use mongodb::action::{
-    Aggregate, CountDocuments, CreateIndex, Delete, Find, FindOne, FindOneAndUpdate, InsertMany,
-    InsertOne, Multiple, Update, Watch,
+    Aggregate, CountDocuments, CreateIndex, Delete, Find, FindOne, FindOneAndDelete,
+    FindOneAndUpdate, InsertMany, InsertOne, Multiple, ReplaceOne, Update, Watch,
 };
 use mongodb::bson::{doc, Document};
 use mongodb::change_stream::event::ResumeToken;
@@ -358,6 +358,18 @@ impl<T: Send + Sync> Counted<T> {
         self.timed(Command::Update, self.coll.update_one(query, update))
     }
 
+    pub(super) fn replace_one(
+        &self,
+        query: Document,
+        replacement: impl Borrow<T>,
+    ) -> Timed<'_, ReplaceOne<'_>>
+    where
+        T: Serialize,
+    {
+        self.commands.sent("update");
+        self.timed(Command::Update, self.coll.replace_one(query, replacement))
+    }
+
     pub(super) fn delete_many(&self, query: Document) -> Timed<'_, Delete<'_>> {
         self.commands.sent("delete");
         self.timed(Command::Delete, self.coll.delete_many(query))
@@ -403,6 +415,17 @@ impl<T: DeserializeOwned + Send + Sync> Counted<T> {
         self.timed(
             Command::FindAndModify,
             self.coll.find_one_and_update(filter, update),
+        )
+    }
+
+    pub(super) fn find_one_and_delete(
+        &self,
+        filter: Document,
+    ) -> Timed<'_, FindOneAndDelete<'_, T>> {
+        self.commands.sent("findAndModify");
+        self.timed(
+            Command::FindAndModify,
+            self.coll.find_one_and_delete(filter),
         )
     }
 }
@@ -544,6 +567,16 @@ impl<'a, S, T> Timed<'a, Aggregate<'a, S, T>> {
 impl<'a> Timed<'a, Update<'a>> {
     pub(super) fn session(self, session: impl Into<&'a mut ClientSession>) -> Self {
         self.map(|a| a.session(session))
+    }
+
+    pub(super) fn upsert(self, upsert: bool) -> Self {
+        self.map(|a| a.upsert(upsert))
+    }
+}
+
+impl<'a> Timed<'a, ReplaceOne<'a>> {
+    pub(super) fn upsert(self, upsert: bool) -> Self {
+        self.map(|a| a.upsert(upsert))
     }
 }
 

@@ -14,6 +14,7 @@ pub mod embedded_db;
 mod error;
 mod metrics;
 mod migrate;
+pub mod moderation;
 mod order;
 pub mod per_comment;
 mod registry;
@@ -24,8 +25,8 @@ mod skeleton;
 mod writer;
 
 pub use api::{
-    ChangeKind, CommentChange, CommentStore, Decide, DiscussionStore, DynStorage, MoveTiming,
-    Moved, Posted, Step, Storage, Watched,
+    ChangeKind, CommentChange, CommentStore, Decide, DiscussionStore, DynStorage, ModerationStore,
+    MoveTiming, Moved, Posted, Step, Storage, Watched,
 };
 pub use connect::StoreConfig;
 pub use discussions::Discussions;

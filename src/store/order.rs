@@ -18,6 +18,7 @@ fn key(cursor: &Cursor) -> Vec<(&'static str, Bson)> {
             ("created", Bson::Int64(created.0)),
             ("_id", Bson::String(id.as_str().to_owned())),
         ],
+        Cursor::Log(seq) => vec![("_id", Bson::Int64(i64::try_from(*seq).unwrap_or(i64::MAX)))],
     }
 }
 

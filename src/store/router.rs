@@ -12,7 +12,7 @@ use mongodb::bson::doc;
 use mongodb::Database;
 
 use super::api::Decide;
-use super::api::{CommentStore, DiscussionStore, Posted, Storage, Watched};
+use super::api::{CommentStore, DiscussionStore, ModerationStore, Posted, Storage, Watched};
 use super::api::{MoveTiming, Moved, Step};
 use super::changes;
 use super::connect::{self, Connection, StoreConfig};
@@ -20,6 +20,7 @@ use super::discussions::{locked, Discussions};
 use super::error::{StoreError, StoreResult};
 use super::metrics::{Command, CommandCounter, Counted};
 use super::migrate;
+use super::moderation::Moderation;
 use super::registry::{Layouts, Parts};
 use super::skeleton::revise;
 use super::writer::Writer;
@@ -32,6 +33,7 @@ pub struct Store {
     db: Database,
     discussions: Discussions,
     layouts: Layouts,
+    moderation: Moderation,
     writer: Writer,
     commands: CommandCounter,
     clock: Arc<MonotonicClock>,
@@ -79,10 +81,13 @@ impl Store {
         let layouts = Layouts::new(parts, &discussions);
         discussions.ensure_indexes().await?;
         layouts.ensure_indexes().await?;
+        // Moderation's collections are read and written by `_id` only: no index of their own.
+        let moderation = Moderation::new(&db, &commands);
         Ok(Self {
             db,
             discussions,
             layouts,
+            moderation,
             writer,
             commands,
             clock,
@@ -114,6 +119,10 @@ impl Store {
 impl Storage for Store {
     fn discussions(&self) -> &dyn DiscussionStore {
         &self.discussions
+    }
+
+    fn moderation(&self) -> &dyn ModerationStore {
+        &self.moderation
     }
 
     fn layout(&self, layout: Layout) -> StoreResult<&dyn CommentStore> {

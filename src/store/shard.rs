@@ -1,12 +1,14 @@
-//! Sharding: the shard key of each collection, and `threadql shard-setup`, which shards them on a
-//! cluster. Every key of a comments collection starts with `discussion_id`, and every command the
-//! store sends to those collections filters on it, so a sharded cluster routes each to one shard
-//! (a test records the commands and checks).
+//! Sharding: the shard key of each collection (and the collections left unsharded), and
+//! `threadql shard-setup`, which shards them on a cluster. Every key of a comments collection
+//! starts with `discussion_id`, and every command the store sends to those collections filters
+//! on it, so a sharded cluster routes each to one shard (a test records the commands and
+//! checks).
 
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 
 use super::error::{StoreError, StoreResult};
+use super::moderation::Moderation;
 
 /// A collection's shard key: fields in order, and whether its index is unique.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +63,27 @@ pub const SHARD_KEYS: [ShardKey; 4] = [
     },
 ];
 
+/// The collections left unsharded, each with the reason: small, and read and written by `_id`
+/// alone (so every command goes to the one shard that holds the collection).
+pub const UNSHARDED: [(&str, &str); 4] = [
+    (
+        Moderation::BANS,
+        "one small document per banned user, read and written by `_id` (the user id)",
+    ),
+    (
+        Moderation::MODERATORS,
+        "one small document per moderator who made a mutation, read and written by `_id`",
+    ),
+    (
+        Moderation::LOG,
+        "moderator actions, read in ranges of `_id` (the entry's number)",
+    ),
+    (
+        Moderation::COUNTERS,
+        "the moderation log's last entry number, one document",
+    ),
+];
+
 impl ShardKey {
     /// The key as `shardCollection` takes it.
     pub fn key(&self) -> Document {
@@ -103,6 +126,9 @@ pub async fn setup(db: &Database) -> StoreResult<Vec<String>> {
             })
             .await?;
         done.push(format!("{namespace} sharded on {}", shard.key()));
+    }
+    for (collection, why) in UNSHARDED {
+        done.push(format!("{}.{collection} left unsharded: {why}", db.name()));
     }
     Ok(done)
 }

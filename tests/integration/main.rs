@@ -4,6 +4,7 @@
 mod anonymous_limits;
 mod api;
 mod audit;
+mod bans;
 mod browser;
 mod bucketed;
 mod clients;
@@ -25,6 +26,7 @@ mod live;
 mod logs;
 mod migrate;
 mod model;
+mod moderation_log;
 mod node;
 mod observability;
 mod orphans;

@@ -610,6 +610,16 @@ async fn a_move_killed_mid_copy_runs_again_and_a_second_move_is_refused_meanwhil
     let d = app.discussion("crash").await;
     let model = build_tree(&app, &d, 600, 4, 3).await;
     let token = moderator(&app);
+    // The moderator's first mutation records them (a write made once): made now, it does not
+    // widen the window between the copy's progress line and the kill below.
+    let r = app
+        .exec_as(
+            Some(&token),
+            "mutation { unbanUser(userId: \"nobody\") }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(r["data"]["unbanUser"], json!(false), "{r:#}");
 
     let mut child = migrate_command(&app, &["--discussion", &d, "--to", "bucketed"])
         .spawn()

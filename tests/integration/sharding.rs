@@ -354,3 +354,59 @@ async fn shard_setup_refuses_a_deployment_that_is_not_sharded() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not a sharded cluster"), "{stderr}");
 }
+
+/// Every collection the store writes is sharded on a key of `SHARD_KEYS` or listed as left
+/// unsharded (with its reason), so `shard-setup` forgets none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_collection_is_sharded_or_listed_unsharded() {
+    use serde_json::json;
+    use threadql::store::shard::UNSHARDED;
+    let app = TestApp::new("shard_collections", Layout::PerComment).await;
+    let moderator = app.moderator_token("mod", "Mo");
+    for (i, layout) in ["PER_COMMENT", "EMBEDDED", "BUCKETED"].iter().enumerate() {
+        let data = app
+            .ok(
+                &format!("mutation {{ ensureDiscussion(input: {{key: \"k{i}\", title: \"t\", layout: {layout}}}) {{ id }} }}"),
+                json!({}),
+            )
+            .await;
+        let d = data["ensureDiscussion"]["id"].as_str().unwrap().to_owned();
+        app.ok(
+            "mutation($d: ID!) { postComment(input: {discussionId: $d, text: \"x\"}) { slug } }",
+            json!({ "d": d }),
+        )
+        .await;
+    }
+    for query in [
+        "mutation { banUser(userId: \"troll\") { userId } }",
+        "mutation { unbanUser(userId: \"troll\") }",
+    ] {
+        let response = app.exec_as(Some(&moderator), query, json!({})).await;
+        assert!(response.get("errors").is_none(), "{response:#}");
+    }
+    let db = mongodb::Client::with_uri_str(server_uri())
+        .await
+        .expect("client")
+        .database(&app.database);
+    let names = db.list_collection_names().await.expect("collections");
+    for name in &names {
+        let sharded = SHARD_KEYS.iter().any(|s| s.collection == name);
+        let unsharded = UNSHARDED.iter().any(|(c, _)| c == name);
+        assert!(
+            sharded != unsharded,
+            "{name} must be either sharded or listed unsharded"
+        );
+    }
+    for expected in [
+        "bans",
+        "moderators",
+        "moderation_log",
+        "counters",
+        "comments",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} in {names:?}"
+        );
+    }
+}

@@ -3,6 +3,7 @@
 mod comment;
 mod connection;
 mod discussion;
+mod moderation;
 
 use async_graphql::Enum;
 
@@ -13,6 +14,9 @@ pub use connection::{
     CommentConnection, CommentEdge, DiscussionConnection, DiscussionEdge, PageInfo, Total,
 };
 pub use discussion::{comment_by_slug, DiscussionNode};
+pub use moderation::{
+    BanNode, ModerationAction, ModerationLogConnection, ModerationLogEdge, ModerationLogEntry,
+};
 
 /// How a discussion's comments are stored.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]

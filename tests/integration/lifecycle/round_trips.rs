@@ -14,11 +14,23 @@ use super::*;
 /// finds the comment's position and the write, which carries the mark (4).
 const WRITE_COMMANDS: u64 = 5;
 
+/// What a moderator's edit or delete of someone else's comment adds: its moderation log entry
+/// (the entry's number, then the entry).
+const LOG_COMMANDS: u64 = 2;
+
 pub(crate) async fn edits_and_deletes_have_bounded_round_trips_case(settings: Settings) {
     let app = TestApp::with("lc_round_trips", settings).await;
     let api = Calls::new(&app);
     let edit = "mutation($d: ID!, $s: String!, $t: String!) { editComment(input: {discussionId: $d, slug: $s, text: $t}) { slug text editedAt } }";
     let delete = "mutation($d: ID!, $s: String!) { deleteComment(discussionId: $d, slug: $s) { slug deleted } }";
+    // A moderator's first mutation in a process records them as a moderator, and the log's
+    // first entry makes its counter (writes made once): made here, they are not part of what
+    // an edit costs.
+    let warm = "mutation { banUser(userId: \"someone\") { userId } }";
+    data(
+        api.exec(Who::Moderator, warm, json!({})).await,
+        "a moderator acts",
+    );
     let mut costs: Vec<Vec<(String, u64)>> = Vec::new();
     for size in [10, 60] {
         let d = app.discussion(&format!("{size} comments")).await;
@@ -26,6 +38,7 @@ pub(crate) async fn edits_and_deletes_have_bounded_round_trips_case(settings: Se
         let first = &model.slugs[0];
         let deepest = &model.slugs[3];
         let last = model.slugs.last().expect("comments");
+        // Ada wrote every comment: the moderator's changes are logged.
         let steps: [(&str, Who, &str, &String); 5] = [
             ("author edits a thread", Who::Ada, edit, first),
             ("author edits a deep reply", Who::Ada, edit, deepest),
@@ -52,9 +65,13 @@ pub(crate) async fn edits_and_deletes_have_bounded_round_trips_case(settings: Se
     }
     for row in &costs {
         for (what, cost) in row {
+            let bound = match what.starts_with("moderator") {
+                true => WRITE_COMMANDS + LOG_COMMANDS,
+                false => WRITE_COMMANDS,
+            };
             assert!(
-                *cost <= WRITE_COMMANDS,
-                "{what} cost {cost} commands (bound {WRITE_COMMANDS}); costs {costs:?}"
+                *cost <= bound,
+                "{what} cost {cost} commands (bound {bound}); costs {costs:?}"
             );
         }
     }

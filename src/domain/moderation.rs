@@ -1,0 +1,418 @@
+//! Moderation: user ids as bans name them, the reasons moderators give, bans and when they
+//! apply, and what the moderation log records.
+
+use std::fmt;
+
+use chrono::SecondsFormat;
+
+use super::{text, Author, DiscussionId, DomainError, Micros, Slug};
+
+/// A user, as tokens name them (`sub`) and as bans and the log name them: opaque, compared
+/// exactly, 1 to [`UserId::MAX_CHARS`] characters, not blank, no control characters. Any such
+/// id may be banned, also one no token has carried yet.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct UserId(String);
+
+impl UserId {
+    /// Longest user id accepted, in characters.
+    pub const MAX_CHARS: usize = 256;
+
+    /// Validates a client-supplied user id. It is kept exactly as sent (no trimming, no case
+    /// folding), as a token's `sub` is.
+    pub fn parse(raw: &str) -> Result<Self, DomainError> {
+        let chars = raw.chars().count();
+        if text::is_blank(raw) {
+            return Err(DomainError::bad_input(format!(
+                "a user id must not be empty or blank (1 to {} characters)",
+                Self::MAX_CHARS
+            )));
+        }
+        if chars > Self::MAX_CHARS {
+            return Err(DomainError::bad_input(format!(
+                "a user id has at most {} characters (this one has {chars})",
+                Self::MAX_CHARS
+            )));
+        }
+        if let Some(c) = raw.chars().find(|c| c.is_control()) {
+            return Err(DomainError::bad_input(format!(
+                "a user id must not contain control characters (found U+{:04X})",
+                u32::from(c)
+            )));
+        }
+        Ok(Self(raw.to_owned()))
+    }
+
+    /// A user id read from storage (written by [`UserId::parse`] or taken from a token).
+    pub fn from_stored(raw: String) -> Self {
+        Self(raw)
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for UserId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Why a moderator did something, as they wrote it: the text rules of a comment (line ends
+/// made LF, trailing white space dropped, not blank, no control characters but newline and tab,
+/// bidirectional controls closed at its end), at most [`Reason::MAX_CHARS`] characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reason(String);
+
+impl Reason {
+    /// Longest reason accepted, in characters.
+    pub const MAX_CHARS: usize = 500;
+
+    /// Validates a client-supplied reason.
+    pub fn parse(raw: &str) -> Result<Self, DomainError> {
+        let normalized = raw.replace("\r\n", "\n");
+        let reason = normalized.trim_end();
+        if text::is_blank(reason) {
+            return Err(DomainError::bad_input(
+                "a reason must not be blank (white space and invisible characters alone are \
+                 blank): leave it out instead",
+            ));
+        }
+        let chars = reason.chars().count();
+        if chars > Self::MAX_CHARS {
+            return Err(DomainError::bad_input(format!(
+                "a reason has at most {} characters (this one has {chars})",
+                Self::MAX_CHARS
+            )));
+        }
+        text::check_characters(reason, "a reason", &['\n', '\t'])?;
+        let mut reason = reason.to_owned();
+        text::close_bidi(&mut reason);
+        Ok(Self(reason))
+    }
+
+    /// A reason read from storage.
+    pub fn from_stored(raw: String) -> Self {
+        Self(raw)
+    }
+
+    /// The reason as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A time as the API writes it: RFC 3339 in UTC, with as many fraction digits as it has.
+pub fn rfc3339(at: Micros) -> String {
+    at.to_datetime()
+        .to_rfc3339_opts(SecondsFormat::AutoSi, true)
+}
+
+/// A ban: the user may make no change until `until` (for good without it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ban {
+    /// Who is banned.
+    pub user: UserId,
+    /// When it ends; `None`: it does not.
+    pub until: Option<Micros>,
+    /// Why, as the moderator wrote it.
+    pub reason: Option<Reason>,
+    /// The moderator who banned them.
+    pub by: Author,
+    /// When.
+    pub at: Micros,
+}
+
+impl Ban {
+    /// A new ban made at `now`: `BAD_USER_INPUT` when it would end at or before `now`.
+    pub fn new(
+        user: UserId,
+        until: Option<Micros>,
+        reason: Option<Reason>,
+        by: Author,
+        now: Micros,
+    ) -> Result<Ban, DomainError> {
+        if let Some(until) = until.filter(|until| *until <= now) {
+            return Err(DomainError::bad_input(format!(
+                "`until` is {}, which is not in the future: leave it out for a ban without end, \
+                 or use unbanUser to lift a ban",
+                rfc3339(until)
+            )));
+        }
+        Ok(Ban {
+            user,
+            until,
+            reason,
+            by,
+            at: now,
+        })
+    }
+
+    /// Whether it still applies at `now` (an expired ban needs no removal: it stops applying).
+    pub fn applies_at(&self, now: Micros) -> bool {
+        self.until.is_none_or(|until| until > now)
+    }
+
+    /// How long it lasts, as messages and the log say it: `until <time>` or `permanently`.
+    pub fn term(&self) -> String {
+        match self.until {
+            Some(until) => format!("until {}", rfc3339(until)),
+            None => "permanently".to_owned(),
+        }
+    }
+
+    /// The error every change the banned user asks for gets: `FORBIDDEN`, with the ban's end and
+    /// its reason.
+    pub fn refusal(&self) -> DomainError {
+        let reason = match &self.reason {
+            Some(reason) => format!(" (reason: {})", reason.as_str()),
+            None => String::new(),
+        };
+        DomainError::Forbidden(format!(
+            "this account is banned {}{reason}: it may not post, edit, delete or change anything",
+            self.term()
+        ))
+    }
+}
+
+/// What a moderator did, as the moderation log records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ModerationAction {
+    /// A held comment was published (`approveComment`).
+    Approve,
+    /// A comment was rejected (`rejectComment`).
+    Reject,
+    /// A moderator edited someone else's comment (`editComment`).
+    Edit,
+    /// A moderator deleted someone else's comment (`deleteComment`).
+    Delete,
+    /// A discussion was locked (`lockDiscussion` with `locked: true`).
+    Lock,
+    /// A discussion was unlocked (`lockDiscussion` with `locked: false`).
+    Unlock,
+    /// A discussion's moderation mode was set (`setModeration`).
+    SetModeration,
+    /// A comment was pinned (`pinComment` with `pinned: true`).
+    Pin,
+    /// A comment was unpinned (`pinComment` with `pinned: false`).
+    Unpin,
+    /// A user was banned (`banUser`).
+    Ban,
+    /// A ban was lifted (`unbanUser`).
+    Unban,
+    /// A discussion moved to another storage layout (`migrateDiscussion`).
+    Move,
+}
+
+impl ModerationAction {
+    /// Every action.
+    pub const ALL: [ModerationAction; 12] = [
+        ModerationAction::Approve,
+        ModerationAction::Reject,
+        ModerationAction::Edit,
+        ModerationAction::Delete,
+        ModerationAction::Lock,
+        ModerationAction::Unlock,
+        ModerationAction::SetModeration,
+        ModerationAction::Pin,
+        ModerationAction::Unpin,
+        ModerationAction::Ban,
+        ModerationAction::Unban,
+        ModerationAction::Move,
+    ];
+
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModerationAction::Approve => "approve",
+            ModerationAction::Reject => "reject",
+            ModerationAction::Edit => "edit",
+            ModerationAction::Delete => "delete",
+            ModerationAction::Lock => "lock",
+            ModerationAction::Unlock => "unlock",
+            ModerationAction::SetModeration => "set_moderation",
+            ModerationAction::Pin => "pin",
+            ModerationAction::Unpin => "unpin",
+            ModerationAction::Ban => "ban",
+            ModerationAction::Unban => "unban",
+            ModerationAction::Move => "move",
+        }
+    }
+
+    /// The action with this stored name.
+    pub fn from_stored(name: &str) -> Option<ModerationAction> {
+        Self::ALL.into_iter().find(|a| a.as_str() == name)
+    }
+}
+
+/// A moderator action to record: who did what, to what, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Logged {
+    /// When.
+    pub at: Micros,
+    /// The moderator.
+    pub moderator: Author,
+    /// What they did.
+    pub action: ModerationAction,
+    /// The discussion it concerns.
+    pub discussion: Option<DiscussionId>,
+    /// The comment it concerns (with `discussion`).
+    pub slug: Option<Slug>,
+    /// The user it concerns: the one banned or unbanned, or the author of the comment edited
+    /// or deleted.
+    pub user: Option<UserId>,
+    /// Why, as the moderator wrote it.
+    pub reason: Option<Reason>,
+    /// What else the action says (a ban's term, a move's target layout).
+    pub detail: Option<String>,
+}
+
+impl Logged {
+    /// An action of `moderator` at `at`, concerning nothing yet.
+    pub fn new(moderator: Author, action: ModerationAction, at: Micros) -> Logged {
+        Logged {
+            at,
+            moderator,
+            action,
+            discussion: None,
+            slug: None,
+            user: None,
+            reason: None,
+            detail: None,
+        }
+    }
+
+    /// The same, concerning a discussion.
+    pub fn discussion(mut self, id: DiscussionId) -> Logged {
+        self.discussion = Some(id);
+        self
+    }
+
+    /// The same, concerning a comment of a discussion.
+    pub fn comment(mut self, id: DiscussionId, slug: Slug) -> Logged {
+        self.discussion = Some(id);
+        self.slug = Some(slug);
+        self
+    }
+
+    /// The same, concerning a user.
+    pub fn user(mut self, user: UserId) -> Logged {
+        self.user = Some(user);
+        self
+    }
+
+    /// The same, with a reason.
+    pub fn reason(mut self, reason: Option<Reason>) -> Logged {
+        self.reason = reason;
+        self
+    }
+
+    /// The same, with a detail.
+    pub fn detail(mut self, detail: impl Into<String>) -> Logged {
+        self.detail = Some(detail.into());
+        self
+    }
+}
+
+/// An entry of the moderation log: a recorded action and its number. Entries are numbered from
+/// 1 in the order they were recorded, which is the log's stored order (the API lists it newest
+/// first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEntry {
+    /// Its number.
+    pub seq: u64,
+    /// What was recorded.
+    pub logged: Logged,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn author() -> Author {
+        Author {
+            id: "mod".into(),
+            name: "Mo".into(),
+        }
+    }
+
+    #[test]
+    fn user_ids_are_opaque_but_bounded() {
+        for good in ["u1", "auth0|5f7c8ec7c33c6c004bbafe82", " padded ", "ü"] {
+            assert_eq!(UserId::parse(good).unwrap().as_str(), good);
+        }
+        let long = "x".repeat(UserId::MAX_CHARS + 1);
+        for bad in ["", "   ", "\u{200B}", "a\nb", "a\u{0}b", long.as_str()] {
+            assert!(
+                matches!(UserId::parse(bad), Err(DomainError::BadInput(_))),
+                "{bad:?}"
+            );
+        }
+        assert!(UserId::parse(&"x".repeat(UserId::MAX_CHARS)).is_ok());
+    }
+
+    #[test]
+    fn reasons_follow_the_comment_text_rules() {
+        assert_eq!(
+            Reason::parse("spam\r\nagain\t \n").unwrap().as_str(),
+            "spam\nagain"
+        );
+        assert_eq!(
+            Reason::parse("a\u{202E}b").unwrap().as_str(),
+            "a\u{202E}b\u{202C}"
+        );
+        let long = "é".repeat(Reason::MAX_CHARS + 1);
+        for bad in ["", " \n", "\u{1b}[31m", "a\rb", long.as_str()] {
+            assert!(
+                matches!(Reason::parse(bad), Err(DomainError::BadInput(_))),
+                "{bad:?}"
+            );
+        }
+        assert!(Reason::parse(&"é".repeat(Reason::MAX_CHARS)).is_ok());
+    }
+
+    #[test]
+    fn a_ban_ends_in_the_future_and_says_when() {
+        let now = Micros(1_800_000_000_000_000);
+        let user = UserId::parse("u1").unwrap();
+        for past in [now, Micros(now.0 - 1), Micros(0)] {
+            let made = Ban::new(user.clone(), Some(past), None, author(), now);
+            assert!(matches!(made, Err(DomainError::BadInput(_))), "{past:?}");
+        }
+        let until = Micros(1_800_000_060_000_000);
+        let ban = Ban::new(
+            user.clone(),
+            Some(until),
+            Some(Reason::parse("spam").unwrap()),
+            author(),
+            now,
+        )
+        .unwrap();
+        assert!(ban.applies_at(now));
+        assert!(ban.applies_at(Micros(until.0 - 1)));
+        assert!(!ban.applies_at(until));
+        let DomainError::Forbidden(message) = ban.refusal() else {
+            panic!("a ban refuses with FORBIDDEN");
+        };
+        assert!(
+            message.contains("banned until 2027-01-15T08:01:00Z (reason: spam)"),
+            "{message}"
+        );
+        let forever = Ban::new(user, None, None, author(), now).unwrap();
+        assert!(forever.applies_at(Micros(i64::MAX)));
+        assert!(forever
+            .refusal()
+            .to_string()
+            .contains("banned permanently:"));
+        assert_eq!(rfc3339(Micros(1_500)), "1970-01-01T00:00:00.001500Z");
+    }
+
+    #[test]
+    fn actions_round_trip_their_stored_names() {
+        for action in ModerationAction::ALL {
+            assert_eq!(ModerationAction::from_stored(action.as_str()), Some(action));
+        }
+        assert_eq!(ModerationAction::from_stored("nuke"), None);
+    }
+}
