@@ -9,7 +9,7 @@ use tracing::Instrument as _;
 use super::closing::Closing;
 use super::error::OrGql;
 use super::query::load_discussion;
-use super::types::{comment_by_slug, CommentNode, DiscussionNode, StorageLayout};
+use super::types::{comment_by_slug, CommentNode, DiscussionNode, ModerationMode, StorageLayout};
 use super::{auth, store, AuthorRate, Limits, RequestReads};
 use crate::auth::{AuthState, Viewer};
 use crate::domain::{
@@ -359,6 +359,28 @@ impl Mutation {
         let storage = store(ctx).clone();
         let lock = async move { storage.discussions().set_locked(&id, locked).await };
         let discussion = detached(ctx, lock.instrument(tracing::debug_span!("store.lock"))).await?;
+        forget_reads(ctx);
+        Ok(Some(DiscussionNode(discussion.into())))
+    }
+
+    /// Sets how a discussion moderates new comments from now on (comments already posted keep
+    /// their status). Moderators only.
+    async fn set_moderation(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+        mode: ModerationMode,
+    ) -> async_graphql::Result<Option<DiscussionNode>> {
+        moderator(ctx)?;
+        let id = DiscussionId::parse(&id).gql()?;
+        let storage = store(ctx).clone();
+        let mode = mode.into();
+        let set = async move { storage.discussions().set_moderation(&id, mode).await };
+        let discussion = detached(
+            ctx,
+            set.instrument(tracing::debug_span!("store.setModeration")),
+        )
+        .await?;
         forget_reads(ctx);
         Ok(Some(DiscussionNode(discussion.into())))
     }

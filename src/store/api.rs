@@ -13,7 +13,7 @@ use super::scope::ReadScope;
 use crate::domain::tree::Listing;
 use crate::domain::{
     Comment, Discussion, DiscussionId, DiscussionKey, DiscussionTitle, DomainError, FullSlug,
-    Layout, Micros, NewComment, NewDiscussion, Page, Slug, Window,
+    Layout, Micros, ModerationMode, NewComment, NewDiscussion, Page, Slug, Window,
 };
 
 /// What a change makes of a comment read at a given time: the new comment, `None` when nothing
@@ -230,6 +230,14 @@ pub trait DiscussionStore: Send + Sync {
 
     /// Opens or closes a discussion for posting; returns it as it is now (`NotFound` if unknown).
     async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion>;
+
+    /// Sets how a discussion moderates new comments; returns it as it is now (`NotFound` if
+    /// unknown).
+    async fn set_moderation(
+        &self,
+        id: &DiscussionId,
+        mode: ModerationMode,
+    ) -> StoreResult<Discussion>;
 }
 
 /// The result of posting a comment.

@@ -25,6 +25,7 @@ mod live;
 mod logs;
 mod migrate;
 mod model;
+mod moderation;
 mod node;
 mod observability;
 mod orphans;

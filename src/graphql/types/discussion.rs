@@ -6,7 +6,7 @@ use async_graphql::{Context, Object, ID};
 use chrono::{DateTime, Utc};
 use tracing::Instrument as _;
 
-use super::{CommentConnection, CommentNode, CommentOrder, StorageLayout, Total};
+use super::{CommentConnection, CommentNode, CommentOrder, ModerationMode, StorageLayout, Total};
 use crate::domain::{CursorKind, Discussion, DomainError, PageArgs, Paging, Slug};
 use crate::graphql::error::OrGql;
 use crate::graphql::loaders::{CommentKey, DiscussionRef};
@@ -57,6 +57,15 @@ impl DiscussionNode {
     /// Whether a moderator locked it: no new comments or replies, no edits by authors.
     async fn locked(&self) -> bool {
         self.0.locked
+    }
+
+    /// How it moderates new comments: what a moderator set with `setModeration`, else the
+    /// server's default (`THREADQL_MODERATION`).
+    async fn moderation(&self, ctx: &Context<'_>) -> ModerationMode {
+        self.0
+            .moderation
+            .unwrap_or(ctx.data_unchecked::<Limits>().default_moderation)
+            .into()
     }
 
     /// When it was created.

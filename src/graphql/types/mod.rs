@@ -26,6 +26,19 @@ pub enum StorageLayout {
     Bucketed,
 }
 
+/// How a discussion moderates new comments.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "crate::domain::ModerationMode")]
+pub enum ModerationMode {
+    /// Comments are published at once; moderators act afterwards.
+    Post,
+    /// Every comment waits for a moderator's approval.
+    Pre,
+    /// A comment waits for approval until its author has had one comment approved anywhere
+    /// in the service.
+    PreFirst,
+}
+
 /// The order of a list of comments.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug, Default)]
 pub enum CommentOrder {

@@ -102,6 +102,7 @@ mod tests {
             comment_count: 0,
             thread_count: 0,
             locked: false,
+            moderation: None,
             pinned: Vec::new(),
             moves,
             hints: LayoutHints::default(),

@@ -65,6 +65,7 @@ impl Discussions {
             comment_count: 0,
             thread_count: 0,
             locked: false,
+            moderation: None,
             pinned: Vec::new(),
             moves: 0,
         };
