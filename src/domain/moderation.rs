@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::DomainError;
+use super::{Comment, DomainError};
 
 /// How a discussion moderates new comments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -57,6 +57,63 @@ impl FromStr for ModerationMode {
     }
 }
 
+/// Where a comment stands with the moderators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CommentStatus {
+    /// Public: every comment stored in a layout.
+    #[default]
+    Approved,
+    /// Held until a moderator approves or rejects it.
+    Pending,
+    /// Held, and refused by a moderator (who may still approve it).
+    Rejected,
+}
+
+impl CommentStatus {
+    /// The name stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommentStatus::Approved => "approved",
+            CommentStatus::Pending => "pending",
+            CommentStatus::Rejected => "rejected",
+        }
+    }
+
+    /// The status of a stored name (`None` for a name this version does not know).
+    pub fn from_stored(name: &str) -> Option<Self> {
+        match name {
+            "approved" => Some(CommentStatus::Approved),
+            "pending" => Some(CommentStatus::Pending),
+            "rejected" => Some(CommentStatus::Rejected),
+            _ => None,
+        }
+    }
+}
+
+/// A comment held back from the public (kept outside every layout until it is approved): its
+/// `posted` is when it was submitted, its slug the one it keeps when it is published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    /// The comment as submitted.
+    pub comment: Comment,
+    /// `Pending` or `Rejected`.
+    pub status: CommentStatus,
+    /// Why a moderator rejected it, when they said.
+    pub reason: Option<String>,
+}
+
+impl ModerationMode {
+    /// Whether a post by an author who is `trusted` (has had a comment approved) waits for a
+    /// moderator in this mode.
+    pub fn holds(self, trusted: bool) -> bool {
+        match self {
+            ModerationMode::Post => false,
+            ModerationMode::Pre => true,
+            ModerationMode::PreFirst => !trusted,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +132,21 @@ mod tests {
             assert!(bad.parse::<ModerationMode>().is_err(), "{bad:?}");
         }
         assert_eq!(ModerationMode::default(), ModerationMode::Post);
+    }
+
+    #[test]
+    fn statuses_round_trip_and_modes_hold_as_documented() {
+        for status in [
+            CommentStatus::Approved,
+            CommentStatus::Pending,
+            CommentStatus::Rejected,
+        ] {
+            assert_eq!(CommentStatus::from_stored(status.as_str()), Some(status));
+        }
+        assert_eq!(CommentStatus::from_stored("held"), None);
+        assert!(!ModerationMode::Post.holds(false));
+        assert!(ModerationMode::Pre.holds(true));
+        assert!(ModerationMode::PreFirst.holds(false));
+        assert!(!ModerationMode::PreFirst.holds(true));
     }
 }

@@ -8,15 +8,20 @@ use tracing::Instrument as _;
 
 use super::closing::Closing;
 use super::error::OrGql;
+use super::loaders::{CommentKey, DiscussionRef};
 use super::query::load_discussion;
-use super::types::{comment_by_slug, CommentNode, DiscussionNode, ModerationMode, StorageLayout};
+use super::reads;
+use super::types::{
+    comment_by_slug, visible_held, CommentNode, DiscussionNode, ModerationMode, StorageLayout,
+};
 use super::{auth, store, AuthorRate, Limits, RequestReads};
 use crate::auth::{AuthState, Viewer};
 use crate::domain::{
-    Actor, Change, CommentText, DiscussionId, DiscussionKey, DiscussionTitle, DiscussionUrl,
-    DomainError, Layout, NewComment, NewDiscussion, Slug,
+    Actor, Change, CommentText, Discussion, DiscussionId, DiscussionKey, DiscussionTitle,
+    DiscussionUrl, DomainError, FullSlug, Layout, NewComment, NewDiscussion, Slug,
 };
 use crate::rate::retry_after_secs;
+use crate::store::{DynStorage, ReadScope};
 
 /// The caller (`UNAUTHENTICATED` without a valid token), counted against the mutation rate per
 /// author (`RATE_LIMITED` past it). Every mutation field starts here, once, so aliases count too
@@ -191,10 +196,119 @@ pub(super) struct EditCommentInput {
     pub text: String,
 }
 
+/// Longest reason a moderator may give for a rejection, in characters.
+const MAX_REASON_CHARS: usize = 500;
+
 /// Writes.
 pub struct Mutation;
 
+/// The parent a held reply goes under: a public comment, or a held one the caller may see
+/// (`NOT_FOUND` otherwise); its slug and full slug.
+async fn visible_parent(
+    ctx: &Context<'_>,
+    discussion: &Arc<Discussion>,
+    slug: &Slug,
+) -> async_graphql::Result<(Slug, FullSlug)> {
+    let key = CommentKey {
+        discussion: DiscussionRef(discussion.clone()),
+        slug: slug.clone(),
+    };
+    if let Some(public) = reads(ctx).loader.load_one(key).await.gql()? {
+        return Ok((public.slug, public.full_slug));
+    }
+    match visible_held(ctx, discussion, slug).await? {
+        Some(held) => Ok((held.comment.slug, held.comment.full_slug)),
+        None => Err(DomainError::not_found(format!(
+            "no comment {slug} in discussion {} to reply to",
+            discussion.id
+        )))
+        .gql(),
+    }
+}
+
+/// The held comment `slug` of a discussion (`NOT_FOUND` when there is none).
+async fn held_comment(
+    storage: &DynStorage,
+    discussion: &DiscussionId,
+    slug: &Slug,
+) -> Result<crate::domain::Held, DomainError> {
+    storage.held().find(discussion, slug).await?.ok_or_else(|| {
+        DomainError::not_found(format!("no held comment {slug} in discussion {discussion}"))
+    })
+}
+
+/// Publishes a held comment: posts it as any comment is posted (its author and text, its slug
+/// part when still free), so it appears at this time with every counter right and
+/// `commentPosted` fired, then removes the held document and trusts its author. The two are
+/// separate writes: a crash in between leaves the comment published and still held, and
+/// approving it again finds it published (same slug, author and text) and only removes the
+/// held document.
+async fn publish(
+    storage: DynStorage,
+    discussion: Arc<Discussion>,
+    slug: Slug,
+    max_text_chars: usize,
+) -> Result<(Arc<Discussion>, crate::domain::Comment), DomainError> {
+    let id = discussion.id.clone();
+    let held = held_comment(&storage, &id, &slug).await?;
+    if let Some(parent) = &held.comment.parent {
+        if storage.held().find(&id, parent).await?.is_some() {
+            return Err(DomainError::bad_input(format!(
+                "comment {slug} replies to comment {parent}, which is still held: approve {parent} first"
+            )));
+        }
+    }
+    let layout = storage.layout(discussion.layout)?;
+    let already = layout
+        .by_slugs(&ReadScope::new(), &discussion, std::slice::from_ref(&slug))
+        .await?
+        .into_iter()
+        .find(|c| c.author == held.comment.author && c.text == held.comment.text);
+    let published = match already {
+        Some(comment) => (discussion, comment),
+        None => {
+            let text = held.comment.text.as_deref().unwrap_or_default();
+            let new = NewComment {
+                parent: held.comment.parent.clone(),
+                author: held.comment.author.clone(),
+                text: CommentText::parse(text, max_text_chars.max(text.chars().count()))?,
+                part: Some(slug.own_part()),
+            };
+            let (now, posted) = storage.post_to(&id, new).await?;
+            (now, posted.comment)
+        }
+    };
+    storage.held().remove(&id, &slug).await?;
+    storage.held().trust(&held.comment.author.id).await?;
+    Ok(published)
+}
+
 impl Mutation {
+    /// Holds `new` for a moderator under `parent`, in a task of its own (see [`detached`]).
+    async fn hold(
+        ctx: &Context<'_>,
+        discussion: Arc<Discussion>,
+        parent: Option<(Slug, FullSlug)>,
+        new: NewComment,
+    ) -> async_graphql::Result<CommentNode> {
+        if discussion.locked {
+            return Err(DomainError::Forbidden(format!(
+                "discussion {} is locked: it takes no new comments or replies",
+                discussion.id
+            )))
+            .gql();
+        }
+        let storage = store(ctx).clone();
+        let id = discussion.id.clone();
+        let hold = async move {
+            let parent = parent.as_ref().map(|(s, f)| (s, f));
+            storage.held().hold(&id, parent, &new).await
+        };
+        let held = detached(ctx, hold.instrument(tracing::debug_span!("store.hold"))).await?;
+        forget_reads(ctx);
+        Ok(CommentNode::held(discussion, held))
+    }
+
     /// Applies an edit or a delete to a comment on behalf of `viewer`, the caller (already
     /// counted against the rate by the mutation field).
     async fn change(
@@ -292,13 +406,51 @@ impl Mutation {
             parent,
             author: viewer.author.clone(),
             text,
+            part: None,
         };
+        // Moderation: the discussion's mode (and, for PRE_FIRST, whether the author is trusted)
+        // says whether the comment waits for a moderator. Moderators' own comments never do.
+        let discussion = load_discussion(ctx, &input.discussion_id).await?;
+        let mode = discussion.moderation.unwrap_or(limits.default_moderation);
+        let holds = !viewer.moderator
+            && match mode {
+                crate::domain::ModerationMode::Post => false,
+                crate::domain::ModerationMode::Pre => true,
+                crate::domain::ModerationMode::PreFirst => {
+                    !store(ctx).held().trusted(&viewer.author.id).await.gql()?
+                }
+            };
+        if holds {
+            let parent = match &new.parent {
+                Some(slug) => Some(visible_parent(ctx, &discussion, slug).await?),
+                None => None,
+            };
+            return Self::hold(ctx, discussion, parent, new).await.map(Some);
+        }
         // The store reads the discussion (or, for an embedded one it posted to lately, checks
         // it in the post's own update): `NOT_FOUND`, and `FORBIDDEN` while it is locked.
         let storage = store(ctx).clone();
-        let post = async move { storage.post_to(&id, new).await };
+        let sent = new.clone();
+        let post = async move { storage.post_to(&id, sent).await };
         let (discussion, posted) =
-            detached(ctx, post.instrument(tracing::debug_span!("store.post"))).await?;
+            match detached(ctx, post.instrument(tracing::debug_span!("store.post"))).await {
+                Ok(done) => done,
+                // A reply to a held comment (its author's or, for a moderator, anyone's) is
+                // held too: its parent is not public.
+                Err(err) => {
+                    let held_parent = match &new.parent {
+                        Some(slug) => visible_held(ctx, &discussion, slug).await?,
+                        None => None,
+                    };
+                    let Some(parent) = held_parent else {
+                        return Err(err);
+                    };
+                    let parent = (parent.comment.slug, parent.comment.full_slug);
+                    return Self::hold(ctx, discussion, Some(parent), new)
+                        .await
+                        .map(Some);
+                }
+            };
         forget_reads(ctx);
         if posted.reattached {
             tracing::info!(
@@ -385,6 +537,77 @@ impl Mutation {
         Ok(Some(DiscussionNode(discussion.into())))
     }
 
+    /// Publishes a held comment (PENDING or REJECTED): it is posted now, as any comment is, with
+    /// its author and text and the slug it was given when submitted, so it appears at its
+    /// approval time (`posted`) and `commentPosted` fires. Its author is trusted from then on
+    /// (`PRE_FIRST`). A reply whose parent is still held is `BAD_USER_INPUT` (approve the
+    /// parent first); a slug with no held comment is `NOT_FOUND`. Moderators only.
+    async fn approve_comment(
+        &self,
+        ctx: &Context<'_>,
+        discussion_id: ID,
+        slug: String,
+    ) -> async_graphql::Result<Option<CommentNode>> {
+        moderator(ctx)?;
+        let slug = Slug::parse(&slug).gql()?;
+        let discussion = load_discussion(ctx, &discussion_id).await?;
+        let storage = store(ctx).clone();
+        let max = ctx.data_unchecked::<Limits>().max_text_chars;
+        let approve = publish(storage, discussion, slug, max);
+        let (discussion, comment) = detached(
+            ctx,
+            approve.instrument(tracing::debug_span!("store.approve")),
+        )
+        .await?;
+        forget_reads(ctx);
+        Ok(Some(CommentNode::new(discussion, comment)))
+    }
+
+    /// Rejects a held comment: it stays hidden, with status REJECTED and the reason (at most
+    /// 500 characters; blank is none), which its author sees. Approving it later still
+    /// publishes it. A slug with no held comment is `NOT_FOUND`. Moderators only.
+    async fn reject_comment(
+        &self,
+        ctx: &Context<'_>,
+        discussion_id: ID,
+        slug: String,
+        reason: Option<String>,
+    ) -> async_graphql::Result<Option<CommentNode>> {
+        moderator(ctx)?;
+        let slug = Slug::parse(&slug).gql()?;
+        let reason = match reason.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(text) if text.chars().count() > MAX_REASON_CHARS => {
+                return Err(DomainError::bad_input(format!(
+                    "reason is longer than {MAX_REASON_CHARS} characters"
+                )))
+                .gql();
+            }
+            Some(text) if text.chars().any(char::is_control) => {
+                return Err(DomainError::bad_input(
+                    "reason must be one line without control characters",
+                ))
+                .gql();
+            }
+            Some(text) => Some(text.to_owned()),
+        };
+        let discussion = load_discussion(ctx, &discussion_id).await?;
+        let storage = store(ctx).clone();
+        let id = discussion.id.clone();
+        let reject = async move {
+            storage
+                .held()
+                .reject(&id, &slug, reason)
+                .await?
+                .ok_or_else(|| {
+                    DomainError::not_found(format!("no held comment {slug} in discussion {id}"))
+                })
+        };
+        let held = detached(ctx, reject.instrument(tracing::debug_span!("store.reject"))).await?;
+        forget_reads(ctx);
+        Ok(Some(CommentNode::held(discussion, held)))
+    }
+
     /// Pins a comment (`pinned: true`) to the top of its discussion, after those pinned before
     /// it (`Discussion.pinnedComments`), or unpins it. At most 5 per discussion: a 6th is
     /// `BAD_USER_INPUT`. Pinning a pinned comment, or unpinning one that is not, changes
@@ -399,6 +622,13 @@ impl Mutation {
         moderator(ctx)?;
         let discussion = load_discussion(ctx, &discussion_id).await?;
         let node = comment_by_slug(ctx, discussion.clone(), &slug).await?;
+        if node.status != crate::domain::CommentStatus::Approved {
+            return Err(DomainError::bad_input(format!(
+                "comment {} is held for moderation: only public comments can be pinned",
+                node.comment.slug
+            )))
+            .gql();
+        }
         if pinned && node.comment.deleted {
             return Err(DomainError::CommentDeleted(format!(
                 "comment {} was deleted: it cannot be pinned",

@@ -88,6 +88,9 @@ pub trait Storage: Send + Sync {
     /// Discussion metadata, shared by every layout.
     fn discussions(&self) -> &dyn DiscussionStore;
 
+    /// Held comments (waiting for a moderator), shared by every layout.
+    fn held(&self) -> &dyn super::held::HeldStore;
+
     /// The implementation of a layout (`Unsupported` when it is not available).
     fn layout(&self, layout: Layout) -> StoreResult<&dyn CommentStore>;
 

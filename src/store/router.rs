@@ -18,6 +18,7 @@ use super::changes;
 use super::connect::{self, Connection, StoreConfig};
 use super::discussions::{locked, Discussions};
 use super::error::{StoreError, StoreResult};
+use super::held::{HeldComments, HeldStore};
 use super::metrics::{Command, CommandCounter, Counted};
 use super::migrate;
 use super::registry::{Layouts, Parts};
@@ -31,6 +32,7 @@ use crate::telemetry::metrics::Exposition;
 pub struct Store {
     db: Database,
     discussions: Discussions,
+    held: HeldComments,
     layouts: Layouts,
     writer: Writer,
     commands: CommandCounter,
@@ -77,11 +79,14 @@ impl Store {
             embedded_max_bytes: config.embedded_max_bytes,
         };
         let layouts = Layouts::new(parts, &discussions);
+        let held = HeldComments::new(&db, &commands, clock.clone(), config.max_depth.max(1));
         discussions.ensure_indexes().await?;
+        held.ensure_indexes().await?;
         layouts.ensure_indexes().await?;
         Ok(Self {
             db,
             discussions,
+            held,
             layouts,
             writer,
             commands,
@@ -114,6 +119,10 @@ impl Store {
 impl Storage for Store {
     fn discussions(&self) -> &dyn DiscussionStore {
         &self.discussions
+    }
+
+    fn held(&self) -> &dyn HeldStore {
+        &self.held
     }
 
     fn layout(&self, layout: Layout) -> StoreResult<&dyn CommentStore> {

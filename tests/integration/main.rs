@@ -16,6 +16,7 @@ mod embedded;
 mod faults;
 mod federation;
 mod formatting;
+mod held;
 mod hostile;
 mod http;
 mod identity;

@@ -12,7 +12,7 @@ pub use comment::{Author, CommentNode, Revision};
 pub use connection::{
     CommentConnection, CommentEdge, DiscussionConnection, DiscussionEdge, PageInfo, Total,
 };
-pub use discussion::{comment_by_slug, DiscussionNode};
+pub use discussion::{comment_by_slug, visible_held, DiscussionNode};
 
 /// How a discussion's comments are stored.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
@@ -37,6 +37,18 @@ pub enum ModerationMode {
     /// A comment waits for approval until its author has had one comment approved anywhere
     /// in the service.
     PreFirst,
+}
+
+/// Where a comment stands with the moderators.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "crate::domain::CommentStatus")]
+pub enum CommentStatus {
+    /// Public.
+    Approved,
+    /// Waiting for a moderator: seen only by its author and moderators.
+    Pending,
+    /// Refused by a moderator: seen only by its author and moderators.
+    Rejected,
 }
 
 /// The order of a list of comments.

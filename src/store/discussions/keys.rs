@@ -66,6 +66,7 @@ impl Discussions {
             thread_count: 0,
             locked: false,
             moderation: None,
+            pending_count: 0,
             pinned: Vec::new(),
             moves: 0,
         };
