@@ -410,7 +410,12 @@ impl Mutation {
         };
         // Moderation: the discussion's mode (and, for PRE_FIRST, whether the author is trusted)
         // says whether the comment waits for a moderator. Moderators' own comments never do.
-        let discussion = load_discussion(ctx, &input.discussion_id).await?;
+        // A discussion this process posted to lately is not read again (see `Storage::kept`):
+        // the post's own write checks that its mode is still the one decided by.
+        let discussion = match store(ctx).kept(&id) {
+            Some(kept) => kept,
+            None => load_discussion(ctx, &input.discussion_id).await?,
+        };
         let mode = discussion.moderation.unwrap_or(limits.default_moderation);
         let holds = !viewer.moderator
             && match mode {
@@ -430,8 +435,8 @@ impl Mutation {
         // The store reads the discussion (or, for an embedded one it posted to lately, checks
         // it in the post's own update): `NOT_FOUND`, and `FORBIDDEN` while it is locked.
         let storage = store(ctx).clone();
-        let sent = new.clone();
-        let post = async move { storage.post_to(&id, sent).await };
+        let (sent, read) = (new.clone(), discussion.clone());
+        let post = async move { storage.post_from(read, sent).await };
         let (discussion, posted) =
             match detached(ctx, post.instrument(tracing::debug_span!("store.post"))).await {
                 Ok(done) => done,
@@ -527,7 +532,12 @@ impl Mutation {
         let id = DiscussionId::parse(&id).gql()?;
         let storage = store(ctx).clone();
         let mode = mode.into();
-        let set = async move { storage.discussions().set_moderation(&id, mode).await };
+        let set = async move {
+            let set = storage.discussions().set_moderation(&id, mode).await;
+            // Posts from this process decide by the mode they read from now on.
+            storage.forget(&id);
+            set
+        };
         let discussion = detached(
             ctx,
             set.instrument(tracing::debug_span!("store.setModeration")),

@@ -121,6 +121,23 @@ pub trait Storage: Send + Sync {
         new: NewComment,
     ) -> StoreResult<(Arc<Discussion>, Posted)>;
 
+    /// The discussion `id` as this process kept it for posting, when it did (see
+    /// [`Storage::post_to`]): what a post may decide by without reading it.
+    fn kept(&self, id: &DiscussionId) -> Option<Arc<Discussion>>;
+
+    /// Forgets what this process kept of the discussion for posting (after a change of it
+    /// that posts decide by, such as its moderation mode).
+    fn forget(&self, id: &DiscussionId);
+
+    /// Posts a comment as [`Storage::post_to`] does, to `discussion` as the caller read it (or
+    /// as [`Storage::kept`] gave it): the post's own write checks that it is still unlocked,
+    /// has not moved and moderates as it did.
+    async fn post_from(
+        &self,
+        discussion: Arc<Discussion>,
+        new: NewComment,
+    ) -> StoreResult<(Arc<Discussion>, Posted)>;
+
     /// Moves a discussion to another layout while it stays online (see `migrate`), reporting
     /// its progress.
     async fn migrate(

@@ -164,6 +164,7 @@ impl Storage for Store {
 
     async fn post(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
         let start = discussion.moves;
+        let mode = discussion.moderation;
         let mut discussion = discussion.clone();
         let mut promoted = false;
         loop {
@@ -172,6 +173,13 @@ impl Storage for Store {
                     discussion = self.after_move(&discussion.id).await?;
                     if discussion.locked {
                         return Err(locked(&discussion.id));
+                    }
+                    // Whether to hold the comment was decided by the mode it had.
+                    if discussion.moderation != mode {
+                        return Err(StoreError::Exhausted(format!(
+                            "discussion {} changed how it moderates while the comment was posted: send it again",
+                            discussion.id
+                        )));
                     }
                 }
                 Err(StoreError::TooLarge(why))
@@ -204,27 +212,39 @@ impl Storage for Store {
         }
     }
 
+    fn kept(&self, id: &DiscussionId) -> Option<Arc<Discussion>> {
+        let posting = self.posting.lock().unwrap_or_else(|p| p.into_inner());
+        posting.get(id).cloned()
+    }
+
+    fn forget(&self, id: &DiscussionId) {
+        let mut posting = self.posting.lock().unwrap_or_else(|p| p.into_inner());
+        posting.remove(id);
+    }
+
     async fn post_to(
         &self,
         id: &DiscussionId,
         new: NewComment,
     ) -> StoreResult<(Arc<Discussion>, Posted)> {
-        let kept = {
-            let posting = self.posting.lock().unwrap_or_else(|p| p.into_inner());
-            posting.get(id).cloned()
-        };
         // Per-comment posts read the discussion's thread counts, so only the other layouts
         // post from what the process kept.
-        let discussion = match kept {
+        let discussion = match self.kept(id) {
             Some(discussion) => discussion,
-            None => {
-                let discussion = self.discussions.by_id(id).await?;
-                if discussion.locked {
-                    return Err(locked(id));
-                }
-                Arc::new(discussion)
-            }
+            None => Arc::new(self.discussions.by_id(id).await?),
         };
+        self.post_from(discussion, new).await
+    }
+
+    async fn post_from(
+        &self,
+        discussion: Arc<Discussion>,
+        new: NewComment,
+    ) -> StoreResult<(Arc<Discussion>, Posted)> {
+        let id = &discussion.id.clone();
+        if discussion.locked {
+            return Err(locked(id));
+        }
         let mut discussion = discussion;
         let result = loop {
             match self.post(&discussion, new.clone()).await {

@@ -147,11 +147,13 @@ pub(crate) fn moving(id: &DiscussionId) -> StoreError {
 }
 
 /// The discussion, while it takes posts as `discussion` saw it: no move under way or made
-/// since, and not locked. A post that did not read the discussion itself (see
+/// since, not locked, and moderated as it was. A post that did not read the discussion itself (see
 /// `Storage::post_to`) relies on this filter in its write.
 pub(crate) fn open_for_posts(discussion: &Discussion) -> Document {
     let mut filter = unfenced(&discussion.id);
     filter.insert("locked", doc! { "$ne": true });
+    // The post decided whether to hold the comment by this mode (`None`: the server's default).
+    filter.insert("moderation", discussion.moderation.map(|m| m.as_str()));
     match i64::try_from(discussion.moves).unwrap_or(i64::MAX) {
         // Discussions from before moves were counted have no count.
         0 => filter.insert("moves", doc! { "$in": [0_i64, Bson::Null] }),
