@@ -142,6 +142,7 @@ impl From<&Config> for Limits {
             max_page_size: config.max_page_size,
             max_text_chars: config.max_text_chars,
             default_layout: config.default_layout.into(),
+            default_moderation: config.moderation.into(),
             edit_rules: EditRules {
                 window_secs: config.edit_window_secs,
             },

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::domain::Layout;
+use crate::domain::{Layout, ModerationMode};
 
 /// The threadql command line.
 #[derive(Debug, Parser)]
@@ -108,6 +108,28 @@ impl From<LayoutArg> for Layout {
     }
 }
 
+/// A moderation mode as named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum ModerationArg {
+    /// Publish at once.
+    Post,
+    /// Hold every comment for review.
+    Pre,
+    /// Hold a comment until its author has had one approved.
+    PreFirst,
+}
+
+impl From<ModerationArg> for ModerationMode {
+    fn from(arg: ModerationArg) -> Self {
+        match arg {
+            ModerationArg::Post => ModerationMode::Post,
+            ModerationArg::Pre => ModerationMode::Pre,
+            ModerationArg::PreFirst => ModerationMode::PreFirst,
+        }
+    }
+}
+
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 #[value(rename_all = "snake_case")]
@@ -162,6 +184,17 @@ pub struct Config {
         global = true
     )]
     pub default_layout: LayoutArg,
+    /// How discussions moderate new comments until a moderator sets it for one
+    /// (`setModeration`): `post` publishes at once, `pre` holds every comment for review,
+    /// `pre_first` holds a comment until its author has had one approved.
+    #[arg(
+        long,
+        env = "THREADQL_MODERATION",
+        value_enum,
+        default_value = "post",
+        global = true
+    )]
+    pub moderation: ModerationArg,
     /// Comments per bucket in the bucketed layout.
     #[arg(long, env = "THREADQL_BUCKET_SIZE", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000), global = true)]
     pub bucket_size: u32,
@@ -741,6 +774,7 @@ impl fmt::Debug for Config {
             .field("database", &self.database)
             .field("data_dir", &self.data_dir)
             .field("default_layout", &self.default_layout)
+            .field("moderation", &self.moderation)
             .field("bucket_size", &self.bucket_size)
             .field("embedded_max_bytes", &self.embedded_max_bytes)
             .field("promote_embedded", &self.promote_embedded)

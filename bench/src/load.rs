@@ -92,6 +92,7 @@ pub(crate) async fn load(
                 parent,
                 author: Author { id, name },
                 text: CommentText::parse(&planned.text, MAX_TEXT_CHARS)?,
+                part: None,
             };
             let mut moved_once = false;
             loop {

@@ -5,8 +5,8 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use super::{
-    text, DiscussionId, DiscussionKey, DomainError, FullSlug, Layout, Micros, Slug, SlugPart,
-    SortKey,
+    text, DiscussionId, DiscussionKey, DomainError, FullSlug, Layout, Micros, ModerationMode, Slug,
+    SlugPart, SortKey,
 };
 
 /// Who wrote a comment, from the poster's token.
@@ -95,6 +95,11 @@ pub struct Discussion {
     pub thread_count: u64,
     /// Whether posting is closed (a moderator locked it).
     pub locked: bool,
+    /// How it moderates new comments, when a moderator set it; `None` follows the server's
+    /// default (`THREADQL_MODERATION`).
+    pub moderation: Option<ModerationMode>,
+    /// How many of its comments wait for a moderator (held, PENDING).
+    pub pending_count: u64,
     /// The slugs of its pinned comments, in the order they were pinned (at most
     /// [`Discussion::MAX_PINNED`]).
     pub pinned: Vec<Slug>,
@@ -260,6 +265,9 @@ pub struct NewComment {
     pub author: Author,
     /// The text.
     pub text: CommentText,
+    /// The slug part to give it, when it has one already (a held comment being published);
+    /// a fresh one is drawn when it is taken, and when this is `None`.
+    pub part: Option<SlugPart>,
 }
 
 /// Where a new comment goes: its paths and depth, after the depth cap is applied.

@@ -21,5 +21,6 @@ pub use ids::{DiscussionId, Layout};
 pub use keys::{DiscussionKey, DiscussionUrl, NewDiscussion};
 pub use lifecycle::{Actor, Change, EditRules};
 pub use moderation::{Ban, LogEntry, Logged, ModerationAction, Reason, UserId};
+pub use moderation::{CommentStatus, Held, ModerationMode};
 pub use paging::{Cursor, CursorKind, Page, PageArgs, Paged, Paging, SortKey, Span, Window};
 pub use slug::{FullSlug, Micros, Slug, SlugPart};

@@ -111,6 +111,11 @@ impl Slug {
         Self(raw)
     }
 
+    /// Its own part, the last one.
+    pub fn own_part(&self) -> SlugPart {
+        SlugPart(self.last_part().to_owned())
+    }
+
     /// The slug of a top-level comment.
     pub fn top_level(part: &SlugPart) -> Self {
         Self(part.0.clone())

@@ -27,7 +27,7 @@ use tracing::Instrument as _;
 
 use crate::auth::{AuthState, JwtKeys};
 use crate::config::RateLimit;
-use crate::domain::{CursorKind, DomainError, EditRules, Layout, PageArgs, Paging};
+use crate::domain::{CursorKind, DomainError, EditRules, Layout, ModerationMode, PageArgs, Paging};
 use crate::rate::{retry_after_secs, ClientKey, Limiter};
 use crate::store::{DynStorage, ReadScope, StoreResult};
 use crate::telemetry::metrics::Counter;
@@ -51,6 +51,8 @@ pub struct Limits {
     pub max_text_chars: usize,
     /// Layout of discussions created without one.
     pub default_layout: Layout,
+    /// How discussions moderate until a moderator sets it for one.
+    pub default_moderation: ModerationMode,
     /// How long authors may edit their comments.
     pub edit_rules: EditRules,
     /// Deepest field nesting of a query.

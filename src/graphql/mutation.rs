@@ -9,17 +9,22 @@ use tracing::Instrument as _;
 
 use super::closing::Closing;
 use super::error::OrGql;
+use super::loaders::{CommentKey, DiscussionRef};
 use super::query::load_discussion;
-use super::types::{comment_by_slug, BanNode, CommentNode, DiscussionNode, StorageLayout};
+use super::reads;
+use super::types::{
+    comment_by_slug, visible_held, BanNode, CommentNode, DiscussionNode, ModerationMode,
+    StorageLayout,
+};
 use super::{auth, store, AuthorRate, Limits, RequestReads};
 use crate::auth::{AuthState, Viewer};
 use crate::domain::{
-    Actor, Ban, Change, CommentText, DiscussionId, DiscussionKey, DiscussionTitle, DiscussionUrl,
-    DomainError, Layout, Logged, Micros, ModerationAction, NewComment, NewDiscussion, Reason, Slug,
-    UserId,
+    Actor, Ban, Change, CommentText, Discussion, DiscussionId, DiscussionKey, DiscussionTitle,
+    DiscussionUrl, DomainError, FullSlug, Layout, Logged, Micros, ModerationAction, NewComment,
+    NewDiscussion, Reason, Slug, UserId,
 };
 use crate::rate::retry_after_secs;
-use crate::store::DynStorage;
+use crate::store::{DynStorage, ReadScope};
 
 /// The caller of a mutation, checked: signed in, within its author's rate, and not banned (a
 /// moderator is never held back by a ban, and is recorded as a moderator instead). Only
@@ -253,7 +258,119 @@ pub(super) struct EditCommentInput {
 /// Writes.
 pub struct Mutation;
 
+/// The parent a held reply goes under: a public comment, or a held one the caller may see
+/// (`NOT_FOUND` otherwise); its slug and full slug.
+async fn visible_parent(
+    ctx: &Context<'_>,
+    discussion: &Arc<Discussion>,
+    slug: &Slug,
+) -> async_graphql::Result<(Slug, FullSlug)> {
+    let key = CommentKey {
+        discussion: DiscussionRef(discussion.clone()),
+        slug: slug.clone(),
+    };
+    if let Some(public) = reads(ctx).loader.load_one(key).await.gql()? {
+        return Ok((public.slug, public.full_slug));
+    }
+    match visible_held(ctx, discussion, slug).await? {
+        Some(held) => Ok((held.comment.slug, held.comment.full_slug)),
+        None => Err(DomainError::not_found(format!(
+            "no comment {slug} in discussion {} to reply to",
+            discussion.id
+        )))
+        .gql(),
+    }
+}
+
+/// The held comment `slug` of a discussion (`NOT_FOUND` when there is none).
+async fn held_comment(
+    storage: &DynStorage,
+    discussion: &DiscussionId,
+    slug: &Slug,
+) -> Result<crate::domain::Held, DomainError> {
+    storage.held().find(discussion, slug).await?.ok_or_else(|| {
+        DomainError::not_found(format!("no held comment {slug} in discussion {discussion}"))
+    })
+}
+
+/// Publishes a held comment: posts it as any comment is posted (its author and text, its slug
+/// part when still free), so it appears at this time with every counter right and
+/// `commentPosted` fired, then removes the held document and trusts its author. The two are
+/// separate writes: a crash in between leaves the comment published and still held, and
+/// approving it again finds it published (same slug, author and text) and only removes the
+/// held document.
+async fn publish(
+    storage: DynStorage,
+    discussion: Arc<Discussion>,
+    slug: Slug,
+    max_text_chars: usize,
+) -> Result<(Arc<Discussion>, crate::domain::Comment), DomainError> {
+    let id = discussion.id.clone();
+    let held = held_comment(&storage, &id, &slug).await?;
+    if let Some(parent) = &held.comment.parent {
+        if storage.held().find(&id, parent).await?.is_some() {
+            return Err(DomainError::bad_input(format!(
+                "comment {slug} replies to comment {parent}, which is still held: approve {parent} first"
+            )));
+        }
+    }
+    let layout = storage.layout(discussion.layout)?;
+    let already = layout
+        .by_slugs(&ReadScope::new(), &discussion, std::slice::from_ref(&slug))
+        .await?
+        .into_iter()
+        .find(|c| c.author == held.comment.author && c.text == held.comment.text);
+    let published = match already {
+        Some(comment) => (discussion, comment),
+        None => {
+            let text = held.comment.text.as_deref().unwrap_or_default();
+            let new = NewComment {
+                parent: held.comment.parent.clone(),
+                author: held.comment.author.clone(),
+                text: CommentText::parse(text, max_text_chars.max(text.chars().count()))?,
+                part: Some(slug.own_part()),
+            };
+            let (now, posted) = storage.post_to(&id, new).await?;
+            (now, posted.comment)
+        }
+    };
+    storage.held().remove(&id, &slug).await?;
+    storage.held().trust(&held.comment.author.id).await?;
+    Ok(published)
+}
+
 impl Mutation {
+    /// Holds `new` for a moderator under `parent`, in a task of its own (see [`detached`]).
+    async fn hold(
+        ctx: &Context<'_>,
+        caller: &Caller<'_>,
+        discussion: Arc<Discussion>,
+        parent: Option<(Slug, FullSlug)>,
+        new: NewComment,
+    ) -> async_graphql::Result<CommentNode> {
+        if discussion.locked {
+            return Err(DomainError::Forbidden(format!(
+                "discussion {} is locked: it takes no new comments or replies",
+                discussion.id
+            )))
+            .gql();
+        }
+        let storage = store(ctx).clone();
+        let id = discussion.id.clone();
+        let hold = async move {
+            let parent = parent.as_ref().map(|(s, f)| (s, f));
+            storage.held().hold(&id, parent, &new).await
+        };
+        let held = detached(
+            ctx,
+            caller,
+            hold.instrument(tracing::debug_span!("store.hold")),
+        )
+        .await?;
+        forget_reads(ctx);
+        Ok(CommentNode::held(discussion, held))
+    }
+
     /// Applies an edit or a delete to a comment on behalf of the caller. A moderator's edit or
     /// delete of someone else's comment is recorded in the moderation log (of their own, it is
     /// an author's change like anyone's).
@@ -365,17 +482,63 @@ impl Mutation {
             parent,
             author: caller.author.clone(),
             text,
+            part: None,
         };
+        // Moderation: the discussion's mode (and, for PRE_FIRST, whether the author is trusted)
+        // says whether the comment waits for a moderator. Moderators' own comments never do.
+        // A discussion this process posted to lately is not read again (see `Storage::kept`):
+        // the post's own write checks that its mode is still the one decided by.
+        let discussion = match store(ctx).kept(&id) {
+            Some(kept) => kept,
+            None => load_discussion(ctx, &input.discussion_id).await?,
+        };
+        let mode = discussion.moderation.unwrap_or(limits.default_moderation);
+        let holds = !caller.moderator
+            && match mode {
+                crate::domain::ModerationMode::Post => false,
+                crate::domain::ModerationMode::Pre => true,
+                crate::domain::ModerationMode::PreFirst => {
+                    !store(ctx).held().trusted(&caller.author.id).await.gql()?
+                }
+            };
+        if holds {
+            let parent = match &new.parent {
+                Some(slug) => Some(visible_parent(ctx, &discussion, slug).await?),
+                None => None,
+            };
+            return Self::hold(ctx, &caller, discussion, parent, new)
+                .await
+                .map(Some);
+        }
         // The store reads the discussion (or, for an embedded one it posted to lately, checks
         // it in the post's own update): `NOT_FOUND`, and `FORBIDDEN` while it is locked.
         let storage = store(ctx).clone();
-        let post = async move { storage.post_to(&id, new).await };
-        let (discussion, posted) = detached(
+        let (sent, read) = (new.clone(), discussion.clone());
+        let post = async move { storage.post_from(read, sent).await };
+        let (discussion, posted) = match detached(
             ctx,
             &caller,
             post.instrument(tracing::debug_span!("store.post")),
         )
-        .await?;
+        .await
+        {
+            Ok(done) => done,
+            // A reply to a held comment (its author's or, for a moderator, anyone's) is
+            // held too: its parent is not public.
+            Err(err) => {
+                let held_parent = match &new.parent {
+                    Some(slug) => visible_held(ctx, &discussion, slug).await?,
+                    None => None,
+                };
+                let Some(parent) = held_parent else {
+                    return Err(err);
+                };
+                let parent = (parent.comment.slug, parent.comment.full_slug);
+                return Self::hold(ctx, &caller, discussion, Some(parent), new)
+                    .await
+                    .map(Some);
+            }
+        };
         forget_reads(ctx);
         if posted.reattached {
             tracing::info!(
@@ -460,6 +623,118 @@ impl Mutation {
         Ok(Some(DiscussionNode(discussion.into())))
     }
 
+    /// Sets how a discussion moderates new comments from now on (comments already posted keep
+    /// their status). Moderators only.
+    async fn set_moderation(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+        mode: ModerationMode,
+    ) -> async_graphql::Result<Option<DiscussionNode>> {
+        let caller = moderator(ctx).await?;
+        let id = DiscussionId::parse(&id).gql()?;
+        let storage = store(ctx).clone();
+        let mode: crate::domain::ModerationMode = mode.into();
+        let by = caller.author.clone();
+        let set = async move {
+            let set = storage.discussions().set_moderation(&id, mode).await;
+            // Posts from this process decide by the mode they read from now on.
+            storage.forget(&id);
+            let discussion = set?;
+            let logged = Logged::new(by, ModerationAction::SetModeration, Micros::now())
+                .discussion(id)
+                .detail(mode.as_str().to_uppercase());
+            record(&storage, logged).await?;
+            Ok::<_, DomainError>(discussion)
+        };
+        let discussion = detached(
+            ctx,
+            &caller,
+            set.instrument(tracing::debug_span!("store.setModeration")),
+        )
+        .await?;
+        forget_reads(ctx);
+        Ok(Some(DiscussionNode(discussion.into())))
+    }
+
+    /// Publishes a held comment (PENDING or REJECTED): it is posted now, as any comment is, with
+    /// its author and text and the slug it was given when submitted, so it appears at its
+    /// approval time (`posted`) and `commentPosted` fires. Its author is trusted from then on
+    /// (`PRE_FIRST`). A reply whose parent is still held is `BAD_USER_INPUT` (approve the
+    /// parent first); a slug with no held comment is `NOT_FOUND`. Moderators only.
+    async fn approve_comment(
+        &self,
+        ctx: &Context<'_>,
+        discussion_id: ID,
+        slug: String,
+    ) -> async_graphql::Result<Option<CommentNode>> {
+        let caller = moderator(ctx).await?;
+        let slug = Slug::parse(&slug).gql()?;
+        let discussion = load_discussion(ctx, &discussion_id).await?;
+        let storage = store(ctx).clone();
+        let max = ctx.data_unchecked::<Limits>().max_text_chars;
+        let by = caller.author.clone();
+        let approve = async move {
+            let (discussion, comment) = publish(storage.clone(), discussion, slug, max).await?;
+            let logged = Logged::new(by, ModerationAction::Approve, Micros::now())
+                .comment(discussion.id.clone(), comment.slug.clone())
+                .user(UserId::from_stored(comment.author.id.clone()));
+            record(&storage, logged).await?;
+            Ok::<_, DomainError>((discussion, comment))
+        };
+        let (discussion, comment) = detached(
+            ctx,
+            &caller,
+            approve.instrument(tracing::debug_span!("store.approve")),
+        )
+        .await?;
+        forget_reads(ctx);
+        Ok(Some(CommentNode::new(discussion, comment)))
+    }
+
+    /// Rejects a held comment: it stays hidden, with status REJECTED and the reason (at most
+    /// 500 characters; blank is none), which its author sees. Approving it later still
+    /// publishes it. A slug with no held comment is `NOT_FOUND`. Moderators only.
+    async fn reject_comment(
+        &self,
+        ctx: &Context<'_>,
+        discussion_id: ID,
+        slug: String,
+        reason: Option<String>,
+    ) -> async_graphql::Result<Option<CommentNode>> {
+        let caller = moderator(ctx).await?;
+        let slug = Slug::parse(&slug).gql()?;
+        let reason = reason.as_deref().map(Reason::parse).transpose().gql()?;
+        let discussion = load_discussion(ctx, &discussion_id).await?;
+        let storage = store(ctx).clone();
+        let id = discussion.id.clone();
+        let by = caller.author.clone();
+        let reject = async move {
+            let kept = reason.as_ref().map(|r| r.as_str().to_owned());
+            let held = storage
+                .held()
+                .reject(&id, &slug, kept)
+                .await?
+                .ok_or_else(|| {
+                    DomainError::not_found(format!("no held comment {slug} in discussion {id}"))
+                })?;
+            let logged = Logged::new(by, ModerationAction::Reject, Micros::now())
+                .comment(id, slug)
+                .user(UserId::from_stored(held.comment.author.id.clone()))
+                .reason(reason);
+            record(&storage, logged).await?;
+            Ok::<_, DomainError>(held)
+        };
+        let held = detached(
+            ctx,
+            &caller,
+            reject.instrument(tracing::debug_span!("store.reject")),
+        )
+        .await?;
+        forget_reads(ctx);
+        Ok(Some(CommentNode::held(discussion, held)))
+    }
+
     /// Pins a comment (`pinned: true`) to the top of its discussion, after those pinned before
     /// it (`Discussion.pinnedComments`), or unpins it. At most 5 per discussion: a 6th is
     /// `BAD_USER_INPUT`. Pinning a pinned comment, or unpinning one that is not, changes
@@ -475,6 +750,13 @@ impl Mutation {
         let caller = moderator(ctx).await?;
         let discussion = load_discussion(ctx, &discussion_id).await?;
         let node = comment_by_slug(ctx, discussion.clone(), &slug).await?;
+        if node.status != crate::domain::CommentStatus::Approved {
+            return Err(DomainError::bad_input(format!(
+                "comment {} is held for moderation: only public comments can be pinned",
+                node.comment.slug
+            )))
+            .gql();
+        }
         if pinned && node.comment.deleted {
             return Err(DomainError::CommentDeleted(format!(
                 "comment {} was deleted: it cannot be pinned",

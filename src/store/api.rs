@@ -14,7 +14,7 @@ use crate::domain::moderation::{Ban, LogEntry, Logged, UserId};
 use crate::domain::tree::Listing;
 use crate::domain::{
     Author, Comment, Discussion, DiscussionId, DiscussionKey, DiscussionTitle, DomainError,
-    FullSlug, Layout, Micros, NewComment, NewDiscussion, Page, Slug, Window,
+    FullSlug, Layout, Micros, ModerationMode, NewComment, NewDiscussion, Page, Slug, Window,
 };
 
 /// What a change makes of a comment read at a given time: the new comment, `None` when nothing
@@ -91,6 +91,8 @@ pub trait Storage: Send + Sync {
 
     /// Bans, the moderators seen acting, and the moderation log.
     fn moderation(&self) -> &dyn ModerationStore;
+    /// Held comments (waiting for a moderator), shared by every layout.
+    fn held(&self) -> &dyn super::held::HeldStore;
 
     /// The implementation of a layout (`Unsupported` when it is not available).
     fn layout(&self, layout: Layout) -> StoreResult<&dyn CommentStore>;
@@ -119,6 +121,23 @@ pub trait Storage: Send + Sync {
     async fn post_to(
         &self,
         id: &DiscussionId,
+        new: NewComment,
+    ) -> StoreResult<(Arc<Discussion>, Posted)>;
+
+    /// The discussion `id` as this process kept it for posting, when it did (see
+    /// [`Storage::post_to`]): what a post may decide by without reading it.
+    fn kept(&self, id: &DiscussionId) -> Option<Arc<Discussion>>;
+
+    /// Forgets what this process kept of the discussion for posting (after a change of it
+    /// that posts decide by, such as its moderation mode).
+    fn forget(&self, id: &DiscussionId);
+
+    /// Posts a comment as [`Storage::post_to`] does, to `discussion` as the caller read it (or
+    /// as [`Storage::kept`] gave it): the post's own write checks that it is still unlocked,
+    /// has not moved and moderates as it did.
+    async fn post_from(
+        &self,
+        discussion: Arc<Discussion>,
         new: NewComment,
     ) -> StoreResult<(Arc<Discussion>, Posted)>;
 
@@ -234,6 +253,14 @@ pub trait DiscussionStore: Send + Sync {
 
     /// Opens or closes a discussion for posting; returns it as it is now (`NotFound` if unknown).
     async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion>;
+
+    /// Sets how a discussion moderates new comments; returns it as it is now (`NotFound` if
+    /// unknown).
+    async fn set_moderation(
+        &self,
+        id: &DiscussionId,
+        mode: ModerationMode,
+    ) -> StoreResult<Discussion>;
 }
 
 /// Bans, the moderators seen acting, and the moderation log: what moderation keeps apart from

@@ -565,12 +565,12 @@ impl<'a, S, T> Timed<'a, Aggregate<'a, S, T>> {
 }
 
 impl<'a> Timed<'a, Update<'a>> {
-    pub(super) fn session(self, session: impl Into<&'a mut ClientSession>) -> Self {
-        self.map(|a| a.session(session))
-    }
-
     pub(super) fn upsert(self, upsert: bool) -> Self {
         self.map(|a| a.upsert(upsert))
+    }
+
+    pub(super) fn session(self, session: impl Into<&'a mut ClientSession>) -> Self {
+        self.map(|a| a.session(session))
     }
 }
 

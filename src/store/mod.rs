@@ -12,6 +12,7 @@ mod docs;
 pub mod embedded;
 pub mod embedded_db;
 mod error;
+mod held;
 mod metrics;
 mod migrate;
 pub mod moderation;
@@ -31,6 +32,7 @@ pub use api::{
 pub use connect::StoreConfig;
 pub use discussions::Discussions;
 pub use error::{StoreError, StoreResult};
+pub use held::HeldStore;
 pub use metrics::CommandCounter;
 pub use router::Store;
 pub use scope::ReadScope;

@@ -18,6 +18,7 @@ use super::changes;
 use super::connect::{self, Connection, StoreConfig};
 use super::discussions::{locked, Discussions};
 use super::error::{StoreError, StoreResult};
+use super::held::{HeldComments, HeldStore};
 use super::metrics::{Command, CommandCounter, Counted};
 use super::migrate;
 use super::moderation::Moderation;
@@ -32,6 +33,7 @@ use crate::telemetry::metrics::Exposition;
 pub struct Store {
     db: Database,
     discussions: Discussions,
+    held: HeldComments,
     layouts: Layouts,
     moderation: Moderation,
     writer: Writer,
@@ -79,13 +81,16 @@ impl Store {
             embedded_max_bytes: config.embedded_max_bytes,
         };
         let layouts = Layouts::new(parts, &discussions);
+        let held = HeldComments::new(&db, &commands, clock.clone(), config.max_depth.max(1));
         discussions.ensure_indexes().await?;
+        held.ensure_indexes().await?;
         layouts.ensure_indexes().await?;
         // Moderation's collections are read and written by `_id` only: no index of their own.
         let moderation = Moderation::new(&db, &commands);
         Ok(Self {
             db,
             discussions,
+            held,
             layouts,
             moderation,
             writer,
@@ -123,6 +128,10 @@ impl Storage for Store {
 
     fn moderation(&self) -> &dyn ModerationStore {
         &self.moderation
+    }
+
+    fn held(&self) -> &dyn HeldStore {
+        &self.held
     }
 
     fn layout(&self, layout: Layout) -> StoreResult<&dyn CommentStore> {
@@ -164,6 +173,7 @@ impl Storage for Store {
 
     async fn post(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
         let start = discussion.moves;
+        let mode = discussion.moderation;
         let mut discussion = discussion.clone();
         let mut promoted = false;
         loop {
@@ -172,6 +182,13 @@ impl Storage for Store {
                     discussion = self.after_move(&discussion.id).await?;
                     if discussion.locked {
                         return Err(locked(&discussion.id));
+                    }
+                    // Whether to hold the comment was decided by the mode it had.
+                    if discussion.moderation != mode {
+                        return Err(StoreError::Exhausted(format!(
+                            "discussion {} changed how it moderates while the comment was posted: send it again",
+                            discussion.id
+                        )));
                     }
                 }
                 Err(StoreError::TooLarge(why))
@@ -204,27 +221,39 @@ impl Storage for Store {
         }
     }
 
+    fn kept(&self, id: &DiscussionId) -> Option<Arc<Discussion>> {
+        let posting = self.posting.lock().unwrap_or_else(|p| p.into_inner());
+        posting.get(id).cloned()
+    }
+
+    fn forget(&self, id: &DiscussionId) {
+        let mut posting = self.posting.lock().unwrap_or_else(|p| p.into_inner());
+        posting.remove(id);
+    }
+
     async fn post_to(
         &self,
         id: &DiscussionId,
         new: NewComment,
     ) -> StoreResult<(Arc<Discussion>, Posted)> {
-        let kept = {
-            let posting = self.posting.lock().unwrap_or_else(|p| p.into_inner());
-            posting.get(id).cloned()
-        };
         // Per-comment posts read the discussion's thread counts, so only the other layouts
         // post from what the process kept.
-        let discussion = match kept {
+        let discussion = match self.kept(id) {
             Some(discussion) => discussion,
-            None => {
-                let discussion = self.discussions.by_id(id).await?;
-                if discussion.locked {
-                    return Err(locked(id));
-                }
-                Arc::new(discussion)
-            }
+            None => Arc::new(self.discussions.by_id(id).await?),
         };
+        self.post_from(discussion, new).await
+    }
+
+    async fn post_from(
+        &self,
+        discussion: Arc<Discussion>,
+        new: NewComment,
+    ) -> StoreResult<(Arc<Discussion>, Posted)> {
+        let id = &discussion.id.clone();
+        if discussion.locked {
+            return Err(locked(id));
+        }
         let mut discussion = discussion;
         let result = loop {
             match self.post(&discussion, new.clone()).await {

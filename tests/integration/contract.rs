@@ -81,6 +81,16 @@ macro_rules! contract_suite {
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn moderation_modes_are_kept_everywhere() {
+                crate::moderation::moderation_modes_are_kept_everywhere_case(settings()).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn held_comments_are_hidden_until_approved() {
+                crate::held::held_comments_are_hidden_until_approved_case(settings()).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn newest_and_backward_pages_match_the_model() {
                 newest_and_backward_pages_match_the_model_case(settings()).await;
             }

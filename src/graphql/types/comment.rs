@@ -5,8 +5,8 @@ use std::sync::Arc;
 use async_graphql::{Context, Object, SimpleObject, ID};
 use chrono::{DateTime, Utc};
 
-use super::{CommentConnection, CommentOrder, Total};
-use crate::domain::{Comment, CursorKind, Discussion, Page, PageArgs, Paging, Slug};
+use super::{CommentConnection, CommentOrder, CommentStatus, Total};
+use crate::domain::{Comment, CursorKind, Discussion, Held, Page, PageArgs, Paging, Slug};
 use crate::graphql::error::OrGql;
 use crate::graphql::html::HtmlCache;
 use crate::graphql::loaders::{
@@ -61,6 +61,10 @@ pub struct CommentNode {
     pub comment: Comment,
     /// Its parent, when the node was reached through the parent's `replies` (saves a lookup).
     pub known_parent: Option<Arc<Comment>>,
+    /// Where it stands with the moderators (`Approved` for every comment in a layout).
+    pub status: crate::domain::CommentStatus,
+    /// Why a moderator rejected it, when they said.
+    pub reason: Option<String>,
 }
 
 impl CommentNode {
@@ -70,6 +74,19 @@ impl CommentNode {
             discussion,
             comment,
             known_parent: None,
+            status: crate::domain::CommentStatus::Approved,
+            reason: None,
+        }
+    }
+
+    /// The node of a held comment (seen only by its author and moderators).
+    pub fn held(discussion: Arc<Discussion>, held: Held) -> Self {
+        Self {
+            discussion,
+            comment: held.comment,
+            known_parent: None,
+            status: held.status,
+            reason: held.reason,
         }
     }
 
@@ -142,6 +159,21 @@ impl CommentNode {
     /// When it was last edited; null if never.
     async fn edited_at(&self) -> Option<DateTime<Utc>> {
         self.comment.edited.map(|m| m.to_datetime())
+    }
+
+    /// APPROVED for every public comment; PENDING or REJECTED for a held one, which only its
+    /// author and moderators see (by direct link), and whose `posted` is when it was submitted.
+    async fn status(&self) -> CommentStatus {
+        self.status.into()
+    }
+
+    /// Why a moderator rejected it, for its author and moderators; null for everyone else and
+    /// when no reason was given.
+    async fn moderation_reason(&self, ctx: &Context<'_>) -> Option<&str> {
+        if !viewer_is(ctx, Some(&self.comment.author)) {
+            return None;
+        }
+        self.reason.as_deref()
     }
 
     /// Whether it was deleted (it keeps its place and replies, without text).

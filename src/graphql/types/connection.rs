@@ -50,6 +50,8 @@ impl CommentConnection {
 
     fn node(&self, comment: &Comment) -> CommentNode {
         CommentNode {
+            status: crate::domain::CommentStatus::Approved,
+            reason: None,
             discussion: self.discussion.clone(),
             comment: comment.clone(),
             known_parent: self.parent.clone(),

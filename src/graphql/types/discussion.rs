@@ -6,7 +6,7 @@ use async_graphql::{Context, Object, ID};
 use chrono::{DateTime, Utc};
 use tracing::Instrument as _;
 
-use super::{CommentConnection, CommentNode, CommentOrder, StorageLayout, Total};
+use super::{CommentConnection, CommentNode, CommentOrder, ModerationMode, StorageLayout, Total};
 use crate::domain::{CursorKind, Discussion, DomainError, PageArgs, Paging, Slug};
 use crate::graphql::error::OrGql;
 use crate::graphql::loaders::{CommentKey, DiscussionRef};
@@ -57,6 +57,25 @@ impl DiscussionNode {
     /// Whether a moderator locked it: no new comments or replies, no edits by authors.
     async fn locked(&self) -> bool {
         self.0.locked
+    }
+
+    /// How it moderates new comments: what a moderator set with `setModeration`, else the
+    /// server's default (`THREADQL_MODERATION`).
+    async fn moderation(&self, ctx: &Context<'_>) -> ModerationMode {
+        self.0
+            .moderation
+            .unwrap_or(ctx.data_unchecked::<Limits>().default_moderation)
+            .into()
+    }
+
+    /// How many of its comments wait for a moderator, for moderators; null for everyone else.
+    async fn pending_count(&self, ctx: &Context<'_>) -> Option<u64> {
+        match crate::graphql::auth(ctx) {
+            crate::auth::AuthState::Authenticated(viewer) if viewer.moderator => {
+                Some(self.0.pending_count)
+            }
+            _ => None,
+        }
     }
 
     /// When it was created.
@@ -207,7 +226,26 @@ fn reads_below_nodes(ctx: &Context<'_>) -> bool {
         })
 }
 
-/// Loads a comment by client-supplied slug, or fails with `NOT_FOUND`.
+/// The held comment `slug` of the discussion when the caller may see it: its author or a
+/// moderator (nobody else learns that it exists).
+pub async fn visible_held(
+    ctx: &Context<'_>,
+    discussion: &Discussion,
+    slug: &Slug,
+) -> async_graphql::Result<Option<crate::domain::Held>> {
+    let crate::auth::AuthState::Authenticated(viewer) = crate::graphql::auth(ctx) else {
+        return Ok(None);
+    };
+    let held = crate::graphql::store(ctx)
+        .held()
+        .find(&discussion.id, slug)
+        .await
+        .gql()?;
+    Ok(held.filter(|h| viewer.moderator || h.comment.author.id == viewer.author.id))
+}
+
+/// Loads a comment by client-supplied slug (a held one for its author and moderators), or fails
+/// with `NOT_FOUND`.
 pub async fn comment_by_slug(
     ctx: &Context<'_>,
     discussion: Arc<Discussion>,
@@ -218,8 +256,11 @@ pub async fn comment_by_slug(
         discussion: DiscussionRef(discussion.clone()),
         slug: slug.clone(),
     };
-    match reads(ctx).loader.load_one(key).await.gql()? {
-        Some(comment) => Ok(CommentNode::new(discussion, comment)),
+    if let Some(comment) = reads(ctx).loader.load_one(key).await.gql()? {
+        return Ok(CommentNode::new(discussion, comment));
+    }
+    match visible_held(ctx, &discussion, &slug).await? {
+        Some(held) => Ok(CommentNode::held(discussion, held)),
         None => Err(DomainError::not_found(format!(
             "no comment {slug} in discussion {}",
             discussion.id

@@ -13,7 +13,7 @@ pub use comment::{Author, CommentNode, Revision};
 pub use connection::{
     CommentConnection, CommentEdge, DiscussionConnection, DiscussionEdge, PageInfo, Total,
 };
-pub use discussion::{comment_by_slug, DiscussionNode};
+pub use discussion::{comment_by_slug, visible_held, DiscussionNode};
 pub use moderation::{
     BanNode, ModerationAction, ModerationLogConnection, ModerationLogEdge, ModerationLogEntry,
 };
@@ -28,6 +28,31 @@ pub enum StorageLayout {
     Embedded,
     /// Buckets of about a hundred comments.
     Bucketed,
+}
+
+/// How a discussion moderates new comments.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "crate::domain::ModerationMode")]
+pub enum ModerationMode {
+    /// Comments are published at once; moderators act afterwards.
+    Post,
+    /// Every comment waits for a moderator's approval.
+    Pre,
+    /// A comment waits for approval until its author has had one comment approved anywhere
+    /// in the service.
+    PreFirst,
+}
+
+/// Where a comment stands with the moderators.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "crate::domain::CommentStatus")]
+pub enum CommentStatus {
+    /// Public.
+    Approved,
+    /// Waiting for a moderator: seen only by its author and moderators.
+    Pending,
+    /// Refused by a moderator: seen only by its author and moderators.
+    Rejected,
 }
 
 /// The order of a list of comments.

@@ -42,9 +42,9 @@ impl BanNode {
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
 #[graphql(remote = "crate::domain::ModerationAction")]
 pub enum ModerationAction {
-    /// Published a held comment (recorded by `approveComment`, which pre-moderation brings).
+    /// Published a held comment (`approveComment`).
     Approve,
-    /// Rejected a comment (recorded by `rejectComment`, which pre-moderation brings).
+    /// Rejected a comment (`rejectComment`).
     Reject,
     /// Edited someone else's comment (`editComment`; a moderator editing their own comment is
     /// not recorded).
@@ -56,8 +56,7 @@ pub enum ModerationAction {
     Lock,
     /// Unlocked a discussion (`lockDiscussion` with `locked: false`).
     Unlock,
-    /// Set how a discussion moderates (recorded by `setModeration`, which pre-moderation
-    /// brings).
+    /// Set how a discussion moderates (`setModeration`).
     SetModeration,
     /// Pinned a comment (`pinComment` with `pinned: true`).
     Pin,
@@ -96,29 +95,31 @@ impl ModerationLogEntry {
         self.0.logged.action.into()
     }
 
-    /// The discussion it concerns (locks, pins, moves, edits, deletes).
+    /// The discussion it concerns (everything but bans).
     async fn discussion_id(&self) -> Option<ID> {
         self.0.logged.discussion.as_ref().map(|d| ID(d.to_string()))
     }
 
-    /// The comment it concerns, in `discussionId` (pins, edits, deletes).
+    /// The comment it concerns, in `discussionId` (approvals, rejections, pins, edits,
+    /// deletes).
     async fn slug(&self) -> Option<&str> {
         self.0.logged.slug.as_ref().map(|s| s.as_str())
     }
 
-    /// The user it concerns: the one banned or unbanned, or the author of the comment edited
-    /// or deleted.
+    /// The user it concerns: the one banned or unbanned, or the author of the comment
+    /// approved, rejected, edited or deleted.
     async fn user_id(&self) -> Option<ID> {
         self.0.logged.user.as_ref().map(|u| ID(u.to_string()))
     }
 
-    /// Why, as the moderator wrote it (bans).
+    /// Why, as the moderator wrote it (bans, rejections).
     async fn reason(&self) -> Option<&str> {
         self.0.logged.reason.as_ref().map(|r| r.as_str())
     }
 
     /// What else the action says: a ban's term (`until <time>` or `permanently`), the layout a
-    /// discussion moved to (`PER_COMMENT`, `EMBEDDED` or `BUCKETED`).
+    /// discussion moved to (`PER_COMMENT`, `EMBEDDED` or `BUCKETED`), the mode set (`POST`,
+    /// `PRE` or `PRE_FIRST`).
     async fn detail(&self) -> Option<&str> {
         self.0.logged.detail.as_deref()
     }

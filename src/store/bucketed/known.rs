@@ -102,6 +102,8 @@ mod tests {
             comment_count: 0,
             thread_count: 0,
             locked: false,
+            moderation: None,
+            pending_count: 0,
             pinned: Vec::new(),
             moves,
             hints: LayoutHints::default(),

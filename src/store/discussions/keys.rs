@@ -65,6 +65,8 @@ impl Discussions {
             comment_count: 0,
             thread_count: 0,
             locked: false,
+            moderation: None,
+            pending_count: 0,
             pinned: Vec::new(),
             moves: 0,
         };

@@ -23,8 +23,8 @@ use super::order::{cursor_filter, limit_plus_one, sort_toward};
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{
-    Comment, Discussion, DiscussionId, DiscussionKey, Layout, LayoutHints, Micros, NewDiscussion,
-    Page, Slug, Window,
+    Comment, Discussion, DiscussionId, DiscussionKey, Layout, LayoutHints, Micros, ModerationMode,
+    NewDiscussion, Page, Slug, Window,
 };
 
 /// The fields every discussion document has, whatever its layout. Layouts add fields of their
@@ -49,11 +49,22 @@ struct DiscussionDoc {
     thread_count: i64,
     #[serde(default)]
     locked: bool,
+    /// How it moderates, once a moderator set it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    moderation: Option<String>,
+    /// How many held comments wait for a moderator (see `held`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pending_count: i64,
     /// The slugs of the pinned comments, in pin order.
     #[serde(default)]
     pinned: Vec<String>,
     #[serde(default)]
     moves: i64,
+}
+
+/// Whether a count is zero (and so left out of a new document).
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 /// What a layout keeps on the discussion document for its own reads and writes: the names of
@@ -101,6 +112,13 @@ fn discussion_of(raw: &RawDocument, fields: &FieldsByLayout) -> StoreResult<Disc
         comment_count: to_count(doc.comment_count),
         thread_count: to_count(doc.thread_count),
         locked: doc.locked,
+        moderation: doc
+            .moderation
+            .as_deref()
+            .map(str::parse::<ModerationMode>)
+            .transpose()
+            .map_err(|e| corrupt(e.to_string()))?,
+        pending_count: to_count(doc.pending_count),
         pinned: doc
             .pinned
             .iter()
@@ -129,11 +147,13 @@ pub(crate) fn moving(id: &DiscussionId) -> StoreError {
 }
 
 /// The discussion, while it takes posts as `discussion` saw it: no move under way or made
-/// since, and not locked. A post that did not read the discussion itself (see
+/// since, not locked, and moderated as it was. A post that did not read the discussion itself (see
 /// `Storage::post_to`) relies on this filter in its write.
 pub(crate) fn open_for_posts(discussion: &Discussion) -> Document {
     let mut filter = unfenced(&discussion.id);
     filter.insert("locked", doc! { "$ne": true });
+    // The post decided whether to hold the comment by this mode (`None`: the server's default).
+    filter.insert("moderation", discussion.moderation.map(|m| m.as_str()));
     match i64::try_from(discussion.moves).unwrap_or(i64::MAX) {
         // Discussions from before moves were counted have no count.
         0 => filter.insert("moves", doc! { "$in": [0_i64, Bson::Null] }),
@@ -164,7 +184,7 @@ pub(crate) fn posts_update(comments: &[&Comment]) -> Document {
 /// Fields a metadata read returns: the shared ones and every layout's own.
 fn metadata_projection(fields: &FieldsByLayout) -> Document {
     let mut projection = doc! {
-        "title": 1, "key": 1, "url": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1, "pinned": 1,
+        "title": 1, "key": 1, "url": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1, "moderation": 1, "pending_count": 1, "pinned": 1,
         "moves": 1,
     };
     let mut layouts: Vec<_> = fields.iter().collect();
@@ -317,6 +337,20 @@ impl Discussions {
         metadata_projection(&self.fields)
     }
 
+    /// Sets `fields` on a discussion (a moderator's setting); returns it as it is now
+    /// (`NotFound` if unknown).
+    async fn set(&self, id: &DiscussionId, fields: Document) -> StoreResult<Discussion> {
+        let found = self
+            .coll
+            .clone_with_type::<RawDocumentBuf>()
+            .find_one_and_update(doc! { "_id": id.as_str() }, doc! { "$set": fields })
+            .projection(self.projection())
+            .return_document(ReturnDocument::After)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("no discussion {id}")))?;
+        self.read(&found)
+    }
+
     /// After a compare-and-set replace of a comment stored outside the discussion document
     /// (`replaced` tells whether it matched): marks the change for the change feed, and passes
     /// `replaced` on.
@@ -464,17 +498,14 @@ impl DiscussionStore for Discussions {
     }
 
     async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion> {
-        let found = self
-            .coll
-            .clone_with_type::<RawDocumentBuf>()
-            .find_one_and_update(
-                doc! { "_id": id.as_str() },
-                doc! { "$set": { "locked": locked } },
-            )
-            .projection(self.projection())
-            .return_document(ReturnDocument::After)
-            .await?
-            .ok_or_else(|| StoreError::NotFound(format!("no discussion {id}")))?;
-        self.read(&found)
+        self.set(id, doc! { "locked": locked }).await
+    }
+
+    async fn set_moderation(
+        &self,
+        id: &DiscussionId,
+        mode: ModerationMode,
+    ) -> StoreResult<Discussion> {
+        self.set(id, doc! { "moderation": mode.as_str() }).await
     }
 }

@@ -135,7 +135,7 @@ pub(crate) async fn post<S: PostSteps>(
     let policy = steps.policy();
     let transaction = writer.transactions && policy.transaction;
     // The read comes before the turn (see `PostPolicy`).
-    let part = SlugPart::generate();
+    let part = new.part.clone().unwrap_or_else(SlugPart::generate);
     let (parent, state) = steps
         .prepare(discussion, new.parent.as_ref(), &part)
         .await?;
@@ -332,6 +332,7 @@ mod tests {
                     name: "Ada".into(),
                 },
                 text: CommentText::parse(&format!("post {n}"), 100).expect("text"),
+                part: None,
             },
             parent: None,
             part: SlugPart::generate(),

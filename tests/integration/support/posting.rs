@@ -116,6 +116,7 @@ pub(crate) async fn post_in(
                     name: "Ada".into(),
                 },
                 text: CommentText::parse(text, 100).expect("text"),
+                part: None,
             },
         )
         .await
