@@ -40,3 +40,4 @@ mod subtrees;
 mod support;
 mod text_rules;
 mod traces;
+mod words;
