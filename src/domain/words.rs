@@ -579,6 +579,28 @@ mod tests {
         assert_eq!(screening, banned(&entries[16]));
     }
 
+    /// Every character folds as its upper-case, lower-case and decomposed forms do.
+    #[test]
+    fn folding_is_invariant_for_every_character() {
+        let mut differ = Vec::new();
+        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+            let alone = c.to_string();
+            let forms = [
+                alone.to_uppercase(),
+                alone.to_lowercase(),
+                alone.nfd().collect(),
+            ];
+            if forms.iter().all(|form| *form == alone) {
+                continue;
+            }
+            let folded = fold(&alone);
+            if forms.iter().any(|form| fold(form) != folded) {
+                differ.push(c);
+            }
+        }
+        assert!(differ.is_empty(), "{differ:?}");
+    }
+
     /// Letters that stay inside one word whatever is glued to them (UAX #29 ALetter, with
     /// case pairs that round-trip), and characters that always end a word.
     const LETTERS: &[char] = &[
