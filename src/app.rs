@@ -12,7 +12,7 @@ use tokio::net::TcpListener;
 use crate::auth::{JwtKeys, TokenRules, DEV_SECRET};
 use crate::config::Config;
 use crate::domain::paging::DEFAULT_PAGE_SIZE;
-use crate::domain::EditRules;
+use crate::domain::{EditRules, WordList, WordLists};
 use crate::graphql::closing::Stage;
 use crate::graphql::limits::DocumentLimits;
 use crate::graphql::live::LiveConfig;
@@ -124,6 +124,35 @@ pub fn jwt_keys(config: &Config) -> anyhow::Result<JwtKeys> {
     Ok(keys)
 }
 
+/// The word lists from config: `THREADQL_BANNED_WORDS` and `THREADQL_SUSPECT_WORDS`, each file
+/// read and checked once (an unset variable is an empty list). A file that cannot be read, a
+/// line that is not UTF-8 or a line with no word stops the start with the variable, the file
+/// and the line.
+pub fn word_lists(config: &Config) -> anyhow::Result<WordLists> {
+    let read = |variable: &str, path: Option<&std::path::Path>| -> anyhow::Result<WordList> {
+        let Some(path) = path else {
+            return Ok(WordList::default());
+        };
+        let file = std::fs::read(path)
+            .with_context(|| format!("cannot read {variable} {}", path.display()))?;
+        WordList::parse(&file).with_context(|| format!("{variable} {}", path.display()))
+    };
+    let banned = read("THREADQL_BANNED_WORDS", config.banned_words.as_deref())?;
+    let suspect = read("THREADQL_SUSPECT_WORDS", config.suspect_words.as_deref())?;
+    Ok(WordLists::new(banned, suspect))
+}
+
+/// The server's start-up line about its word lists, when it has any.
+fn log_word_lists(config: &Config, words: &WordLists) {
+    if config.banned_words.is_some() || config.suspect_words.is_some() {
+        tracing::info!(
+            banned = words.banned_len(),
+            suspect = words.suspect_len(),
+            "word lists loaded"
+        );
+    }
+}
+
 /// The server's start-up lines about how it verifies bearer tokens.
 fn log_jwt_keys(config: &Config, keys: &JwtKeys) {
     if config.jwt_secret.is_none() && config.jwt_public_key.is_none() && config.jwt_jwks.is_none() {
@@ -213,10 +242,13 @@ impl App {
         config: &Config,
         events: Option<EventHandler<CommandEvent>>,
     ) -> anyhow::Result<App> {
+        // Read before connecting: a bad list stops the start before a database is started.
+        let words = Arc::new(word_lists(config)?);
+        log_word_lists(config, &words);
         let (store, embedded) = connect_observed(config, events).await?;
         let keys = jwt_keys(config)?;
         log_jwt_keys(config, &keys);
-        let api = Api::new(store.clone(), keys, config.into(), config.rate_limit);
+        let api = Api::new(store.clone(), keys, config.into(), config.rate_limit, words);
         let connections = Connections::new(connection_cap(config));
         let router = crate::http::router(api.clone(), config.into(), connections.clone());
         let listener = TcpListener::bind(config.listen)

@@ -387,6 +387,17 @@ pub struct Config {
     #[arg(long, env = "THREADQL_CLIENT_IP_HEADER", global = true)]
     pub client_ip_header: Option<String>,
 
+    // ----- moderation -----
+    /// File of banned words and phrases: UTF-8, one a line, blank lines and lines starting
+    /// with `#` skipped. Matched on whole words, ignoring case, after NFKC normalisation. Read
+    /// once at start; a line that is not UTF-8 or holds no word stops the start. Unset: none.
+    #[arg(long, env = "THREADQL_BANNED_WORDS", global = true)]
+    pub banned_words: Option<PathBuf>,
+    /// File of suspect words and phrases, written and matched as THREADQL_BANNED_WORDS is.
+    /// Unset: none.
+    #[arg(long, env = "THREADQL_SUSPECT_WORDS", global = true)]
+    pub suspect_words: Option<PathBuf>,
+
     // ----- database -----
     /// How long a database operation may wait for a server or an answer, in milliseconds,
     /// before it fails with UNAVAILABLE.
@@ -805,6 +816,8 @@ impl fmt::Debug for Config {
             .field("rate_limit", &self.rate_limit)
             .field("rate_limit_anon", &self.rate_limit_anon)
             .field("client_ip_header", &self.client_ip_header)
+            .field("banned_words", &self.banned_words)
+            .field("suspect_words", &self.suspect_words)
             .field("db_timeout_ms", &self.db_timeout_ms)
             .field("request_timeout_secs", &self.request_timeout_secs)
             .field("live_retry_ms", &self.live_retry_ms)

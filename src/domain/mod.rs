@@ -1,4 +1,5 @@
-//! Domain types of threadql: ids, slugs, comments, discussions, paging and errors (no I/O).
+//! Domain types of threadql: ids, slugs, comments, discussions, paging, word lists and errors
+//! (no I/O).
 
 pub mod comment;
 pub mod error;
@@ -11,6 +12,7 @@ pub mod paging;
 pub mod slug;
 pub mod text;
 pub mod tree;
+pub mod words;
 
 pub use comment::{
     Author, Comment, CommentText, Discussion, DiscussionTitle, LayoutHints, NewComment, Placement,
@@ -24,3 +26,4 @@ pub use moderation::{Ban, LogEntry, Logged, ModerationAction, Reason, UserId};
 pub use moderation::{CommentStatus, Held, ModerationMode};
 pub use paging::{Cursor, CursorKind, Page, PageArgs, Paged, Paging, SortKey, Span, Window};
 pub use slug::{FullSlug, Micros, Slug, SlugPart};
+pub use words::{ListError, Screening, WordList, WordLists};

@@ -27,7 +27,10 @@ use tracing::Instrument as _;
 
 use crate::auth::{AuthState, JwtKeys};
 use crate::config::RateLimit;
-use crate::domain::{CursorKind, DomainError, EditRules, Layout, ModerationMode, PageArgs, Paging};
+use crate::domain::{
+    CommentText, CursorKind, DomainError, EditRules, Layout, ModerationMode, PageArgs, Paging,
+    Screening, WordLists,
+};
 use crate::rate::{retry_after_secs, ClientKey, Limiter};
 use crate::store::{DynStorage, ReadScope, StoreResult};
 use crate::telemetry::metrics::Counter;
@@ -163,6 +166,8 @@ pub struct Api {
     schema: AppSchema,
     storage: DynStorage,
     keys: JwtKeys,
+    /// The word lists, also in the schema data.
+    words: Arc<WordLists>,
     live: Arc<live::Live>,
     document: limits::DocumentLimits,
     shape: Arc<cost::Shape>,
@@ -195,8 +200,15 @@ pub struct RateLimited {
 }
 
 impl Api {
-    /// Builds the schema over a storage, with its limits and the mutation rate per author.
-    pub fn new(storage: DynStorage, keys: JwtKeys, limits: Limits, author_rate: RateLimit) -> Self {
+    /// Builds the schema over a storage, with its limits, the mutation rate per author and the
+    /// word lists posts and edits are screened against.
+    pub fn new(
+        storage: DynStorage,
+        keys: JwtKeys,
+        limits: Limits,
+        author_rate: RateLimit,
+        words: Arc<WordLists>,
+    ) -> Self {
         let live = Arc::new(live::Live::new(storage.clone(), limits.live));
         let closing = closing::Closing::default();
         let mut builder = schema_builder()
@@ -206,6 +218,7 @@ impl Api {
             .data(live.clone())
             .data(closing.clone())
             .data(html::HtmlCache::new(html::HTML_CACHE_BYTES))
+            .data(words.clone())
             .data(AuthorRate(Limiter::new(author_rate)));
         if !limits.introspection {
             builder = builder.disable_introspection();
@@ -224,6 +237,7 @@ impl Api {
             schema,
             storage,
             keys,
+            words,
             live,
             subscriptions: shared::Subscriptions::new(limits.subscription_caps),
             subscription_cost: Arc::new(subscription_cost),
@@ -239,6 +253,11 @@ impl Api {
             metrics: Arc::new(RequestMetrics::new(limits.metric_operations)),
             socket_refused: Arc::default(),
         }
+    }
+
+    /// The word lists posts and edits are screened against.
+    pub fn word_lists(&self) -> &Arc<WordLists> {
+        &self.words
     }
 
     /// The request metrics of this API (and of the server that serves it).
@@ -855,6 +874,13 @@ pub(crate) fn store<'a>(ctx: &Context<'a>) -> &'a DynStorage {
 /// The request's reads in effect now.
 pub(crate) fn reads(ctx: &Context<'_>) -> Arc<Reads> {
     ctx.data_unchecked::<RequestReads>().current()
+}
+
+/// Screens a comment's text against the word lists, from the schema data: `Banned` when it holds
+/// a banned word or phrase, else `Suspect` when it holds a suspect one, else `Clean`. The one
+/// call for the post and edit paths, with their parsed text.
+pub fn screen(ctx: &Context<'_>, text: &CommentText) -> Screening {
+    ctx.data_unchecked::<Arc<WordLists>>().screen(text.as_str())
 }
 
 /// The caller's auth state, from the request data.

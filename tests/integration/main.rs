@@ -44,3 +44,4 @@ mod subtrees;
 mod support;
 mod text_rules;
 mod traces;
+mod words;
