@@ -376,6 +376,10 @@ impl Mutation {
                     moderation::settle_queue(&storage, &target, &slug).await;
                 }
                 let comment = changed?;
+                if action == ModerationAction::Delete && Queue::of(&comment.standing).is_some() {
+                    // A deleted comment waits for no moderator.
+                    storage.held().remove(&target.id, &slug).await?;
+                }
                 if viewer.moderator && comment.author.id != viewer.author.id {
                     let logged = Logged::new(viewer.author.clone(), action, Micros::now())
                         .comment(target.id.clone(), comment.slug.clone())

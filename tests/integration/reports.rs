@@ -310,6 +310,20 @@ pub(crate) async fn reports_hold_a_comment_at_the_threshold_case(mut settings: S
     .await;
     let code = code_as(&app, Some(&r1), REPORT, report(&y)).await;
     assert_eq!(code, "COMMENT_DELETED");
+    // A reported comment its author deletes leaves the queue.
+    assert_eq!(
+        queue(&app, &moderator, "REPORTED", Some(&d)).await,
+        vec![x.clone()]
+    );
+    app.exec_as(
+        Some(&author),
+        "mutation($d: ID!, $s: String!) { deleteComment(discussionId: $d, slug: $s) { slug } }",
+        json!({ "d": d, "s": x }),
+    )
+    .await;
+    assert!(queue(&app, &moderator, "REPORTED", Some(&d))
+        .await
+        .is_empty());
 }
 
 /// The contract case: with word lists, a post with a banned word is held REJECTED and one with
