@@ -225,6 +225,10 @@ pub(super) async fn report(
             "comment {slug} was deleted: there is nothing left to report"
         )));
     }
+    // A placeholder is with the moderators already, and its text is not shown to be judged.
+    if !current.standing.is_public() && current.author.id != report.reporter {
+        return Err(not_found(id, slug));
+    }
     if current.author.id == report.reporter {
         return Err(DomainError::bad_input(format!(
             "comment {slug} is your own: delete or edit it instead of reporting it"

@@ -734,8 +734,8 @@ impl Mutation {
     /// report counted, false for a repeat (which changes nothing). Any signed-in user may,
     /// except on their own comment (`BAD_USER_INPUT`). `note`: at most 500 characters. When a
     /// comment's reports reach the server's threshold (`THREADQL_REPORTS_TO_HOLD`), it is held
-    /// as a PENDING placeholder until a moderator approves or rejects it. An unknown slug is
-    /// `NOT_FOUND`, a deleted comment `COMMENT_DELETED`.
+    /// as a PENDING placeholder until a moderator approves or rejects it. An unknown slug, a
+    /// held comment or a placeholder is `NOT_FOUND`; a deleted comment `COMMENT_DELETED`.
     async fn report_comment(
         &self,
         ctx: &Context<'_>,

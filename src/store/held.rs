@@ -209,14 +209,14 @@ impl HeldComments {
     /// The queue indexes: oldest first, across the service or in one discussion.
     pub(crate) async fn ensure_indexes(&self) -> StoreResult<()> {
         let all = index_model(
-            "status_submitted_id",
-            doc! { "status": 1, "submitted": 1, "_id": 1 },
+            "status_since_id",
+            doc! { "status": 1, "since": 1, "_id": 1 },
             false,
         );
         self.coll.create_index(all).await?;
         let one = index_model(
-            "discussion_status_submitted_id",
-            doc! { "discussion_id": 1, "status": 1, "submitted": 1, "_id": 1 },
+            "discussion_status_since_id",
+            doc! { "discussion_id": 1, "status": 1, "since": 1, "_id": 1 },
             false,
         );
         self.coll.create_index(one).await?;
@@ -244,6 +244,7 @@ fn to_doc(held: &Held) -> Document {
         "author": { "id": &c.author.id, "name": &c.author.name },
         "text": c.text.as_deref(),
         "submitted": c.posted.0,
+        "since": c.posted.0,
         "status": c.standing.status.as_str(),
         "reason": c.standing.reason.as_deref(),
     }
@@ -305,7 +306,7 @@ fn from_doc(doc: &Document) -> StoreResult<Held> {
 fn entry_of(doc: &Document) -> StoreResult<QueueEntry> {
     let corrupt = |what: &str| StoreError::Corrupt(format!("queue entry without {what}"));
     let key = doc.get_str("_id").map_err(|_| corrupt("_id"))?.to_owned();
-    let since = Micros(doc.get_i64("submitted").map_err(|_| corrupt("submitted"))?);
+    let since = Micros(doc.get_i64("since").map_err(|_| corrupt("since"))?);
     let waiting = match doc.get_bool("public") {
         Ok(true) => Waiting::Public {
             discussion: DiscussionId::parse(
@@ -358,15 +359,31 @@ impl HeldStore for HeldComments {
         slug: &Slug,
         reason: Option<String>,
     ) -> StoreResult<Option<Held>> {
-        let after = self
-            .coll
-            .find_one_and_update(
-                doc! { "_id": key(discussion, slug), "public": { "$ne": true } },
-                doc! { "$set": { "status": CommentStatus::Rejected.as_str(), "reason": reason.as_deref() } },
-            )
-            .return_document(ReturnDocument::After)
-            .await?;
-        after.as_ref().map(from_doc).transpose()
+        let id = key(discussion, slug);
+        let rejected = CommentStatus::Rejected.as_str();
+        // A pending one enters the REJECTED queue now; a rejected one keeps its place there
+        // and gets the new reason.
+        let steps = [
+            (
+                doc! { "_id": &id, "public": { "$ne": true }, "status": { "$ne": rejected } },
+                doc! { "$set": { "status": rejected, "reason": reason.as_deref(), "since": Micros::now().0 } },
+            ),
+            (
+                doc! { "_id": &id, "public": { "$ne": true } },
+                doc! { "$set": { "status": rejected, "reason": reason.as_deref() } },
+            ),
+        ];
+        for (filter, update) in steps {
+            let after = self
+                .coll
+                .find_one_and_update(filter, update)
+                .return_document(ReturnDocument::After)
+                .await?;
+            if let Some(after) = after {
+                return from_doc(&after).map(Some);
+            }
+        }
+        Ok(None)
     }
 
     async fn remove(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<bool> {
@@ -402,7 +419,7 @@ impl HeldStore for HeldComments {
             .coll
             .update_one(
                 doc! { "_id": &id, "public": true, "status": { "$in": movable } },
-                doc! { "$set": { "status": queue.as_str(), "submitted": at.0 } },
+                doc! { "$set": { "status": queue.as_str(), "since": at.0 } },
             )
             .await?;
         if moved.matched_count > 0 {
@@ -414,7 +431,7 @@ impl HeldStore for HeldComments {
             "slug": slug.as_str(),
             "public": true,
             "status": queue.as_str(),
-            "submitted": at.0,
+            "since": at.0,
         };
         match self.coll.insert_one(entry).await {
             Ok(_) => Ok(()),
@@ -438,7 +455,7 @@ impl HeldStore for HeldComments {
         let docs: Vec<Document> = self
             .coll
             .find(filter)
-            .sort(doc! { "submitted": 1, "_id": 1 })
+            .sort(doc! { "since": 1, "_id": 1 })
             .limit(limit_plus_one(limit))
             .await?
             .try_collect()

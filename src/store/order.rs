@@ -20,7 +20,7 @@ fn key(cursor: &Cursor) -> Vec<(&'static str, Bson)> {
         ],
         Cursor::Log(seq) => vec![("_id", Bson::Int64(i64::try_from(*seq).unwrap_or(i64::MAX)))],
         Cursor::Queue { since, key } => vec![
-            ("submitted", Bson::Int64(since.0)),
+            ("since", Bson::Int64(since.0)),
             ("_id", Bson::String(key.clone())),
         ],
     }

@@ -244,6 +244,11 @@ pub(crate) async fn reports_hold_a_comment_at_the_threshold_case(mut settings: S
         .is_empty());
     let pending = ok_as(&app, Some(&moderator), PENDING_COUNT, json!({ "d": d })).await;
     assert_eq!(pending["discussion"]["pendingCount"], 1);
+    // A placeholder is with the moderators already: there is nothing public to report.
+    assert_eq!(
+        code_as(&app, Some(&r3), REPORT, report(&x)).await,
+        "NOT_FOUND"
+    );
     let hidden = ok_as(&app, Some(&r1), PENDING_COUNT, json!({ "d": d })).await;
     assert_eq!(hidden["discussion"]["pendingCount"], Value::Null);
 
@@ -478,6 +483,25 @@ async fn queues_page_oldest_first_across_discussions() {
     )
     .await;
     assert_eq!(pending["discussion"]["pendingCount"], 3);
+    // Rejected, they enter the REJECTED queue in the order they were rejected; rejecting again
+    // keeps a comment's place there.
+    for slug in [&held[3], &held[0], &held[3]] {
+        let d = &discussions[held.iter().position(|h| h == slug).expect("held") % 2];
+        ok_as(&app, Some(&moderator), REJECT, json!({ "d": d, "s": slug })).await;
+    }
+    assert_eq!(
+        queue(&app, &moderator, "REJECTED", None).await,
+        vec![held[3].clone(), held[0].clone()]
+    );
+    assert_eq!(
+        queue(&app, &moderator, "PENDING", None).await,
+        vec![
+            held[1].clone(),
+            held[2].clone(),
+            held[4].clone(),
+            held[5].clone()
+        ]
+    );
 
     // Bad inputs.
     let reader = app.token("u3", "Kim");
