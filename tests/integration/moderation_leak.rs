@@ -18,23 +18,37 @@ use crate::support::{unique_db, Running, Settings, TestApp};
 
 /// Public comments rejected in place (placeholders) and placeholders approved back: the
 /// `rejectComment` and `approveComment` parts of issue 31 for comments already public.
-const PLACEHOLDER_OPS: bool = false;
+const PLACEHOLDER_OPS: bool = true;
 /// Reports (`reportComment`, `Comment.reportCount`), comments held in place by reports, and
 /// approvals that dismiss reports.
-const REPORT_OPS: bool = false;
+const REPORT_OPS: bool = true;
 /// The moderators' queues (`moderationQueue`).
-const QUEUE_READS: bool = false;
+const QUEUE_READS: bool = true;
 
-/// The seeds: each gives one discussion and one sequence of operations.
-const SEEDS: [u64; 3] = [31, 3101, 310_001];
+/// Where the server on branch i31-core differs from the contract, found by this test; `true`
+/// expects the server's behaviour instead, so that the rest of the sequence runs past them:
+/// a report that does not hold a comment, and an approval that only dismisses reports, each
+/// fire `commentChanged` to the public; a placeholder may be replied to and reported by
+/// anyone; a rejected held comment keeps its submission time as its place in the REJECTED
+/// queue. Keep it `false`: the contract is what the test asserts.
+const TOLERATE_KNOWN_DEVIATIONS: bool = false;
+
+/// The seeds, each with the mode its discussion starts in: each gives one discussion and one
+/// sequence of operations.
+const SEEDS: [(u64, Mode); 3] = [
+    (31, Mode::Post),
+    (3101, Mode::Pre),
+    (310_001, Mode::PreFirst),
+];
 /// Operations per seed.
 const OPS: usize = 60;
 /// Every public read is compared with the model after this many operations (and at the end).
 const CHECK_EVERY: usize = 6;
 /// The page size of the paged walks: small, so that lists take several pages.
 const PAGE: usize = 3;
-/// Reports that hold a comment: the server's default (`THREADQL_REPORTS_TO_HOLD`).
-const REPORTS_TO_HOLD: usize = 3;
+/// Reports that hold a comment (`THREADQL_REPORTS_TO_HOLD`, lower than the default so that
+/// comments are held often).
+const REPORTS_TO_HOLD: usize = 2;
 /// Replies go no deeper than this.
 const MAX_DEPTH: usize = 5;
 /// Direct links read in one request (the server's default limits: 20 root fields, 30 aliases).
@@ -188,8 +202,8 @@ struct Run {
     moderator: String,
     /// Authors with an approved held comment (trusted under PRE_FIRST, anywhere).
     trusted: HashSet<usize>,
-    /// Authors whose placeholder was approved or whose reports were dismissed: the contract
-    /// does not say whether that trusts them, so they do not post under PRE_FIRST.
+    /// Authors whose reports were dismissed: the contract does not say whether that trusts
+    /// them, so they do not post under PRE_FIRST.
     unsure: HashSet<usize>,
     /// The logical clock: one tick per operation, over all seeds.
     clock: u64,
@@ -330,7 +344,8 @@ impl Source {
     }
 }
 
-pub(crate) async fn nothing_hidden_leaks_case(settings: Settings) {
+pub(crate) async fn nothing_hidden_leaks_case(mut settings: Settings) {
+    settings.reports_to_hold = REPORTS_TO_HOLD as u64;
     let layout = settings.layout;
     let database = unique_db("moderation_leak");
     let config = settings.config(&database);
@@ -360,8 +375,11 @@ pub(crate) async fn nothing_hidden_leaks_case(settings: Settings) {
         clock: 0,
         finished: Vec::new(),
     };
-    for seed in SEEDS {
+    for (seed, mode) in SEEDS {
         let mut case = Case::start(&mut run, seed).await;
+        if mode != Mode::Post {
+            case.set(mode).await;
+        }
         for _ in 0..OPS {
             case.op += 1;
             case.step().await;
@@ -461,8 +479,8 @@ impl<'r> Case<'r> {
             0..=13 => self.post_top().await,
             14..=33 => self.reply().await,
             34..=38 => self.set_mode().await,
-            39..=50 => self.approve().await,
-            51..=60 => self.reject().await,
+            39..=52 => self.approve().await,
+            53..=60 => self.reject().await,
             61..=79 if REPORT_OPS => self.report().await,
             80..=85 => self.delete().await,
             86..=99 => self.refused().await,
@@ -583,6 +601,10 @@ impl<'r> Case<'r> {
         let Some(mode) = self.pick(&modes) else {
             return;
         };
+        self.set(mode).await;
+    }
+
+    async fn set(&mut self, mode: Mode) {
         self.tick();
         let data = self
             .moderate(
@@ -627,7 +649,17 @@ impl<'r> Case<'r> {
                         || REPORT_OPS && c.status == Status::Approved && !c.reporters.is_empty())
             })
             .collect();
-        let Some(i) = self.pick(&candidates) else {
+        let held: Vec<usize> = candidates
+            .iter()
+            .copied()
+            .filter(|&i| self.comments[i].held())
+            .collect();
+        let pick = if !held.is_empty() && self.rng.gen_bool(0.5) {
+            self.pick(&held)
+        } else {
+            self.pick(&candidates)
+        };
+        let Some(i) = pick else {
             return self.post_top().await;
         };
         let now = self.tick();
@@ -684,13 +716,17 @@ impl<'r> Case<'r> {
             c.status = Status::Approved;
             c.reason = None;
             c.reporters.clear();
-            self.run.unsure.insert(author);
+            self.run.trusted.insert(author);
             let due = self.state(i);
             self.changed_expected.push(due);
         } else {
             // Reports dismissed: nothing public changes.
             c.reporters.clear();
             self.run.unsure.insert(author);
+            if TOLERATE_KNOWN_DEVIATIONS {
+                let due = self.state(i);
+                self.changed_expected.push(due);
+            }
         }
     }
 
@@ -734,7 +770,9 @@ impl<'r> Case<'r> {
         );
         c.status = Status::Rejected;
         c.reason = reason;
-        c.queued = now;
+        if !(TOLERATE_KNOWN_DEVIATIONS && c.held()) {
+            c.queued = now;
+        }
         if c.in_layout() {
             let due = self.state(i);
             self.changed_expected.push(due);
@@ -742,14 +780,13 @@ impl<'r> Case<'r> {
     }
 
     async fn report(&mut self) {
-        // A reporter and a public comment not theirs, whose earlier report (if any) still counts.
+        // A reporter and a public comment not theirs (a user's report counts once per comment,
+        // dismissed or not).
         let reporter = self.rng.gen_range(0..AUTHORS + REPORTERS);
         let candidates: Vec<usize> = (0..self.comments.len())
             .filter(|&i| {
                 let c = &self.comments[i];
-                c.public()
-                    && c.author != reporter
-                    && (!c.reported_by.contains(&reporter) || c.reporters.contains(&reporter))
+                c.public() && c.author != reporter
             })
             .collect();
         let Some(i) = self.pick(&candidates) else {
@@ -757,7 +794,7 @@ impl<'r> Case<'r> {
         };
         let now = self.tick();
         let reason = ["SPAM", "ABUSE", "OFF_TOPIC", "OTHER"][self.rng.gen_range(0..4)];
-        let repeat = self.comments[i].reporters.contains(&reporter);
+        let repeat = self.comments[i].reported_by.contains(&reporter);
         let response = self
             .run
             .app
@@ -774,8 +811,9 @@ impl<'r> Case<'r> {
             self.at(),
             self.comments[i].slug
         );
+        let holds = !repeat && self.comments[i].reporters.len() + 1 == REPORTS_TO_HOLD;
         self.note(&format!(
-            "user {reporter} reports {} (repeat: {repeat})",
+            "user {reporter} reports {} (repeat: {repeat}, holds: {holds})",
             self.comments[i].slug
         ));
         if repeat {
@@ -791,6 +829,9 @@ impl<'r> Case<'r> {
             c.status = Status::Pending;
             c.reason = Some(format!("reported by {REPORTS_TO_HOLD} users"));
             c.queued = now;
+            let due = self.state(i);
+            self.changed_expected.push(due);
+        } else if TOLERATE_KNOWN_DEVIATIONS {
             let due = self.state(i);
             self.changed_expected.push(due);
         }
@@ -848,8 +889,13 @@ impl<'r> Case<'r> {
             .filter(|&i| self.comments[i].held() || self.comments[i].placeholder())
             .collect();
         let kind = self.rng.gen_range(0..4);
+        let held: Vec<usize> = (0..self.comments.len())
+            .filter(|&i| self.comments[i].held())
+            .collect();
         let target = match kind {
-            0 | 1 => self.pick(&hidden),
+            0 | 1 if TOLERATE_KNOWN_DEVIATIONS => self.pick(&held),
+            0 => self.pick(&hidden),
+            1 => self.pick(&hidden),
             2 => {
                 let public: Vec<usize> = (0..self.comments.len())
                     .filter(|&i| self.comments[i].public())
@@ -908,11 +954,12 @@ impl<'r> Case<'r> {
 
     fn expect_code(&self, response: &Value, code: &str, what: &str) {
         let got = response["errors"][0]["extensions"]["code"].as_str();
-        assert_eq!(
-            got,
-            Some(code),
-            "{}: {what}: expected {code}, got {response:#}",
-            self.at()
+        assert!(
+            got == Some(code),
+            "{}: {what}: expected {code}, got {}\n  the operations so far:\n    {}",
+            self.at(),
+            cut(response),
+            self.log.join("\n    ")
         );
         // The message does not give away what is hidden.
         let message = response["errors"][0]["message"]
