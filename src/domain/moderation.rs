@@ -648,6 +648,38 @@ mod tests {
     }
 
     #[test]
+    fn a_comment_waits_in_the_queue_its_standing_says() {
+        let standing = |status, reports| Standing {
+            status,
+            reason: None,
+            reports,
+        };
+        assert_eq!(Queue::of(&standing(CommentStatus::Approved, 0)), None);
+        assert_eq!(
+            Queue::of(&standing(CommentStatus::Approved, 2)),
+            Some(Queue::Reported)
+        );
+        assert_eq!(
+            Queue::of(&standing(CommentStatus::Pending, 2)),
+            Some(Queue::Pending)
+        );
+        assert_eq!(
+            Queue::of(&standing(CommentStatus::Rejected, 0)),
+            Some(Queue::Rejected)
+        );
+        for queue in Queue::ESCALATION {
+            assert_eq!(Queue::from_stored(queue.as_str()), Some(queue));
+        }
+        assert_eq!(Queue::from_stored("held"), None);
+        let held =
+            standing(CommentStatus::Approved, 3).set(CommentStatus::Pending, Some("x".into()));
+        assert_eq!(
+            (held.status, held.reports, held.is_public()),
+            (CommentStatus::Pending, 3, false)
+        );
+    }
+
+    #[test]
     fn statuses_round_trip_and_modes_hold_as_documented() {
         for status in [
             CommentStatus::Approved,

@@ -12,7 +12,7 @@ use crate::domain::{
     Comment, CommentStatus, CommentText, Discussion, DiscussionId, DomainError, Held, Micros,
     NewComment, Queue, Screening, Slug, Standing,
 };
-use crate::store::{DynStorage, ReadScope, Report};
+use crate::store::{DynStorage, Placing, ReadScope, Report};
 
 /// What the word lists make of a text posted or edited by a non-moderator: `None` when it goes
 /// through as the discussion's mode says; a pending standing for a suspect word, a rejected
@@ -111,6 +111,10 @@ pub(super) async fn approve(
     let comment = storage.change_comment(&discussion, &slug, &decide).await?;
     storage.held().remove(&discussion.id, &slug).await?;
     let changed = before.standing != Standing::default();
+    if changed {
+        // A report counted meanwhile queues it again.
+        settle_queue(&storage, &discussion, &slug).await;
+    }
     if changed && !before.standing.is_public() {
         storage.held().trust(&comment.author.id).await?;
     }
@@ -187,7 +191,7 @@ pub(super) async fn reject(
     }
     storage
         .held()
-        .enqueue(id, &slug, Queue::Rejected, Micros::now())
+        .enqueue(id, &slug, Queue::Rejected, Micros::now(), Placing::Escalate)
         .await?;
     let decide = move |current: &Comment, _now| {
         let standing = current
@@ -238,7 +242,10 @@ pub(super) async fn report(
         CommentStatus::Approved if holds => Queue::Pending,
         CommentStatus::Approved => Queue::Reported,
     };
-    storage.held().enqueue(id, slug, queue, report.at).await?;
+    storage
+        .held()
+        .enqueue(id, slug, queue, report.at, Placing::Escalate)
+        .await?;
     let counted = move |current: &Comment, _now| {
         let reports = current.standing.reports.saturating_add(1);
         let mut standing = Standing {
@@ -254,26 +261,29 @@ pub(super) async fn report(
             ..current.clone()
         }))
     };
-    let after = match storage.change_comment(&discussion, slug, &counted).await {
-        Ok(after) => after,
+    match storage.change_comment(&discussion, slug, &counted).await {
+        Ok(_) => {}
         Err(err) => {
             // Not counted: take the report back, so that sending it again counts it.
             if let Err(undo) = storage.held().unreport(&report).await {
                 tracing::warn!(%undo, "a report that could not be counted could not be taken back");
             }
+            settle_queue(&storage, &discussion, slug).await;
             return Err(err);
         }
-    };
-    // A concurrent report may have held it after this one queued it as reported.
-    if let Some(queue) = Queue::of(&after.standing) {
-        storage.held().enqueue(id, slug, queue, report.at).await?;
     }
+    // A concurrent report may have held it after this one queued it as reported, or a
+    // moderator approved it meanwhile: its entry follows the comment as it is now (one more
+    // read; reports are rare next to reads).
+    settle_queue(&storage, &discussion, slug).await;
     Ok(true)
 }
 
-/// Makes the queue entry of a public comment match the comment as it is now (after a change
-/// that queued it did not happen): removed when it waits for nobody. Failures are logged: the
-/// entry then shows a comment that no longer waits, which approving clears.
+/// Makes the queue entry of a public comment match the comment as it is now: after a change
+/// that queued it did not happen, or after one that may have raced another (a report and an
+/// approval). Removed when it waits for nobody. Failures are logged: the entry then shows a
+/// comment that no longer waits (or misses one that does, until its next report or change),
+/// and approving it clears it.
 pub(super) async fn settle_queue(storage: &DynStorage, discussion: &Discussion, slug: &Slug) {
     let settle = async {
         let queue = public_comment(storage, discussion, slug)
@@ -283,7 +293,7 @@ pub(super) async fn settle_queue(storage: &DynStorage, discussion: &Discussion, 
             Some(queue) => {
                 storage
                     .held()
-                    .enqueue(&discussion.id, slug, queue, Micros::now())
+                    .enqueue(&discussion.id, slug, queue, Micros::now(), Placing::Exact)
                     .await?
             }
             None => {
@@ -304,4 +314,29 @@ fn not_found(discussion: &DiscussionId, slug: &Slug) -> DomainError {
 /// The server's report threshold, from the schema data.
 pub(super) fn hold_at(ctx: &Context<'_>) -> u64 {
     ctx.data_unchecked::<Limits>().reports_to_hold
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn standing(status: CommentStatus, reason: &str) -> Standing {
+        Standing {
+            status,
+            reason: Some(reason.to_owned()),
+            reports: 2,
+        }
+    }
+
+    #[test]
+    fn screening_never_makes_a_comment_more_public() {
+        let public = Standing::default();
+        let suspect = standing(CommentStatus::Pending, "suspect word");
+        let banned = standing(CommentStatus::Rejected, "banned word");
+        assert_eq!(stricter(&public, &suspect).status, CommentStatus::Pending);
+        assert_eq!(stricter(&suspect, &banned).status, CommentStatus::Rejected);
+        let kept = stricter(&standing(CommentStatus::Rejected, "rude"), &suspect);
+        assert_eq!(kept.reason.as_deref(), Some("rude"));
+        assert_eq!(stricter(&suspect, &banned).reports, 2, "reports are kept");
+    }
 }

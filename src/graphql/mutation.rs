@@ -25,7 +25,7 @@ use crate::domain::{
     ModerationAction, NewComment, NewDiscussion, Queue, Reason, Slug, Standing, UserId,
 };
 use crate::rate::retry_after_secs;
-use crate::store::{DynStorage, Report};
+use crate::store::{DynStorage, Placing, Report};
 
 /// The caller of a mutation, checked: signed in, within its author's rate, and not banned (a
 /// moderator is never held back by a ban, and is recorded as a moderator instead). Only
@@ -355,7 +355,7 @@ impl Mutation {
                 if let Some(queue) = queue {
                     storage
                         .held()
-                        .enqueue(&target.id, &slug, queue, Micros::now())
+                        .enqueue(&target.id, &slug, queue, Micros::now(), Placing::Escalate)
                         .await?;
                 }
                 let decide = |current: &crate::domain::Comment, now| {

@@ -63,6 +63,15 @@ pub struct QueueEntry {
     pub waiting: Waiting,
 }
 
+/// How [`HeldStore::enqueue`] treats an entry that is already in a queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placing {
+    /// Move it only to a stricter queue.
+    Escalate,
+    /// Move it to the queue given.
+    Exact,
+}
+
 /// A report of a comment by a user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
@@ -108,16 +117,19 @@ pub trait HeldStore: Send + Sync {
     /// Removes the comment's entry (held comment or queue entry); whether there was one.
     async fn remove(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<bool>;
 
-    /// Puts the public comment `slug` in `queue` from `at`, or moves it there from a milder
-    /// queue (reported, then pending, then rejected); an entry already in that queue or a
-    /// stricter one stays as it is (concurrent reports may queue a comment out of order: the
-    /// strictest queue wins). Approving removes the entry ([`HeldStore::remove`]).
+    /// Puts the public comment `slug` in `queue` from `at`. With [`Placing::Escalate`] an entry
+    /// in a milder queue moves there (reported, then pending, then rejected) and one already in
+    /// that queue or a stricter one stays as it is: concurrent reports may queue a comment out
+    /// of order, and the strictest queue wins. With [`Placing::Exact`] (the comment as it was
+    /// just read) the entry moves to `queue` whatever it was. An entry that stays in its queue
+    /// keeps its time. Approving removes the entry ([`HeldStore::remove`]).
     async fn enqueue(
         &self,
         discussion: &DiscussionId,
         slug: &Slug,
         queue: Queue,
         at: Micros,
+        placing: Placing,
     ) -> StoreResult<()>;
 
     /// Up to `limit` entries of `queue` (in one discussion, or all), oldest first, after
@@ -371,17 +383,25 @@ impl HeldStore for HeldComments {
         slug: &Slug,
         queue: Queue,
         at: Micros,
+        placing: Placing,
     ) -> StoreResult<()> {
         let id = key(discussion, slug);
-        let milder: Vec<&str> = Queue::ESCALATION
-            .iter()
-            .take_while(|q| **q != queue)
-            .map(|q| q.as_str())
-            .collect();
+        let movable: Vec<&str> = match placing {
+            Placing::Escalate => Queue::ESCALATION
+                .iter()
+                .take_while(|q| **q != queue)
+                .map(|q| q.as_str())
+                .collect(),
+            Placing::Exact => Queue::ESCALATION
+                .iter()
+                .filter(|q| **q != queue)
+                .map(|q| q.as_str())
+                .collect(),
+        };
         let moved = self
             .coll
             .update_one(
-                doc! { "_id": &id, "public": true, "status": { "$in": milder } },
+                doc! { "_id": &id, "public": true, "status": { "$in": movable } },
                 doc! { "$set": { "status": queue.as_str(), "submitted": at.0 } },
             )
             .await?;
@@ -398,7 +418,7 @@ impl HeldStore for HeldComments {
         };
         match self.coll.insert_one(entry).await {
             Ok(_) => Ok(()),
-            // There is one already, in this queue or a stricter one (kept as it is).
+            // There is one already, in this queue (or, escalating, a stricter one): kept.
             Err(err) if is_duplicate_key(&err) => Ok(()),
             Err(err) => Err(err.into()),
         }
