@@ -33,6 +33,8 @@ const KEY: &str = "articles/analytical-engine?lang=en#notes";
 const FRESH_KEY: &str = "articles/a-fresh-page";
 /// The title the fresh page gives its discussion.
 const FRESH_TITLE: &str = "A fresh page";
+/// The key of the pre-moderated page.
+const HELD_KEY: &str = "articles/a-moderated-page";
 
 /// Threads seeded: more than the embed's page of 20, so it offers "more comments".
 const THREADS: usize = 22;
@@ -186,6 +188,39 @@ async fn seed(client: &reqwest::Client, server: &Running, page: &str) -> (String
     (discussion, json!(slugs))
 }
 
+/// Seeds the pre-moderated page's discussion: one comment, public before the discussion became
+/// `PRE`, then rejected by a moderator (a placeholder).
+async fn seed_held(client: &reqwest::Client, server: &Running, page: &str) {
+    let author = token("babbage", "Charles Babbage");
+    let ensured = graphql_data(
+        client,
+        server,
+        Some(&author),
+        "mutation($i: EnsureDiscussionInput!) { ensureDiscussion(input: $i) { id } }",
+        json!({ "i": { "key": HELD_KEY, "title": "A moderated page", "url": page } }),
+    )
+    .await;
+    let discussion = ensured["ensureDiscussion"]["id"]
+        .as_str()
+        .expect("discussion id")
+        .to_owned();
+    let slug = post(client, server, &author, &discussion, None, "Soon removed").await;
+    let moderator =
+        JwtKeys::new(SECRET).mint("mod", "A Moderator", &["moderator".to_owned()], 3600);
+    for (query, variables) in [
+        (
+            "mutation($d: ID!) { setModeration(id: $d, mode: PRE) { moderation } }",
+            json!({ "d": discussion }),
+        ),
+        (
+            "mutation($d: ID!, $s: String!) { rejectComment(discussionId: $d, slug: $s, reason: \"off topic\") { status } }",
+            json!({ "d": discussion, "s": slug }),
+        ),
+    ] {
+        graphql_data(client, server, Some(&moderator), query, variables).await;
+    }
+}
+
 /// The pages of the other origin. Each mounts the embed from threadql's origin; they differ in
 /// the key and the token they give it.
 #[derive(Clone)]
@@ -245,6 +280,15 @@ async fn fresh(State(pages): State<HostPages>) -> Html<String> {
     )
 }
 
+async fn held(State(pages): State<HostPages>) -> Html<String> {
+    let key = serde_json::to_string(HELD_KEY).expect("key");
+    host_page(
+        "A moderated page",
+        &pages.threadql,
+        &format!("{{ key: {key}, title, token: () => window.hostToken }}"),
+    )
+}
+
 async fn throwing(State(pages): State<HostPages>) -> Html<String> {
     let key = serde_json::to_string(KEY).expect("key");
     host_page(
@@ -270,6 +314,7 @@ fn serve_host(listener: tokio::net::TcpListener, pages: HostPages) {
         .route("/article", get(article))
         .route("/fresh", get(fresh))
         .route("/throwing", get(throwing))
+        .route("/held", get(held))
         .route("/down", get(down))
         .with_state(pages);
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -330,6 +375,7 @@ async fn the_embed_runs_on_a_page_of_another_origin(layout: Layout, png: &str) {
     let client = reqwest::Client::new();
     let article_url = format!("{host_origin}/article");
     let (discussion, slugs) = seed(&client, &server, &article_url).await;
+    seed_held(&client, &server, &format!("{host_origin}/held")).await;
 
     let visitor = token("ada", "Ada Lovelace");
     let other = token("grace", "Grace Hopper");
@@ -534,6 +580,20 @@ async fn the_embed_runs_on_a_page_of_another_origin(layout: Layout, png: &str) {
     );
     assert_eq!(steps["fresh"]["before"], "No comments yet");
     assert_eq!(steps["fresh"]["after"], "1 comment");
+
+    // A pre-moderated page: a rejected comment reads as removed, and a new comment is held
+    // for a moderator (its author is told; the page neither shows nor counts it).
+    let held = &steps["held"];
+    assert_eq!(
+        held["placeholder"], "This comment was removed by a moderator.",
+        "{summary:#}"
+    );
+    assert_eq!(
+        held["told"], "Your comment is waiting for a moderator.",
+        "{summary:#}"
+    );
+    assert_eq!(held["count"], "1 comment", "{summary:#}");
+    assert_eq!(held["shown"], json!(1), "{summary:#}");
 
     // Failures show in the widget.
     assert_eq!(steps["throwing"]["shown"], json!(20), "{summary:#}");

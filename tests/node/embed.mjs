@@ -393,6 +393,22 @@ async function main() {
       await until(page, 'the first comment', (text) => childTexts(null)?.[0] === text, FRESH_TEXT);
       steps.fresh.after = await page.locator('.threadql-count').innerText();
 
+      // 8b. A pre-moderated page: the rejected comment reads as removed, and a new comment
+      // waits for a moderator (the form says so; the list and the count do not change).
+      await page.goto(`${host}/held`, { waitUntil: 'load' });
+      steps.held = {
+        placeholder: await until(page, 'the placeholder', () =>
+          document.querySelector('.threadql-threads > li > article > .threadql-tombstone')?.textContent ?? null),
+      };
+      await page.getByLabel('Add a comment').fill('Held for review');
+      await page.getByRole('button', { name: 'Post comment' }).click();
+      steps.held.told = await until(page, 'the held notice', () => {
+        const text = document.querySelector('.threadql-composer .threadql-error')?.textContent;
+        return text ? text : null;
+      });
+      steps.held.count = await page.locator('.threadql-count').innerText();
+      steps.held.shown = await page.evaluate(() => document.querySelectorAll('.threadql-threads > li').length);
+
       // 9. A sign-in that throws: the comments are read anonymously and the failure is shown,
       // in the widget and in the form.
       await page.goto(`${host}/throwing`, { waitUntil: 'load' });
