@@ -61,6 +61,16 @@ pub struct Revision {
 }
 
 impl Comment {
+    /// Whether the public sees it as it sees `other`: the same text, edit, editor, tombstone
+    /// and moderation status (a report count or a moderator's reason is not theirs to see).
+    pub fn shows_as(&self, other: &Comment) -> bool {
+        self.text == other.text
+            && self.edited == other.edited
+            && self.edited_by == other.edited_by
+            && self.deleted == other.deleted
+            && self.standing.status == other.standing.status
+    }
+
     /// What orders it in either listing.
     pub fn sort_key(&self) -> SortKey<'_> {
         SortKey {

@@ -15,7 +15,7 @@ use mongodb::change_stream::ChangeStream;
 
 use super::api::{ChangeKind, CommentChange, Watched};
 use super::metrics::Counted;
-use crate::domain::{DiscussionId, Slug};
+use crate::domain::{Comment, DiscussionId, Slug};
 
 /// The field of a discussion document that holds its latest change.
 pub(super) const FIELD: &str = "last_change";
@@ -29,6 +29,21 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 pub(super) fn mark(kind: ChangeKind, slug: &Slug) -> Document {
     mark_all(kind, &[slug])
 }
+
+/// The mark of a change of a comment from `current` to `next`: a change the public can see
+/// (its text, edit time, editor, tombstone or moderation status) is `changed`; one only
+/// moderators can see (its report count, a moderator's reason) is `quiet`, which the feed
+/// passes over, so that live subscribers are not told that a comment was reported.
+pub(super) fn change_mark(current: &Comment, next: &Comment) -> Document {
+    if current.shows_as(next) {
+        doc! { "kind": QUIET, "slug": next.slug.as_str(), "id": ObjectId::new() }
+    } else {
+        mark(ChangeKind::Changed, &next.slug)
+    }
+}
+
+/// The kind of a mark the feed passes over.
+const QUIET: &str = "quiet";
 
 /// The mark of one write that changed several comments (posts stored together): the first in
 /// `slug`, all of them in `slugs` (left out for one comment, the form every reader knows).
@@ -91,6 +106,7 @@ fn change_of(event: &Document) -> Vec<CommentChange> {
         let kind = match mark.get_str("kind").ok()? {
             "posted" => ChangeKind::Posted,
             "changed" => ChangeKind::Changed,
+            // `quiet` (see `change_mark`), and kinds a later version may write.
             _ => return None,
         };
         let slugs = match mark.get_array("slugs") {

@@ -77,19 +77,19 @@ pub(crate) async fn replace_outside<T: Send + Sync>(
     discussions: &Discussions,
     (id, slug): (&DiscussionId, &Slug),
     coll: &Counted<T>,
-    filter: Document,
-    update: Document,
+    (filter, update): (Document, Document),
+    mark: Document,
 ) -> StoreResult<bool> {
     let mut session = writer.client.start_session().await?;
     if !writer.transactions {
         let result = coll.update_one(filter, update).await?;
         return Ok(discussions
-            .after_replace(id, slug, result.matched_count == 1)
+            .after_replace((id, slug), mark, result.matched_count == 1)
             .await);
     }
     session.start_transaction().await?;
     let result = async {
-        discussions.mark_change(id, slug, &mut session).await?;
+        discussions.mark_change(id, mark, &mut session).await?;
         let result = coll
             .update_one(filter, update)
             .session(&mut session)

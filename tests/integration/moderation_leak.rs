@@ -16,20 +16,6 @@ use threadql::domain::Layout;
 use crate::live::{await_subscribers, Protocol, Ws};
 use crate::support::{unique_db, Running, Settings, TestApp};
 
-// Where the server on branch i31-core differs from the contract, found by this test. Each
-// switch, set `true`, expects the server's behaviour instead, so that the sequence runs past
-// it; keep them `false`: the contract is what the test asserts.
-/// A report that does not hold a comment, and an approval that only dismisses reports, fire
-/// `commentChanged` to the public.
-const TOLERATE_QUIET_CHANGE_EVENTS: bool = false;
-/// Anyone may report a placeholder (the contract: NOT_FOUND for all but its author).
-const TOLERATE_PLACEHOLDER_REPORTS: bool = false;
-/// Anyone may reply to a placeholder (the contract: NOT_FOUND for all but its author).
-const TOLERATE_PLACEHOLDER_REPLIES: bool = false;
-/// A held comment rejected later keeps its submission time as its place in the REJECTED queue
-/// (the contract: when it entered the queue).
-const TOLERATE_REJECTED_QUEUE_AT_SUBMISSION: bool = false;
-
 /// The seeds, each with the mode its discussion starts in: each gives one discussion and one
 /// sequence of operations.
 const SEEDS: [(u64, Mode); 3] = [
@@ -708,13 +694,9 @@ impl<'r> Case<'r> {
             let due = self.state(i);
             self.changed_expected.push(due);
         } else {
-            // Reports dismissed: nothing public changes.
+            // Reports dismissed: nothing public changes, and no event says so.
             c.reporters.clear();
             self.run.unsure.insert(author);
-            if TOLERATE_QUIET_CHANGE_EVENTS {
-                let due = self.state(i);
-                self.changed_expected.push(due);
-            }
         }
     }
 
@@ -757,9 +739,7 @@ impl<'r> Case<'r> {
         );
         c.status = Status::Rejected;
         c.reason = reason;
-        if !(TOLERATE_REJECTED_QUEUE_AT_SUBMISSION && c.held()) {
-            c.queued = now;
-        }
+        c.queued = now;
         if c.in_layout() {
             let due = self.state(i);
             self.changed_expected.push(due);
@@ -818,9 +798,6 @@ impl<'r> Case<'r> {
             c.queued = now;
             let due = self.state(i);
             self.changed_expected.push(due);
-        } else if TOLERATE_QUIET_CHANGE_EVENTS {
-            let due = self.state(i);
-            self.changed_expected.push(due);
         }
     }
 
@@ -868,9 +845,10 @@ impl<'r> Case<'r> {
         self.changed_expected.push(due);
     }
 
-    /// What others may not do with what they cannot see: reply to or report a held comment or
-    /// a placeholder (NOT_FOUND); report their own comment (BAD_USER_INPUT) or a deleted one
-    /// (COMMENT_DELETED). Nothing changes.
+    /// What others may not do with what they cannot see: reply to a held comment, or report a
+    /// held comment or a placeholder (NOT_FOUND; a placeholder is visible, as a tombstone is,
+    /// so replying to it is allowed); report their own comment (BAD_USER_INPUT) or a deleted
+    /// one (COMMENT_DELETED). Nothing changes.
     async fn refused(&mut self) {
         let hidden: Vec<usize> = (0..self.comments.len())
             .filter(|&i| self.comments[i].held() || self.comments[i].placeholder())
@@ -880,9 +858,8 @@ impl<'r> Case<'r> {
             .filter(|&i| self.comments[i].held())
             .collect();
         let target = match kind {
-            0 if TOLERATE_PLACEHOLDER_REPLIES => self.pick(&held),
-            1 if TOLERATE_PLACEHOLDER_REPORTS => self.pick(&held),
-            0 | 1 => self.pick(&hidden),
+            0 => self.pick(&held),
+            1 => self.pick(&hidden),
             2 => {
                 let public: Vec<usize> = (0..self.comments.len())
                     .filter(|&i| self.comments[i].public())

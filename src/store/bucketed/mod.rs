@@ -161,8 +161,8 @@ impl CommentStore for Bucketed {
             &self.discussions,
             (&discussion.id, &next.slug),
             &self.pages,
-            filter,
-            replace_update("comments.$.", next)?,
+            (filter, replace_update("comments.$.", next)?),
+            crate::store::changes::change_mark(current, next),
         )
         .await
     }

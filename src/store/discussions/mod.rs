@@ -289,10 +289,9 @@ impl Discussions {
     pub async fn mark_change(
         &self,
         id: &DiscussionId,
-        slug: &Slug,
+        mark: Document,
         session: &mut mongodb::ClientSession,
     ) -> StoreResult<()> {
-        let mark = changes::mark(ChangeKind::Changed, slug);
         let result = self
             .coll
             .update_one(unfenced(id), doc! { "$set": { changes::FIELD: mark } })
@@ -345,9 +344,14 @@ impl Discussions {
     /// After a compare-and-set replace of a comment stored outside the discussion document
     /// (`replaced` tells whether it matched): marks the change for the change feed, and passes
     /// `replaced` on.
-    pub async fn after_replace(&self, id: &DiscussionId, slug: &Slug, replaced: bool) -> bool {
+    pub async fn after_replace(
+        &self,
+        (id, slug): (&DiscussionId, &Slug),
+        mark: Document,
+        replaced: bool,
+    ) -> bool {
         if replaced {
-            self.record_change(id, slug).await;
+            self.record_change(id, slug, mark).await;
         }
         replaced
     }
@@ -355,8 +359,7 @@ impl Discussions {
     /// Marks an edit or delete of a comment stored outside the discussion document for the
     /// change feed. The change itself is already stored: when the mark cannot be written, live
     /// subscribers miss it (logged), and the change stands.
-    async fn record_change(&self, id: &DiscussionId, slug: &Slug) {
-        let mark = changes::mark(ChangeKind::Changed, slug);
+    async fn record_change(&self, id: &DiscussionId, slug: &Slug, mark: Document) {
         let update = doc! { "$set": { changes::FIELD: mark } };
         if let Err(err) = self
             .coll

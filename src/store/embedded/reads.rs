@@ -13,7 +13,7 @@ use super::*;
 use crate::domain::tree::Listing;
 use crate::domain::tree::Thread;
 use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Page, Slug, Window};
-use crate::store::api::{ChangeKind, CommentStore};
+use crate::store::api::CommentStore;
 use crate::store::bson::corrupt;
 use crate::store::changes;
 use crate::store::discussions::unfenced;
@@ -141,7 +141,7 @@ impl CommentStore for Embedded {
         }
         let mut update = replace_update(&prefix, next)?;
         update.insert("$inc", doc! { BYTES: growth });
-        let mark = changes::mark(ChangeKind::Changed, &next.slug);
+        let mark = changes::change_mark(current, next);
         match update.get_document_mut("$set") {
             Ok(set) => {
                 set.insert(changes::FIELD, mark);

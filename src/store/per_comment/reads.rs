@@ -56,8 +56,8 @@ impl CommentStore for PerComment {
             &self.discussions,
             (&discussion.id, &next.slug),
             &self.coll,
-            filter,
-            replace_update("", next)?,
+            (filter, replace_update("", next)?),
+            crate::store::changes::change_mark(current, next),
         )
         .await
     }
