@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_graphql::{Context, InputObject, Object, ID};
 use chrono::{DateTime, Utc};
@@ -24,7 +25,7 @@ use crate::domain::{
     NewDiscussion, Reason, Slug, UserId,
 };
 use crate::rate::retry_after_secs;
-use crate::store::{DynStorage, ReadScope};
+use crate::store::{Claim, DynStorage, ReadScope};
 
 /// The caller of a mutation, checked: signed in, within its author's rate, and not banned (a
 /// moderator is never held back by a ban, and is recorded as a moderator instead). Only
@@ -282,31 +283,77 @@ async fn visible_parent(
     }
 }
 
-/// The held comment `slug` of a discussion (`NOT_FOUND` when there is none).
-async fn held_comment(
-    storage: &DynStorage,
-    discussion: &DiscussionId,
-    slug: &Slug,
-) -> Result<crate::domain::Held, DomainError> {
-    storage.held().find(discussion, slug).await?.ok_or_else(|| {
-        DomainError::not_found(format!("no held comment {slug} in discussion {discussion}"))
-    })
-}
-
 /// Publishes a held comment: posts it as any comment is posted (its author and text, its slug
 /// part when still free), so it appears at this time with every counter right and
 /// `commentPosted` fired, then removes the held document and trusts its author. The two are
 /// separate writes: a crash in between leaves the comment published and still held, and
 /// approving it again finds it published (same slug, author and text) and only removes the
-/// held document.
+/// held document. Approvals of one comment at once take turns by a claim on its held document,
+/// so it is published once; the later ones find it gone (`NOT_FOUND`, as approving it again
+/// would).
 async fn publish(
-    storage: DynStorage,
+    storage: &DynStorage,
     discussion: Arc<Discussion>,
     slug: Slug,
     max_text_chars: usize,
 ) -> Result<(Arc<Discussion>, crate::domain::Comment), DomainError> {
     let id = discussion.id.clone();
-    let held = held_comment(&storage, &id, &slug).await?;
+    let held = claim_held(storage, &id, &slug).await?;
+    let published = publish_claimed(storage, discussion, held, max_text_chars).await;
+    if published.is_err() {
+        // Best effort: another approval may go ahead now rather than after the lease.
+        if let Err(err) = storage.held().release(&id, &slug).await {
+            tracing::warn!(error = %err, "could not release the claim on a held comment");
+        }
+    }
+    published
+}
+
+/// How long an approval's claim on a held comment lasts (see [`crate::store::HeldStore::claim`]).
+const PUBLISH_LEASE: Duration = Duration::from_secs(10);
+
+/// Claims the held comment `slug` for publishing, waiting while another approval holds it:
+/// `NOT_FOUND` when there is none, or once that approval has published it.
+async fn claim_held(
+    storage: &DynStorage,
+    discussion: &DiscussionId,
+    slug: &Slug,
+) -> Result<crate::domain::Held, DomainError> {
+    let started = std::time::Instant::now();
+    loop {
+        match storage
+            .held()
+            .claim(discussion, slug, PUBLISH_LEASE)
+            .await?
+        {
+            Claim::Claimed(held) => return Ok(*held),
+            Claim::Gone => {
+                return Err(DomainError::not_found(format!(
+                    "no held comment {slug} in discussion {discussion}"
+                )))
+            }
+            // The lease runs out within this wait, so the claim is taken before it ends.
+            Claim::Busy if started.elapsed() < PUBLISH_LEASE * 2 => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Claim::Busy => {
+                return Err(DomainError::Conflict(format!(
+                    "comment {slug} is being approved by another request: try again"
+                )))
+            }
+        }
+    }
+}
+
+/// Publishes a held comment this approval has claimed (see [`publish`]).
+async fn publish_claimed(
+    storage: &DynStorage,
+    discussion: Arc<Discussion>,
+    held: crate::domain::Held,
+    max_text_chars: usize,
+) -> Result<(Arc<Discussion>, crate::domain::Comment), DomainError> {
+    let id = discussion.id.clone();
+    let slug = held.comment.slug.clone();
     if let Some(parent) = &held.comment.parent {
         if storage.held().find(&id, parent).await?.is_some() {
             return Err(DomainError::bad_input(format!(
@@ -675,7 +722,7 @@ impl Mutation {
         let max = ctx.data_unchecked::<Limits>().max_text_chars;
         let by = caller.author.clone();
         let approve = async move {
-            let (discussion, comment) = publish(storage.clone(), discussion, slug, max).await?;
+            let (discussion, comment) = publish(&storage, discussion, slug, max).await?;
             let logged = Logged::new(by, ModerationAction::Approve, Micros::now())
                 .comment(discussion.id.clone(), comment.slug.clone())
                 .user(UserId::from_stored(comment.author.id.clone()));

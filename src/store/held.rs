@@ -60,12 +60,39 @@ pub trait HeldStore: Send + Sync {
     /// Removes a held comment (once it is published); whether there was one.
     async fn remove(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<bool>;
 
+    /// Claims a held comment for publishing, so that two approvals of it at once publish it
+    /// once: the claim lasts `lease` (a process that stopped while publishing holds it no
+    /// longer) or until [`HeldStore::release`]; removing the comment ends it too.
+    async fn claim(
+        &self,
+        discussion: &DiscussionId,
+        slug: &Slug,
+        lease: std::time::Duration,
+    ) -> StoreResult<Claim>;
+
+    /// Gives up a claim made by [`HeldStore::claim`] (publishing failed).
+    async fn release(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<()>;
+
     /// Whether the person has had a comment approved.
     async fn trusted(&self, person: &str) -> StoreResult<bool>;
 
     /// Counts an approved comment of the person (who is trusted from now on).
     async fn trust(&self, person: &str) -> StoreResult<()>;
 }
+
+/// What [`HeldStore::claim`] found.
+#[derive(Debug, Clone)]
+pub enum Claim {
+    /// The held comment, now claimed by the caller.
+    Claimed(Box<Held>),
+    /// Another approval holds it (for at most its lease).
+    Busy,
+    /// There is no such held comment (any more).
+    Gone,
+}
+
+/// The held document's field that says since when an approval has claimed it (microseconds).
+const PUBLISHING: &str = "publishing";
 
 /// The MongoDB held-comments store.
 pub(crate) struct HeldComments {
@@ -271,6 +298,47 @@ impl HeldStore for HeldComments {
         }
         let other = self.coll.delete_many(doc! { "_id": &id }).await?;
         Ok(other.deleted_count > 0)
+    }
+
+    async fn claim(
+        &self,
+        discussion: &DiscussionId,
+        slug: &Slug,
+        lease: std::time::Duration,
+    ) -> StoreResult<Claim> {
+        let id = key(discussion, slug);
+        let now = Micros::now().0;
+        let lease = i64::try_from(lease.as_micros()).unwrap_or(i64::MAX);
+        let claimed = self
+            .coll
+            .find_one_and_update(
+                doc! { "_id": &id, "$or": [
+                    { PUBLISHING: { "$exists": false } },
+                    { PUBLISHING: { "$lt": now.saturating_sub(lease) } },
+                ] },
+                doc! { "$set": { PUBLISHING: now } },
+            )
+            .return_document(ReturnDocument::After)
+            .await?;
+        if let Some(doc) = claimed {
+            return Ok(Claim::Claimed(Box::new(from_doc(&doc)?)));
+        }
+        let found = self.coll.find_one(doc! { "_id": &id }).await?;
+        Ok(if found.is_some() {
+            Claim::Busy
+        } else {
+            Claim::Gone
+        })
+    }
+
+    async fn release(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<()> {
+        self.coll
+            .update_one(
+                doc! { "_id": key(discussion, slug) },
+                doc! { "$unset": { PUBLISHING: "" } },
+            )
+            .await?;
+        Ok(())
     }
 
     async fn trusted(&self, person: &str) -> StoreResult<bool> {
