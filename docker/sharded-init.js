@@ -27,6 +27,8 @@ admin.runCommand({ enableSharding: "threadql" });
 admin.runCommand({ shardCollection: "threadql.discussions", key: { _id: "hashed" } });
 // The claims of discussion keys ({_id: key}): sharded on the key, so _id keeps it unique.
 admin.runCommand({ shardCollection: "threadql.discussion_keys", key: { _id: "hashed" } });
+// Reports ({_id: comment and reporter}): written and removed by _id.
+admin.runCommand({ shardCollection: "threadql.reports", key: { _id: "hashed" } });
 // One document per comment: the unique {discussion_id, slug} index is the shard key.
 admin.runCommand({ shardCollection: "threadql.comments", key: { discussion_id: 1, slug: 1 }, unique: true });
 // Buckets: the unique {discussion_id, page} index is the shard key.

@@ -172,6 +172,7 @@ impl From<&Config> for Limits {
             max_text_chars: config.max_text_chars,
             default_layout: config.default_layout.into(),
             default_moderation: config.moderation.into(),
+            reports_to_hold: config.reports_to_hold,
             edit_rules: EditRules {
                 window_secs: config.edit_window_secs,
             },

@@ -397,6 +397,15 @@ pub struct Config {
     /// Unset: none.
     #[arg(long, env = "THREADQL_SUSPECT_WORDS", global = true)]
     pub suspect_words: Option<PathBuf>,
+    /// Reports (from different users) that hold a public comment for a moderator: it becomes a
+    /// PENDING placeholder until one approves or rejects it. 0: reports never hold a comment.
+    #[arg(
+        long,
+        env = "THREADQL_REPORTS_TO_HOLD",
+        default_value_t = 3,
+        global = true
+    )]
+    pub reports_to_hold: u64,
 
     // ----- database -----
     /// How long a database operation may wait for a server or an answer, in milliseconds,
@@ -786,6 +795,7 @@ impl fmt::Debug for Config {
             .field("data_dir", &self.data_dir)
             .field("default_layout", &self.default_layout)
             .field("moderation", &self.moderation)
+            .field("reports_to_hold", &self.reports_to_hold)
             .field("bucket_size", &self.bucket_size)
             .field("embedded_max_bytes", &self.embedded_max_bytes)
             .field("promote_embedded", &self.promote_embedded)

@@ -25,7 +25,7 @@ const RECONNECT_MS = [1000, 2000, 5000, 10000, 30000];
 const ARRIVAL_MS = 4000;
 
 // What a comment shows. Replies are asked for separately, to the depth a view needs.
-const COMMENT_FIELDS = `slug parentSlug depth posted editedAt deleted pinned html replyCount author { id name }`;
+const COMMENT_FIELDS = `slug parentSlug depth posted editedAt deleted status pinned html replyCount author { id name }`;
 const PAGE_INFO = `pageInfo { hasNextPage endCursor }`;
 
 // A comment with two levels of replies below it: what a thread shows first.
@@ -61,7 +61,7 @@ const ENSURE_MUTATION = `mutation ThreadqlEnsure($input: EnsureDiscussionInput!)
 }`;
 
 const POST_MUTATION = `mutation ThreadqlPost($input: PostCommentInput!) {
-  postComment(input: $input) { ${COMMENT_FIELDS} }
+  postComment(input: $input) { ${COMMENT_FIELDS} moderationReason }
 }`;
 
 const POSTED_SUBSCRIPTION = `subscription ThreadqlPosted($id: ID!) { commentPosted(discussionId: $id) { ${COMMENT_FIELDS} } }`;
@@ -247,6 +247,11 @@ function el(tag, attributes = {}, ...children) {
   }
   node.append(...children.filter((child) => child !== undefined && child !== null));
   return node;
+}
+
+// Whether a comment is held or rejected by the moderators (not public, or a placeholder).
+function isHeld(comment) {
+  return Boolean(comment.status) && comment.status !== 'APPROVED';
 }
 
 // `html` as a fragment, cleaned against the allow-list. It is parsed in a template, where
@@ -803,6 +808,15 @@ class Widget {
       try {
         const comment = await this.post(parentSlug, text);
         textarea.value = '';
+        if (isHeld(comment)) {
+          const reason = comment.moderationReason ? ` (${comment.moderationReason})` : '';
+          const told = comment.status === 'REJECTED'
+            ? `Your comment was not published${reason}.`
+            : `Your comment is waiting for a moderator${reason}.`;
+          error.textContent = told;
+          this.announce(told);
+          return;
+        }
         if (onCancel) {
           onCancel(comment);
         }
@@ -851,7 +865,10 @@ class Widget {
     if (!comment) {
       throw new ThreadqlError('The comment was not stored.');
     }
-    this.arrive(comment, true);
+    // A comment held for a moderator is not public yet: it is not shown or counted here.
+    if (!isHeld(comment)) {
+      this.arrive(comment, true);
+    }
     return comment;
   }
 
@@ -1012,7 +1029,12 @@ class Widget {
     );
     let body;
     if (comment.deleted || comment.html === null || comment.html === undefined) {
-      body = el('p', { class: 'threadql-tombstone', text: 'This comment was deleted.' });
+      const gone = comment.deleted || !isHeld(comment)
+        ? 'This comment was deleted.'
+        : comment.status === 'REJECTED'
+          ? 'This comment was removed by a moderator.'
+          : 'This comment is waiting for a moderator.';
+      body = el('p', { class: 'threadql-tombstone', text: gone });
     } else {
       body = el('div', { class: 'threadql-body' });
       body.append(cleanHtml(comment.html));

@@ -10,7 +10,10 @@ use futures::StreamExt as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::HashSet;
 
-use threadql::domain::{Author, CommentText, Discussion, FullSlug, NewComment, Slug};
+use threadql::domain::{
+    Author, Comment, CommentStatus, CommentText, Discussion, FullSlug, Micros, NewComment, Queue,
+    Slug, Standing,
+};
 use threadql::store::{Storage, Store, StoreError};
 use tokio::sync::Notify;
 
@@ -109,7 +112,12 @@ pub(crate) async fn load(
                 let under = parent.as_ref().map(|(slug, full)| (slug, full));
                 let kept = store
                     .held()
-                    .hold(&id, under, &new)
+                    .hold(
+                        &id,
+                        under,
+                        &new,
+                        Standing::default().set(CommentStatus::Pending, None),
+                    )
                     .await
                     .with_context(|| format!("holding comment {index} of the plan failed"))?;
                 let _ = slots[index].set((kept.comment.slug, kept.comment.full_slug));
@@ -250,4 +258,47 @@ fn progress_bar(len: u64, label: &str) -> ProgressBar {
     }
     bar.set_prefix(label.to_owned());
     bar
+}
+
+/// Rejects each of `slugs` in place, as a moderator's `rejectComment` rejects a public comment:
+/// queued as rejected, then a REJECTED placeholder through the store's change path (its text
+/// and author hidden from the public, its place and replies kept). Returns how many it rejected.
+pub(crate) async fn reject_in_place(
+    store: &Store,
+    discussion: &Discussion,
+    slugs: &[Slug],
+    concurrency: usize,
+) -> anyhow::Result<usize> {
+    let reject_one = |slug: &Slug| {
+        let slug = slug.clone();
+        async move {
+            store
+                .held()
+                .enqueue(&discussion.id, &slug, Queue::Rejected, Micros::now())
+                .await?;
+            let decide = |current: &Comment, _now| {
+                let standing = current
+                    .standing
+                    .set(CommentStatus::Rejected, Some("benchmark".to_owned()));
+                Ok(Some(Comment {
+                    standing,
+                    ..current.clone()
+                }))
+            };
+            let changed = store.change_comment(discussion, &slug, &decide).await?;
+            if changed.standing.status != CommentStatus::Rejected {
+                bail!("comment {slug} was not rejected");
+            }
+            anyhow::Ok(())
+        }
+    };
+    let mut results = futures::stream::iter(slugs)
+        .map(reject_one)
+        .buffer_unordered(concurrency.max(1));
+    let mut done = 0;
+    while let Some(result) = results.next().await {
+        result?;
+        done += 1;
+    }
+    Ok(done)
 }

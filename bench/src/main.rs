@@ -521,8 +521,16 @@ async fn bench_case(
     )
     .await?;
     let (loaded, move_secs) = move_to(store, loaded, layout, &label).await?;
-    let rejected_in_place = 0;
-    let _ = &rejected;
+    // Half of the share held back is rejected once public, in the layout under test.
+    let to_reject: Vec<_> = rejected
+        .iter()
+        .filter_map(|&i| loaded.slugs.get(i).cloned().flatten())
+        .collect();
+    let rejected_in_place =
+        load::reject_in_place(store, &loaded.discussion, &to_reject, args.load_concurrency).await?;
+    if rejected_in_place > 0 {
+        eprintln!("{label}: rejected {rejected_in_place} comments in place");
+    }
     // Fixtures come from the comments that were loaded (all of them unless a cap stopped it).
     let loaded_prefix = loaded
         .slugs

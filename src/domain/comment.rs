@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::{
     text, DiscussionId, DiscussionKey, DomainError, FullSlug, Layout, Micros, ModerationMode, Slug,
-    SlugPart, SortKey,
+    SlugPart, SortKey, Standing,
 };
 
 /// Who wrote a comment, from the poster's token.
@@ -45,6 +45,8 @@ pub struct Comment {
     pub revisions: Vec<Revision>,
     /// How many direct replies it has.
     pub reply_count: u64,
+    /// Where it stands with the moderators.
+    pub standing: Standing,
 }
 
 /// An earlier version of a comment's text.
@@ -98,8 +100,6 @@ pub struct Discussion {
     /// How it moderates new comments, when a moderator set it; `None` follows the server's
     /// default (`THREADQL_MODERATION`).
     pub moderation: Option<ModerationMode>,
-    /// How many of its comments wait for a moderator (held, PENDING).
-    pub pending_count: u64,
     /// The slugs of its pinned comments, in the order they were pinned (at most
     /// [`Discussion::MAX_PINNED`]).
     pub pinned: Vec<Slug>,
@@ -364,6 +364,7 @@ impl Placement {
             deleted: false,
             revisions: Vec::new(),
             reply_count: 0,
+            standing: Standing::default(),
         }
     }
 }

@@ -149,6 +149,7 @@ mod tests {
             deleted: false,
             revisions: Vec::new(),
             reply_count: 0,
+            standing: Default::default(),
         }
     }
 

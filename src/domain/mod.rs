@@ -23,7 +23,7 @@ pub use ids::{DiscussionId, Layout};
 pub use keys::{DiscussionKey, DiscussionUrl, NewDiscussion};
 pub use lifecycle::{Actor, Change, EditRules};
 pub use moderation::{Ban, LogEntry, Logged, ModerationAction, Reason, UserId};
-pub use moderation::{CommentStatus, Held, ModerationMode};
+pub use moderation::{CommentStatus, Held, ModerationMode, Queue, ReportReason, Standing};
 pub use paging::{Cursor, CursorKind, Page, PageArgs, Paged, Paging, SortKey, Span, Window};
 pub use slug::{FullSlug, Micros, Slug, SlugPart};
 pub use words::{ListError, Screening, WordList, WordLists};

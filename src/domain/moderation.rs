@@ -413,16 +413,120 @@ impl CommentStatus {
     }
 }
 
+/// Where a comment stands with the moderators. A comment in a layout is public while it is
+/// `Approved`; rejected or held by reports, it stays in place as a placeholder (its text and
+/// author hidden from the public, as a tombstone's are).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Standing {
+    /// Approved (public), pending or rejected.
+    pub status: CommentStatus,
+    /// Why it is held or rejected: a moderator's reason, or the rule that held it.
+    pub reason: Option<String>,
+    /// Reports since a moderator last approved it.
+    pub reports: u64,
+}
+
+impl Standing {
+    /// Whether the public sees its text and author.
+    pub fn is_public(&self) -> bool {
+        self.status == CommentStatus::Approved
+    }
+
+    /// Held or rejected for `reason`, reports kept.
+    pub fn set(&self, status: CommentStatus, reason: Option<String>) -> Standing {
+        Standing {
+            status,
+            reason,
+            reports: self.reports,
+        }
+    }
+}
+
 /// A comment held back from the public (kept outside every layout until it is approved): its
-/// `posted` is when it was submitted, its slug the one it keeps when it is published.
+/// `posted` is when it was submitted, its slug the one it keeps when it is published, its
+/// `standing` pending or rejected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Held {
     /// The comment as submitted.
     pub comment: Comment,
-    /// `Pending` or `Rejected`.
-    pub status: CommentStatus,
-    /// Why a moderator rejected it, when they said.
-    pub reason: Option<String>,
+}
+
+impl Held {
+    /// Pending or rejected.
+    pub fn status(&self) -> CommentStatus {
+        self.comment.standing.status
+    }
+}
+
+/// The moderator queues: where a comment waits for a moderator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Queue {
+    /// Held comments, and public ones held by reports.
+    Pending,
+    /// Public comments with reports, not held.
+    Reported,
+    /// Rejected comments: held ones and placeholders.
+    Rejected,
+}
+
+impl Queue {
+    /// The queues from mildest to strictest: a public comment's entry only ever moves up this
+    /// list, until a moderator approves it.
+    pub const ESCALATION: [Queue; 3] = [Queue::Reported, Queue::Pending, Queue::Rejected];
+
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Queue::Pending => "pending",
+            Queue::Reported => "reported",
+            Queue::Rejected => "rejected",
+        }
+    }
+
+    /// The queue of a stored name.
+    pub fn from_stored(name: &str) -> Option<Queue> {
+        match name {
+            "pending" => Some(Queue::Pending),
+            "reported" => Some(Queue::Reported),
+            "rejected" => Some(Queue::Rejected),
+            _ => None,
+        }
+    }
+
+    /// The queue a comment in a layout with `standing` waits in, if any.
+    pub fn of(standing: &Standing) -> Option<Queue> {
+        match standing.status {
+            CommentStatus::Pending => Some(Queue::Pending),
+            CommentStatus::Rejected => Some(Queue::Rejected),
+            CommentStatus::Approved if standing.reports > 0 => Some(Queue::Reported),
+            CommentStatus::Approved => None,
+        }
+    }
+}
+
+/// Why someone reported a comment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReportReason {
+    /// Advertising, scams, bots.
+    Spam,
+    /// Harassment, hate, threats.
+    Abuse,
+    /// Not about the discussion.
+    OffTopic,
+    /// Anything else (the note says what).
+    Other,
+}
+
+impl ReportReason {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportReason::Spam => "spam",
+            ReportReason::Abuse => "abuse",
+            ReportReason::OffTopic => "off_topic",
+            ReportReason::Other => "other",
+        }
+    }
 }
 
 impl ModerationMode {

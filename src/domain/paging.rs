@@ -41,6 +41,8 @@ pub enum CursorKind {
     Discussion,
     /// An entry's number: the moderation log, newest first.
     ModerationLog,
+    /// `(since, key)`: a moderator queue, oldest first.
+    ModerationQueue,
 }
 
 impl CursorKind {
@@ -52,6 +54,7 @@ impl CursorKind {
             CursorKind::Threaded => "t",
             CursorKind::Discussion => "d",
             CursorKind::ModerationLog => "l",
+            CursorKind::ModerationQueue => "q",
         }
     }
 
@@ -62,6 +65,7 @@ impl CursorKind {
             CursorKind::Threaded,
             CursorKind::Discussion,
             CursorKind::ModerationLog,
+            CursorKind::ModerationQueue,
         ]
         .into_iter()
         .find(|kind| kind.tag() == tag)
@@ -75,6 +79,7 @@ impl CursorKind {
             CursorKind::Threaded => "a THREADED list or a sub-discussion",
             CursorKind::Discussion => "the discussion list",
             CursorKind::ModerationLog => "the moderation log",
+            CursorKind::ModerationQueue => "a moderation queue",
         }
     }
 
@@ -106,6 +111,13 @@ pub enum Cursor {
     },
     /// Moderation-log position: an entry's number (from 1).
     Log(u64),
+    /// Moderation-queue position.
+    Queue {
+        /// When the comment entered the queue.
+        since: Micros,
+        /// `<discussion id>:<slug>`, the tie-break.
+        key: String,
+    },
 }
 
 impl Cursor {
@@ -136,6 +148,7 @@ impl Cursor {
             Cursor::Threaded(_) => CursorKind::Threaded,
             Cursor::Discussion { .. } => CursorKind::Discussion,
             Cursor::Log(_) => CursorKind::ModerationLog,
+            Cursor::Queue { .. } => CursorKind::ModerationQueue,
         })
     }
 
@@ -153,6 +166,7 @@ impl Cursor {
             Cursor::Threaded(full) => format!("t|{full}"),
             Cursor::Discussion { created, id } => format!("d|{}|{}", created.0, id),
             Cursor::Log(seq) => format!("l|{seq}"),
+            Cursor::Queue { since, key } => format!("q|{}|{key}", since.0),
         };
         URL_SAFE_NO_PAD.encode(raw)
     }
@@ -192,6 +206,15 @@ impl Cursor {
                 Ok(seq) if (1..=i64::MAX as u64).contains(&seq) => Cursor::Log(seq),
                 _ => return Err(bad()),
             },
+            (CursorKind::ModerationQueue, Some(since), Some(key)) => {
+                let (id, slug) = key.split_once(':').ok_or_else(bad)?;
+                DiscussionId::parse(id).map_err(|_| bad())?;
+                Slug::parse(slug).map_err(|_| bad())?;
+                Cursor::Queue {
+                    since: Micros(since.parse().map_err(|_| bad())?),
+                    key: key.to_owned(),
+                }
+            }
             _ => return Err(bad()),
         };
         Ok(cursor)
@@ -209,7 +232,7 @@ impl Cursor {
                 (key.posted, key.slug) > (*posted, slug.as_str())
             }
             Cursor::Threaded(full) => key.full_slug > full.as_str(),
-            Cursor::Discussion { .. } | Cursor::Log(_) => false,
+            Cursor::Discussion { .. } | Cursor::Log(_) | Cursor::Queue { .. } => false,
         }
     }
 
@@ -220,7 +243,7 @@ impl Cursor {
                 (key.posted, key.slug) < (*posted, slug.as_str())
             }
             Cursor::Threaded(full) => key.full_slug < full.as_str(),
-            Cursor::Discussion { .. } | Cursor::Log(_) => false,
+            Cursor::Discussion { .. } | Cursor::Log(_) | Cursor::Queue { .. } => false,
         }
     }
 }
@@ -795,6 +818,28 @@ mod tests {
         assert!(Cursor::decode(&forged, CursorKind::Chronological).is_err());
         let unknown = URL_SAFE_NO_PAD.encode("x|1|abcdefgh");
         assert!(Cursor::decode(&unknown, CursorKind::Chronological).is_err());
+    }
+
+    #[test]
+    fn queue_cursors_round_trip_and_forgeries_are_refused() {
+        let kind = CursorKind::ModerationQueue;
+        let cursor = Cursor::Queue {
+            since: Micros(1_700_000_000_000_000),
+            key: "0123456789abcdef01234567:abcd1234/efgh5678".into(),
+        };
+        let text = cursor.encode();
+        assert_eq!(Cursor::decode(&text, kind), Ok(cursor));
+        assert!(Cursor::decode(&text, CursorKind::ModerationLog).is_err());
+        for raw in [
+            "q|1",
+            "q|x|0123456789abcdef01234567:abcd1234",
+            "q|1|0123456789abcdef01234567",
+            "q|1|nope:abcd1234",
+            "q|1|0123456789abcdef01234567:not a slug",
+        ] {
+            let forged = URL_SAFE_NO_PAD.encode(raw);
+            assert!(Cursor::decode(&forged, kind).is_err(), "{raw}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod html;
 pub mod limits;
 pub mod live;
 pub mod loaders;
+mod moderation;
 mod mutation;
 pub mod observe;
 mod persisted;
@@ -56,6 +57,8 @@ pub struct Limits {
     pub default_layout: Layout,
     /// How discussions moderate until a moderator sets it for one.
     pub default_moderation: ModerationMode,
+    /// Reports that hold a public comment (0: never).
+    pub reports_to_hold: u64,
     /// How long authors may edit their comments.
     pub edit_rules: EditRules,
     /// Deepest field nesting of a query.

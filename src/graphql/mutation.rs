@@ -2,7 +2,6 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_graphql::{Context, InputObject, Object, ID};
 use chrono::{DateTime, Utc};
@@ -11,21 +10,22 @@ use tracing::Instrument as _;
 use super::closing::Closing;
 use super::error::OrGql;
 use super::loaders::{CommentKey, DiscussionRef};
+use super::moderation;
 use super::query::load_discussion;
 use super::reads;
 use super::types::{
     comment_by_slug, visible_held, BanNode, CommentNode, DiscussionNode, ModerationMode,
-    StorageLayout,
+    ReportReason, StorageLayout,
 };
 use super::{auth, store, AuthorRate, Limits, RequestReads};
 use crate::auth::{AuthState, Viewer};
 use crate::domain::{
-    Actor, Ban, Change, CommentText, Discussion, DiscussionId, DiscussionKey, DiscussionTitle,
-    DiscussionUrl, DomainError, FullSlug, Layout, Logged, Micros, ModerationAction, NewComment,
-    NewDiscussion, Reason, Slug, UserId,
+    Actor, Ban, Change, CommentStatus, CommentText, Discussion, DiscussionId, DiscussionKey,
+    DiscussionTitle, DiscussionUrl, DomainError, FullSlug, Layout, Logged, Micros,
+    ModerationAction, NewComment, NewDiscussion, Queue, Reason, Slug, Standing, UserId,
 };
 use crate::rate::retry_after_secs;
-use crate::store::{Claim, DynStorage, ReadScope};
+use crate::store::{DynStorage, Report};
 
 /// The caller of a mutation, checked: signed in, within its author's rate, and not banned (a
 /// moderator is never held back by a ban, and is recorded as a moderator instead). Only
@@ -283,117 +283,16 @@ async fn visible_parent(
     }
 }
 
-/// Publishes a held comment: posts it as any comment is posted (its author and text, its slug
-/// part when still free), so it appears at this time with every counter right and
-/// `commentPosted` fired, then removes the held document and trusts its author. The two are
-/// separate writes: a crash in between leaves the comment published and still held, and
-/// approving it again finds it published (same slug, author and text) and only removes the
-/// held document. Approvals of one comment at once take turns by a claim on its held document,
-/// so it is published once; the later ones find it gone (`NOT_FOUND`, as approving it again
-/// would).
-async fn publish(
-    storage: &DynStorage,
-    discussion: Arc<Discussion>,
-    slug: Slug,
-    max_text_chars: usize,
-) -> Result<(Arc<Discussion>, crate::domain::Comment), DomainError> {
-    let id = discussion.id.clone();
-    let held = claim_held(storage, &id, &slug).await?;
-    let published = publish_claimed(storage, discussion, held, max_text_chars).await;
-    if published.is_err() {
-        // Best effort: another approval may go ahead now rather than after the lease.
-        if let Err(err) = storage.held().release(&id, &slug).await {
-            tracing::warn!(error = %err, "could not release the claim on a held comment");
-        }
-    }
-    published
-}
-
-/// How long an approval's claim on a held comment lasts (see [`crate::store::HeldStore::claim`]).
-const PUBLISH_LEASE: Duration = Duration::from_secs(10);
-
-/// Claims the held comment `slug` for publishing, waiting while another approval holds it:
-/// `NOT_FOUND` when there is none, or once that approval has published it.
-async fn claim_held(
-    storage: &DynStorage,
-    discussion: &DiscussionId,
-    slug: &Slug,
-) -> Result<crate::domain::Held, DomainError> {
-    let started = std::time::Instant::now();
-    loop {
-        match storage
-            .held()
-            .claim(discussion, slug, PUBLISH_LEASE)
-            .await?
-        {
-            Claim::Claimed(held) => return Ok(*held),
-            Claim::Gone => {
-                return Err(DomainError::not_found(format!(
-                    "no held comment {slug} in discussion {discussion}"
-                )))
-            }
-            // The lease runs out within this wait, so the claim is taken before it ends.
-            Claim::Busy if started.elapsed() < PUBLISH_LEASE * 2 => {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            Claim::Busy => {
-                return Err(DomainError::Conflict(format!(
-                    "comment {slug} is being approved by another request: try again"
-                )))
-            }
-        }
-    }
-}
-
-/// Publishes a held comment this approval has claimed (see [`publish`]).
-async fn publish_claimed(
-    storage: &DynStorage,
-    discussion: Arc<Discussion>,
-    held: crate::domain::Held,
-    max_text_chars: usize,
-) -> Result<(Arc<Discussion>, crate::domain::Comment), DomainError> {
-    let id = discussion.id.clone();
-    let slug = held.comment.slug.clone();
-    if let Some(parent) = &held.comment.parent {
-        if storage.held().find(&id, parent).await?.is_some() {
-            return Err(DomainError::bad_input(format!(
-                "comment {slug} replies to comment {parent}, which is still held: approve {parent} first"
-            )));
-        }
-    }
-    let layout = storage.layout(discussion.layout)?;
-    let already = layout
-        .by_slugs(&ReadScope::new(), &discussion, std::slice::from_ref(&slug))
-        .await?
-        .into_iter()
-        .find(|c| c.author == held.comment.author && c.text == held.comment.text);
-    let published = match already {
-        Some(comment) => (discussion, comment),
-        None => {
-            let text = held.comment.text.as_deref().unwrap_or_default();
-            let new = NewComment {
-                parent: held.comment.parent.clone(),
-                author: held.comment.author.clone(),
-                text: CommentText::parse(text, max_text_chars.max(text.chars().count()))?,
-                part: Some(slug.own_part()),
-            };
-            let (now, posted) = storage.post_to(&id, new).await?;
-            (now, posted.comment)
-        }
-    };
-    storage.held().remove(&id, &slug).await?;
-    storage.held().trust(&held.comment.author.id).await?;
-    Ok(published)
-}
-
 impl Mutation {
-    /// Holds `new` for a moderator under `parent`, in a task of its own (see [`detached`]).
+    /// Holds `new` for a moderator under `parent` with `standing` (pending or rejected), in a
+    /// task of its own (see [`detached`]).
     async fn hold(
         ctx: &Context<'_>,
         caller: &Caller<'_>,
         discussion: Arc<Discussion>,
         parent: Option<(Slug, FullSlug)>,
         new: NewComment,
+        standing: Standing,
     ) -> async_graphql::Result<CommentNode> {
         if discussion.locked {
             return Err(DomainError::Forbidden(format!(
@@ -406,7 +305,7 @@ impl Mutation {
         let id = discussion.id.clone();
         let hold = async move {
             let parent = parent.as_ref().map(|(s, f)| (s, f));
-            storage.held().hold(&id, parent, &new).await
+            storage.held().hold(&id, parent, &new, standing).await
         };
         let held = detached(
             ctx,
@@ -438,6 +337,12 @@ impl Mutation {
             Change::Edit(_) => ModerationAction::Edit,
             Change::Delete => ModerationAction::Delete,
         };
+        // An edit with a listed word makes a public comment a placeholder (pending for a
+        // suspect word, rejected for a banned one).
+        let screened = match &change {
+            Change::Edit(text) => moderation::screened(ctx, caller.moderator, text),
+            Change::Delete => None,
+        };
         let comment = detached(
             ctx,
             caller,
@@ -446,9 +351,35 @@ impl Mutation {
                     author: &viewer.author,
                     moderator: viewer.moderator,
                 };
-                let decide =
-                    |current: &_, now| change.apply(current, actor, rules, target.locked, now);
-                let comment = storage.change_comment(&target, &slug, &decide).await?;
+                let queue = screened.as_ref().and_then(Queue::of);
+                if let Some(queue) = queue {
+                    storage
+                        .held()
+                        .enqueue(&target.id, &slug, queue, Micros::now())
+                        .await?;
+                }
+                let decide = |current: &crate::domain::Comment, now| {
+                    let next = change.apply(current, actor, rules, target.locked, now)?;
+                    Ok(match (next, &screened) {
+                        (Some(mut next), Some(screened)) => {
+                            next.standing = moderation::stricter(&current.standing, screened);
+                            Some(next)
+                        }
+                        (next, _) => next,
+                    })
+                };
+                let changed = storage.change_comment(&target, &slug, &decide).await;
+                // Not changed as screened (refused, or the same text): its queue entry is
+                // made to match the comment as it is.
+                let settled = changed.as_ref().ok().map(|c| Queue::of(&c.standing));
+                if queue.is_some() && settled != Some(queue) {
+                    moderation::settle_queue(&storage, &target, &slug).await;
+                }
+                let comment = changed?;
+                if action == ModerationAction::Delete && Queue::of(&comment.standing).is_some() {
+                    // A deleted comment waits for no moderator.
+                    storage.held().remove(&target.id, &slug).await?;
+                }
                 if viewer.moderator && comment.author.id != viewer.author.id {
                     let logged = Logged::new(viewer.author.clone(), action, Micros::now())
                         .comment(target.id.clone(), comment.slug.clone())
@@ -539,21 +470,30 @@ impl Mutation {
             Some(kept) => kept,
             None => load_discussion(ctx, &input.discussion_id).await?,
         };
+        // The word lists hold a comment in any mode (a banned word rejects it at once).
         let mode = discussion.moderation.unwrap_or(limits.default_moderation);
-        let holds = !caller.moderator
-            && match mode {
-                crate::domain::ModerationMode::Post => false,
-                crate::domain::ModerationMode::Pre => true,
-                crate::domain::ModerationMode::PreFirst => {
-                    !store(ctx).held().trusted(&caller.author.id).await.gql()?
-                }
-            };
-        if holds {
+        let held = match moderation::screened(ctx, caller.moderator, &new.text) {
+            Some(standing) => Some(standing),
+            None if caller.moderator => None,
+            None => {
+                let holds = match mode {
+                    crate::domain::ModerationMode::Post => false,
+                    crate::domain::ModerationMode::Pre => true,
+                    crate::domain::ModerationMode::PreFirst => {
+                        !store(ctx).held().trusted(&caller.author.id).await.gql()?
+                    }
+                };
+                holds
+                    .then(Standing::default)
+                    .map(|s| s.set(CommentStatus::Pending, None))
+            }
+        };
+        if let Some(standing) = held {
             let parent = match &new.parent {
                 Some(slug) => Some(visible_parent(ctx, &discussion, slug).await?),
                 None => None,
             };
-            return Self::hold(ctx, &caller, discussion, parent, new)
+            return Self::hold(ctx, &caller, discussion, parent, new, standing)
                 .await
                 .map(Some);
         }
@@ -581,7 +521,8 @@ impl Mutation {
                     return Err(err);
                 };
                 let parent = (parent.comment.slug, parent.comment.full_slug);
-                return Self::hold(ctx, &caller, discussion, Some(parent), new)
+                let standing = Standing::default().set(CommentStatus::Pending, None);
+                return Self::hold(ctx, &caller, discussion, Some(parent), new, standing)
                     .await
                     .map(Some);
             }
@@ -704,11 +645,15 @@ impl Mutation {
         Ok(Some(DiscussionNode(discussion.into())))
     }
 
-    /// Publishes a held comment (PENDING or REJECTED): it is posted now, as any comment is, with
-    /// its author and text and the slug it was given when submitted, so it appears at its
-    /// approval time (`posted`) and `commentPosted` fires. Its author is trusted from then on
-    /// (`PRE_FIRST`). A reply whose parent is still held is `BAD_USER_INPUT` (approve the
-    /// parent first); a slug with no held comment is `NOT_FOUND`. Moderators only.
+    /// Approves a comment. A held one (PENDING or REJECTED, never public) is posted now, as any
+    /// comment is, with its author and text and the slug it was given when submitted: it
+    /// appears at its approval time (`posted`) and `commentPosted` fires. A placeholder (a
+    /// public comment rejected or held by reports) is restored in place and `commentChanged`
+    /// fires. Either way its author is trusted from then on (`PRE_FIRST`). A public comment's
+    /// reports are dismissed (`reportCount` 0, out of the REPORTED queue); one with none is
+    /// returned as it is. A held reply whose parent is still held is `BAD_USER_INPUT` (approve
+    /// the parent first); an unknown slug is `NOT_FOUND`. Recorded in the moderation log when
+    /// it changed something. Moderators only.
     async fn approve_comment(
         &self,
         ctx: &Context<'_>,
@@ -722,26 +667,35 @@ impl Mutation {
         let max = ctx.data_unchecked::<Limits>().max_text_chars;
         let by = caller.author.clone();
         let approve = async move {
-            let (discussion, comment) = publish(&storage, discussion, slug, max).await?;
-            let logged = Logged::new(by, ModerationAction::Approve, Micros::now())
-                .comment(discussion.id.clone(), comment.slug.clone())
-                .user(UserId::from_stored(comment.author.id.clone()));
-            record(&storage, logged).await?;
-            Ok::<_, DomainError>((discussion, comment))
+            let approved = moderation::approve(storage.clone(), discussion, slug, max).await?;
+            if approved.changed {
+                let comment = &approved.comment;
+                let logged = Logged::new(by, ModerationAction::Approve, Micros::now())
+                    .comment(approved.discussion.id.clone(), comment.slug.clone())
+                    .user(UserId::from_stored(comment.author.id.clone()));
+                record(&storage, logged).await?;
+            }
+            Ok::<_, DomainError>(approved)
         };
-        let (discussion, comment) = detached(
+        let approved = detached(
             ctx,
             &caller,
             approve.instrument(tracing::debug_span!("store.approve")),
         )
         .await?;
         forget_reads(ctx);
-        Ok(Some(CommentNode::new(discussion, comment)))
+        Ok(Some(CommentNode::new(
+            approved.discussion,
+            approved.comment,
+        )))
     }
 
-    /// Rejects a held comment: it stays hidden, with status REJECTED and the reason (at most
-    /// 500 characters; blank is none), which its author sees. Approving it later still
-    /// publishes it. A slug with no held comment is `NOT_FOUND`. Moderators only.
+    /// Rejects a comment, with an optional `reason` its author sees (at most 500 characters).
+    /// A held one stays hidden, REJECTED. A public one becomes a REJECTED placeholder in
+    /// place: its replies stay, and everyone but its author and moderators sees neither its
+    /// text nor its author (`commentChanged` fires). Approving it later reverses either.
+    /// Rejecting again replaces the reason. An unknown slug is `NOT_FOUND`, a deleted comment
+    /// `COMMENT_DELETED`. Recorded in the moderation log. Moderators only.
     async fn reject_comment(
         &self,
         ctx: &Context<'_>,
@@ -754,32 +708,65 @@ impl Mutation {
         let reason = reason.as_deref().map(Reason::parse).transpose().gql()?;
         let discussion = load_discussion(ctx, &discussion_id).await?;
         let storage = store(ctx).clone();
-        let id = discussion.id.clone();
         let by = caller.author.clone();
+        let target = discussion.clone();
         let reject = async move {
             let kept = reason.as_ref().map(|r| r.as_str().to_owned());
-            let held = storage
-                .held()
-                .reject(&id, &slug, kept)
-                .await?
-                .ok_or_else(|| {
-                    DomainError::not_found(format!("no held comment {slug} in discussion {id}"))
-                })?;
+            let comment = moderation::reject(storage.clone(), target, slug, kept).await?;
             let logged = Logged::new(by, ModerationAction::Reject, Micros::now())
-                .comment(id, slug)
-                .user(UserId::from_stored(held.comment.author.id.clone()))
+                .comment(comment.discussion_id.clone(), comment.slug.clone())
+                .user(UserId::from_stored(comment.author.id.clone()))
                 .reason(reason);
             record(&storage, logged).await?;
-            Ok::<_, DomainError>(held)
+            Ok::<_, DomainError>(comment)
         };
-        let held = detached(
+        let comment = detached(
             ctx,
             &caller,
             reject.instrument(tracing::debug_span!("store.reject")),
         )
         .await?;
         forget_reads(ctx);
-        Ok(Some(CommentNode::held(discussion, held)))
+        Ok(Some(CommentNode::new(discussion, comment)))
+    }
+
+    /// Reports a public comment to the moderators, once per user and comment: true when the
+    /// report counted, false for a repeat (which changes nothing). Any signed-in user may,
+    /// except on their own comment (`BAD_USER_INPUT`). `note`: at most 500 characters. When a
+    /// comment's reports reach the server's threshold (`THREADQL_REPORTS_TO_HOLD`), it is held
+    /// as a PENDING placeholder until a moderator approves or rejects it. An unknown slug is
+    /// `NOT_FOUND`, a deleted comment `COMMENT_DELETED`.
+    async fn report_comment(
+        &self,
+        ctx: &Context<'_>,
+        discussion_id: ID,
+        slug: String,
+        reason: ReportReason,
+        note: Option<String>,
+    ) -> async_graphql::Result<Option<bool>> {
+        let caller = caller(ctx).await?;
+        let slug = Slug::parse(&slug).gql()?;
+        let note = note.as_deref().map(Reason::parse).transpose().gql()?;
+        let discussion = load_discussion(ctx, &discussion_id).await?;
+        let report = Report {
+            discussion: discussion.id.clone(),
+            slug,
+            reporter: caller.author.id.clone(),
+            reason: reason.into(),
+            note: note.map(|n| n.as_str().to_owned()),
+            at: Micros::now(),
+        };
+        let storage = store(ctx).clone();
+        let hold_at = moderation::hold_at(ctx);
+        let write = moderation::report(storage, discussion, report, hold_at);
+        let counted = detached(
+            ctx,
+            &caller,
+            write.instrument(tracing::debug_span!("store.report")),
+        )
+        .await?;
+        forget_reads(ctx);
+        Ok(Some(counted))
     }
 
     /// Pins a comment (`pinned: true`) to the top of its discussion, after those pinned before
@@ -797,7 +784,7 @@ impl Mutation {
         let caller = moderator(ctx).await?;
         let discussion = load_discussion(ctx, &discussion_id).await?;
         let node = comment_by_slug(ctx, discussion.clone(), &slug).await?;
-        if node.status != crate::domain::CommentStatus::Approved {
+        if !node.comment.standing.is_public() {
             return Err(DomainError::bad_input(format!(
                 "comment {} is held for moderation: only public comments can be pinned",
                 node.comment.slug

@@ -6,14 +6,18 @@ use async_graphql::{Context, Object, ID};
 use tracing::Instrument as _;
 
 use super::error::OrGql;
+use super::loaders::{CommentKey, DiscussionRef};
 use super::types::{
-    comment_by_slug, CommentNode, DiscussionConnection, DiscussionNode, ModerationLogConnection,
-    PageInfo,
+    comment_by_slug, CommentConnection, CommentNode, DiscussionConnection, DiscussionNode,
+    ModerationLogConnection, ModerationQueue, PageInfo, Total,
 };
 use super::{auth, reads, store, Limits};
 use crate::auth::AuthState;
 use crate::domain::paging::Cursor;
-use crate::domain::{CursorKind, Discussion, DiscussionId, DiscussionKey, DomainError, PageArgs};
+use crate::domain::{
+    CursorKind, Discussion, DiscussionId, DiscussionKey, DomainError, PageArgs, Queue, Window,
+};
+use crate::store::{QueueEntry, Waiting};
 
 /// Loads a discussion by client-supplied id: `BAD_USER_INPUT` if malformed, `NOT_FOUND` if unknown.
 pub(super) async fn load_discussion(
@@ -28,6 +32,73 @@ pub(super) async fn load_discussion(
         .gql()?
         .ok_or_else(|| DomainError::not_found(format!("no discussion {id}")))
         .gql()
+}
+
+/// Refuses a read that is for moderators unless the caller is one (`FORBIDDEN`, or
+/// `UNAUTHENTICATED` without a valid token).
+fn moderator_reading(ctx: &Context<'_>, what: &str) -> async_graphql::Result<()> {
+    match auth(ctx) {
+        AuthState::Authenticated(viewer) if viewer.moderator => Ok(()),
+        AuthState::Authenticated(_) => Err(DomainError::Forbidden(format!(
+            "only moderators (a token with the `moderator` role) may read {what}"
+        )))
+        .gql(),
+        AuthState::Anonymous => Err(DomainError::Unauthenticated(format!(
+            "{what} are for moderators: send `Authorization: Bearer <token>`"
+        )))
+        .gql(),
+        AuthState::Rejected(why) => Err(DomainError::Unauthenticated(why.clone())).gql(),
+    }
+}
+
+/// The nodes of a queue page, each with its cursor: held comments as stored, public ones read
+/// from their layouts (one batched read per discussion and layout). An entry whose discussion
+/// or comment is gone (deleted since) is left out.
+async fn queue_nodes(
+    ctx: &Context<'_>,
+    entries: Vec<QueueEntry>,
+) -> async_graphql::Result<Vec<(String, CommentNode)>> {
+    let ids: Vec<DiscussionId> = entries
+        .iter()
+        .map(|e| match &e.waiting {
+            Waiting::Held(held) => held.comment.discussion_id.clone(),
+            Waiting::Public { discussion, .. } => discussion.clone(),
+        })
+        .collect();
+    let discussions = reads(ctx).loader.load_many(ids).await.gql()?;
+    let keys: Vec<CommentKey> = entries
+        .iter()
+        .filter_map(|e| match &e.waiting {
+            Waiting::Public { discussion, slug } => Some(CommentKey {
+                discussion: DiscussionRef(discussions.get(discussion)?.clone()),
+                slug: slug.clone(),
+            }),
+            Waiting::Held(_) => None,
+        })
+        .collect();
+    let comments = reads(ctx).loader.load_many(keys.clone()).await.gql()?;
+    let mut nodes = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let cursor = Cursor::Queue {
+            since: entry.since,
+            key: entry.key,
+        }
+        .encode();
+        let node = match entry.waiting {
+            Waiting::Held(held) => discussions
+                .get(&held.comment.discussion_id)
+                .map(|d| CommentNode::held(d.clone(), *held)),
+            Waiting::Public { discussion, slug } => keys
+                .iter()
+                .find(|k| k.discussion.0.id == discussion && k.slug == slug)
+                .and_then(|k| Some((k.discussion.0.clone(), comments.get(k)?.clone())))
+                .map(|(d, c)| CommentNode::new(d, c)),
+        };
+        if let Some(node) = node {
+            nodes.push((cursor, node));
+        }
+    }
+    Ok(nodes)
 }
 
 /// Most keys one `discussionsByKeys` takes.
@@ -150,8 +221,9 @@ impl Query {
         }))
     }
 
-    /// What moderators did, newest first: every lock and unlock, pin and unpin, move, ban and
-    /// lifted ban, and every edit or delete of a comment by a moderator who did not write it.
+    /// What moderators did, newest first: every approval and rejection, mode set, lock and
+    /// unlock, pin and unpin, move, ban and lifted ban, and every edit or delete of a comment by
+    /// a moderator who did not write it.
     /// Paged forward (`first`/`after`, toward older entries) or backward (`last`/`before`,
     /// toward newer ones; the oldest entries without `before`). Moderators only.
     async fn moderation_log(
@@ -162,27 +234,7 @@ impl Query {
         last: Option<i32>,
         before: Option<String>,
     ) -> async_graphql::Result<Option<ModerationLogConnection>> {
-        match auth(ctx) {
-            AuthState::Authenticated(viewer) if viewer.moderator => {}
-            AuthState::Authenticated(_) => {
-                return Err(DomainError::Forbidden(
-                    "only moderators (a token with the `moderator` role) may read the moderation \
-                     log"
-                    .into(),
-                ))
-                .gql()
-            }
-            AuthState::Anonymous => {
-                return Err(DomainError::Unauthenticated(
-                    "the moderation log is for moderators: send `Authorization: Bearer <token>`"
-                        .into(),
-                ))
-                .gql()
-            }
-            AuthState::Rejected(why) => {
-                return Err(DomainError::Unauthenticated(why.clone())).gql()
-            }
-        }
+        moderator_reading(ctx, "the moderation log")?;
         let paging = ctx.data_unchecked::<Limits>().paging(
             &PageArgs {
                 first,
@@ -200,6 +252,57 @@ impl Query {
             .await
             .gql()?;
         Ok(Some(ModerationLogConnection(paging.finish(page))))
+    }
+
+    /// The comments waiting in a moderators' queue, oldest first (by when they entered it):
+    /// across every discussion, or in `discussionId`'s. Each page is one index range.
+    /// Paged forward by `first`/`after`. Moderators only.
+    async fn moderation_queue(
+        &self,
+        ctx: &Context<'_>,
+        queue: ModerationQueue,
+        discussion_id: Option<ID>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> async_graphql::Result<Option<CommentConnection>> {
+        moderator_reading(ctx, "the moderation queues")?;
+        let discussion = discussion_id
+            .as_deref()
+            .map(|id| DiscussionId::parse(id))
+            .transpose()
+            .gql()?;
+        let anchored = after.is_some();
+        let args = PageArgs {
+            first,
+            after,
+            ..PageArgs::default()
+        };
+        let paging = ctx
+            .data_unchecked::<Limits>()
+            .paging(&args, CursorKind::ModerationQueue)?;
+        let (after, limit) = match &paging.window {
+            Window::After { cursor, limit } => (cursor.clone(), *limit),
+            _ => {
+                return Err(DomainError::bad_input(
+                    "a moderation queue pages forward only: `first` and `after`",
+                ))
+                .gql()
+            }
+        };
+        let queue: Queue = queue.into();
+        let (entries, more) = store(ctx)
+            .held()
+            .queue_page(queue, discussion.as_ref(), after.as_ref(), limit)
+            .instrument(tracing::debug_span!("store.moderationQueue"))
+            .await
+            .gql()?;
+        let edges = queue_nodes(ctx, entries).await?;
+        Ok(Some(CommentConnection::of_edges(
+            edges,
+            more,
+            anchored,
+            Total::Queue(queue, discussion),
+        )))
     }
 
     /// A comment by discussion and slug: the target of a direct link.

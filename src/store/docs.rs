@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 
 use super::bson::corrupt;
 use super::error::StoreResult;
-use crate::domain::{Author, Comment, DiscussionId, FullSlug, Micros, Revision, Slug};
+use crate::domain::{
+    Author, Comment, CommentStatus, DiscussionId, FullSlug, Micros, Revision, Slug, Standing,
+};
 
 /// An author as stored.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -79,6 +81,15 @@ pub(super) struct CommentDoc {
     /// Number of direct replies.
     #[serde(default)]
     pub reply_count: i64,
+    /// `pending` or `rejected` for a placeholder (absent while it is public).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Why it is held or rejected (absent without a reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moderation_reason: Option<String>,
+    /// Reports since a moderator last approved it (absent without any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_count: Option<i64>,
     /// Position in its discussion's posting order, from 1 (per-comment layout, sequenced
     /// discussions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -128,6 +139,11 @@ impl CommentDoc {
                 })
                 .collect(),
             reply_count: i64::try_from(comment.reply_count).unwrap_or(i64::MAX),
+            status: (!comment.standing.is_public())
+                .then(|| comment.standing.status.as_str().to_owned()),
+            moderation_reason: comment.standing.reason.clone(),
+            report_count: (comment.standing.reports > 0)
+                .then(|| i64::try_from(comment.standing.reports).unwrap_or(i64::MAX)),
             seq: None,
             thread_seq: None,
             thread: None,
@@ -160,12 +176,32 @@ impl CommentDoc {
                 })
                 .collect(),
             reply_count: u64::try_from(self.reply_count).unwrap_or(0),
+            standing: Standing {
+                // A status this version does not know hides the comment rather than show it.
+                status: self.status.as_deref().map_or(CommentStatus::Approved, |s| {
+                    CommentStatus::from_stored(s).unwrap_or(CommentStatus::Pending)
+                }),
+                reason: self.moderation_reason,
+                reports: self
+                    .report_count
+                    .and_then(|n| u64::try_from(n).ok())
+                    .unwrap_or(0),
+            },
         }
     }
 }
 
-/// The fields of a comment that change after it is posted (edits and deletion).
-const CHANGEABLE: [&str; 5] = ["text", "edited", "edited_by", "deleted", "revisions"];
+/// The fields of a comment that change after it is posted (edits, deletion, moderation).
+const CHANGEABLE: [&str; 8] = [
+    "text",
+    "edited",
+    "edited_by",
+    "deleted",
+    "revisions",
+    "status",
+    "moderation_reason",
+    "report_count",
+];
 
 /// The changeable fields of a stored comment, as `CommentDoc` writes them (absent ones are
 /// `None`).

@@ -1,55 +1,103 @@
-//! Held comments: those a moderator must approve before they are public. They live outside every
-//! layout, in one collection shared by the three (`held_comments`), so public reads never meet
-//! them and every layout's counts and bounds stay as they are. Publishing one is a post (see
-//! `approveComment`): it then appears at its approval time. The discussion document counts the
-//! pending ones (`pending_count`), and `people` counts each author's approved comments (an
-//! author with one is trusted by `PRE_FIRST`).
+//! Held comments and the moderator queues. A comment held before it was ever public (PRE,
+//! PRE_FIRST, a listed word) lives outside every layout, in one collection shared by the three
+//! (`held_comments`), so public reads never meet it and every layout's counts and bounds stay as
+//! they are; publishing it is a post (see `approveComment`): it then appears at its approval time.
+//! The same collection holds one small entry per public comment waiting for a moderator
+//! (reported, held by reports, or rejected in place: `public: true`, the comment itself stays in
+//! its layout), so that each queue is one index range, oldest first, across the service or in
+//! one discussion. `reports` keeps one document per reporter and comment (a repeat is a no-op),
+//! and `people` counts each author's approved comments (an author with one is trusted by
+//! `PRE_FIRST`).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::ReturnDocument;
 use mongodb::Database;
 
 use super::connect::index_model;
-use super::discussions::Discussions;
-use super::error::{StoreError, StoreResult};
+use super::error::{is_duplicate_key, StoreError, StoreResult};
 use super::metrics::{CommandCounter, Counted};
+use super::order::{after_filter, limit_plus_one};
+use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{
     Author, Comment, CommentStatus, DiscussionId, FullSlug, Held, Micros, NewComment, Placement,
-    Slug, SlugPart,
+    Queue, ReportReason, Slug, SlugPart, Standing,
 };
 
-/// The collection of held comments.
-pub(super) const COLLECTION: &str = "held_comments";
+/// The collection of held comments and queue entries.
+pub(crate) const COLLECTION: &str = "held_comments";
 /// The collection of per-person moderation facts.
-pub(super) const PEOPLE: &str = "people";
-/// The discussion document's count of its pending comments.
-const PENDING: &str = "pending_count";
+pub(crate) const PEOPLE: &str = "people";
+/// The collection of reports, one per reporter and comment.
+pub(crate) const REPORTS: &str = "reports";
 /// Trusted people a process remembers (past this, it starts over; trust is never withdrawn).
 const TRUSTED: usize = 100_000;
 
-/// Held comments, and what moderation knows of each person.
+/// One comment waiting in a moderator queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Waiting {
+    /// A comment held before it was public, as stored outside the layouts.
+    Held(Box<Held>),
+    /// A public comment (or a placeholder) of its layout.
+    Public {
+        /// Its discussion.
+        discussion: DiscussionId,
+        /// Its slug.
+        slug: Slug,
+    },
+}
+
+/// A queue entry and its position in the queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueEntry {
+    /// When it entered the queue.
+    pub since: Micros,
+    /// `<discussion>:<slug>`, the tie-break of equal times.
+    pub key: String,
+    /// The comment.
+    pub waiting: Waiting,
+}
+
+/// A report of a comment by a user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// The comment's discussion.
+    pub discussion: DiscussionId,
+    /// The comment.
+    pub slug: Slug,
+    /// Who reported it.
+    pub reporter: String,
+    /// Why.
+    pub reason: ReportReason,
+    /// What they added.
+    pub note: Option<String>,
+    /// When.
+    pub at: Micros,
+}
+
+/// Held comments, the moderator queues, reports, and what moderation knows of each person.
 #[async_trait]
 pub trait HeldStore: Send + Sync {
-    /// Holds `new` as a PENDING comment of the discussion (a fresh slug part, kept when it is
-    /// published), under `parent` (its slug and full slug, public or held), placed under the depth
-    /// cap as a post would be; counts it in the discussion's pending count.
+    /// Holds `new` as a comment of the discussion with `standing` (pending or rejected; a fresh
+    /// slug part, kept when it is published), under `parent` (its slug and full slug, public or
+    /// held), placed under the depth cap as a post would be.
     async fn hold(
         &self,
         discussion: &DiscussionId,
         parent: Option<(&Slug, &FullSlug)>,
         new: &NewComment,
+        standing: Standing,
     ) -> StoreResult<Held>;
 
-    /// The held comment `slug` of the discussion, if there is one.
+    /// The held (never public) comment `slug` of the discussion, if there is one.
     async fn find(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<Option<Held>>;
 
-    /// Marks a held comment REJECTED with `reason` (a pending one leaves the pending count);
-    /// `None` when there is no such held comment.
+    /// Marks a held comment REJECTED with `reason`; `None` when there is no such held comment.
     async fn reject(
         &self,
         discussion: &DiscussionId,
@@ -57,7 +105,7 @@ pub trait HeldStore: Send + Sync {
         reason: Option<String>,
     ) -> StoreResult<Option<Held>>;
 
-    /// Removes a held comment (once it is published); whether there was one.
+    /// Removes the comment's entry (held comment or queue entry); whether there was one.
     async fn remove(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<bool>;
 
     /// Claims a held comment for publishing, so that two approvals of it at once publish it
@@ -72,6 +120,38 @@ pub trait HeldStore: Send + Sync {
 
     /// Gives up a claim made by [`HeldStore::claim`] (publishing failed).
     async fn release(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<()>;
+
+    /// Puts the public comment `slug` in `queue` from `at`, or moves it there from a milder
+    /// queue (reported, then pending, then rejected); an entry already in that queue or a
+    /// stricter one stays as it is (concurrent reports may queue a comment out of order: the
+    /// strictest queue wins). Approving removes the entry ([`HeldStore::remove`]).
+    async fn enqueue(
+        &self,
+        discussion: &DiscussionId,
+        slug: &Slug,
+        queue: Queue,
+        at: Micros,
+    ) -> StoreResult<()>;
+
+    /// Up to `limit` entries of `queue` (in one discussion, or all), oldest first, after
+    /// `after` (a queue cursor); and whether more follow.
+    async fn queue_page(
+        &self,
+        queue: Queue,
+        discussion: Option<&DiscussionId>,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> StoreResult<(Vec<QueueEntry>, bool)>;
+
+    /// How many comments wait in `queue` (in one discussion, or all).
+    async fn queue_size(&self, queue: Queue, discussion: Option<&DiscussionId>)
+        -> StoreResult<u64>;
+
+    /// Stores a report: false when this reporter already reported this comment.
+    async fn report(&self, report: &Report) -> StoreResult<bool>;
+
+    /// Takes back a report that could not be counted.
+    async fn unreport(&self, report: &Report) -> StoreResult<()>;
 
     /// Whether the person has had a comment approved.
     async fn trusted(&self, person: &str) -> StoreResult<bool>;
@@ -98,15 +178,30 @@ const PUBLISHING: &str = "publishing";
 pub(crate) struct HeldComments {
     coll: Counted<Document>,
     people: Counted<Document>,
-    discussions: Counted<Document>,
+    reports: Counted<Document>,
     clock: Arc<MonotonicClock>,
     max_depth: usize,
     trusted: Mutex<HashSet<String>>,
 }
 
-/// A held comment's document id: unique per discussion and slug.
+/// A held comment's or queue entry's document id: unique per discussion and slug.
 fn key(discussion: &DiscussionId, slug: &Slug) -> String {
     format!("{discussion}:{slug}")
+}
+
+/// A report's document id: one per comment and reporter.
+fn report_key(report: &Report) -> String {
+    format!("{}:{}:{}", report.discussion, report.slug, report.reporter)
+}
+
+/// The filter of a queue, in one discussion or all.
+fn queue_filter(queue: Queue, discussion: Option<&DiscussionId>) -> Document {
+    let mut filter = doc! {};
+    if let Some(discussion) = discussion {
+        filter.insert("discussion_id", discussion.as_str());
+    }
+    filter.insert("status", queue.as_str());
+    filter
 }
 
 impl HeldComments {
@@ -119,7 +214,7 @@ impl HeldComments {
         Self {
             coll: Counted::new(db, COLLECTION, commands),
             people: Counted::new(db, PEOPLE, commands),
-            discussions: Counted::new(db, Discussions::COLLECTION, commands),
+            reports: Counted::new(db, REPORTS, commands),
             clock,
             max_depth,
             trusted: Mutex::default(),
@@ -140,17 +235,6 @@ impl HeldComments {
             false,
         );
         self.coll.create_index(one).await?;
-        Ok(())
-    }
-
-    /// Adds `by` to the discussion's pending count.
-    async fn count_pending(&self, discussion: &DiscussionId, by: i64) -> StoreResult<()> {
-        self.discussions
-            .update_one(
-                doc! { "_id": discussion.as_str() },
-                doc! { "$inc": { PENDING: by } },
-            )
-            .await?;
         Ok(())
     }
 
@@ -175,8 +259,8 @@ fn to_doc(held: &Held) -> Document {
         "author": { "id": &c.author.id, "name": &c.author.name },
         "text": c.text.as_deref(),
         "submitted": c.posted.0,
-        "status": held.status.as_str(),
-        "reason": held.reason.as_deref(),
+        "status": c.standing.status.as_str(),
+        "reason": c.standing.reason.as_deref(),
     }
 }
 
@@ -223,9 +307,35 @@ fn from_doc(doc: &Document) -> StoreResult<Held> {
             deleted: false,
             revisions: Vec::new(),
             reply_count: 0,
+            standing: Standing {
+                status,
+                reason: optional("reason"),
+                reports: 0,
+            },
         },
-        status,
-        reason: optional("reason"),
+    })
+}
+
+/// A queue entry from its document.
+fn entry_of(doc: &Document) -> StoreResult<QueueEntry> {
+    let corrupt = |what: &str| StoreError::Corrupt(format!("queue entry without {what}"));
+    let key = doc.get_str("_id").map_err(|_| corrupt("_id"))?.to_owned();
+    let since = Micros(doc.get_i64("submitted").map_err(|_| corrupt("submitted"))?);
+    let waiting = match doc.get_bool("public") {
+        Ok(true) => Waiting::Public {
+            discussion: DiscussionId::parse(
+                doc.get_str("discussion_id")
+                    .map_err(|_| corrupt("discussion_id"))?,
+            )
+            .map_err(|_| corrupt("a valid discussion id"))?,
+            slug: Slug::from_stored(doc.get_str("slug").map_err(|_| corrupt("slug"))?.to_owned()),
+        },
+        _ => Waiting::Held(Box::new(from_doc(doc)?)),
+    };
+    Ok(QueueEntry {
+        since,
+        key,
+        waiting,
     })
 }
 
@@ -236,26 +346,23 @@ impl HeldStore for HeldComments {
         discussion: &DiscussionId,
         parent: Option<(&Slug, &FullSlug)>,
         new: &NewComment,
+        standing: Standing,
     ) -> StoreResult<Held> {
         let submitted = self.clock.now();
         let part = SlugPart::generate();
         let placement = Placement::new(parent, self.max_depth, submitted, &part);
         let mut comment = placement.into_comment(discussion.clone(), submitted, new);
         comment.reply_count = 0;
-        let held = Held {
-            comment,
-            status: CommentStatus::Pending,
-            reason: None,
-        };
+        comment.standing = standing;
+        let held = Held { comment };
         self.coll.insert_one(to_doc(&held)).await?;
-        self.count_pending(discussion, 1).await?;
         Ok(held)
     }
 
     async fn find(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<Option<Held>> {
         let found = self
             .coll
-            .find_one(doc! { "_id": key(discussion, slug) })
+            .find_one(doc! { "_id": key(discussion, slug), "public": { "$ne": true } })
             .await?;
         found.as_ref().map(from_doc).transpose()
     }
@@ -266,38 +373,23 @@ impl HeldStore for HeldComments {
         slug: &Slug,
         reason: Option<String>,
     ) -> StoreResult<Option<Held>> {
-        let before = self
+        let after = self
             .coll
             .find_one_and_update(
-                doc! { "_id": key(discussion, slug) },
+                doc! { "_id": key(discussion, slug), "public": { "$ne": true } },
                 doc! { "$set": { "status": CommentStatus::Rejected.as_str(), "reason": reason.as_deref() } },
             )
-            .return_document(ReturnDocument::Before)
+            .return_document(ReturnDocument::After)
             .await?;
-        let Some(before) = before else {
-            return Ok(None);
-        };
-        let mut held = from_doc(&before)?;
-        if held.status == CommentStatus::Pending {
-            self.count_pending(discussion, -1).await?;
-        }
-        held.status = CommentStatus::Rejected;
-        held.reason = reason;
-        Ok(Some(held))
+        after.as_ref().map(from_doc).transpose()
     }
 
     async fn remove(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<bool> {
-        let id = key(discussion, slug);
-        let pending = self
+        let removed = self
             .coll
-            .delete_many(doc! { "_id": &id, "status": CommentStatus::Pending.as_str() })
+            .delete_many(doc! { "_id": key(discussion, slug) })
             .await?;
-        if pending.deleted_count > 0 {
-            self.count_pending(discussion, -1).await?;
-            return Ok(true);
-        }
-        let other = self.coll.delete_many(doc! { "_id": &id }).await?;
-        Ok(other.deleted_count > 0)
+        Ok(removed.deleted_count > 0)
     }
 
     async fn claim(
@@ -312,7 +404,7 @@ impl HeldStore for HeldComments {
         let claimed = self
             .coll
             .find_one_and_update(
-                doc! { "_id": &id, "$or": [
+                doc! { "_id": &id, "public": { "$ne": true }, "$or": [
                     { PUBLISHING: { "$exists": false } },
                     { PUBLISHING: { "$lt": now.saturating_sub(lease) } },
                 ] },
@@ -323,7 +415,10 @@ impl HeldStore for HeldComments {
         if let Some(doc) = claimed {
             return Ok(Claim::Claimed(Box::new(from_doc(&doc)?)));
         }
-        let found = self.coll.find_one(doc! { "_id": &id }).await?;
+        let found = self
+            .coll
+            .find_one(doc! { "_id": &id, "public": { "$ne": true } })
+            .await?;
         Ok(if found.is_some() {
             Claim::Busy
         } else {
@@ -334,11 +429,113 @@ impl HeldStore for HeldComments {
     async fn release(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<()> {
         self.coll
             .update_one(
-                doc! { "_id": key(discussion, slug) },
+                doc! { "_id": key(discussion, slug), "public": { "$ne": true } },
                 doc! { "$unset": { PUBLISHING: "" } },
             )
             .await?;
         Ok(())
+    }
+
+    async fn enqueue(
+        &self,
+        discussion: &DiscussionId,
+        slug: &Slug,
+        queue: Queue,
+        at: Micros,
+    ) -> StoreResult<()> {
+        let id = key(discussion, slug);
+        let milder: Vec<&str> = Queue::ESCALATION
+            .iter()
+            .take_while(|q| **q != queue)
+            .map(|q| q.as_str())
+            .collect();
+        let moved = self
+            .coll
+            .update_one(
+                doc! { "_id": &id, "public": true, "status": { "$in": milder } },
+                doc! { "$set": { "status": queue.as_str(), "submitted": at.0 } },
+            )
+            .await?;
+        if moved.matched_count > 0 {
+            return Ok(());
+        }
+        let entry = doc! {
+            "_id": &id,
+            "discussion_id": discussion.as_str(),
+            "slug": slug.as_str(),
+            "public": true,
+            "status": queue.as_str(),
+            "submitted": at.0,
+        };
+        match self.coll.insert_one(entry).await {
+            Ok(_) => Ok(()),
+            // There is one already, in this queue or a stricter one (kept as it is).
+            Err(err) if is_duplicate_key(&err) => Ok(()),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    async fn queue_page(
+        &self,
+        queue: Queue,
+        discussion: Option<&DiscussionId>,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> StoreResult<(Vec<QueueEntry>, bool)> {
+        let mut filter = queue_filter(queue, discussion);
+        if let Some(cursor) = after {
+            filter.extend(after_filter(cursor));
+        }
+        let docs: Vec<Document> = self
+            .coll
+            .find(filter)
+            .sort(doc! { "submitted": 1, "_id": 1 })
+            .limit(limit_plus_one(limit))
+            .await?
+            .try_collect()
+            .await?;
+        let more = docs.len() > limit;
+        let entries = docs
+            .iter()
+            .take(limit)
+            .map(entry_of)
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok((entries, more))
+    }
+
+    async fn queue_size(
+        &self,
+        queue: Queue,
+        discussion: Option<&DiscussionId>,
+    ) -> StoreResult<u64> {
+        Ok(self
+            .coll
+            .count_documents(queue_filter(queue, discussion))
+            .await?)
+    }
+
+    async fn unreport(&self, report: &Report) -> StoreResult<()> {
+        self.reports
+            .delete_many(doc! { "_id": report_key(report) })
+            .await?;
+        Ok(())
+    }
+
+    async fn report(&self, report: &Report) -> StoreResult<bool> {
+        let document = doc! {
+            "_id": report_key(report),
+            "discussion_id": report.discussion.as_str(),
+            "slug": report.slug.as_str(),
+            "reporter": &report.reporter,
+            "reason": report.reason.as_str(),
+            "note": report.note.as_deref(),
+            "at": report.at.0,
+        };
+        match self.reports.insert_one(document).await {
+            Ok(_) => Ok(true),
+            Err(err) if is_duplicate_key(&err) => Ok(false),
+            Err(err) => Err(err.into()),
+        }
     }
 
     async fn trusted(&self, person: &str) -> StoreResult<bool> {

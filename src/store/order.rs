@@ -19,6 +19,10 @@ fn key(cursor: &Cursor) -> Vec<(&'static str, Bson)> {
             ("_id", Bson::String(id.as_str().to_owned())),
         ],
         Cursor::Log(seq) => vec![("_id", Bson::Int64(i64::try_from(*seq).unwrap_or(i64::MAX)))],
+        Cursor::Queue { since, key } => vec![
+            ("submitted", Bson::Int64(since.0)),
+            ("_id", Bson::String(key.clone())),
+        ],
     }
 }
 
@@ -237,6 +241,7 @@ mod tests {
             deleted: false,
             revisions: Vec::new(),
             reply_count: 0,
+            standing: Default::default(),
         }
     }
 

@@ -32,9 +32,10 @@ pub enum KeyKind {
 
 /// The shard keys: comments by discussion then slug, pages by discussion then page (both their
 /// unique indexes), discussions by hashed `_id` (they are read by `_id`, and by key through an
-/// index on every shard), and the claims of discussion keys by hashed `_id`, the key, which
-/// `_id`'s own unique index keeps unique.
-pub const SHARD_KEYS: [ShardKey; 4] = [
+/// index on every shard), the claims of discussion keys by hashed `_id`, the key, which
+/// `_id`'s own unique index keeps unique, and reports by hashed `_id` (comment and reporter),
+/// which they are written and removed by.
+pub const SHARD_KEYS: [ShardKey; 5] = [
     ShardKey {
         collection: "discussions",
         fields: &[("_id", KeyKind::Hashed)],
@@ -42,6 +43,11 @@ pub const SHARD_KEYS: [ShardKey; 4] = [
     },
     ShardKey {
         collection: "discussion_keys",
+        fields: &[("_id", KeyKind::Hashed)],
+        unique: false,
+    },
+    ShardKey {
+        collection: super::held::REPORTS,
         fields: &[("_id", KeyKind::Hashed)],
         unique: false,
     },
@@ -65,7 +71,16 @@ pub const SHARD_KEYS: [ShardKey; 4] = [
 
 /// The collections left unsharded, each with the reason: small, and read and written by `_id`
 /// alone (so every command goes to the one shard that holds the collection).
-pub const UNSHARDED: [(&str, &str); 4] = [
+pub const UNSHARDED: [(&str, &str); 6] = [
+    (
+        super::held::COLLECTION,
+        "comments waiting for a moderator and the queue entries of public ones: as many as \
+         wait, read by `_id` and in ranges of (status, time) across every discussion",
+    ),
+    (
+        super::held::PEOPLE,
+        "one small document per author who has had a comment approved, read and written by `_id`",
+    ),
     (
         Moderation::BANS,
         "one small document per banned user, read and written by `_id` (the user id)",

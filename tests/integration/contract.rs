@@ -91,6 +91,21 @@ macro_rules! contract_suite {
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn rejected_comments_stay_in_place() {
+                crate::reports::rejected_comments_stay_in_place_case(settings()).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn reports_hold_a_comment_at_the_threshold() {
+                crate::reports::reports_hold_a_comment_at_the_threshold_case(settings()).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn listed_words_hold_posts_and_edits() {
+                crate::reports::listed_words_hold_posts_and_edits_case(settings()).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn newest_and_backward_pages_match_the_model() {
                 newest_and_backward_pages_match_the_model_case(settings()).await;
             }

@@ -37,6 +37,7 @@ mod paging;
 mod persisted;
 mod pinning;
 mod properties;
+mod reports;
 mod sequence;
 mod sharding;
 mod shutdown;

@@ -54,6 +54,7 @@ fn viewer_is(ctx: &Context<'_>, author: Option<&crate::domain::Author>) -> bool 
 }
 
 /// A comment. Deleted comments keep their place and replies; their text is null.
+#[derive(Clone)]
 pub struct CommentNode {
     /// Its discussion.
     pub discussion: Arc<Discussion>,
@@ -61,10 +62,6 @@ pub struct CommentNode {
     pub comment: Comment,
     /// Its parent, when the node was reached through the parent's `replies` (saves a lookup).
     pub known_parent: Option<Arc<Comment>>,
-    /// Where it stands with the moderators (`Approved` for every comment in a layout).
-    pub status: crate::domain::CommentStatus,
-    /// Why a moderator rejected it, when they said.
-    pub reason: Option<String>,
 }
 
 impl CommentNode {
@@ -74,8 +71,6 @@ impl CommentNode {
             discussion,
             comment,
             known_parent: None,
-            status: crate::domain::CommentStatus::Approved,
-            reason: None,
         }
     }
 
@@ -85,9 +80,13 @@ impl CommentNode {
             discussion,
             comment: held.comment,
             known_parent: None,
-            status: held.status,
-            reason: held.reason,
         }
+    }
+
+    /// Whether the caller may not see its text and author: it is held or rejected, and the
+    /// caller is neither its author nor a moderator.
+    fn hidden(&self, ctx: &Context<'_>) -> bool {
+        !self.comment.standing.is_public() && !viewer_is(ctx, Some(&self.comment.author))
     }
 
     /// An empty page (a comment without replies has nothing to load).
@@ -97,7 +96,7 @@ impl CommentNode {
         paging: &Paging,
         total: Total,
     ) -> CommentConnection {
-        CommentConnection::new(self.discussion.clone(), Page::empty(), kind, paging, total)
+        CommentConnection::new(&self.discussion, Page::empty(), kind, paging, total)
     }
 }
 
@@ -161,19 +160,29 @@ impl CommentNode {
         self.comment.edited.map(|m| m.to_datetime())
     }
 
-    /// APPROVED for every public comment; PENDING or REJECTED for a held one, which only its
-    /// author and moderators see (by direct link), and whose `posted` is when it was submitted.
+    /// APPROVED for a public comment. PENDING or REJECTED for one held for (or refused by) a
+    /// moderator: one held before it was ever public is seen only by its author and moderators
+    /// (by direct link and in the moderation queues), and its `posted` is when it was
+    /// submitted; one that was public stays in place as a placeholder, whose text and author
+    /// only its author and moderators see.
     async fn status(&self) -> CommentStatus {
-        self.status.into()
+        self.comment.standing.status.into()
     }
 
-    /// Why a moderator rejected it, for its author and moderators; null for everyone else and
-    /// when no reason was given.
+    /// Why it is held or rejected (a moderator's reason, `banned word`, `suspect word`,
+    /// `reported by N users`), for its author and moderators; null for everyone else and when
+    /// there is none.
     async fn moderation_reason(&self, ctx: &Context<'_>) -> Option<&str> {
         if !viewer_is(ctx, Some(&self.comment.author)) {
             return None;
         }
-        self.reason.as_deref()
+        self.comment.standing.reason.as_deref()
+    }
+
+    /// How many users reported it since a moderator last approved it, for moderators; null for
+    /// everyone else.
+    async fn report_count(&self, ctx: &Context<'_>) -> Option<u64> {
+        viewer_is(ctx, None).then_some(self.comment.standing.reports)
     }
 
     /// Whether it was deleted (it keeps its place and replies, without text).
@@ -182,12 +191,19 @@ impl CommentNode {
     }
 
     /// Who wrote it. Once it is deleted, only moderators see who; everybody else gets id `""`
-    /// and name `[deleted]`.
+    /// and name `[deleted]`. While it is a held or rejected placeholder, everybody but its
+    /// author and moderators gets id `""` and name `[hidden]`.
     async fn author(&self, ctx: &Context<'_>) -> Author {
         if self.comment.deleted && !viewer_is(ctx, None) {
             return Author {
                 id: ID(String::new()),
                 name: "[deleted]".to_owned(),
+            };
+        }
+        if self.hidden(ctx) {
+            return Author {
+                id: ID(String::new()),
+                name: "[hidden]".to_owned(),
             };
         }
         (&self.comment.author).into()
@@ -217,15 +233,22 @@ impl CommentNode {
         self.discussion.is_pinned(&self.comment.slug)
     }
 
-    /// Its text; null once deleted.
-    async fn text(&self) -> Option<&str> {
+    /// Its text; null once deleted, and for everybody but its author and moderators while it
+    /// is a held or rejected placeholder.
+    async fn text(&self, ctx: &Context<'_>) -> Option<&str> {
+        if self.hidden(ctx) {
+            return None;
+        }
         self.comment.text.as_deref()
     }
 
     /// Its text rendered as CommonMark, sanitised: raw HTML shows as typed, links get
     /// `rel="nofollow ugc noopener"`, images show as links, only `http`, `https` and `mailto`
-    /// addresses are kept. Null once deleted.
+    /// addresses are kept. Null whenever `text` is.
     async fn html(&self, ctx: &Context<'_>) -> Option<String> {
+        if self.hidden(ctx) {
+            return None;
+        }
         let text = self.comment.text.as_deref()?;
         Some(ctx.data_unchecked::<HtmlCache>().render(text).to_string())
     }
@@ -277,10 +300,14 @@ impl CommentNode {
             .await
             .gql()?
             .unwrap_or_else(Page::empty);
-        Ok(
-            CommentConnection::new(self.discussion.clone(), page, kind, &paging, total)
-                .with_parent(&self.comment),
-        )
+        Ok(CommentConnection::with_parent(
+            &self.discussion,
+            page,
+            kind,
+            &paging,
+            total,
+            Some(&self.comment),
+        ))
     }
 
     /// How many direct replies it has.
@@ -317,7 +344,7 @@ impl CommentNode {
             .gql()?
             .unwrap_or_else(Page::empty);
         Ok(CommentConnection::new(
-            self.discussion.clone(),
+            &self.discussion,
             page,
             kind,
             &paging,

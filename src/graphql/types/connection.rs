@@ -7,7 +7,7 @@ use tracing::Instrument as _;
 
 use super::{CommentNode, DiscussionNode};
 use crate::domain::paging::Cursor;
-use crate::domain::{Comment, CursorKind, Discussion, Page, Paged, Paging};
+use crate::domain::{Comment, CursorKind, Discussion, DiscussionId, Page, Paging, Queue};
 use crate::graphql::error::OrGql;
 use crate::graphql::loaders::SubDiscussionCountKey;
 use crate::graphql::{reads, store};
@@ -19,49 +19,75 @@ pub enum Total {
     Known(u64),
     /// Counted on demand, batched.
     SubDiscussion(SubDiscussionCountKey),
+    /// The size of a moderator queue (in one discussion, or all), counted on demand.
+    Queue(Queue, Option<DiscussionId>),
 }
 
-/// A page of comments.
+/// A page of comments: each with its cursor, and where the page stands.
 pub struct CommentConnection {
-    discussion: Arc<Discussion>,
-    page: Paged<Comment>,
-    kind: CursorKind,
+    edges: Vec<(String, CommentNode)>,
+    has_next_page: bool,
+    has_previous_page: bool,
     total: Total,
-    parent: Option<Arc<Comment>>,
 }
 
 impl CommentConnection {
     /// The connection of a page a store read for `paging` (in stored order).
     pub(super) fn new(
-        discussion: Arc<Discussion>,
+        discussion: &Arc<Discussion>,
         page: Page<Comment>,
         kind: CursorKind,
         paging: &Paging,
         total: Total,
     ) -> Self {
+        Self::with_parent(discussion, page, kind, paging, total, None)
+    }
+
+    /// The connection of the replies of `parent` (so each node knows its parent).
+    pub(super) fn with_parent(
+        discussion: &Arc<Discussion>,
+        page: Page<Comment>,
+        kind: CursorKind,
+        paging: &Paging,
+        total: Total,
+        parent: Option<&Comment>,
+    ) -> Self {
+        let page = paging.finish(page);
+        let parent = parent.map(|p| Arc::new(p.clone()));
+        let edges = page
+            .items
+            .into_iter()
+            .map(|comment| {
+                let cursor = Cursor::of_comment(&comment, kind).encode_for(kind);
+                let node = CommentNode {
+                    discussion: discussion.clone(),
+                    comment,
+                    known_parent: parent.clone(),
+                };
+                (cursor, node)
+            })
+            .collect();
         Self {
-            discussion,
-            page: paging.finish(page),
-            kind,
+            edges,
+            has_next_page: page.has_next_page,
+            has_previous_page: page.has_previous_page,
             total,
-            parent: None,
         }
     }
 
-    fn node(&self, comment: &Comment) -> CommentNode {
-        CommentNode {
-            status: crate::domain::CommentStatus::Approved,
-            reason: None,
-            discussion: self.discussion.clone(),
-            comment: comment.clone(),
-            known_parent: self.parent.clone(),
+    /// A connection of nodes already made, each with its cursor (a moderator queue's page).
+    pub(crate) fn of_edges(
+        edges: Vec<(String, CommentNode)>,
+        has_next_page: bool,
+        has_previous_page: bool,
+        total: Total,
+    ) -> Self {
+        Self {
+            edges,
+            has_next_page,
+            has_previous_page,
+            total,
         }
-    }
-
-    /// Marks the page as the replies of `parent`, so its nodes know their parent.
-    pub(super) fn with_parent(mut self, parent: &Comment) -> Self {
-        self.parent = Some(Arc::new(parent.clone()));
-        self
     }
 }
 
@@ -103,29 +129,27 @@ pub struct PageInfo {
 impl CommentConnection {
     /// The comments with their cursors.
     async fn edges(&self) -> Vec<CommentEdge> {
-        self.page
-            .items
+        self.edges
             .iter()
-            .map(|c| CommentEdge {
-                cursor: Cursor::of_comment(c, self.kind).encode_for(self.kind),
-                node: self.node(c),
+            .map(|(cursor, node)| CommentEdge {
+                cursor: cursor.clone(),
+                node: node.clone(),
             })
             .collect()
     }
 
     /// The comments.
     async fn nodes(&self) -> Vec<CommentNode> {
-        self.page.items.iter().map(|c| self.node(c)).collect()
+        self.edges.iter().map(|(_, node)| node.clone()).collect()
     }
 
     /// Where this page stands.
     async fn page_info(&self) -> PageInfo {
-        let cursor = |c: &Comment| Cursor::of_comment(c, self.kind).encode_for(self.kind);
         PageInfo {
-            has_next_page: self.page.has_next_page,
-            has_previous_page: self.page.has_previous_page,
-            start_cursor: self.page.items.first().map(cursor),
-            end_cursor: self.page.items.last().map(cursor),
+            has_next_page: self.has_next_page,
+            has_previous_page: self.has_previous_page,
+            start_cursor: self.edges.first().map(|(cursor, _)| cursor.clone()),
+            end_cursor: self.edges.last().map(|(cursor, _)| cursor.clone()),
         }
     }
 
@@ -139,6 +163,12 @@ impl CommentConnection {
                 .await
                 .gql()?
                 .unwrap_or(0)),
+            Total::Queue(queue, discussion) => store(ctx)
+                .held()
+                .queue_size(*queue, discussion.as_ref())
+                .instrument(tracing::debug_span!("store.queueSize"))
+                .await
+                .gql(),
         }
     }
 }

@@ -69,12 +69,18 @@ impl DiscussionNode {
     }
 
     /// How many of its comments wait for a moderator, for moderators; null for everyone else.
-    async fn pending_count(&self, ctx: &Context<'_>) -> Option<u64> {
+    async fn pending_count(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<u64>> {
         match crate::graphql::auth(ctx) {
             crate::auth::AuthState::Authenticated(viewer) if viewer.moderator => {
-                Some(self.0.pending_count)
+                let counted = crate::graphql::store(ctx)
+                    .held()
+                    .queue_size(crate::domain::Queue::Pending, Some(&self.0.id))
+                    .instrument(tracing::debug_span!("store.pendingCount"))
+                    .await
+                    .gql()?;
+                Ok(Some(counted))
             }
-            _ => None,
+            _ => Ok(None),
         }
     }
 
@@ -123,7 +129,7 @@ impl DiscussionNode {
             .await
             .gql()?;
         Ok(CommentConnection::new(
-            self.0.clone(),
+            &self.0,
             page,
             kind,
             &paging,
@@ -175,7 +181,7 @@ impl DiscussionNode {
         }
         .gql()?;
         Ok(CommentConnection::new(
-            self.0.clone(),
+            &self.0,
             page,
             kind,
             &paging,

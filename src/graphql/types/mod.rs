@@ -49,9 +49,38 @@ pub enum ModerationMode {
 pub enum CommentStatus {
     /// Public.
     Approved,
-    /// Waiting for a moderator: seen only by its author and moderators.
+    /// Waiting for a moderator: its text and author are seen only by its author and
+    /// moderators.
     Pending,
-    /// Refused by a moderator: seen only by its author and moderators.
+    /// Refused by a moderator (or by the banned-word list): its text and author are seen only
+    /// by its author and moderators.
+    Rejected,
+}
+
+/// Why someone reports a comment.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "crate::domain::ReportReason")]
+pub enum ReportReason {
+    /// Advertising, scams, bots.
+    Spam,
+    /// Harassment, hate, threats.
+    Abuse,
+    /// Not about the discussion.
+    OffTopic,
+    /// Anything else (say what in the note).
+    Other,
+}
+
+/// A moderators' queue.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "crate::domain::Queue")]
+pub enum ModerationQueue {
+    /// Comments waiting for a moderator: held before they were public (pre-moderation, a
+    /// suspect word), and public ones held by reports.
+    Pending,
+    /// Public comments that users reported, not (yet) held.
+    Reported,
+    /// Rejected comments: held ones, and placeholders of public ones.
     Rejected,
 }
 

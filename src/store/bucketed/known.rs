@@ -103,7 +103,6 @@ mod tests {
             thread_count: 0,
             locked: false,
             moderation: None,
-            pending_count: 0,
             pinned: Vec::new(),
             moves,
             hints: LayoutHints::default(),

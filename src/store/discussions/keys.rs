@@ -66,7 +66,6 @@ impl Discussions {
             thread_count: 0,
             locked: false,
             moderation: None,
-            pending_count: 0,
             pinned: Vec::new(),
             moves: 0,
         };

@@ -52,19 +52,11 @@ struct DiscussionDoc {
     /// How it moderates, once a moderator set it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     moderation: Option<String>,
-    /// How many held comments wait for a moderator (see `held`).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pending_count: i64,
     /// The slugs of the pinned comments, in pin order.
     #[serde(default)]
     pinned: Vec<String>,
     #[serde(default)]
     moves: i64,
-}
-
-/// Whether a count is zero (and so left out of a new document).
-fn is_zero(n: &i64) -> bool {
-    *n == 0
 }
 
 /// What a layout keeps on the discussion document for its own reads and writes: the names of
@@ -118,7 +110,6 @@ fn discussion_of(raw: &RawDocument, fields: &FieldsByLayout) -> StoreResult<Disc
             .map(str::parse::<ModerationMode>)
             .transpose()
             .map_err(|e| corrupt(e.to_string()))?,
-        pending_count: to_count(doc.pending_count),
         pinned: doc
             .pinned
             .iter()
@@ -184,7 +175,7 @@ pub(crate) fn posts_update(comments: &[&Comment]) -> Document {
 /// Fields a metadata read returns: the shared ones and every layout's own.
 fn metadata_projection(fields: &FieldsByLayout) -> Document {
     let mut projection = doc! {
-        "title": 1, "key": 1, "url": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1, "moderation": 1, "pending_count": 1, "pinned": 1,
+        "title": 1, "key": 1, "url": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1, "moderation": 1, "pinned": 1,
         "moves": 1,
     };
     let mut layouts: Vec<_> = fields.iter().collect();

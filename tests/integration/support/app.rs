@@ -37,6 +37,12 @@ pub(crate) struct Settings {
     pub promote_embedded: bool,
     /// Receives every command the store sends (see `sharding`).
     pub command_events: Option<EventHandler<CommandEvent>>,
+    /// Reports that hold a public comment (0: never).
+    pub reports_to_hold: u64,
+    /// The banned-word list file, if any.
+    pub banned_words: Option<std::path::PathBuf>,
+    /// The suspect-word list file, if any.
+    pub suspect_words: Option<std::path::PathBuf>,
 }
 
 /// The server's defaults, as `threadql` with no flags has them.
@@ -58,6 +64,9 @@ impl Settings {
             rate_limit: RateLimit::Off,
             promote_embedded: config.promote_embedded,
             command_events: None,
+            reports_to_hold: config.reports_to_hold,
+            banned_words: None,
+            suspect_words: None,
         }
     }
 
@@ -81,6 +90,9 @@ impl Settings {
         config.rate_limit = self.rate_limit;
         config.promote_embedded = self.promote_embedded;
         config.rate_limit_anon = RateLimit::Off;
+        config.reports_to_hold = self.reports_to_hold;
+        config.banned_words = self.banned_words.clone();
+        config.suspect_words = self.suspect_words.clone();
         config
     }
 }

@@ -29,15 +29,28 @@ impl TestApp {
 
     /// Posts a comment (a reply when `parent` is given) and returns its slug.
     pub(crate) async fn post(&self, discussion: &str, parent: Option<&str>, text: &str) -> String {
-        let data = self
-            .ok(
+        self.post_as(&self.token("u1", "Ada"), discussion, parent, text)
+            .await
+    }
+
+    /// Posts a comment as the holder of `token`; returns its slug (failing on any error).
+    pub(crate) async fn post_as(
+        &self,
+        token: &str,
+        discussion: &str,
+        parent: Option<&str>,
+        text: &str,
+    ) -> String {
+        let response = self
+            .exec_as(
+                Some(token),
                 "mutation($d: ID!, $p: String, $t: String!) { postComment(input: {discussionId: $d, parentSlug: $p, text: $t}) { slug } }",
                 json!({ "d": discussion, "p": parent, "t": text }),
             )
             .await;
-        data["postComment"]["slug"]
+        response["data"]["postComment"]["slug"]
             .as_str()
-            .expect("slug")
+            .unwrap_or_else(|| panic!("the post failed: {response:#}"))
             .to_owned()
     }
 }

@@ -1,0 +1,352 @@
+//! What moderators' and reporters' mutations do to a comment, whichever layout holds it: screen
+//! a text against the word lists, publish a held comment, turn a public comment into a held or
+//! rejected placeholder and back, and count reports. Every step that hides a public comment puts
+//! it in its queue first, so a crash in between leaves a comment a moderator can still find.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_graphql::Context;
+
+use super::Limits;
+use crate::domain::{
+    Comment, CommentStatus, CommentText, Discussion, DiscussionId, DomainError, Held, Micros,
+    NewComment, Queue, Screening, Slug, Standing,
+};
+use crate::store::{Claim, DynStorage, ReadScope, Report};
+
+/// What the word lists make of a text posted or edited by a non-moderator: `None` when it goes
+/// through as the discussion's mode says; a pending standing for a suspect word, a rejected
+/// one for a banned word.
+pub(super) fn screened(ctx: &Context<'_>, moderator: bool, text: &CommentText) -> Option<Standing> {
+    if moderator {
+        return None;
+    }
+    match super::screen(ctx, text) {
+        Screening::Clean => None,
+        Screening::Suspect { .. } => Some(Standing {
+            status: CommentStatus::Pending,
+            reason: Some("suspect word".to_owned()),
+            reports: 0,
+        }),
+        Screening::Banned { .. } => Some(Standing {
+            status: CommentStatus::Rejected,
+            reason: Some("banned word".to_owned()),
+            reports: 0,
+        }),
+    }
+}
+
+/// How severe a status is: a change never makes a comment more public than it was.
+fn severity(status: CommentStatus) -> u8 {
+    match status {
+        CommentStatus::Approved => 0,
+        CommentStatus::Pending => 1,
+        CommentStatus::Rejected => 2,
+    }
+}
+
+/// The standing of a comment that was `current` once a screening says `screened`: the more
+/// severe of the two, with its reason; reports kept.
+pub(super) fn stricter(current: &Standing, screened: &Standing) -> Standing {
+    if severity(screened.status) > severity(current.status) {
+        current.set(screened.status, screened.reason.clone())
+    } else {
+        current.clone()
+    }
+}
+
+/// The comment `slug` of a discussion's layout, if there is one.
+async fn public_comment(
+    storage: &DynStorage,
+    discussion: &Discussion,
+    slug: &Slug,
+) -> Result<Option<Comment>, DomainError> {
+    let layout = storage.layout(discussion.layout)?;
+    Ok(layout
+        .by_slugs(&ReadScope::new(), discussion, std::slice::from_ref(slug))
+        .await?
+        .into_iter()
+        .next())
+}
+
+/// What approving did.
+pub(super) struct Approved {
+    /// The discussion as it is now.
+    pub discussion: Arc<Discussion>,
+    /// The comment as it is now.
+    pub comment: Comment,
+    /// Whether anything changed (approving a public comment without reports changes nothing).
+    pub changed: bool,
+}
+
+/// Approves a comment: a held one is published (see [`publish`]); a placeholder is restored in
+/// place; a public comment's reports are dismissed. `NOT_FOUND` when the discussion has no
+/// such comment, held or public.
+pub(super) async fn approve(
+    storage: DynStorage,
+    discussion: Arc<Discussion>,
+    slug: Slug,
+    max_text_chars: usize,
+) -> Result<Approved, DomainError> {
+    if storage.held().find(&discussion.id, &slug).await?.is_some() {
+        // Approvals of one held comment at once take turns by a claim on it: one publishes it,
+        // the others find it public afterwards and approve it as such (changing nothing).
+        if let Some(held) = claim_held(&storage, &discussion.id, &slug).await? {
+            let published = publish(&storage, discussion.clone(), held, max_text_chars).await;
+            if published.is_err() {
+                // Another approval may go ahead now rather than once the lease has run out.
+                if let Err(err) = storage.held().release(&discussion.id, &slug).await {
+                    tracing::warn!(error = %err, "could not release the claim on a held comment");
+                }
+            }
+            let (discussion, comment) = published?;
+            return Ok(Approved {
+                discussion,
+                comment,
+                changed: true,
+            });
+        }
+    }
+    let decide = |current: &Comment, _now| {
+        if current.standing == Standing::default() {
+            return Ok(None);
+        }
+        Ok(Some(Comment {
+            standing: Standing::default(),
+            ..current.clone()
+        }))
+    };
+    let before = public_comment(&storage, &discussion, &slug)
+        .await?
+        .ok_or_else(|| not_found(&discussion.id, &slug))?;
+    let comment = storage.change_comment(&discussion, &slug, &decide).await?;
+    storage.held().remove(&discussion.id, &slug).await?;
+    let changed = before.standing != Standing::default();
+    if changed && !before.standing.is_public() {
+        storage.held().trust(&comment.author.id).await?;
+    }
+    Ok(Approved {
+        discussion,
+        comment,
+        changed,
+    })
+}
+
+/// How long an approval's claim on a held comment lasts (see [`crate::store::HeldStore::claim`]).
+const PUBLISH_LEASE: Duration = Duration::from_secs(10);
+
+/// Claims the held comment `slug` for publishing, waiting while another approval holds it;
+/// `None` once there is no such held comment (another approval published it).
+async fn claim_held(
+    storage: &DynStorage,
+    discussion: &DiscussionId,
+    slug: &Slug,
+) -> Result<Option<Held>, DomainError> {
+    let started = std::time::Instant::now();
+    loop {
+        match storage
+            .held()
+            .claim(discussion, slug, PUBLISH_LEASE)
+            .await?
+        {
+            Claim::Claimed(held) => return Ok(Some(*held)),
+            Claim::Gone => return Ok(None),
+            // The lease runs out within this wait, so the claim is taken before it ends.
+            Claim::Busy if started.elapsed() < PUBLISH_LEASE * 2 => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Claim::Busy => {
+                return Err(DomainError::Conflict(format!(
+                    "comment {slug} is being approved by another request: try again"
+                )))
+            }
+        }
+    }
+}
+
+/// Publishes a held comment: posts it as any comment is posted (its author and text, its slug
+/// part when still free), so it appears at this time with every counter right and
+/// `commentPosted` fired, then removes the held document and trusts its author. The post is one
+/// atomic step (comment and counters); the removal is a separate write: a crash in between
+/// leaves the comment published and still held, and approving it again finds it published
+/// (same slug, author and text) and only removes the held document. The caller has claimed it
+/// (see [`claim_held`]).
+async fn publish(
+    storage: &DynStorage,
+    discussion: Arc<Discussion>,
+    held: Held,
+    max_text_chars: usize,
+) -> Result<(Arc<Discussion>, Comment), DomainError> {
+    let id = discussion.id.clone();
+    let slug = held.comment.slug.clone();
+    if let Some(parent) = &held.comment.parent {
+        if storage.held().find(&id, parent).await?.is_some() {
+            return Err(DomainError::bad_input(format!(
+                "comment {slug} replies to comment {parent}, which is still held: approve {parent} first"
+            )));
+        }
+    }
+    let already = public_comment(storage, &discussion, &slug)
+        .await?
+        .filter(|c| c.author == held.comment.author && c.text == held.comment.text);
+    let published = match already {
+        Some(comment) => (discussion, comment),
+        None => {
+            let text = held.comment.text.as_deref().unwrap_or_default();
+            let new = NewComment {
+                parent: held.comment.parent.clone(),
+                author: held.comment.author.clone(),
+                text: CommentText::parse(text, max_text_chars.max(text.chars().count()))?,
+                part: Some(slug.own_part()),
+            };
+            let (now, posted) = storage.post_to(&id, new).await?;
+            (now, posted.comment)
+        }
+    };
+    storage.held().remove(&id, &slug).await?;
+    storage.held().trust(&held.comment.author.id).await?;
+    Ok(published)
+}
+
+/// Rejects a comment: a held one stays hidden, REJECTED; a public one becomes a REJECTED
+/// placeholder in place (its replies kept). Rejecting again replaces the reason. `NOT_FOUND`
+/// when the discussion has no such comment; `COMMENT_DELETED` for a tombstone.
+pub(super) async fn reject(
+    storage: DynStorage,
+    discussion: Arc<Discussion>,
+    slug: Slug,
+    reason: Option<String>,
+) -> Result<Comment, DomainError> {
+    let id = &discussion.id;
+    if let Some(held) = storage.held().reject(id, &slug, reason.clone()).await? {
+        return Ok(held.comment);
+    }
+    let current = public_comment(&storage, &discussion, &slug)
+        .await?
+        .ok_or_else(|| not_found(id, &slug))?;
+    if current.deleted {
+        return Err(DomainError::CommentDeleted(format!(
+            "comment {slug} was deleted: there is nothing left to reject"
+        )));
+    }
+    storage
+        .held()
+        .enqueue(id, &slug, Queue::Rejected, Micros::now())
+        .await?;
+    let decide = move |current: &Comment, _now| {
+        let standing = current
+            .standing
+            .set(CommentStatus::Rejected, reason.clone());
+        if standing == current.standing {
+            return Ok(None);
+        }
+        Ok(Some(Comment {
+            standing,
+            ..current.clone()
+        }))
+    };
+    storage.change_comment(&discussion, &slug, &decide).await
+}
+
+/// Counts a report of a public comment by `reporter`: false for a repeat (which changes
+/// nothing). At `hold_at` reports (0: never) a public comment becomes a PENDING placeholder.
+pub(super) async fn report(
+    storage: DynStorage,
+    discussion: Arc<Discussion>,
+    report: Report,
+    hold_at: u64,
+) -> Result<bool, DomainError> {
+    let (id, slug) = (&discussion.id, &report.slug);
+    let current = public_comment(&storage, &discussion, slug)
+        .await?
+        .ok_or_else(|| not_found(id, slug))?;
+    if current.deleted {
+        return Err(DomainError::CommentDeleted(format!(
+            "comment {slug} was deleted: there is nothing left to report"
+        )));
+    }
+    if current.author.id == report.reporter {
+        return Err(DomainError::bad_input(format!(
+            "comment {slug} is your own: delete or edit it instead of reporting it"
+        )));
+    }
+    if !storage.held().report(&report).await? {
+        return Ok(false);
+    }
+    // In its queue before it changes: reported, or pending once this report holds it.
+    let reports = current.standing.reports.saturating_add(1);
+    let holds = hold_at > 0 && reports >= hold_at && current.standing.is_public();
+    let queue = match current.standing.status {
+        CommentStatus::Rejected => Queue::Rejected,
+        CommentStatus::Pending => Queue::Pending,
+        CommentStatus::Approved if holds => Queue::Pending,
+        CommentStatus::Approved => Queue::Reported,
+    };
+    storage.held().enqueue(id, slug, queue, report.at).await?;
+    let counted = move |current: &Comment, _now| {
+        let reports = current.standing.reports.saturating_add(1);
+        let mut standing = Standing {
+            reports,
+            ..current.standing.clone()
+        };
+        if hold_at > 0 && reports >= hold_at && current.standing.is_public() {
+            standing.status = CommentStatus::Pending;
+            standing.reason = Some(format!("reported by {reports} users"));
+        }
+        Ok(Some(Comment {
+            standing,
+            ..current.clone()
+        }))
+    };
+    let after = match storage.change_comment(&discussion, slug, &counted).await {
+        Ok(after) => after,
+        Err(err) => {
+            // Not counted: take the report back, so that sending it again counts it.
+            if let Err(undo) = storage.held().unreport(&report).await {
+                tracing::warn!(%undo, "a report that could not be counted could not be taken back");
+            }
+            return Err(err);
+        }
+    };
+    // A concurrent report may have held it after this one queued it as reported.
+    if let Some(queue) = Queue::of(&after.standing) {
+        storage.held().enqueue(id, slug, queue, report.at).await?;
+    }
+    Ok(true)
+}
+
+/// Makes the queue entry of a public comment match the comment as it is now (after a change
+/// that queued it did not happen): removed when it waits for nobody. Failures are logged: the
+/// entry then shows a comment that no longer waits, which approving clears.
+pub(super) async fn settle_queue(storage: &DynStorage, discussion: &Discussion, slug: &Slug) {
+    let settle = async {
+        let queue = public_comment(storage, discussion, slug)
+            .await?
+            .and_then(|c| Queue::of(&c.standing));
+        match queue {
+            Some(queue) => {
+                storage
+                    .held()
+                    .enqueue(&discussion.id, slug, queue, Micros::now())
+                    .await?
+            }
+            None => {
+                storage.held().remove(&discussion.id, slug).await?;
+            }
+        }
+        Ok::<_, DomainError>(())
+    };
+    if let Err(err) = settle.await {
+        tracing::warn!(%err, discussion = %discussion.id, %slug, "a moderator queue entry could not be settled");
+    }
+}
+
+fn not_found(discussion: &DiscussionId, slug: &Slug) -> DomainError {
+    DomainError::not_found(format!("no comment {slug} in discussion {discussion}"))
+}
+
+/// The server's report threshold, from the schema data.
+pub(super) fn hold_at(ctx: &Context<'_>) -> u64 {
+    ctx.data_unchecked::<Limits>().reports_to_hold
+}
