@@ -1,7 +1,8 @@
 //! Moderation under concurrency: writers on two servers over one database post (some held by
-//! pre-moderation), approve, reject and delete in one discussion at once. Afterwards, on every
-//! layout, the counters (`commentCount`, `totalCount`, `replyCount`, `pendingCount`) equal what a
-//! full read shows, and the full read equals what the writes that succeeded imply.
+//! pre-moderation), approve and reject held comments, report, reject and restore public ones,
+//! and delete, in one discussion at once. Afterwards, on every layout, the counters
+//! (`commentCount`, `totalCount`, `replyCount`, `pendingCount`) and the moderation queues equal
+//! what a full read shows, and the full read equals what the writes that succeeded imply.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -24,11 +25,17 @@ const DELETE: &str =
     "mutation($d: ID!, $s: String!) { deleteComment(discussionId: $d, slug: $s) { slug deleted } }";
 const LINK: &str =
     "query($d: ID!, $s: String!) { comment(discussionId: $d, slug: $s) { slug status deleted } }";
+const REPORT: &str =
+    "mutation($d: ID!, $s: String!) { reportComment(discussionId: $d, slug: $s, reason: SPAM) }";
 /// One page of the chronological list, with every counter the list shows.
 const PAGE: &str = r#"query($d: ID!, $after: String) { discussion(id: $d) {
   commentCount pendingCount
   comments(first: 50, after: $after) { totalCount pageInfo { hasNextPage endCursor }
-    nodes { slug parentSlug deleted status replyCount } } } }"#;
+    nodes { slug parentSlug deleted status replyCount reportCount moderationReason text author { id name } } } } }"#;
+/// One page of a moderation queue of the discussion.
+const QUEUE: &str = r#"query($q: ModerationQueue!, $d: ID, $after: String) {
+  moderationQueue(queue: $q, discussionId: $d, first: 7, after: $after) {
+    totalCount pageInfo { hasNextPage endCursor } nodes { slug status } } }"#;
 /// One page of the top-level comments.
 const THREADS: &str = r#"query($d: ID!, $after: String) { discussion(id: $d) {
   threads(first: 50, after: $after) { totalCount pageInfo { hasNextPage endCursor } nodes { slug } } } }"#;
@@ -42,6 +49,50 @@ const POSTERS: usize = 4;
 const POSTS: usize = 10;
 /// Moderators acting on held and public comments, per server.
 const MODERATORS: usize = 2;
+/// Reports that hold a public comment as a PENDING placeholder.
+const REPORTS_TO_HOLD: u64 = 3;
+/// Users who report.
+const REPORTERS: usize = 5;
+/// Public comments of each script ([`Script`]).
+const PER_SCRIPT: usize = 2;
+
+/// What happens to a public comment posted before the writers start, while they write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Script {
+    /// Reported by every reporter at once: held as a PENDING placeholder.
+    HeldByReports,
+    /// Reported by two: public, in the REPORTED queue.
+    Reported,
+    /// Reported by two while a moderator rejects it: a REJECTED placeholder.
+    RejectedWhileReported,
+    /// Rejected, then approved: public again.
+    RejectedThenApproved,
+    /// Reported by four (held), then approved once the reports are in: public, reports dismissed.
+    HeldThenApproved,
+    /// Reported by two while a moderator deletes it: a tombstone, in no queue.
+    DeletedWhileReported,
+}
+
+impl Script {
+    const ALL: [Script; 6] = [
+        Script::HeldByReports,
+        Script::Reported,
+        Script::RejectedWhileReported,
+        Script::RejectedThenApproved,
+        Script::HeldThenApproved,
+        Script::DeletedWhileReported,
+    ];
+
+    /// How many reporters report it.
+    fn reporters(self) -> usize {
+        match self {
+            Script::HeldByReports => REPORTERS,
+            Script::HeldThenApproved => 4,
+            Script::RejectedThenApproved => 0,
+            _ => 2,
+        }
+    }
+}
 
 /// What a held comment's moderators are told to do with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +130,10 @@ struct Expected {
     held: BTreeMap<String, &'static str>,
     /// Public comments deleted.
     deleted: BTreeSet<String>,
+    /// The public comments with a script, which writers neither reply to nor delete.
+    scripted: BTreeMap<String, Script>,
+    /// Reports that counted, by comment.
+    reports: BTreeMap<String, u64>,
     /// Every error code met, by operation (each must be one the operation may meet).
     refused: Vec<(&'static str, String)>,
 }
@@ -94,8 +149,19 @@ struct Run<'a> {
 impl Run<'_> {
     /// Sends a request through server `s`; `Ok(data)` or `Err(code)`.
     async fn send(&self, s: usize, token: &str, query: &str, vars: Value) -> Result<Value, String> {
+        self.send_as(s, Some(token), query, vars).await
+    }
+
+    /// Sends a request through server `s`, anonymous without a token.
+    async fn send_as(
+        &self,
+        s: usize,
+        token: Option<&str>,
+        query: &str,
+        vars: Value,
+    ) -> Result<Value, String> {
         let (status, body) =
-            post_graphql(&self.client, &self.servers[s % 2], Some(token), query, vars).await;
+            post_graphql(&self.client, &self.servers[s % 2], token, query, vars).await;
         assert_eq!(status, 200, "{body:#}");
         match body["errors"].as_array().and_then(|e| e.first()) {
             None => Ok(body["data"].clone()),
@@ -106,18 +172,38 @@ impl Run<'_> {
         }
     }
 
-    /// A public comment to reply to or act on (none before the first is posted).
+    /// A public comment without a script to reply to or act on.
     fn pick_public(&self, rng: &mut StdRng) -> Option<String> {
         let expected = self.expected.lock().unwrap();
-        let n = expected.public.len();
-        (n > 0).then(|| {
-            expected
-                .public
-                .keys()
-                .nth(rng.gen_range(0..n))
-                .cloned()
-                .unwrap()
-        })
+        let free: Vec<&String> = expected
+            .public
+            .keys()
+            .filter(|s| !expected.scripted.contains_key(*s))
+            .collect();
+        (!free.is_empty()).then(|| free[rng.gen_range(0..free.len())].clone())
+    }
+
+    /// Reports a comment as `reporter` through server `s`.
+    async fn report(&self, s: usize, reporter: &str, slug: &str) {
+        match self
+            .send(s, reporter, REPORT, json!({ "d": self.d, "s": slug }))
+            .await
+        {
+            Ok(data) => {
+                assert_eq!(
+                    data["reportComment"], true,
+                    "a first report by this user counts"
+                );
+                *self
+                    .expected
+                    .lock()
+                    .unwrap()
+                    .reports
+                    .entry(slug.to_owned())
+                    .or_default() += 1;
+            }
+            Err(code) => self.refused("report", code),
+        }
     }
 
     fn refused(&self, operation: &'static str, code: String) {
@@ -207,6 +293,25 @@ impl Run<'_> {
         }
     }
 
+    /// Rejects or approves a public comment through server `s`; fails the test when refused.
+    async fn moderate_public(&self, s: usize, moderator: &str, slug: &str, approve: bool) {
+        let (query, vars) = if approve {
+            (APPROVE, json!({ "d": self.d, "s": slug }))
+        } else {
+            (REJECT, json!({ "d": self.d, "s": slug, "r": "not today" }))
+        };
+        let data = self.send(s, moderator, query, vars).await.unwrap();
+        let done = if approve {
+            &data["approveComment"]
+        } else {
+            &data["rejectComment"]
+        };
+        assert_eq!(
+            done["status"],
+            if approve { "APPROVED" } else { "REJECTED" }
+        );
+    }
+
     /// Deletes a public comment through server `s`.
     async fn delete(&self, s: usize, moderator: &str, slug: &str) {
         match self
@@ -233,6 +338,8 @@ struct Seen {
     deleted: bool,
     status: String,
     reply_count: u64,
+    report_count: Option<u64>,
+    reason: Option<String>,
 }
 
 /// Walks every page of a connection read by `query` (its `after` the cursor) at `path`; returns
@@ -240,7 +347,7 @@ struct Seen {
 async fn walk(
     run: &Run<'_>,
     s: usize,
-    token: &str,
+    token: Option<&str>,
     query: &str,
     vars: Value,
     path: &[&str],
@@ -252,7 +359,7 @@ async fn walk(
     for _ in 0..1_000 {
         let mut v = vars.clone();
         v["after"] = json!(after);
-        let data = run.send(s, token, query, v).await.unwrap();
+        let data = run.send_as(s, token, query, v).await.unwrap();
         let connection = path.iter().fold(&data, |v, k| &v[*k]);
         nodes.extend(connection["nodes"].as_array().unwrap().iter().cloned());
         totals.insert(connection["totalCount"].as_u64().unwrap());
@@ -272,7 +379,9 @@ async fn walk(
 /// The case: writers at once through two servers, then every counter checked against a full
 /// read, and the full read against the writes that succeeded, through both servers.
 async fn counters_are_exact_under_concurrency_case(layout: Layout) {
-    let config = Settings::new(layout).config(&unique_db("moderation_concurrency"));
+    let mut settings = Settings::new(layout);
+    settings.reports_to_hold = REPORTS_TO_HOLD;
+    let config = settings.config(&unique_db("moderation_concurrency"));
     let servers = [
         Running::start(config.clone()).await,
         Running::start(config).await,
@@ -288,11 +397,31 @@ async fn counters_are_exact_under_concurrency_case(layout: Layout) {
     run.send(0, &boss, SET, json!({ "d": run.d, "m": "PRE" }))
         .await
         .unwrap();
-    // A few public comments to start from.
+    // A few public comments to start from, and those with a script.
     for i in 0..4 {
         run.post(i, &boss, None, &format!("seed {i}"))
             .await
             .unwrap();
+    }
+    let mut scripted = Vec::new();
+    for (i, script) in Script::ALL
+        .iter()
+        .flat_map(|s| [*s; PER_SCRIPT])
+        .enumerate()
+    {
+        let author = token(&format!("author{i}"), "Author");
+        // Published by a moderator's approval, so that its author is not a moderator.
+        let (slug, _) = run
+            .post(i, &author, None, &format!("scripted {i}"))
+            .await
+            .unwrap();
+        assert!(run.approve(i + 1, &boss, &slug).await);
+        run.expected
+            .lock()
+            .unwrap()
+            .scripted
+            .insert(slug.clone(), script);
+        scripted.push((slug, script));
     }
 
     let run = &run;
@@ -367,9 +496,60 @@ async fn counters_are_exact_under_concurrency_case(layout: Layout) {
             }
         }
     });
+    // Reporters: each reports, in an order of its own, the scripted comments it is one of the
+    // reporters of.
+    let reporters = (0..REPORTERS).map(|r| {
+        let scripted = &scripted;
+        async move {
+            let reporter = token(&format!("r{r}"), "Reporter");
+            let mut mine: Vec<&String> = scripted
+                .iter()
+                .filter(|(_, script)| r < script.reporters())
+                .map(|(slug, _)| slug)
+                .collect();
+            rand::seq::SliceRandom::shuffle(
+                &mut mine[..],
+                &mut StdRng::seed_from_u64(200 + r as u64),
+            );
+            for slug in mine {
+                run.report(r, &reporter, slug).await;
+            }
+        }
+    });
+    // A moderator works through the scripts while the reports come in; approvals of comments
+    // held by reports wait for the reports.
+    let scripts = async {
+        let moderator = moderator_token("scripts", "Scripts");
+        let during = scripted.iter().enumerate().map(|(i, (slug, script))| {
+            let moderator = &moderator;
+            async move {
+                match script {
+                    Script::RejectedWhileReported => {
+                        run.moderate_public(i, moderator, slug, false).await;
+                    }
+                    Script::RejectedThenApproved => {
+                        run.moderate_public(i, moderator, slug, false).await;
+                        run.moderate_public(i + 1, moderator, slug, true).await;
+                    }
+                    Script::DeletedWhileReported => run.delete(i, moderator, slug).await,
+                    _ => {}
+                }
+            }
+        });
+        tokio::join!(
+            futures::future::join_all(reporters),
+            futures::future::join_all(during)
+        );
+        for (i, (slug, script)) in scripted.iter().enumerate() {
+            if *script == Script::HeldThenApproved {
+                run.moderate_public(i, &moderator, slug, true).await;
+            }
+        }
+    };
     tokio::join!(
         futures::future::join_all(posters),
-        futures::future::join_all(moderators)
+        futures::future::join_all(moderators),
+        scripts
     );
 
     let expected = std::mem::take(&mut *run.expected.lock().unwrap());
@@ -379,6 +559,9 @@ async fn counters_are_exact_under_concurrency_case(layout: Layout) {
         let allowed: &[&str] = match *operation {
             "post" => &["COMMENT_DELETED"],
             "approve" => &["NOT_FOUND", "COMMENT_DELETED"],
+            // A report of a comment held or rejected meanwhile (no longer visible to its
+            // reporter), or deleted meanwhile.
+            "report" => &["NOT_FOUND", "COMMENT_DELETED"],
             _ => &[],
         };
         assert!(
@@ -395,7 +578,7 @@ async fn counters_are_exact_under_concurrency_case(layout: Layout) {
         let (nodes, totals, first) = walk(
             run,
             s,
-            &boss,
+            Some(&boss),
             PAGE,
             json!({ "d": run.d }),
             &["discussion", "comments"],
@@ -409,6 +592,8 @@ async fn counters_are_exact_under_concurrency_case(layout: Layout) {
                 deleted: node["deleted"].as_bool().unwrap(),
                 status: node["status"].as_str().unwrap().to_owned(),
                 reply_count: node["replyCount"].as_u64().unwrap(),
+                report_count: node["reportCount"].as_u64(),
+                reason: node["moderationReason"].as_str().map(str::to_owned),
             };
             assert!(
                 seen.insert(slug.clone(), comment).is_none(),
@@ -436,17 +621,127 @@ async fn counters_are_exact_under_concurrency_case(layout: Layout) {
             "the public comments, through server {s}"
         );
         for (slug, comment) in &seen {
-            assert_eq!(comment.status, "APPROVED", "{slug}");
             assert_eq!(comment.deleted, expected.deleted.contains(slug), "{slug}");
+            let script = expected.scripted.get(slug).copied();
+            let status = match script {
+                Some(Script::HeldByReports) => "PENDING",
+                Some(Script::RejectedWhileReported) => "REJECTED",
+                _ => "APPROVED",
+            };
+            assert_eq!(comment.status, status, "{slug} ({script:?})");
+            let counted = expected.reports.get(slug).copied().unwrap_or(0);
+            match script {
+                Some(Script::HeldByReports) => {
+                    assert!(counted >= REPORTS_TO_HOLD, "{slug}: {counted} reports");
+                    assert_eq!(comment.report_count, Some(counted), "{slug}");
+                    let reason = comment.reason.as_deref().unwrap_or_default();
+                    assert!(reason.starts_with("reported by "), "{slug}: {reason}");
+                }
+                Some(Script::Reported) => {
+                    assert_eq!(counted, 2, "{slug}");
+                    assert_eq!(comment.report_count, Some(2), "{slug}");
+                }
+                Some(Script::RejectedWhileReported | Script::DeletedWhileReported) => {}
+                // Approval dismissed the reports; the others had none.
+                _ => assert_eq!(comment.report_count, Some(0), "{slug} ({script:?})"),
+            }
         }
-        let pending = expected.held.values().filter(|s| **s == "PENDING").count();
-        assert_eq!(first["discussion"]["pendingCount"], pending as u64);
+        // The queues, walked, against their sizes and against what the writes imply.
+        let in_script = |wanted: Script| -> BTreeSet<String> {
+            expected
+                .scripted
+                .iter()
+                .filter(|(_, script)| **script == wanted)
+                .map(|(slug, _)| slug.clone())
+                .collect()
+        };
+        let held_in = |wanted: &str| -> BTreeSet<String> {
+            expected
+                .held
+                .iter()
+                .filter(|(_, status)| **status == wanted)
+                .map(|(slug, _)| slug.clone())
+                .collect()
+        };
+        let queues = [
+            (
+                "PENDING",
+                &held_in("PENDING") | &in_script(Script::HeldByReports),
+            ),
+            (
+                "REJECTED",
+                &held_in("REJECTED") | &in_script(Script::RejectedWhileReported),
+            ),
+            ("REPORTED", in_script(Script::Reported)),
+        ];
+        for (queue, wanted) in &queues {
+            let vars = json!({ "q": queue, "d": run.d });
+            let (nodes, totals, _) =
+                walk(run, s, Some(&boss), QUEUE, vars, &["moderationQueue"]).await;
+            let walked: Vec<String> = nodes
+                .iter()
+                .map(|n| n["slug"].as_str().unwrap().to_owned())
+                .collect();
+            let unique: BTreeSet<String> = walked.iter().cloned().collect();
+            assert_eq!(
+                unique.len(),
+                walked.len(),
+                "{queue}: a comment listed twice"
+            );
+            assert_eq!(totals, BTreeSet::from([walked.len() as u64]), "{queue}");
+            assert_eq!(&unique, wanted, "the {queue} queue, through server {s}");
+            let status = if *queue == "REPORTED" {
+                "APPROVED"
+            } else {
+                queue
+            };
+            assert!(
+                nodes.iter().all(|n| n["status"] == status),
+                "{queue}: {nodes:?}"
+            );
+        }
+        assert_eq!(
+            first["discussion"]["pendingCount"],
+            queues[0].1.len() as u64,
+            "pendingCount is the size of the PENDING queue"
+        );
+
+        // The public sees the placeholders in place, without their text and author.
+        let (public, totals, _) = walk(
+            run,
+            s,
+            None,
+            PAGE,
+            json!({ "d": run.d }),
+            &["discussion", "comments"],
+        )
+        .await;
+        assert_eq!(totals, BTreeSet::from([seen.len() as u64]));
+        assert_eq!(public.len(), seen.len());
+        for node in &public {
+            let slug = node["slug"].as_str().unwrap();
+            assert_eq!(
+                node["status"].as_str(),
+                Some(seen[slug].status.as_str()),
+                "{slug}"
+            );
+            assert_eq!(node["reportCount"], Value::Null, "{slug}");
+            assert_eq!(node["moderationReason"], Value::Null, "{slug}");
+            if seen[slug].status != "APPROVED" && !seen[slug].deleted {
+                assert_eq!(node["text"], Value::Null, "{slug}");
+                assert_eq!(
+                    node["author"],
+                    json!({ "id": "", "name": "[hidden]" }),
+                    "{slug}"
+                );
+            }
+        }
 
         // Top-level comments, every page.
         let (threads, totals, _) = walk(
             run,
             s,
-            &boss,
+            Some(&boss),
             THREADS,
             json!({ "d": run.d }),
             &["discussion", "threads"],
@@ -470,7 +765,7 @@ async fn counters_are_exact_under_concurrency_case(layout: Layout) {
             let (replies, totals, first) = walk(
                 run,
                 s,
-                &boss,
+                Some(&boss),
                 REPLIES,
                 json!({ "d": run.d, "s": slug }),
                 &["comment", "replies"],
