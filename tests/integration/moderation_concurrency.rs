@@ -49,6 +49,8 @@ const POSTERS: usize = 4;
 const POSTS: usize = 10;
 /// Moderators acting on held and public comments, per server.
 const MODERATORS: usize = 2;
+/// How many times a request refused with `CONFLICT` is sent.
+const RESENDS: usize = 5;
 /// Reports that hold a public comment as a PENDING placeholder.
 const REPORTS_TO_HOLD: u64 = 3;
 /// Users who report.
@@ -160,16 +162,31 @@ impl Run<'_> {
         query: &str,
         vars: Value,
     ) -> Result<Value, String> {
-        let (status, body) =
-            post_graphql(&self.client, &self.servers[s % 2], token, query, vars).await;
-        assert_eq!(status, 200, "{body:#}");
-        match body["errors"].as_array().and_then(|e| e.first()) {
-            None => Ok(body["data"].clone()),
-            Some(error) => Err(error["extensions"]["code"]
+        // `CONFLICT` (a write that kept meeting concurrent writes, nothing written) is sent
+        // again, as its message tells clients to.
+        for _ in 0..RESENDS {
+            let (status, body) = post_graphql(
+                &self.client,
+                &self.servers[s % 2],
+                token,
+                query,
+                vars.clone(),
+            )
+            .await;
+            assert_eq!(status, 200, "{body:#}");
+            let Some(error) = body["errors"].as_array().and_then(|e| e.first()) else {
+                return Ok(body["data"].clone());
+            };
+            let code = error["extensions"]["code"]
                 .as_str()
                 .unwrap_or_else(|| panic!("an error without a code: {body:#}"))
-                .to_owned()),
+                .to_owned();
+            if code != "CONFLICT" {
+                return Err(code);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
+        panic!("{query} met CONFLICT {RESENDS} times");
     }
 
     /// A public comment without a script to reply to or act on.
