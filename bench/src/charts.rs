@@ -35,6 +35,9 @@ struct EffortIn {
 #[derive(Debug, Deserialize)]
 struct CaseIn {
     layout: String,
+    /// The share held back (`--held-percent`; absent from files written before it).
+    #[serde(default)]
+    held_percent: u32,
     loaded: usize,
     reads: Vec<ReadIn>,
     writes: Vec<WriteIn>,
@@ -63,13 +66,25 @@ impl Results {
     pub(crate) fn load(path: &Path) -> anyhow::Result<Results> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a results file", path.display()))
+        let results: Results = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a results file", path.display()))?;
+        Ok(results.by_series())
     }
 
     /// The results of a run that just ended.
     pub(crate) fn of(report: &crate::report::Report) -> anyhow::Result<Results> {
-        Ok(serde_json::from_value(serde_json::to_value(report)?)?)
+        let results: Results = serde_json::from_value(serde_json::to_value(report)?)?;
+        Ok(results.by_series())
+    }
+
+    /// Cases with a share held back are drawn as lines of their own, named after it.
+    fn by_series(mut self) -> Results {
+        for case in &mut self.cases {
+            if case.held_percent > 0 {
+                case.layout = format!("{}, {} % held back", case.layout, case.held_percent);
+            }
+        }
+        self
     }
 
     /// Layouts in the order the run measured them.

@@ -8,7 +8,12 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 use futures::StreamExt as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use threadql::domain::{Author, CommentText, Discussion, NewComment, Slug};
+use std::collections::HashSet;
+
+use threadql::domain::{
+    Author, Comment, CommentStatus, CommentText, Discussion, FullSlug, Micros, NewComment, Queue,
+    Slug, Standing,
+};
 use threadql::store::{Storage, Store, StoreError};
 use tokio::sync::Notify;
 
@@ -21,8 +26,10 @@ const MAX_TEXT_CHARS: usize = 10_000;
 pub(crate) struct Loaded {
     /// The slug of each planned comment that was posted (`None` past a size cap).
     pub slugs: Vec<Option<Slug>>,
-    /// How many were posted.
+    /// How many were posted (those held for a moderator among them).
     pub posted: usize,
+    /// How many of them were held for a moderator instead of being posted in the layout.
+    pub held: usize,
     /// How long it took.
     pub elapsed: Duration,
     /// Why loading stopped early (the layout's size cap, or the time budget), if it did.
@@ -34,18 +41,23 @@ pub(crate) struct Loaded {
 /// Posts every comment of `plan` into `discussion` with `concurrency` posts in flight, in plan
 /// order; a reply waits until its parent is posted. Loading stops at the layout's size cap
 /// (`DISCUSSION_TOO_LARGE`) or when `budget` has passed. When the layout moves the discussion to
-/// another layout, the load goes on in the new one.
+/// another layout, the load goes on in the new one. The comments whose plan index is in `held`
+/// are held for a moderator, as the server holds a post to a pre-moderated discussion (outside
+/// the layout: `HeldStore::hold`); they must be leaves of the plan, since nothing is posted under
+/// a held comment.
 pub(crate) async fn load(
     store: &Store,
     discussion: Discussion,
     plan: &Plan,
+    held: &HashSet<usize>,
     concurrency: usize,
     budget: Duration,
     label: &str,
 ) -> anyhow::Result<Loaded> {
     let total = plan.comments.len();
     let bar = progress_bar(total as u64, label);
-    let slots: Vec<OnceLock<Slug>> = (0..total).map(|_| OnceLock::new()).collect();
+    let slots: Vec<OnceLock<(Slug, FullSlug)>> = (0..total).map(|_| OnceLock::new()).collect();
+    let held_count = AtomicUsize::new(0);
     let posted_notify = Notify::new();
     let stop = AtomicBool::new(false);
     let stopped: Mutex<Option<String>> = Mutex::new(None);
@@ -61,6 +73,7 @@ pub(crate) async fn load(
         let posted = &posted;
         let current = &current;
         let bar = &bar;
+        let held_count = &held_count;
         async move {
             if stop.load(Ordering::SeqCst) {
                 return Ok::<(), anyhow::Error>(());
@@ -89,18 +102,38 @@ pub(crate) async fn load(
             };
             let (id, name) = author_name(planned.author);
             let new = NewComment {
-                parent,
+                parent: parent.as_ref().map(|(slug, _)| slug.clone()),
                 author: Author { id, name },
                 text: CommentText::parse(&planned.text, MAX_TEXT_CHARS)?,
                 part: None,
             };
+            if held.contains(&index) {
+                let id = current.read().await.id.clone();
+                let under = parent.as_ref().map(|(slug, full)| (slug, full));
+                let kept = store
+                    .held()
+                    .hold(
+                        &id,
+                        under,
+                        &new,
+                        Standing::default().set(CommentStatus::Pending, None),
+                    )
+                    .await
+                    .with_context(|| format!("holding comment {index} of the plan failed"))?;
+                let _ = slots[index].set((kept.comment.slug, kept.comment.full_slug));
+                held_count.fetch_add(1, Ordering::Relaxed);
+                posted.fetch_add(1, Ordering::Relaxed);
+                posted_notify.notify_waiters();
+                bar.inc(1);
+                return Ok(());
+            }
             let mut moved_once = false;
             loop {
                 let discussion = current.read().await.clone();
                 let result = store.post(&discussion, new.clone()).await;
                 match result {
                     Ok(done) => {
-                        let _ = slots[index].set(done.comment.slug);
+                        let _ = slots[index].set((done.comment.slug, done.comment.full_slug));
                         posted.fetch_add(1, Ordering::Relaxed);
                         posted_notify.notify_waiters();
                         bar.inc(1);
@@ -153,8 +186,12 @@ pub(crate) async fn load(
         );
     }
     Ok(Loaded {
-        slugs: slots.into_iter().map(OnceLock::into_inner).collect(),
+        slugs: slots
+            .into_iter()
+            .map(|slot| slot.into_inner().map(|(slug, _)| slug))
+            .collect(),
         posted,
+        held: held_count.into_inner(),
         elapsed,
         stopped: stopped.into_inner().unwrap_or_else(|p| p.into_inner()),
         discussion,
@@ -174,13 +211,17 @@ pub(crate) async fn reload(store: &Store, discussion: &Discussion) -> anyhow::Re
 }
 
 /// Waits until the slot is filled; `None` when loading stopped first.
-async fn wait_for(slot: &OnceLock<Slug>, notify: &Notify, stop: &AtomicBool) -> Option<Slug> {
+async fn wait_for(
+    slot: &OnceLock<(Slug, FullSlug)>,
+    notify: &Notify,
+    stop: &AtomicBool,
+) -> Option<(Slug, FullSlug)> {
     loop {
         let notified = notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        if let Some(slug) = slot.get() {
-            return Some(slug.clone());
+        if let Some(stored) = slot.get() {
+            return Some(stored.clone());
         }
         if stop.load(Ordering::SeqCst) {
             return None;
@@ -217,4 +258,47 @@ fn progress_bar(len: u64, label: &str) -> ProgressBar {
     }
     bar.set_prefix(label.to_owned());
     bar
+}
+
+/// Rejects each of `slugs` in place, as a moderator's `rejectComment` rejects a public comment:
+/// queued as rejected, then a REJECTED placeholder through the store's change path (its text
+/// and author hidden from the public, its place and replies kept). Returns how many it rejected.
+pub(crate) async fn reject_in_place(
+    store: &Store,
+    discussion: &Discussion,
+    slugs: &[Slug],
+    concurrency: usize,
+) -> anyhow::Result<usize> {
+    let reject_one = |slug: &Slug| {
+        let slug = slug.clone();
+        async move {
+            store
+                .held()
+                .enqueue(&discussion.id, &slug, Queue::Rejected, Micros::now())
+                .await?;
+            let decide = |current: &Comment, _now| {
+                let standing = current
+                    .standing
+                    .set(CommentStatus::Rejected, Some("benchmark".to_owned()));
+                Ok(Some(Comment {
+                    standing,
+                    ..current.clone()
+                }))
+            };
+            let changed = store.change_comment(discussion, &slug, &decide).await?;
+            if changed.standing.status != CommentStatus::Rejected {
+                bail!("comment {slug} was not rejected");
+            }
+            anyhow::Ok(())
+        }
+    };
+    let mut results = futures::stream::iter(slugs)
+        .map(reject_one)
+        .buffer_unordered(concurrency.max(1));
+    let mut done = 0;
+    while let Some(result) = results.next().await {
+        result?;
+        done += 1;
+    }
+    Ok(done)
 }

@@ -12,6 +12,7 @@ mod report;
 mod server;
 mod stats;
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -59,6 +60,13 @@ struct Args {
     /// Skip the write measurements.
     #[arg(long)]
     no_writes: bool,
+    /// Shares of each discussion's posts that a moderator holds back, in percent, comma-separated:
+    /// each size is loaded and measured once per share. Half of the share is held before it is
+    /// public (kept outside the layout, as a post to a pre-moderated discussion is), half is
+    /// rejected once public (a placeholder in place). `0,10` measures every size without and
+    /// with 10 %, in one run.
+    #[arg(long, value_delimiter = ',', value_name = "PERCENT,...", default_value = "0", value_parser = clap::value_parser!(u32).range(0..=50))]
+    held_percent: Vec<u32>,
     /// MongoDB connection string [default: start the embedded development database in a
     /// temporary directory].
     #[arg(long)]
@@ -429,28 +437,34 @@ async fn bench(
                 );
                 continue;
             }
-            let case = bench_case(
-                args,
-                &store,
-                &database.uri,
-                &db_name,
-                &http,
-                &secret,
-                &keys,
-                layout,
-                size,
-                effort,
-                server_bin,
-            )
-            .await
-            .with_context(|| format!("{layout} at {} comments", group(size)))?;
-            if case.stopped.is_some() {
-                capped_at = Some(case.loaded);
+            for &held_percent in &args.held_percent {
+                let case = bench_case(
+                    args,
+                    &store,
+                    &database.uri,
+                    &db_name,
+                    &http,
+                    &secret,
+                    &keys,
+                    (layout, size, held_percent),
+                    effort,
+                    server_bin,
+                )
+                .await
+                .with_context(|| {
+                    format!(
+                        "{layout} at {} comments, {held_percent} % held back",
+                        group(size)
+                    )
+                })?;
+                if case.stopped.is_some() {
+                    capped_at = Some(case.loaded);
+                }
+                eprint!("{}", case.summary());
+                report.cases.push(case);
+                report.total_secs = started.elapsed().as_secs_f64();
+                report.save(&args.out)?;
             }
-            eprint!("{}", case.summary());
-            report.cases.push(case);
-            report.total_secs = started.elapsed().as_secs_f64();
-            report.save(&args.out)?;
         }
     }
     if database.embedded.is_none() {
@@ -468,13 +482,26 @@ async fn bench_case(
     http: &reqwest::Client,
     secret: &str,
     keys: &JwtKeys,
-    layout: Layout,
-    size: usize,
+    (layout, size, held_percent): (Layout, usize, u32),
     effort: Effort,
     server_bin: &std::path::Path,
 ) -> anyhow::Result<Case> {
-    let label = format!("{layout} {}", group(size));
+    let label = match held_percent {
+        0 => format!("{layout} {}", group(size)),
+        p => format!("{layout} {}, {p} % held back", group(size)),
+    };
     let plan = Plan::generate(size, args.seed);
+    // The reads' fixtures stay public; the comments held back are chosen among the others.
+    let keep: Vec<usize> = [
+        plan.link_target(3),
+        plan.largest_thread_root(),
+        plan.busiest(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let (held, rejected) = plan.moderated(held_percent, args.seed, &keep);
+    let held: HashSet<usize> = held.into_iter().collect();
     let title = DiscussionTitle::parse(&format!("benchmark: {layout}, {size} comments"))?;
     let discussion = store
         .discussions()
@@ -487,12 +514,24 @@ async fn bench_case(
         store,
         discussion,
         &plan,
+        &held,
         args.load_concurrency,
         Duration::from_secs_f64(budget.max(0.0)),
         &label,
     )
     .await?;
     let (loaded, move_secs) = move_to(store, loaded, layout, &label).await?;
+    // Half of the share held back is rejected once public, in the layout under test.
+    let to_reject: Vec<_> = rejected
+        .iter()
+        .filter_map(|&i| loaded.slugs.get(i).cloned().flatten())
+        .collect();
+    // One at a time: changes of one discussion's comments in flight together abort each
+    // other's transactions (each marks the discussion), and a moderator rejects one by one.
+    let rejected_in_place = load::reject_in_place(store, &loaded.discussion, &to_reject, 1).await?;
+    if rejected_in_place > 0 {
+        eprintln!("{label}: rejected {rejected_in_place} comments in place");
+    }
     // Fixtures come from the comments that were loaded (all of them unless a cap stopped it).
     let loaded_prefix = loaded
         .slugs
@@ -513,8 +552,9 @@ async fn bench_case(
         .slugs
         .iter()
         .zip(&plan.comments)
-        .filter(|(_, c)| c.depth < MAX_REPLY_DEPTH)
-        .filter_map(|(s, _)| s.clone())
+        .enumerate()
+        .filter(|(i, (_, c))| c.depth < MAX_REPLY_DEPTH && !held.contains(i))
+        .filter_map(|(_, (s, _))| s.clone())
         .collect();
 
     let turns = Turns {
@@ -629,6 +669,9 @@ async fn bench_case(
     Ok(Case {
         layout: layout.to_string(),
         size,
+        held_percent,
+        held: loaded.held,
+        rejected: rejected_in_place,
         loaded: loaded.posted,
         final_layout: after.layout.to_string(),
         loaded_in: args.load_layout(store, layout).to_string(),

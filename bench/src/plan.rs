@@ -1,6 +1,7 @@
 //! The shape of a generated discussion: a deterministic forest of threads with skewed fan-out.
 
 use rand::rngs::StdRng;
+use rand::seq::SliceRandom as _;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
@@ -188,6 +189,46 @@ impl Plan {
             });
         }
         Plan { comments }
+    }
+
+    /// Which comments a moderator holds back (`percent` % of them in all): half held before
+    /// they are public, half rejected in place once they are. The held ones are leaves (nothing is
+    /// posted under a held comment); none of them is in `keep` (the reads' fixtures). Both lists
+    /// are in plan order; the same plan, percentage and seed always give the same choice.
+    pub(crate) fn moderated(
+        &self,
+        percent: u32,
+        seed: u64,
+        keep: &[usize],
+    ) -> (Vec<usize>, Vec<usize>) {
+        let n = self.comments.len();
+        let total = n * percent.min(100) as usize / 100;
+        let want_held = total / 2;
+        let want_rejected = total - want_held;
+        let mut has_replies = vec![false; n];
+        for c in &self.comments {
+            if let Some(parent) = c.parent {
+                has_replies[parent] = true;
+            }
+        }
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x5EED_4E1D_0000_0031);
+        let mut order: Vec<usize> = (0..n).filter(|i| !keep.contains(i)).collect();
+        order.shuffle(&mut rng);
+        let mut held: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&i| !has_replies[i])
+            .take(want_held)
+            .collect();
+        held.sort_unstable();
+        let mut rejected: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|i| held.binary_search(i).is_err())
+            .take(want_rejected)
+            .collect();
+        rejected.sort_unstable();
+        (held, rejected)
     }
 
     /// The first `len` comments (a plan that was loaded only in part).

@@ -69,6 +69,12 @@ pub(crate) struct Case {
     pub layout: String,
     /// The discussion size asked for.
     pub size: usize,
+    /// The share of its posts a moderator held back, in percent (`--held-percent`).
+    pub held_percent: u32,
+    /// Posts held before they were public (outside the layout).
+    pub held: usize,
+    /// Posts rejected once public (placeholders in place).
+    pub rejected: usize,
     /// Comments actually loaded (fewer when the layout hit its size cap).
     pub loaded: usize,
     /// The discussion's layout after loading (a layout may move a discussion at its cap).
@@ -202,10 +208,22 @@ fn size_label(case: &Case) -> String {
 }
 
 fn layout_label(case: &Case) -> String {
-    if case.final_layout == case.layout {
+    let layout = if case.final_layout == case.layout {
         case.layout.clone()
     } else {
         format!("{} → {}", case.layout, case.final_layout)
+    };
+    match case.held_percent {
+        0 => layout,
+        p => format!("{layout}, {p} % held back"),
+    }
+}
+
+/// The layout and the share held back: the cases whose reads scale together.
+fn series(case: &Case) -> String {
+    match case.held_percent {
+        0 => case.layout.clone(),
+        p => format!("{}, {p} % held back", case.layout),
     }
 }
 
@@ -256,7 +274,7 @@ impl Case {
             let _ = writeln!(
                 out,
                 "  {} {}: {:<22} GraphQL p50 {:>7} ms, direct p50 {:>7} ms ({:.2}×), round trips {} / {}, CPU µs/request server {:.0}, direct {:.0}",
-                self.layout,
+                series(self),
                 group(self.size),
                 r.label,
                 ms(r.graphql.p50_ms),
@@ -494,8 +512,12 @@ impl Report {
             out,
             "\n## How reads scale: GraphQL p50 at the largest size ÷ at the smallest\n"
         );
-        let mut layouts: Vec<&str> = self.cases.iter().map(|c| c.layout.as_str()).collect();
-        layouts.dedup();
+        let mut layouts: Vec<String> = Vec::new();
+        for case in &self.cases {
+            if !layouts.contains(&series(case)) {
+                layouts.push(series(case));
+            }
+        }
         let _ = writeln!(
             out,
             "| read | {} |",
@@ -505,7 +527,7 @@ impl Report {
                     let sizes: Vec<usize> = self
                         .cases
                         .iter()
-                        .filter(|c| c.layout == *l)
+                        .filter(|c| series(c) == *l)
                         .map(|c| c.size)
                         .collect();
                     format!(
@@ -530,7 +552,7 @@ impl Report {
             let cells: Vec<String> = layouts
                 .iter()
                 .map(|l| {
-                    let cases: Vec<&Case> = self.cases.iter().filter(|c| c.layout == *l).collect();
+                    let cases: Vec<&Case> = self.cases.iter().filter(|c| series(c) == *l).collect();
                     let p50 = |c: Option<&&Case>| {
                         c.and_then(|c| read_of(c, read)).map(|r| r.graphql.p50_ms)
                     };
@@ -668,6 +690,16 @@ impl Report {
                     group(case.loaded)
                 );
             }
+        }
+        for case in self.cases.iter().filter(|c| c.held_percent > 0) {
+            let _ = writeln!(
+                out,
+                "\n{}: of {} posts, {} held before they were public (outside the layout) and {} rejected in place (placeholders)",
+                layout_label(case),
+                group(case.loaded),
+                group(case.held),
+                group(case.rejected)
+            );
         }
         for skipped in &self.skipped {
             let _ = writeln!(out, "\nSkipped {}: {}", skipped.layout, skipped.reason);

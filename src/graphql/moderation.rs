@@ -4,6 +4,7 @@
 //! it in its queue first, so a crash in between leaves a comment a moderator can still find.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_graphql::Context;
 
@@ -12,7 +13,7 @@ use crate::domain::{
     Comment, CommentStatus, CommentText, Discussion, DiscussionId, DomainError, Held, Micros,
     NewComment, Queue, Screening, Slug, Standing,
 };
-use crate::store::{DynStorage, Placing, ReadScope, Report};
+use crate::store::{Claim, DynStorage, Placing, ReadScope, Report};
 
 /// What the word lists make of a text posted or edited by a non-moderator: `None` when it goes
 /// through as the discussion's mode says; a pending standing for a suspect word, a rejected
@@ -88,13 +89,24 @@ pub(super) async fn approve(
     slug: Slug,
     max_text_chars: usize,
 ) -> Result<Approved, DomainError> {
-    if let Some(held) = storage.held().find(&discussion.id, &slug).await? {
-        let (discussion, comment) = publish(&storage, discussion, held, max_text_chars).await?;
-        return Ok(Approved {
-            discussion,
-            comment,
-            changed: true,
-        });
+    if storage.held().find(&discussion.id, &slug).await?.is_some() {
+        // Approvals of one held comment at once take turns by a claim on it: one publishes it,
+        // the others find it public afterwards and approve it as such (changing nothing).
+        if let Some(held) = claim_held(&storage, &discussion.id, &slug).await? {
+            let published = publish(&storage, discussion.clone(), held, max_text_chars).await;
+            if published.is_err() {
+                // Another approval may go ahead now rather than once the lease has run out.
+                if let Err(err) = storage.held().release(&discussion.id, &slug).await {
+                    tracing::warn!(error = %err, "could not release the claim on a held comment");
+                }
+            }
+            let (discussion, comment) = published?;
+            return Ok(Approved {
+                discussion,
+                comment,
+                changed: true,
+            });
+        }
     }
     let decide = |current: &Comment, _now| {
         if current.standing == Standing::default() {
@@ -125,12 +137,45 @@ pub(super) async fn approve(
     })
 }
 
+/// How long an approval's claim on a held comment lasts (see [`crate::store::HeldStore::claim`]).
+const PUBLISH_LEASE: Duration = Duration::from_secs(10);
+
+/// Claims the held comment `slug` for publishing, waiting while another approval holds it;
+/// `None` once there is no such held comment (another approval published it).
+async fn claim_held(
+    storage: &DynStorage,
+    discussion: &DiscussionId,
+    slug: &Slug,
+) -> Result<Option<Held>, DomainError> {
+    let started = std::time::Instant::now();
+    loop {
+        match storage
+            .held()
+            .claim(discussion, slug, PUBLISH_LEASE)
+            .await?
+        {
+            Claim::Claimed(held) => return Ok(Some(*held)),
+            Claim::Gone => return Ok(None),
+            // The lease runs out within this wait, so the claim is taken before it ends.
+            Claim::Busy if started.elapsed() < PUBLISH_LEASE * 2 => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Claim::Busy => {
+                return Err(DomainError::Conflict(format!(
+                    "comment {slug} is being approved by another request: try again"
+                )))
+            }
+        }
+    }
+}
+
 /// Publishes a held comment: posts it as any comment is posted (its author and text, its slug
 /// part when still free), so it appears at this time with every counter right and
 /// `commentPosted` fired, then removes the held document and trusts its author. The post is one
 /// atomic step (comment and counters); the removal is a separate write: a crash in between
 /// leaves the comment published and still held, and approving it again finds it published
-/// (same slug, author and text) and only removes the held document.
+/// (same slug, author and text) and only removes the held document. The caller has claimed it
+/// (see [`claim_held`]).
 async fn publish(
     storage: &DynStorage,
     discussion: Arc<Discussion>,

@@ -117,6 +117,19 @@ pub trait HeldStore: Send + Sync {
     /// Removes the comment's entry (held comment or queue entry); whether there was one.
     async fn remove(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<bool>;
 
+    /// Claims a held comment for publishing, so that two approvals of it at once publish it
+    /// once: the claim lasts `lease` (a process that stopped while publishing holds it no
+    /// longer) or until [`HeldStore::release`]; removing the comment ends it too.
+    async fn claim(
+        &self,
+        discussion: &DiscussionId,
+        slug: &Slug,
+        lease: std::time::Duration,
+    ) -> StoreResult<Claim>;
+
+    /// Gives up a claim made by [`HeldStore::claim`] (publishing failed).
+    async fn release(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<()>;
+
     /// Puts the public comment `slug` in `queue` from `at`. With [`Placing::Escalate`] an entry
     /// in a milder queue moves there (reported, then pending, then rejected) and one already in
     /// that queue or a stricter one stays as it is: concurrent reports may queue a comment out
@@ -158,6 +171,20 @@ pub trait HeldStore: Send + Sync {
     /// Counts an approved comment of the person (who is trusted from now on).
     async fn trust(&self, person: &str) -> StoreResult<()>;
 }
+
+/// What [`HeldStore::claim`] found.
+#[derive(Debug, Clone)]
+pub enum Claim {
+    /// The held comment, now claimed by the caller.
+    Claimed(Box<Held>),
+    /// Another approval holds it (for at most its lease).
+    Busy,
+    /// There is no such held comment (any more).
+    Gone,
+}
+
+/// The held document's field that says since when an approval has claimed it (microseconds).
+const PUBLISHING: &str = "publishing";
 
 /// The MongoDB held-comments store.
 pub(crate) struct HeldComments {
@@ -392,6 +419,50 @@ impl HeldStore for HeldComments {
             .delete_many(doc! { "_id": key(discussion, slug) })
             .await?;
         Ok(removed.deleted_count > 0)
+    }
+
+    async fn claim(
+        &self,
+        discussion: &DiscussionId,
+        slug: &Slug,
+        lease: std::time::Duration,
+    ) -> StoreResult<Claim> {
+        let id = key(discussion, slug);
+        let now = Micros::now().0;
+        let lease = i64::try_from(lease.as_micros()).unwrap_or(i64::MAX);
+        let claimed = self
+            .coll
+            .find_one_and_update(
+                doc! { "_id": &id, "public": { "$ne": true }, "$or": [
+                    { PUBLISHING: { "$exists": false } },
+                    { PUBLISHING: { "$lt": now.saturating_sub(lease) } },
+                ] },
+                doc! { "$set": { PUBLISHING: now } },
+            )
+            .return_document(ReturnDocument::After)
+            .await?;
+        if let Some(doc) = claimed {
+            return Ok(Claim::Claimed(Box::new(from_doc(&doc)?)));
+        }
+        let found = self
+            .coll
+            .find_one(doc! { "_id": &id, "public": { "$ne": true } })
+            .await?;
+        Ok(if found.is_some() {
+            Claim::Busy
+        } else {
+            Claim::Gone
+        })
+    }
+
+    async fn release(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<()> {
+        self.coll
+            .update_one(
+                doc! { "_id": key(discussion, slug), "public": { "$ne": true } },
+                doc! { "$unset": { PUBLISHING: "" } },
+            )
+            .await?;
+        Ok(())
     }
 
     async fn enqueue(

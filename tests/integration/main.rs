@@ -28,6 +28,7 @@ mod logs;
 mod migrate;
 mod model;
 mod moderation;
+mod moderation_concurrency;
 mod moderation_leak;
 mod moderation_log;
 mod node;

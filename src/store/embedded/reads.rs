@@ -8,7 +8,7 @@ use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 
 use super::shape::chain_of;
-use super::write::element_path;
+use super::write::{array_path, element_path};
 use super::*;
 use crate::domain::tree::Listing;
 use crate::domain::tree::Thread;
@@ -134,7 +134,16 @@ impl CommentStore for Embedded {
         let prefix = format!("{}.", element_path(&at.path));
         let growth = element_size(next, true)? - element_size(current, true)?;
         let mut filter = unfenced(id);
-        filter.extend(unchanged_filter(&prefix, current)?);
+        // The guard matches inside the comment's own array with `$elemMatch`: on a dotted path
+        // through arrays (`replies.3.status`) a null (absent field) would also match by the
+        // path's other reading (a field named `3` of any element, absent everywhere), so the
+        // guard of a field that is absent when unchanged (status, reason, report count) would
+        // let a concurrent change through and be lost.
+        let (array, _) = at.path.split_at(at.path.len().saturating_sub(1));
+        filter.insert(
+            array_path(array),
+            doc! { "$elemMatch": unchanged_filter("", current)? },
+        );
         let budget = self.budget(id, growth.max(0))?;
         if growth > 0 {
             filter.insert(BYTES, doc! { "$not": { "$gt": budget } });

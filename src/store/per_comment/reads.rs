@@ -49,8 +49,10 @@ impl CommentStore for PerComment {
         current: &Comment,
         next: &Comment,
     ) -> StoreResult<bool> {
-        let mut filter = unchanged_filter("", current)?;
-        filter.insert("discussion_id", discussion.id.as_str());
+        // The discussion first: the development database picks its index by a filter's first
+        // fields, and `slug` alone leads no index (it read every comment of every discussion).
+        let mut filter = doc! { "discussion_id": discussion.id.as_str() };
+        filter.extend(unchanged_filter("", current)?);
         writer::replace_outside(
             &self.writer,
             &self.discussions,

@@ -298,7 +298,12 @@ async fn store<S: PostSteps>(
                         Attempt::Retry => {
                             tracing::debug!(discussion = %discussion.id, "post refused by a guard: retrying");
                             entry.refused += 1;
-                            entry.part = SlugPart::generate();
+                            // A part given by the caller (a held comment published under the
+                            // slug it was held with) is kept: a refusal by a concurrent write
+                            // is tried again with it, and a slug truly taken ends in `CONFLICT`.
+                            if entry.new.part.is_none() {
+                                entry.part = SlugPart::generate();
+                            }
                         }
                         Attempt::Moved => entry.moved += 1,
                     }
