@@ -13,7 +13,7 @@ use crate::domain::{
     Comment, CommentStatus, CommentText, Discussion, DiscussionId, DomainError, Held, Micros,
     NewComment, Queue, Screening, Slug, Standing,
 };
-use crate::store::{Claim, DynStorage, Placing, ReadScope, Report};
+use crate::store::{Claim, DynStorage, ReadScope, Report};
 
 /// What the word lists make of a text posted or edited by a non-moderator: `None` when it goes
 /// through as the discussion's mode says; a pending standing for a suspect word, a rejected
@@ -236,7 +236,7 @@ pub(super) async fn reject(
     }
     storage
         .held()
-        .enqueue(id, &slug, Queue::Rejected, Micros::now(), Placing::Escalate)
+        .enqueue(id, &slug, Queue::Rejected, Micros::now())
         .await?;
     let decide = move |current: &Comment, _now| {
         let standing = current
@@ -291,10 +291,7 @@ pub(super) async fn report(
         CommentStatus::Approved if holds => Queue::Pending,
         CommentStatus::Approved => Queue::Reported,
     };
-    storage
-        .held()
-        .enqueue(id, slug, queue, report.at, Placing::Escalate)
-        .await?;
+    storage.held().enqueue(id, slug, queue, report.at).await?;
     let counted = move |current: &Comment, _now| {
         let reports = current.standing.reports.saturating_add(1);
         let mut standing = Standing {
@@ -328,11 +325,13 @@ pub(super) async fn report(
     Ok(true)
 }
 
-/// Makes the queue entry of a public comment match the comment as it is now: after a change
-/// that queued it did not happen, or after one that may have raced another (a report and an
-/// approval). Removed when it waits for nobody. Failures are logged: the entry then shows a
-/// comment that no longer waits (or misses one that does, until its next report or change),
-/// and approving it clears it.
+/// Brings the queue entry of a public comment in line with the comment as it is now read:
+/// after a change that queued it did not happen, or after one that may have raced another (a
+/// report and an approval). Queued (only ever into a stricter queue, so a read older than a
+/// concurrent rejection cannot undo it), or, when it waits for nobody, taken out of the REPORTED
+/// queue (never out of a stricter one, which only an approval leaves). What is left is narrow:
+/// an approval racing a report can leave a reported comment out of the REPORTED queue until its
+/// next report, or a stale entry that approving clears. Failures are logged.
 pub(super) async fn settle_queue(storage: &DynStorage, discussion: &Discussion, slug: &Slug) {
     let settle = async {
         let queue = public_comment(storage, discussion, slug)
@@ -342,11 +341,13 @@ pub(super) async fn settle_queue(storage: &DynStorage, discussion: &Discussion, 
             Some(queue) => {
                 storage
                     .held()
-                    .enqueue(&discussion.id, slug, queue, Micros::now(), Placing::Exact)
+                    .enqueue(&discussion.id, slug, queue, Micros::now())
                     .await?
             }
+            // Only a REPORTED entry goes: a read older than a concurrent rejection or hold
+            // must not take that out (only an approval does).
             None => {
-                storage.held().remove(&discussion.id, slug).await?;
+                storage.held().dismiss(&discussion.id, slug).await?;
             }
         }
         Ok::<_, DomainError>(())

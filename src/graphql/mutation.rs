@@ -25,7 +25,7 @@ use crate::domain::{
     ModerationAction, NewComment, NewDiscussion, Queue, Reason, Slug, Standing, UserId,
 };
 use crate::rate::retry_after_secs;
-use crate::store::{DynStorage, Placing, Report};
+use crate::store::{DynStorage, Report};
 
 /// The caller of a mutation, checked: signed in, within its author's rate, and not banned (a
 /// moderator is never held back by a ban, and is recorded as a moderator instead). Only
@@ -351,13 +351,6 @@ impl Mutation {
                     author: &viewer.author,
                     moderator: viewer.moderator,
                 };
-                let queue = screened.as_ref().and_then(Queue::of);
-                if let Some(queue) = queue {
-                    storage
-                        .held()
-                        .enqueue(&target.id, &slug, queue, Micros::now(), Placing::Escalate)
-                        .await?;
-                }
                 let decide = |current: &crate::domain::Comment, now| {
                     let next = change.apply(current, actor, rules, target.locked, now)?;
                     Ok(match (next, &screened) {
@@ -368,14 +361,18 @@ impl Mutation {
                         (next, _) => next,
                     })
                 };
-                let changed = storage.change_comment(&target, &slug, &decide).await;
-                // Not changed as screened (refused, or the same text): its queue entry is
-                // made to match the comment as it is.
-                let settled = changed.as_ref().ok().map(|c| Queue::of(&c.standing));
-                if queue.is_some() && settled != Some(queue) {
-                    moderation::settle_queue(&storage, &target, &slug).await;
+                let comment = storage.change_comment(&target, &slug, &decide).await?;
+                // Held or rejected by the edit: into its queue (after the change, which may
+                // be refused; a crash in between leaves it out of the queue until its next
+                // change or report).
+                if screened.is_some() && !comment.deleted {
+                    if let Some(queue) = Queue::of(&comment.standing) {
+                        storage
+                            .held()
+                            .enqueue(&target.id, &slug, queue, Micros::now())
+                            .await?;
+                    }
                 }
-                let comment = changed?;
                 if action == ModerationAction::Delete && Queue::of(&comment.standing).is_some() {
                     // A deleted comment waits for no moderator.
                     storage.held().remove(&target.id, &slug).await?;

@@ -63,15 +63,6 @@ pub struct QueueEntry {
     pub waiting: Waiting,
 }
 
-/// How [`HeldStore::enqueue`] treats an entry that is already in a queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Placing {
-    /// Move it only to a stricter queue.
-    Escalate,
-    /// Move it to the queue given.
-    Exact,
-}
-
 /// A report of a comment by a user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
@@ -130,19 +121,21 @@ pub trait HeldStore: Send + Sync {
     /// Gives up a claim made by [`HeldStore::claim`] (publishing failed).
     async fn release(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<()>;
 
-    /// Puts the public comment `slug` in `queue` from `at`. With [`Placing::Escalate`] an entry
-    /// in a milder queue moves there (reported, then pending, then rejected) and one already in
-    /// that queue or a stricter one stays as it is: concurrent reports may queue a comment out
-    /// of order, and the strictest queue wins. With [`Placing::Exact`] (the comment as it was
-    /// just read) the entry moves to `queue` whatever it was. An entry that stays in its queue
-    /// keeps its time. Approving removes the entry ([`HeldStore::remove`]).
+    /// Takes the public comment `slug` out of the REPORTED queue (an entry in a stricter queue
+    /// stays); whether it was there.
+    async fn dismiss(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<bool>;
+
+    /// Puts the public comment `slug` in `queue` from `at`, or moves it there from a milder
+    /// queue (reported, then pending, then rejected); an entry already in that queue or a
+    /// stricter one stays as it is, with its time. Writers that race (reports, a rejection)
+    /// may queue a comment out of order, so an entry only ever becomes stricter: the strictest
+    /// queue wins, and only an approval takes it out ([`HeldStore::remove`]).
     async fn enqueue(
         &self,
         discussion: &DiscussionId,
         slug: &Slug,
         queue: Queue,
         at: Micros,
-        placing: Placing,
     ) -> StoreResult<()>;
 
     /// Up to `limit` entries of `queue` (in one discussion, or all), oldest first, after
@@ -465,27 +458,28 @@ impl HeldStore for HeldComments {
         Ok(())
     }
 
+    async fn dismiss(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<bool> {
+        let filter = doc! {
+            "_id": key(discussion, slug),
+            "public": true,
+            "status": Queue::Reported.as_str(),
+        };
+        Ok(self.coll.delete_many(filter).await?.deleted_count > 0)
+    }
+
     async fn enqueue(
         &self,
         discussion: &DiscussionId,
         slug: &Slug,
         queue: Queue,
         at: Micros,
-        placing: Placing,
     ) -> StoreResult<()> {
         let id = key(discussion, slug);
-        let movable: Vec<&str> = match placing {
-            Placing::Escalate => Queue::ESCALATION
-                .iter()
-                .take_while(|q| **q != queue)
-                .map(|q| q.as_str())
-                .collect(),
-            Placing::Exact => Queue::ESCALATION
-                .iter()
-                .filter(|q| **q != queue)
-                .map(|q| q.as_str())
-                .collect(),
-        };
+        let movable: Vec<&str> = Queue::ESCALATION
+            .iter()
+            .take_while(|q| **q != queue)
+            .map(|q| q.as_str())
+            .collect();
         let moved = self
             .coll
             .update_one(
@@ -506,7 +500,7 @@ impl HeldStore for HeldComments {
         };
         match self.coll.insert_one(entry).await {
             Ok(_) => Ok(()),
-            // There is one already, in this queue (or, escalating, a stricter one): kept.
+            // There is one already, in this queue or a stricter one: kept as it is.
             Err(err) if is_duplicate_key(&err) => Ok(()),
             Err(err) => Err(err.into()),
         }

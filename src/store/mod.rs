@@ -32,7 +32,7 @@ pub use api::{
 pub use connect::StoreConfig;
 pub use discussions::Discussions;
 pub use error::{StoreError, StoreResult};
-pub use held::{Claim, HeldStore, Placing, QueueEntry, Report, Waiting};
+pub use held::{Claim, HeldStore, QueueEntry, Report, Waiting};
 pub use metrics::CommandCounter;
 pub use router::Store;
 pub use scope::ReadScope;

@@ -706,7 +706,17 @@ async fn counters_are_exact_under_concurrency_case(layout: Layout) {
                 "{queue}: a comment listed twice"
             );
             assert_eq!(totals, BTreeSet::from([walked.len() as u64]), "{queue}");
-            assert_eq!(&unique, wanted, "the {queue} queue, through server {s}");
+            let why = |slug: &String| {
+                let scripted = expected.scripted.iter().find(|(s, _)| *s == slug);
+                let held = expected.held.iter().find(|(s, _)| *s == slug);
+                format!("{slug}: scripted {scripted:?}, held {held:?}")
+            };
+            let missing: Vec<String> = wanted.difference(&unique).map(why).collect();
+            let extra: Vec<String> = unique.difference(wanted).map(why).collect();
+            assert_eq!(
+                &unique, wanted,
+                "the {queue} queue, through server {s}: missing {missing:?}, extra {extra:?}"
+            );
             let status = if *queue == "REPORTED" {
                 "APPROVED"
             } else {
