@@ -61,12 +61,17 @@ struct Args {
     #[arg(long)]
     no_writes: bool,
     /// Shares of each discussion's posts that a moderator holds back, in percent, comma-separated:
-    /// each size is loaded and measured once per share. Half of the share is held before it is
-    /// public (kept outside the layout, as a post to a pre-moderated discussion is), half is
-    /// rejected once public (a placeholder in place). `0,10` measures every size without and
-    /// with 10 %, in one run.
+    /// each size is loaded and measured once per share. Part of the share is held before it is
+    /// public (kept outside the layout, as a post to a pre-moderated discussion is), the rest
+    /// (`--rejected-share`) is rejected once public (a placeholder in place). `0,10` measures
+    /// every size without and with 10 %, in one run.
     #[arg(long, value_delimiter = ',', value_name = "PERCENT,...", default_value = "0", value_parser = clap::value_parser!(u32).range(0..=50))]
     held_percent: Vec<u32>,
+    /// How much of the share held back is rejected once public, in percent (the rest is held
+    /// before it is public). Rejections go one at a time through the change path, which is
+    /// slow on large per-comment discussions.
+    #[arg(long, value_name = "PERCENT", default_value_t = 50, value_parser = clap::value_parser!(u32).range(0..=100))]
+    rejected_share: u32,
     /// MongoDB connection string [default: start the embedded development database in a
     /// temporary directory].
     #[arg(long)]
@@ -500,7 +505,7 @@ async fn bench_case(
     .into_iter()
     .flatten()
     .collect();
-    let (held, rejected) = plan.moderated(held_percent, args.seed, &keep);
+    let (held, rejected) = plan.moderated(held_percent, args.rejected_share, args.seed, &keep);
     let held: HashSet<usize> = held.into_iter().collect();
     let title = DiscussionTitle::parse(&format!("benchmark: {layout}, {size} comments"))?;
     let discussion = store

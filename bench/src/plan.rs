@@ -191,20 +191,21 @@ impl Plan {
         Plan { comments }
     }
 
-    /// Which comments a moderator holds back (`percent` % of them in all): half held before
-    /// they are public, half rejected in place once they are. The held ones are leaves (nothing is
+    /// Which comments a moderator holds back (`percent` % of them in all): `rejected_share` %
+    /// of those rejected in place once they are public, the rest held before they are. The held ones are leaves (nothing is
     /// posted under a held comment); none of them is in `keep` (the reads' fixtures). Both lists
     /// are in plan order; the same plan, percentage and seed always give the same choice.
     pub(crate) fn moderated(
         &self,
         percent: u32,
+        rejected_share: u32,
         seed: u64,
         keep: &[usize],
     ) -> (Vec<usize>, Vec<usize>) {
         let n = self.comments.len();
         let total = n * percent.min(100) as usize / 100;
-        let want_held = total / 2;
-        let want_rejected = total - want_held;
+        let want_rejected = total * rejected_share.min(100) as usize / 100;
+        let want_held = total - want_rejected;
         let mut has_replies = vec![false; n];
         for c in &self.comments {
             if let Some(parent) = c.parent {
