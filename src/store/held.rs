@@ -35,6 +35,8 @@ pub(crate) const COLLECTION: &str = "held_comments";
 pub(crate) const PEOPLE: &str = "people";
 /// The collection of reports, one per reporter and comment.
 pub(crate) const REPORTS: &str = "reports";
+/// Rounds of [`HeldStore::enqueue`] against concurrent writers of the same entry.
+const ENQUEUE_ROUNDS: usize = 4;
 /// Trusted people a process remembers (past this, it starts over; trust is never withdrawn).
 const TRUSTED: usize = 100_000;
 
@@ -480,16 +482,6 @@ impl HeldStore for HeldComments {
             .take_while(|q| **q != queue)
             .map(|q| q.as_str())
             .collect();
-        let moved = self
-            .coll
-            .update_one(
-                doc! { "_id": &id, "public": true, "status": { "$in": movable } },
-                doc! { "$set": { "status": queue.as_str(), "since": at.0 } },
-            )
-            .await?;
-        if moved.matched_count > 0 {
-            return Ok(());
-        }
         let entry = doc! {
             "_id": &id,
             "discussion_id": discussion.as_str(),
@@ -498,12 +490,28 @@ impl HeldStore for HeldComments {
             "status": queue.as_str(),
             "since": at.0,
         };
-        match self.coll.insert_one(entry).await {
-            Ok(_) => Ok(()),
-            // There is one already, in this queue or a stricter one: kept as it is.
-            Err(err) if is_duplicate_key(&err) => Ok(()),
-            Err(err) => Err(err.into()),
+        // Move a milder entry up, or add one; an entry added meanwhile by someone else (the
+        // insert's duplicate) may be milder, so it is tried again. Entries only move up until an
+        // approval removes them, so this ends within a few rounds.
+        for _ in 0..ENQUEUE_ROUNDS {
+            let moved = self
+                .coll
+                .update_one(
+                    doc! { "_id": &id, "public": true, "status": { "$in": &movable } },
+                    doc! { "$set": { "status": queue.as_str(), "since": at.0 } },
+                )
+                .await?;
+            if moved.matched_count > 0 {
+                return Ok(());
+            }
+            match self.coll.insert_one(entry.clone()).await {
+                Ok(_) => return Ok(()),
+                Err(err) if is_duplicate_key(&err) => {}
+                Err(err) => return Err(err.into()),
+            }
         }
+        // Still there and not milder: in this queue or a stricter one, kept as it is.
+        Ok(())
     }
 
     async fn queue_page(
