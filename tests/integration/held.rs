@@ -188,7 +188,13 @@ pub(crate) async fn held_comments_are_hidden_until_approved_case(settings: Setti
     assert_eq!(approved["slug"], top.as_str(), "the slug is kept");
     assert_eq!(approved["status"], "APPROVED");
     assert_eq!(approved["author"]["id"], "u7");
-    let reported = posts_reported(&mut feed, &d, 1).await;
+    // The feed opened after `public_one` was posted, but the development database may still
+    // report that post to it (its change streams start at a time kept to the second): it is
+    // passed over; the approval's post must come.
+    let mut reported = posts_reported(&mut feed, &d, 1).await;
+    if reported.contains(&public_one) {
+        reported = posts_reported(&mut feed, &d, 1).await;
+    }
     assert!(reported.contains(&top), "{reported:?}");
     let after = public(&app, &d, key).await;
     let discussion = &after["discussion"];
