@@ -4,6 +4,7 @@ use std::any::Any;
 use std::fmt::Debug;
 use std::sync::Arc;
 
+use super::votes::Votes;
 use super::{
     text, DiscussionId, DiscussionKey, DomainError, FullSlug, Layout, Micros, ModerationMode, Slug,
     SlugPart, SortKey, Standing,
@@ -47,6 +48,8 @@ pub struct Comment {
     pub reply_count: u64,
     /// Where it stands with the moderators.
     pub standing: Standing,
+    /// Its vote counters.
+    pub votes: Votes,
 }
 
 /// An earlier version of a comment's text.
@@ -375,6 +378,7 @@ impl Placement {
             revisions: Vec::new(),
             reply_count: 0,
             standing: Standing::default(),
+            votes: Votes::default(),
         }
     }
 }

@@ -150,6 +150,7 @@ mod tests {
             revisions: Vec::new(),
             reply_count: 0,
             standing: Default::default(),
+            votes: Default::default(),
         }
     }
 

@@ -12,6 +12,7 @@ pub mod paging;
 pub mod slug;
 pub mod text;
 pub mod tree;
+pub mod votes;
 pub mod words;
 
 pub use comment::{
@@ -26,4 +27,5 @@ pub use moderation::{Ban, LogEntry, Logged, ModerationAction, Reason, UserId};
 pub use moderation::{CommentStatus, Held, ModerationMode, Queue, ReportReason, Standing};
 pub use paging::{Cursor, CursorKind, Page, PageArgs, Paged, Paging, SortKey, Span, Window};
 pub use slug::{FullSlug, Micros, Slug, SlugPart};
+pub use votes::{Rank, RankKey, Vote, Votes};
 pub use words::{ListError, Screening, WordList, WordLists};

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::bson::corrupt;
 use super::error::StoreResult;
 use crate::domain::{
-    Author, Comment, CommentStatus, DiscussionId, FullSlug, Micros, Revision, Slug, Standing,
+    Author, Comment, CommentStatus, DiscussionId, FullSlug, Micros, Revision, Slug, Standing, Votes,
 };
 
 /// An author as stored.
@@ -90,6 +90,16 @@ pub(super) struct CommentDoc {
     /// Reports since a moderator last approved it (absent without any).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report_count: Option<i64>,
+    /// Votes for it (absent without any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up: Option<i64>,
+    /// Votes against it (absent without any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down: Option<i64>,
+    /// The discussion's vote number of the last vote that changed `up` or `down` (absent
+    /// before any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vseq: Option<i64>,
     /// Position in its discussion's posting order, from 1 (per-comment layout, sequenced
     /// discussions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -144,6 +154,9 @@ impl CommentDoc {
             moderation_reason: comment.standing.reason.clone(),
             report_count: (comment.standing.reports > 0)
                 .then(|| i64::try_from(comment.standing.reports).unwrap_or(i64::MAX)),
+            up: positive(comment.votes.up),
+            down: positive(comment.votes.down),
+            vseq: positive(comment.votes.seq),
             seq: None,
             thread_seq: None,
             thread: None,
@@ -187,12 +200,27 @@ impl CommentDoc {
                     .and_then(|n| u64::try_from(n).ok())
                     .unwrap_or(0),
             },
+            votes: Votes {
+                up: counter(self.up),
+                down: counter(self.down),
+                seq: counter(self.vseq),
+            },
         }
     }
 }
 
+/// A counter as stored: absent at 0.
+fn positive(n: u64) -> Option<i64> {
+    (n > 0).then(|| i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+/// A stored counter (0 when absent or negative).
+fn counter(stored: Option<i64>) -> u64 {
+    stored.and_then(|n| u64::try_from(n).ok()).unwrap_or(0)
+}
+
 /// The fields of a comment that change after it is posted (edits, deletion, moderation).
-const CHANGEABLE: [&str; 8] = [
+const CHANGEABLE: [&str; 11] = [
     "text",
     "edited",
     "edited_by",
@@ -201,6 +229,9 @@ const CHANGEABLE: [&str; 8] = [
     "status",
     "moderation_reason",
     "report_count",
+    "up",
+    "down",
+    "vseq",
 ];
 
 /// The changeable fields of a stored comment, as `CommentDoc` writes them (absent ones are

@@ -320,6 +320,7 @@ fn from_doc(doc: &Document) -> StoreResult<Held> {
                 reason: optional("reason"),
                 reports: 0,
             },
+            votes: crate::domain::Votes::default(),
         },
     })
 }
