@@ -89,6 +89,10 @@ pub fn best(up: u64, down: u64) -> f64 {
     let n = (up + down) as f64;
     let p = up as f64 / n;
     let z = WILSON_Z;
+    #[allow(
+        clippy::suboptimal_flops,
+        reason = "written as docs/api.md gives it, so that anyone computing it that way gets the same bits"
+    )]
     let bound = (p + z * z / (2.0 * n) - z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt())
         / (1.0 + z * z / n);
     bound.max(0.0)
@@ -147,7 +151,7 @@ pub struct RankKey<'a> {
 
 impl RankKey<'_> {
     /// The ranked order: highest value first, then oldest, then by slug.
-    pub fn cmp(&self, other: &RankKey<'_>) -> Ordering {
+    pub fn order(&self, other: &RankKey<'_>) -> Ordering {
         other
             .value
             .total_cmp(&self.value)
@@ -211,7 +215,7 @@ mod tests {
             key(1.0, 3, "z"),
             key(-1.0, 1, "a"),
         ];
-        keys.sort_by(|a, b| a.cmp(b));
+        keys.sort_by(|a, b| a.order(b));
         let order: Vec<_> = keys.iter().map(|k| (k.value, k.posted.0, k.slug)).collect();
         assert_eq!(
             order,
