@@ -173,6 +173,7 @@ impl From<&Config> for Limits {
             default_layout: config.default_layout.into(),
             default_moderation: config.moderation.into(),
             reports_to_hold: config.reports_to_hold,
+            vote_rate: config.vote_rate_limit,
             edit_rules: EditRules {
                 window_secs: config.edit_window_secs,
             },

@@ -369,6 +369,15 @@ pub struct Config {
         global = true
     )]
     pub rate_limit: RateLimit,
+    /// Votes per user (token `sub`), counted apart from other mutations: `<count>/<seconds>s`,
+    /// or `off`.
+    #[arg(
+        long,
+        env = "THREADQL_VOTE_RATE_LIMIT",
+        default_value = "60/60s",
+        global = true
+    )]
+    pub vote_rate_limit: RateLimit,
     /// Operations per client of callers that are not signed in (no token, or a refused one):
     /// `<count>/<seconds>s`, or `off`. Every operation counts: each one of a batch, of a
     /// WebSocket (and its upgrade), of Server-Sent Events. A client is an IPv4 address or an
@@ -824,6 +833,7 @@ impl fmt::Debug for Config {
             .field("jwt_audience", &self.jwt_audience)
             .field("jwt_leeway_secs", &self.jwt_leeway_secs)
             .field("rate_limit", &self.rate_limit)
+            .field("vote_rate_limit", &self.vote_rate_limit)
             .field("rate_limit_anon", &self.rate_limit_anon)
             .field("client_ip_header", &self.client_ip_header)
             .field("banned_words", &self.banned_words)

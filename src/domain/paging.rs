@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 
+use super::votes::{Rank, RankKey};
 use super::{Comment, Discussion, DiscussionId, DomainError, FullSlug, Micros, Slug};
 
 /// Items in a page when a client gives neither `first` nor `last`.
@@ -43,6 +44,8 @@ pub enum CursorKind {
     ModerationLog,
     /// `(since, key)`: a moderator queue, oldest first.
     ModerationQueue,
+    /// `(value, posted, slug)` in a ranked order, with the walk's vote number.
+    Ranked(Rank),
 }
 
 impl CursorKind {
@@ -55,6 +58,9 @@ impl CursorKind {
             CursorKind::Discussion => "d",
             CursorKind::ModerationLog => "l",
             CursorKind::ModerationQueue => "q",
+            CursorKind::Ranked(Rank::Top) => "T",
+            CursorKind::Ranked(Rank::Best) => "B",
+            CursorKind::Ranked(Rank::Controversial) => "V",
         }
     }
 
@@ -66,6 +72,9 @@ impl CursorKind {
             CursorKind::Discussion,
             CursorKind::ModerationLog,
             CursorKind::ModerationQueue,
+            CursorKind::Ranked(Rank::Top),
+            CursorKind::Ranked(Rank::Best),
+            CursorKind::Ranked(Rank::Controversial),
         ]
         .into_iter()
         .find(|kind| kind.tag() == tag)
@@ -80,6 +89,9 @@ impl CursorKind {
             CursorKind::Discussion => "the discussion list",
             CursorKind::ModerationLog => "the moderation log",
             CursorKind::ModerationQueue => "a moderation queue",
+            CursorKind::Ranked(Rank::Top) => "a TOP list",
+            CursorKind::Ranked(Rank::Best) => "a BEST list",
+            CursorKind::Ranked(Rank::Controversial) => "a CONTROVERSIAL list",
         }
     }
 
@@ -118,6 +130,18 @@ pub enum Cursor {
         /// `<discussion id>:<slug>`, the tie-break.
         key: String,
     },
+    /// Ranked position, and the walk it belongs to.
+    Ranked {
+        /// The item's value as it was read (`f64` bits).
+        value: u64,
+        /// Its posting time.
+        posted: Micros,
+        /// Its slug.
+        slug: Slug,
+        /// The discussion's vote number when the walk's first page was read: later pages leave
+        /// out comments whose votes changed after it.
+        walk: u64,
+    },
 }
 
 impl Cursor {
@@ -129,6 +153,36 @@ impl Cursor {
                 posted: comment.posted,
                 slug: comment.slug.clone(),
             },
+        }
+    }
+
+    /// The cursor of a comment in a ranked order, in a walk that began at vote number `walk`.
+    pub fn ranked(rank: Rank, comment: &Comment, walk: u64) -> Cursor {
+        Cursor::Ranked {
+            value: rank.of(comment).to_bits(),
+            posted: comment.posted,
+            slug: comment.slug.clone(),
+            walk,
+        }
+    }
+
+    /// Where a ranked cursor stands, and its walk's vote number (`None` for other cursors).
+    pub fn rank_key(&self) -> Option<(RankKey<'_>, u64)> {
+        match self {
+            Cursor::Ranked {
+                value,
+                posted,
+                slug,
+                walk,
+            } => Some((
+                RankKey {
+                    value: f64::from_bits(*value),
+                    posted: *posted,
+                    slug: slug.as_str(),
+                },
+                *walk,
+            )),
+            _ => None,
         }
     }
 
@@ -149,6 +203,8 @@ impl Cursor {
             Cursor::Discussion { .. } => CursorKind::Discussion,
             Cursor::Log(_) => CursorKind::ModerationLog,
             Cursor::Queue { .. } => CursorKind::ModerationQueue,
+            // Its order is not in it: ranked cursors are written with `encode_for`.
+            Cursor::Ranked { .. } => CursorKind::Ranked(Rank::Top),
         })
     }
 
@@ -167,6 +223,12 @@ impl Cursor {
             Cursor::Discussion { created, id } => format!("d|{}|{}", created.0, id),
             Cursor::Log(seq) => format!("l|{seq}"),
             Cursor::Queue { since, key } => format!("q|{}|{key}", since.0),
+            Cursor::Ranked {
+                value,
+                posted,
+                slug,
+                walk,
+            } => format!("{}|{value:x}.{}.{walk}|{slug}", kind.tag(), posted.0),
         };
         URL_SAFE_NO_PAD.encode(raw)
     }
@@ -215,6 +277,24 @@ impl Cursor {
                     key: key.to_owned(),
                 }
             }
+            (CursorKind::Ranked(_), Some(numbers), Some(slug)) => {
+                let mut parts = numbers.split('.');
+                let (Some(value), Some(posted), Some(walk), None) =
+                    (parts.next(), parts.next(), parts.next(), parts.next())
+                else {
+                    return Err(bad());
+                };
+                let value = u64::from_str_radix(value, 16).map_err(|_| bad())?;
+                if !f64::from_bits(value).is_finite() {
+                    return Err(bad());
+                }
+                Cursor::Ranked {
+                    value,
+                    posted: Micros(posted.parse().map_err(|_| bad())?),
+                    slug: Slug::parse(slug).map_err(|_| bad())?,
+                    walk: walk.parse().map_err(|_| bad())?,
+                }
+            }
             _ => return Err(bad()),
         };
         Ok(cursor)
@@ -232,7 +312,10 @@ impl Cursor {
                 (key.posted, key.slug) > (*posted, slug.as_str())
             }
             Cursor::Threaded(full) => key.full_slug > full.as_str(),
-            Cursor::Discussion { .. } | Cursor::Log(_) | Cursor::Queue { .. } => false,
+            Cursor::Discussion { .. }
+            | Cursor::Log(_)
+            | Cursor::Queue { .. }
+            | Cursor::Ranked { .. } => false,
         }
     }
 
@@ -243,7 +326,10 @@ impl Cursor {
                 (key.posted, key.slug) < (*posted, slug.as_str())
             }
             Cursor::Threaded(full) => key.full_slug < full.as_str(),
-            Cursor::Discussion { .. } | Cursor::Log(_) | Cursor::Queue { .. } => false,
+            Cursor::Discussion { .. }
+            | Cursor::Log(_)
+            | Cursor::Queue { .. }
+            | Cursor::Ranked { .. } => false,
         }
     }
 }

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use async_graphql::dataloader::{DataLoader, HashMapCache, Loader};
 
 use crate::domain::{
-    Comment, Discussion, DiscussionId, DiscussionKey, DomainError, FullSlug, Page, Slug, Window,
+    Comment, Discussion, DiscussionId, DiscussionKey, DomainError, FullSlug, Page, Slug, Vote,
+    Window,
 };
 use crate::store::{DynStorage, ReadScope};
 
@@ -66,6 +67,17 @@ pub struct SubDiscussionCountKey {
     pub discussion: DiscussionRef,
     /// The root comment.
     pub root: FullSlug,
+}
+
+/// A user's vote on a comment.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ViewerVoteKey {
+    /// The voter (a token's `sub`).
+    pub voter: String,
+    /// The comment's discussion.
+    pub discussion: DiscussionId,
+    /// The comment.
+    pub slug: Slug,
 }
 
 /// Loads everything a request reads, batched by key type, discussion and window.
@@ -260,6 +272,38 @@ impl Loader<SubDiscussionCountKey> for StoreLoader {
                         root,
                     },
                     n,
+                );
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The viewer's votes: one command for every comment a request level shows, whatever their
+/// discussions.
+impl Loader<ViewerVoteKey> for StoreLoader {
+    type Value = Vote;
+    type Error = DomainError;
+
+    #[tracing::instrument(level = "debug", name = "store.viewerVotes", skip_all, fields(store.keys = keys.len()))]
+    async fn load(
+        &self,
+        keys: &[ViewerVoteKey],
+    ) -> Result<HashMap<ViewerVoteKey, Vote>, DomainError> {
+        let mut out = HashMap::new();
+        for (voter, group) in group_by(keys, |k| k.voter.clone()) {
+            let comments: Vec<(DiscussionId, Slug)> = group
+                .iter()
+                .map(|k| (k.discussion.clone(), k.slug.clone()))
+                .collect();
+            for ((discussion, slug), vote) in self.store.votes_of(&voter, &comments).await? {
+                out.insert(
+                    ViewerVoteKey {
+                        voter: voter.clone(),
+                        discussion,
+                        slug,
+                    },
+                    vote,
                 );
             }
         }

@@ -59,6 +59,8 @@ pub struct Limits {
     pub default_moderation: ModerationMode,
     /// Reports that hold a public comment (0: never).
     pub reports_to_hold: u64,
+    /// Votes per user.
+    pub vote_rate: RateLimit,
     /// How long authors may edit their comments.
     pub edit_rules: EditRules,
     /// Deepest field nesting of a query.
@@ -156,6 +158,9 @@ pub fn schema_builder() -> async_graphql::SchemaBuilder<Query, Mutation, Subscri
 /// Mutations per author, counted by token `sub`.
 pub struct AuthorRate(pub Limiter<String>);
 
+/// Votes per user, counted by token `sub` apart from other mutations.
+pub struct VoterRate(pub Limiter<String>);
+
 /// The SDL of the schema, as committed in `schema.graphql`.
 pub fn sdl() -> String {
     schema_builder()
@@ -222,7 +227,8 @@ impl Api {
             .data(closing.clone())
             .data(html::HtmlCache::new(html::HTML_CACHE_BYTES))
             .data(words.clone())
-            .data(AuthorRate(Limiter::new(author_rate)));
+            .data(AuthorRate(Limiter::new(author_rate)))
+            .data(VoterRate(Limiter::new(limits.vote_rate)));
         if !limits.introspection {
             builder = builder.disable_introspection();
         }

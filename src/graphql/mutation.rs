@@ -15,9 +15,9 @@ use super::query::load_discussion;
 use super::reads;
 use super::types::{
     comment_by_slug, visible_held, BanNode, CommentNode, DiscussionNode, ModerationMode,
-    ReportReason, StorageLayout,
+    ReportReason, StorageLayout, VoteValue,
 };
-use super::{auth, store, AuthorRate, Limits, RequestReads};
+use super::{auth, store, AuthorRate, Limits, RequestReads, VoterRate};
 use crate::auth::{AuthState, Viewer};
 use crate::domain::{
     Actor, Ban, Change, CommentStatus, CommentText, Discussion, DiscussionId, DiscussionKey,
@@ -49,6 +49,20 @@ impl std::ops::Deref for Caller<'_> {
 /// ban state (5 s); a moderator's first mutation in this process records them as a moderator
 /// (one write), later ones cost nothing.
 async fn caller<'a>(ctx: &Context<'a>) -> async_graphql::Result<Caller<'a>> {
+    checked(ctx, Allowance::Changes).await
+}
+
+/// Which allowance a mutation spends.
+#[derive(Clone, Copy)]
+enum Allowance {
+    /// Posts, edits and every other change (`THREADQL_RATE_LIMIT`).
+    Changes,
+    /// Votes (`THREADQL_VOTE_RATE_LIMIT`).
+    Votes,
+}
+
+/// The caller, checked as [`caller`] says, counted against `allowance`.
+async fn checked<'a>(ctx: &Context<'a>, allowance: Allowance) -> async_graphql::Result<Caller<'a>> {
     let viewer = match auth(ctx) {
         AuthState::Authenticated(viewer) => viewer,
         AuthState::Anonymous => return Err(DomainError::Unauthenticated(
@@ -74,14 +88,14 @@ async fn caller<'a>(ctx: &Context<'a>) -> async_graphql::Result<Caller<'a>> {
             return Err(ban.refusal()).gql();
         }
     }
-    if let Err(wait) = ctx
-        .data_unchecked::<AuthorRate>()
-        .0
-        .check(&viewer.author.id)
-    {
+    let (limiter, what) = match allowance {
+        Allowance::Changes => (&ctx.data_unchecked::<AuthorRate>().0, "changes"),
+        Allowance::Votes => (&ctx.data_unchecked::<VoterRate>().0, "votes"),
+    };
+    if let Err(wait) = limiter.check(&viewer.author.id) {
         let secs = retry_after_secs(wait);
         return Err(DomainError::RateLimited {
-            message: format!("too many changes from this author: try again in {secs} s"),
+            message: format!("too many {what} from this author: try again in {secs} s"),
             retry_after_secs: secs,
         })
         .gql();
@@ -764,6 +778,48 @@ impl Mutation {
         .await?;
         forget_reads(ctx);
         Ok(Some(counted))
+    }
+
+    /// Votes on a comment as the caller: `UP` or `DOWN`, or `null` to take the vote back. One
+    /// vote per user and comment: voting as already voted changes nothing, and switching moves
+    /// the vote from one count to the other. Not on one's own comment (`FORBIDDEN`), a deleted
+    /// one (`COMMENT_DELETED`), a held one or a placeholder (`NOT_FOUND`), nor in a locked
+    /// discussion (`FORBIDDEN`). Votes have their own rate per user
+    /// (`THREADQL_VOTE_RATE_LIMIT`). Returns the comment with its counters as they are now. A
+    /// vote emits no `commentChanged` event.
+    async fn vote_comment(
+        &self,
+        ctx: &Context<'_>,
+        discussion_id: ID,
+        slug: String,
+        value: Option<VoteValue>,
+    ) -> async_graphql::Result<Option<CommentNode>> {
+        let caller = checked(ctx, Allowance::Votes).await?;
+        let slug = Slug::parse(&slug).gql()?;
+        let discussion = load_discussion(ctx, &discussion_id).await?;
+        if discussion.locked {
+            return Err(DomainError::Forbidden(format!(
+                "discussion {} is locked: it takes no votes",
+                discussion.id
+            )))
+            .gql();
+        }
+        let storage = store(ctx).clone();
+        let voter = caller.author.id.clone();
+        let on = discussion.clone();
+        let write = async move {
+            storage
+                .vote(&on, &slug, &voter, value.map(Into::into))
+                .await
+        };
+        let comment = detached(
+            ctx,
+            &caller,
+            write.instrument(tracing::debug_span!("store.vote")),
+        )
+        .await?;
+        forget_reads(ctx);
+        Ok(Some(CommentNode::new(discussion, comment)))
     }
 
     /// Pins a comment (`pinned: true`) to the top of its discussion, after those pinned before

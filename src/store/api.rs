@@ -14,7 +14,8 @@ use crate::domain::moderation::{Ban, LogEntry, Logged, UserId};
 use crate::domain::tree::Listing;
 use crate::domain::{
     Author, Comment, Discussion, DiscussionId, DiscussionKey, DiscussionTitle, DomainError,
-    FullSlug, Layout, Micros, ModerationMode, NewComment, NewDiscussion, Page, Slug, Window,
+    FullSlug, Layout, Micros, ModerationMode, NewComment, NewDiscussion, Page, Rank, Slug, Vote,
+    Window,
 };
 
 /// What a change makes of a comment read at a given time: the new comment, `None` when nothing
@@ -160,10 +161,70 @@ pub trait Storage: Send + Sync {
         decide: &Decide<'_>,
     ) -> Result<Comment, DomainError>;
 
+    /// Casts `vote` (or takes back the vote, with `None`) as the user `voter` on the comment
+    /// `slug`: the vote, the comment's counters (where its layout keeps it), its tally and the
+    /// discussion's ranking change in one transaction. Voting as one already voted changes
+    /// nothing. Returns the comment as it is afterwards. Whether the voter may vote is
+    /// [`crate::domain::votes::may_vote`]; a locked discussion is the caller's to refuse.
+    async fn vote(
+        &self,
+        discussion: &Discussion,
+        slug: &Slug,
+        voter: &str,
+        vote: Option<Vote>,
+    ) -> Result<Comment, DomainError>;
+
+    /// The votes of `voter` on these comments, in one database command.
+    async fn votes_of(
+        &self,
+        voter: &str,
+        comments: &[(DiscussionId, Slug)],
+    ) -> StoreResult<HashMap<(DiscussionId, Slug), Vote>>;
+
+    /// One page of a ranked list of the discussion (see `store::ranked`), with the walk its
+    /// cursors belong to.
+    async fn ranked(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        list: Ranked<'_>,
+        window: &Window,
+    ) -> StoreResult<RankedPage>;
+
     /// The feed of posts and changes in every discussion, as the database reports them to this
     /// process (open it once per process: every call opens a change stream). It never ends; it
     /// reopens itself after failures, waiting `retry` before the first try.
     fn changes(&self, retry: std::time::Duration) -> BoxStream<'static, Watched>;
+}
+
+/// A ranked list: which comments, in which order.
+#[derive(Debug, Clone, Copy)]
+pub struct Ranked<'a> {
+    /// The order.
+    pub rank: Rank,
+    /// The comments.
+    pub of: RankedOf<'a>,
+}
+
+/// The comments of a ranked list.
+#[derive(Debug, Clone, Copy)]
+pub enum RankedOf<'a> {
+    /// Every comment of the discussion.
+    Comments,
+    /// Its top-level comments.
+    Threads,
+    /// The direct replies of this comment.
+    Replies(&'a Comment),
+}
+
+/// A page of a ranked list.
+#[derive(Debug, Clone)]
+pub struct RankedPage {
+    /// The page, in the list's order.
+    pub page: Page<Comment>,
+    /// The walk its cursors belong to: the discussion's vote number when the walk's first page
+    /// was read.
+    pub walk: u64,
 }
 
 /// What happened to a comment.
@@ -316,6 +377,19 @@ pub trait CommentStore: Send + Sync {
     /// the one `current` was read in (a layout may use what that read saw to find the comment).
     async fn replace(
         &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        current: &Comment,
+        next: &Comment,
+    ) -> StoreResult<bool>;
+
+    /// As [`CommentStore::replace`], in the caller's `session` (inside its transaction where
+    /// the deployment has them), so that the caller's own writes commit with it or not at all;
+    /// `Moving` while a move of the discussion holds it. What a vote writes to the comment's
+    /// counters; its change mark is quiet (votes emit no event).
+    async fn replace_in(
+        &self,
+        session: &mut mongodb::ClientSession,
         scope: &ReadScope,
         discussion: &Discussion,
         current: &Comment,

@@ -154,6 +154,10 @@ pub trait HeldStore: Send + Sync {
     async fn queue_size(&self, queue: Queue, discussion: Option<&DiscussionId>)
         -> StoreResult<u64>;
 
+    /// The public comments of a discussion now shown as placeholders (queued PENDING or
+    /// REJECTED in place): one range of its queues.
+    async fn placeholders(&self, discussion: &DiscussionId) -> StoreResult<Vec<Slug>>;
+
     /// Stores a report: false when this reporter already reported this comment.
     async fn report(&self, report: &Report) -> StoreResult<bool>;
 
@@ -552,6 +556,26 @@ impl HeldStore for HeldComments {
             .coll
             .count_documents(queue_filter(queue, discussion))
             .await?)
+    }
+
+    async fn placeholders(&self, discussion: &DiscussionId) -> StoreResult<Vec<Slug>> {
+        let statuses = [Queue::Pending.as_str(), Queue::Rejected.as_str()];
+        let found: Vec<Document> = self
+            .coll
+            .find(doc! {
+                "discussion_id": discussion.as_str(),
+                "status": { "$in": statuses.as_slice() },
+                "public": true,
+            })
+            .projection(doc! { "slug": 1 })
+            .await?
+            .try_collect()
+            .await?;
+        Ok(found
+            .iter()
+            .filter_map(|d| d.get_str("slug").ok())
+            .map(|slug| Slug::from_stored(slug.to_owned()))
+            .collect())
     }
 
     async fn unreport(&self, report: &Report) -> StoreResult<()> {

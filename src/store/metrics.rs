@@ -535,6 +535,10 @@ impl<'a, T: Send + Sync, S> Timed<'a, Find<'a, T, S>> {
 }
 
 impl<'a, T: Send + Sync> Timed<'a, FindOne<'a, T>> {
+    pub(super) fn session(self, session: impl Into<&'a mut ClientSession>) -> Self {
+        self.map(|a| a.session(session))
+    }
+
     pub(super) fn projection(self, projection: Document) -> Self {
         self.map(|a| a.projection(projection))
     }
@@ -543,6 +547,10 @@ impl<'a, T: Send + Sync> Timed<'a, FindOne<'a, T>> {
 impl<'a, T: Send + Sync> Timed<'a, FindOneAndUpdate<'a, T>> {
     pub(super) fn projection(self, projection: Document) -> Self {
         self.map(|a| a.projection(projection))
+    }
+
+    pub(super) fn upsert(self, upsert: bool) -> Self {
+        self.map(|a| a.upsert(upsert))
     }
 
     pub(super) fn return_document(self, which: ReturnDocument) -> Self {
@@ -569,6 +577,12 @@ impl<'a> Timed<'a, Update<'a>> {
         self.map(|a| a.upsert(upsert))
     }
 
+    pub(super) fn session(self, session: impl Into<&'a mut ClientSession>) -> Self {
+        self.map(|a| a.session(session))
+    }
+}
+
+impl<'a> Timed<'a, Delete<'a>> {
     pub(super) fn session(self, session: impl Into<&'a mut ClientSession>) -> Self {
         self.map(|a| a.session(session))
     }

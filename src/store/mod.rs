@@ -18,16 +18,18 @@ mod migrate;
 pub mod moderation;
 mod order;
 pub mod per_comment;
+mod ranked;
 mod registry;
 mod router;
 mod scope;
 pub mod shard;
 mod skeleton;
+mod votes;
 mod writer;
 
 pub use api::{
     ChangeKind, CommentChange, CommentStore, Decide, DiscussionStore, DynStorage, ModerationStore,
-    MoveTiming, Moved, Posted, Step, Storage, Watched,
+    MoveTiming, Moved, Posted, Ranked, RankedOf, RankedPage, Step, Storage, Watched,
 };
 pub use connect::StoreConfig;
 pub use discussions::Discussions;

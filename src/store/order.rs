@@ -23,6 +23,11 @@ fn key(cursor: &Cursor) -> Vec<(&'static str, Bson)> {
             ("since", Bson::Int64(since.0)),
             ("_id", Bson::String(key.clone())),
         ],
+        // Within one rank value, ranked lists follow posting order (see `store::ranked`).
+        Cursor::Ranked { posted, slug, .. } => vec![
+            ("posted", Bson::Int64(posted.0)),
+            ("slug", Bson::String(slug.as_str().to_owned())),
+        ],
     }
 }
 

@@ -14,6 +14,7 @@ use mongodb::Database;
 use super::api::Decide;
 use super::api::{CommentStore, DiscussionStore, ModerationStore, Posted, Storage, Watched};
 use super::api::{MoveTiming, Moved, Step};
+use super::api::{Ranked, RankedPage};
 use super::changes;
 use super::connect::{self, Connection, StoreConfig};
 use super::discussions::{locked, Discussions};
@@ -23,10 +24,14 @@ use super::metrics::{Command, CommandCounter, Counted};
 use super::migrate;
 use super::moderation::Moderation;
 use super::registry::{Layouts, Parts};
+use super::scope::ReadScope;
 use super::skeleton::revise;
+use super::votes::VoteBook;
 use super::writer::Writer;
 use crate::domain::slug::MonotonicClock;
-use crate::domain::{Comment, Discussion, DiscussionId, DomainError, Layout, NewComment, Slug};
+use crate::domain::{
+    Comment, Discussion, DiscussionId, DomainError, Layout, NewComment, Slug, Vote, Window,
+};
 use crate::telemetry::metrics::Exposition;
 
 /// The MongoDB storage: discussions, the three layouts, and the command counter.
@@ -36,6 +41,7 @@ pub struct Store {
     held: HeldComments,
     layouts: Layouts,
     moderation: Moderation,
+    votes: VoteBook,
     writer: Writer,
     commands: CommandCounter,
     clock: Arc<MonotonicClock>,
@@ -87,12 +93,15 @@ impl Store {
         layouts.ensure_indexes().await?;
         // Moderation's collections are read and written by `_id` only: no index of their own.
         let moderation = Moderation::new(&db, &commands);
+        let votes = VoteBook::new(&db, &commands);
+        votes.ensure_indexes().await?;
         Ok(Self {
             db,
             discussions,
             held,
             layouts,
             moderation,
+            votes,
             writer,
             commands,
             clock,
@@ -169,6 +178,52 @@ impl Storage for Store {
                 other => return other,
             }
         }
+    }
+
+    async fn vote(
+        &self,
+        discussion: &Discussion,
+        slug: &Slug,
+        voter: &str,
+        vote: Option<Vote>,
+    ) -> Result<Comment, DomainError> {
+        let mut discussion = discussion.clone();
+        loop {
+            let layout = self.layout(discussion.layout)?;
+            let cast = super::votes::cast(
+                &self.votes,
+                layout,
+                &self.writer,
+                &discussion,
+                (slug, voter),
+                vote,
+            );
+            match cast.await {
+                Err(DomainError::Moving(_)) => {
+                    discussion = self.after_move(&discussion.id).await?;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn votes_of(
+        &self,
+        voter: &str,
+        comments: &[(DiscussionId, Slug)],
+    ) -> StoreResult<HashMap<(DiscussionId, Slug), Vote>> {
+        self.votes.votes_of(voter, comments).await
+    }
+
+    async fn ranked(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        list: Ranked<'_>,
+        window: &Window,
+    ) -> StoreResult<RankedPage> {
+        let layout = self.layout(discussion.layout)?;
+        super::ranked::page(&self.votes, layout, scope, discussion, list, window).await
     }
 
     async fn post(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {

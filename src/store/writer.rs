@@ -116,3 +116,19 @@ pub(crate) async fn replace_outside<T: Send + Sync>(
         }
     }
 }
+
+/// Replaces a comment stored outside its discussion document in the caller's `session`: the
+/// discussion's change mark (which a move cannot overlap: `Moving` once one has begun), then one
+/// update of `coll`. `Ok(false)` when the comment changed meanwhile.
+pub(crate) async fn replace_within<T: Send + Sync>(
+    session: &mut mongodb::ClientSession,
+    discussions: &Discussions,
+    id: &DiscussionId,
+    coll: &Counted<T>,
+    (filter, update): (Document, Document),
+    mark: Document,
+) -> StoreResult<bool> {
+    discussions.mark_change(id, mark, session).await?;
+    let result = coll.update_one(filter, update).session(session).await?;
+    Ok(result.matched_count == 1)
+}

@@ -5,14 +5,18 @@ use std::sync::Arc;
 use async_graphql::{Context, Object, SimpleObject, ID};
 use chrono::{DateTime, Utc};
 
-use super::{CommentConnection, CommentOrder, CommentStatus, Total};
-use crate::domain::{Comment, CursorKind, Discussion, Held, Page, PageArgs, Paging, Slug};
+use super::{CommentConnection, CommentOrder, CommentStatus, Total, VoteValue};
+use crate::domain::votes::{ranked_in, window_in_memory};
+use crate::domain::{
+    Comment, CursorKind, Discussion, Held, Page, PageArgs, Paging, Rank, Slug, Window,
+};
 use crate::graphql::error::OrGql;
 use crate::graphql::html::HtmlCache;
 use crate::graphql::loaders::{
-    CommentKey, DiscussionRef, RepliesKey, SubDiscussionCountKey, SubDiscussionKey,
+    CommentKey, DiscussionRef, RepliesKey, SubDiscussionCountKey, SubDiscussionKey, ViewerVoteKey,
 };
 use crate::graphql::{reads, Limits};
+use crate::store::{Ranked, RankedOf};
 
 /// The author of a comment.
 #[derive(SimpleObject)]
@@ -89,6 +93,79 @@ impl CommentNode {
         !self.comment.standing.is_public() && !viewer_is(ctx, Some(&self.comment.author))
     }
 
+    /// A page of its direct replies in a ranked order. Up to [`RANKED_IN_BATCH`] replies, they
+    /// are read whole through the request's batched replies read (one tree level, one query)
+    /// and ranked in memory; past that, by the store's ranked read of this comment alone.
+    async fn ranked_replies(
+        &self,
+        ctx: &Context<'_>,
+        rank: Rank,
+        paging: &Paging,
+    ) -> async_graphql::Result<CommentConnection> {
+        let parent = Some(&self.comment);
+        if self.comment.reply_count == 0 {
+            let empty = (Page::empty(), 0);
+            let total = Total::Known(0);
+            return Ok(CommentConnection::ranked(
+                &self.discussion,
+                empty,
+                rank,
+                paging,
+                total,
+                parent,
+            ));
+        }
+        if self.comment.reply_count < RANKED_IN_BATCH as u64 {
+            let key = RepliesKey {
+                discussion: DiscussionRef(self.discussion.clone()),
+                parent: self.comment.slug.clone(),
+                window: Window::After {
+                    cursor: None,
+                    limit: RANKED_IN_BATCH,
+                },
+            };
+            let all = reads(ctx)
+                .loader
+                .load_one(key)
+                .await
+                .gql()?
+                .unwrap_or_else(Page::empty);
+            if !all.has_next {
+                let shown = all.items.iter().filter(|c| ranked_in(c)).count() as u64;
+                let ranked = window_in_memory(rank, all.items, &paging.window);
+                return Ok(CommentConnection::ranked(
+                    &self.discussion,
+                    ranked,
+                    rank,
+                    paging,
+                    Total::Known(shown),
+                    parent,
+                ));
+            }
+        }
+        let ranked = crate::graphql::store(ctx)
+            .ranked(
+                &reads(ctx).scope,
+                &self.discussion,
+                Ranked {
+                    rank,
+                    of: RankedOf::Replies(&self.comment),
+                },
+                &paging.window,
+            )
+            .await
+            .gql()?;
+        let shown = self.comment.reply_count;
+        Ok(CommentConnection::ranked(
+            &self.discussion,
+            (ranked.page, ranked.walk),
+            rank,
+            paging,
+            Total::Known(shown),
+            parent,
+        ))
+    }
+
     /// An empty page (a comment without replies has nothing to load).
     fn empty_connection(
         &self,
@@ -99,6 +176,9 @@ impl CommentNode {
         CommentConnection::new(&self.discussion, Page::empty(), kind, paging, total)
     }
 }
+
+/// Replies read whole in one batched read, to rank them in memory.
+const RANKED_IN_BATCH: usize = 1_000;
 
 /// Validated cursor paging (`first`/`after` or `last`/`before`, no offset) of a list of `kind`.
 fn cursor_paging(
@@ -285,6 +365,9 @@ impl CommentNode {
     ) -> async_graphql::Result<CommentConnection> {
         let kind = order.of_siblings("replies")?;
         let paging = cursor_paging(ctx, [first, last], [after, before], kind)?;
+        if let CursorKind::Ranked(rank) = kind {
+            return self.ranked_replies(ctx, rank, &paging).await;
+        }
         let total = Total::Known(self.comment.reply_count);
         if self.comment.reply_count == 0 {
             return Ok(self.empty_connection(kind, &paging, total));
@@ -308,6 +391,39 @@ impl CommentNode {
             total,
             Some(&self.comment),
         ))
+    }
+
+    /// Votes for it.
+    async fn upvotes(&self) -> u64 {
+        self.comment.votes.up
+    }
+
+    /// Votes against it.
+    async fn downvotes(&self) -> u64 {
+        self.comment.votes.down
+    }
+
+    /// `upvotes` − `downvotes`.
+    async fn score(&self) -> i64 {
+        self.comment.votes.score()
+    }
+
+    /// The caller's vote on it (null when not signed in, or without one). All the comments a
+    /// request shows cost one database read for it.
+    async fn viewer_vote(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<VoteValue>> {
+        let crate::auth::AuthState::Authenticated(viewer) = crate::graphql::auth(ctx) else {
+            return Ok(None);
+        };
+        if !self.comment.standing.is_public() {
+            return Ok(None);
+        }
+        let key = ViewerVoteKey {
+            voter: viewer.author.id.clone(),
+            discussion: self.discussion.id.clone(),
+            slug: self.comment.slug.clone(),
+        };
+        let vote = reads(ctx).loader.load_one(key).await.gql()?;
+        Ok(vote.map(Into::into))
     }
 
     /// How many direct replies it has.

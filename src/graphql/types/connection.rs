@@ -7,9 +7,9 @@ use tracing::Instrument as _;
 
 use super::{CommentNode, DiscussionNode};
 use crate::domain::paging::Cursor;
-use crate::domain::{Comment, CursorKind, Discussion, DiscussionId, Page, Paging, Queue};
+use crate::domain::{Comment, CursorKind, Discussion, DiscussionId, Page, Paging, Queue, Rank};
 use crate::graphql::error::OrGql;
-use crate::graphql::loaders::SubDiscussionCountKey;
+use crate::graphql::loaders::{CommentKey, DiscussionRef, SubDiscussionCountKey};
 use crate::graphql::{reads, store};
 
 /// Where a connection's `totalCount` comes from. A connection whose total is counted on demand
@@ -21,6 +21,15 @@ pub enum Total {
     SubDiscussion(SubDiscussionCountKey),
     /// The size of a moderator queue (in one discussion, or all), counted on demand.
     Queue(Queue, Option<DiscussionId>),
+    /// The comments of a ranked list of every comment (`threads`: of the top-level ones) of a
+    /// discussion: those it counts less its placeholders, which ranked lists leave out, counted
+    /// on demand.
+    Ranked {
+        /// The discussion.
+        discussion: Arc<Discussion>,
+        /// Whether the list is of top-level comments only.
+        threads: bool,
+    },
 }
 
 /// A page of comments: each with its cursor, and where the page stands.
@@ -59,6 +68,40 @@ impl CommentConnection {
             .into_iter()
             .map(|comment| {
                 let cursor = Cursor::of_comment(&comment, kind).encode_for(kind);
+                let node = CommentNode {
+                    discussion: discussion.clone(),
+                    comment,
+                    known_parent: parent.clone(),
+                };
+                (cursor, node)
+            })
+            .collect();
+        Self {
+            edges,
+            has_next_page: page.has_next_page,
+            has_previous_page: page.has_previous_page,
+            total,
+        }
+    }
+
+    /// The connection of a page of a ranked list read for `paging` (in stored order), whose
+    /// cursors belong to the walk `walk`.
+    pub(crate) fn ranked(
+        discussion: &Arc<Discussion>,
+        (page, walk): (Page<Comment>, u64),
+        rank: Rank,
+        paging: &Paging,
+        total: Total,
+        parent: Option<&Comment>,
+    ) -> Self {
+        let kind = CursorKind::Ranked(rank);
+        let page = paging.finish(page);
+        let parent = parent.map(|p| Arc::new(p.clone()));
+        let edges = page
+            .items
+            .into_iter()
+            .map(|comment| {
+                let cursor = Cursor::ranked(rank, &comment, walk).encode_for(kind);
                 let node = CommentNode {
                     discussion: discussion.clone(),
                     comment,
@@ -169,6 +212,34 @@ impl CommentConnection {
                 .instrument(tracing::debug_span!("store.queueSize"))
                 .await
                 .gql(),
+            Total::Ranked {
+                discussion,
+                threads,
+            } => {
+                let listed = match threads {
+                    true => discussion.thread_count,
+                    false => discussion.comment_count,
+                };
+                let placeholders = store(ctx)
+                    .held()
+                    .placeholders(&discussion.id)
+                    .instrument(tracing::debug_span!("store.placeholders"))
+                    .await
+                    .gql()?;
+                if placeholders.is_empty() {
+                    return Ok(listed);
+                }
+                let keys = placeholders.into_iter().map(|slug| CommentKey {
+                    discussion: DiscussionRef(discussion.clone()),
+                    slug,
+                });
+                let found = reads(ctx).loader.load_many(keys).await.gql()?;
+                let hidden = found
+                    .values()
+                    .filter(|c| !c.standing.is_public() && (!threads || c.parent.is_none()))
+                    .count();
+                Ok(listed.saturating_sub(hidden as u64))
+            }
         }
     }
 }

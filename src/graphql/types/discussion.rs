@@ -7,11 +7,11 @@ use chrono::{DateTime, Utc};
 use tracing::Instrument as _;
 
 use super::{CommentConnection, CommentNode, CommentOrder, ModerationMode, StorageLayout, Total};
-use crate::domain::{CursorKind, Discussion, DomainError, PageArgs, Paging, Slug};
+use crate::domain::{CursorKind, Discussion, DomainError, PageArgs, Paging, Rank, Slug};
 use crate::graphql::error::OrGql;
 use crate::graphql::loaders::{CommentKey, DiscussionRef};
 use crate::graphql::{reads, store, Limits};
-use crate::store::Listing;
+use crate::store::{Listing, Ranked, RankedOf};
 
 /// A discussion: one thread of comments, e.g. under an article.
 pub struct DiscussionNode(pub Arc<Discussion>);
@@ -109,6 +109,9 @@ impl DiscussionNode {
             CommentOrder::Chronological => (Listing::Chronological, CursorKind::Chronological),
             CommentOrder::Newest => (Listing::Chronological, CursorKind::Newest),
             CommentOrder::Threaded => (Listing::Threaded, CursorKind::Threaded),
+            CommentOrder::Top | CommentOrder::Best | CommentOrder::Controversial => {
+                (Listing::Chronological, order.of_siblings("comments")?)
+            }
         };
         let paging = paging(
             ctx,
@@ -121,6 +124,9 @@ impl DiscussionNode {
             },
             kind,
         )?;
+        if let CursorKind::Ranked(rank) = kind {
+            return self.ranked(ctx, rank, RankedOf::Comments, &paging).await;
+        }
         let page = store(ctx)
             .layout(self.0.layout)
             .gql()?
@@ -165,6 +171,9 @@ impl DiscussionNode {
             },
             kind,
         )?;
+        if let CursorKind::Ranked(rank) = kind {
+            return self.ranked(ctx, rank, RankedOf::Threads, &paging).await;
+        }
         let layout = store(ctx).layout(self.0.layout).gql()?;
         let scope = &reads(ctx).scope;
         let window = &paging.window;
@@ -216,6 +225,40 @@ impl DiscussionNode {
     /// One comment by slug (a direct link).
     async fn comment(&self, ctx: &Context<'_>, slug: String) -> async_graphql::Result<CommentNode> {
         comment_by_slug(ctx, self.0.clone(), &slug).await
+    }
+}
+
+impl DiscussionNode {
+    /// A page of a ranked list of its comments (`of`: every comment, or its threads).
+    async fn ranked(
+        &self,
+        ctx: &Context<'_>,
+        rank: Rank,
+        of: RankedOf<'_>,
+        paging: &Paging,
+    ) -> async_graphql::Result<CommentConnection> {
+        let ranked = store(ctx)
+            .ranked(
+                &reads(ctx).scope,
+                &self.0,
+                Ranked { rank, of },
+                &paging.window,
+            )
+            .instrument(tracing::debug_span!("store.ranked"))
+            .await
+            .gql()?;
+        let total = Total::Ranked {
+            discussion: self.0.clone(),
+            threads: matches!(of, RankedOf::Threads),
+        };
+        Ok(CommentConnection::ranked(
+            &self.0,
+            (ranked.page, ranked.walk),
+            rank,
+            paging,
+            total,
+            None,
+        ))
     }
 }
 

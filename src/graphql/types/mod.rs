@@ -7,7 +7,7 @@ mod moderation;
 
 use async_graphql::Enum;
 
-use crate::domain::{CursorKind, DomainError};
+use crate::domain::{CursorKind, DomainError, Rank};
 
 pub use comment::{Author, CommentNode, Revision};
 pub use connection::{
@@ -84,6 +84,16 @@ pub enum ModerationQueue {
     Rejected,
 }
 
+/// A user's vote on a comment.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "crate::domain::Vote")]
+pub enum VoteValue {
+    /// For it.
+    Up,
+    /// Against it.
+    Down,
+}
+
 /// The order of a list of comments.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug, Default)]
 pub enum CommentOrder {
@@ -95,6 +105,15 @@ pub enum CommentOrder {
     /// Each comment right after its parent, siblings oldest first (a flattened tree). Only for
     /// a discussion's `comments`.
     Threaded,
+    /// By score (upvotes − downvotes), highest first; ties oldest first. Deleted comments keep
+    /// their place and votes; placeholders are left out.
+    Top,
+    /// By the lower bound of the Wilson score interval (z = 1.281551565545, 80 %) for the share
+    /// of upvotes, highest first; 0 without an upvote. Ties oldest first.
+    Best,
+    /// By (upvotes + downvotes)^(min/max of the two) when both are over 0, else 0, highest
+    /// first. Ties oldest first.
+    Controversial,
 }
 
 impl CommentOrder {
@@ -104,10 +123,13 @@ impl CommentOrder {
         match self {
             CommentOrder::Chronological => Ok(CursorKind::Chronological),
             CommentOrder::Newest => Ok(CursorKind::Newest),
+            CommentOrder::Top => Ok(CursorKind::Ranked(Rank::Top)),
+            CommentOrder::Best => Ok(CursorKind::Ranked(Rank::Best)),
+            CommentOrder::Controversial => Ok(CursorKind::Ranked(Rank::Controversial)),
             CommentOrder::Threaded => {
                 Err(crate::graphql::error::gql(DomainError::bad_input(format!(
-                    "`{field}` takes order CHRONOLOGICAL or NEWEST; THREADED orders a \
-                     discussion's `comments`"
+                    "`{field}` takes every order but THREADED, which orders a discussion's \
+                     `comments`"
                 ))))
             }
         }

@@ -110,20 +110,18 @@ impl Bucketed {
     }
 }
 
-#[async_trait]
-impl CommentStore for Bucketed {
-    /// One update of the comment inside its page (`$elemMatch` also checks that its fields are
-    /// still as read; `$` is the matched element), written by the `_id` of the page the read of
-    /// `current` found it in (found by slug when that read was not this layout's): one page
-    /// written, however many the discussion has (a filter on `discussion_id` and an `$elemMatch`
-    /// alone may be answered by reading every page of the discussion).
-    async fn replace(
+impl Bucketed {
+    /// The filter of the page that holds `current` while its fields are still as read: by the
+    /// `_id` of the page the read of `current` found it in (found by slug when that read was not
+    /// this layout's), so one page is written however many the discussion has (a filter on
+    /// `discussion_id` and an `$elemMatch` alone may be answered by reading every page of the
+    /// discussion). `None` when no page holds it.
+    async fn guarded_page(
         &self,
         scope: &ReadScope,
         discussion: &Discussion,
         current: &Comment,
-        next: &Comment,
-    ) -> StoreResult<bool> {
+    ) -> StoreResult<Option<Document>> {
         let id = discussion.id.as_str();
         let (page_doc_id, page) = match scope
             .slot::<Kept>()
@@ -138,7 +136,7 @@ impl CommentStore for Bucketed {
                     .projection(doc! { "_id": 1, "page": 1 })
                     .await?
                 else {
-                    return Ok(false);
+                    return Ok(None);
                 };
                 match (found.get("_id"), found.get("page").and_then(as_i64)) {
                     (Some(page_doc_id), Some(page)) => (page_doc_id.clone(), page),
@@ -156,10 +154,53 @@ impl CommentStore for Bucketed {
             "page": page,
             "comments": { "$elemMatch": unchanged_filter("", current)? },
         };
+        Ok(Some(filter))
+    }
+}
+
+#[async_trait]
+impl CommentStore for Bucketed {
+    /// One update of the comment inside its page (`$elemMatch` also checks that its fields are
+    /// still as read; `$` is the matched element), written by the `_id` of the page the read of
+    /// `current` found it in (found by slug when that read was not this layout's): one page
+    /// written, however many the discussion has (a filter on `discussion_id` and an `$elemMatch`
+    /// alone may be answered by reading every page of the discussion).
+    async fn replace(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        current: &Comment,
+        next: &Comment,
+    ) -> StoreResult<bool> {
+        let Some(filter) = self.guarded_page(scope, discussion, current).await? else {
+            return Ok(false);
+        };
         crate::store::writer::replace_outside(
             &self.writer,
             &self.discussions,
             (&discussion.id, &next.slug),
+            &self.pages,
+            (filter, replace_update("comments.$.", next)?),
+            crate::store::changes::change_mark(current, next),
+        )
+        .await
+    }
+
+    async fn replace_in(
+        &self,
+        session: &mut mongodb::ClientSession,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        current: &Comment,
+        next: &Comment,
+    ) -> StoreResult<bool> {
+        let Some(filter) = self.guarded_page(scope, discussion, current).await? else {
+            return Ok(false);
+        };
+        crate::store::writer::replace_within(
+            session,
+            &self.discussions,
+            &discussion.id,
             &self.pages,
             (filter, replace_update("comments.$.", next)?),
             crate::store::changes::change_mark(current, next),

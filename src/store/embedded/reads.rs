@@ -129,52 +129,20 @@ impl CommentStore for Embedded {
         current: &Comment,
         next: &Comment,
     ) -> StoreResult<bool> {
-        let id = &discussion.id;
-        let at = self.locate(id, &chain_of(&current.slug)).await?;
-        let prefix = format!("{}.", element_path(&at.path));
-        let growth = element_size(next, true)? - element_size(current, true)?;
-        let mut filter = unfenced(id);
-        // The guard matches inside the comment's own array with `$elemMatch`: on a dotted path
-        // through arrays (`replies.3.status`) a null (absent field) would also match by the
-        // path's other reading (a field named `3` of any element, absent everywhere), so the
-        // guard of a field that is absent when unchanged (status, reason, report count) would
-        // let a concurrent change through and be lost.
-        let (array, _) = at.path.split_at(at.path.len().saturating_sub(1));
-        filter.insert(
-            array_path(array),
-            doc! { "$elemMatch": unchanged_filter("", current)? },
-        );
-        let budget = self.budget(id, growth.max(0))?;
-        if growth > 0 {
-            filter.insert(BYTES, doc! { "$not": { "$gt": budget } });
-        }
-        let mut update = replace_update(&prefix, next)?;
-        update.insert("$inc", doc! { BYTES: growth });
-        let mark = changes::change_mark(current, next);
-        match update.get_document_mut("$set") {
-            Ok(set) => {
-                set.insert(changes::FIELD, mark);
-            }
-            Err(_) => {
-                update.insert("$set", doc! { changes::FIELD: mark });
-            }
-        }
-        match self.coll.update_one(filter, update).await {
-            Ok(result) if result.matched_count == 1 => Ok(true),
-            Ok(_) if growth > 0 => {
-                let at = self.locate(id, &chain_of(&current.slug)).await?;
-                self.refused(id, &at, budget).map(|_| false)
-            }
-            // A guard refused it: read again (`Moving` when the discussion is moving).
-            Ok(_) => self
-                .locate(id, &chain_of(&current.slug))
-                .await
-                .map(|_| false),
-            Err(err) if is_too_large(&err) => Err(self.too_large(id)),
-            Err(err) => Err(err.into()),
-        }
+        self.replace_with(None, discussion, current, next).await
     }
 
+    async fn replace_in(
+        &self,
+        session: &mut mongodb::ClientSession,
+        _scope: &ReadScope,
+        discussion: &Discussion,
+        current: &Comment,
+        next: &Comment,
+    ) -> StoreResult<bool> {
+        self.replace_with(Some(session), discussion, current, next)
+            .await
+    }
     async fn list(
         &self,
         scope: &ReadScope,
@@ -250,5 +218,68 @@ impl CommentStore for Embedded {
             .thread(scope, discussion)
             .await?
             .sub_discussion_counts(roots))
+    }
+}
+
+impl Embedded {
+    /// One guarded update at the comment's position (in `session` when given): its fields must
+    /// still be as read, and a longer text must fit under the cap; the size counter moves by
+    /// the exact change in bytes.
+    async fn replace_with(
+        &self,
+        session: Option<&mut mongodb::ClientSession>,
+        discussion: &Discussion,
+        current: &Comment,
+        next: &Comment,
+    ) -> StoreResult<bool> {
+        let id = &discussion.id;
+        let at = self.locate(id, &chain_of(&current.slug)).await?;
+        let prefix = format!("{}.", element_path(&at.path));
+        let growth = element_size(next, true)? - element_size(current, true)?;
+        let mut filter = unfenced(id);
+        // The guard matches inside the comment's own array with `$elemMatch`: on a dotted path
+        // through arrays (`replies.3.status`) a null (absent field) would also match by the
+        // path's other reading (a field named `3` of any element, absent everywhere), so the
+        // guard of a field that is absent when unchanged (status, reason, report count) would
+        // let a concurrent change through and be lost.
+        let (array, _) = at.path.split_at(at.path.len().saturating_sub(1));
+        filter.insert(
+            array_path(array),
+            doc! { "$elemMatch": unchanged_filter("", current)? },
+        );
+        let budget = self.budget(id, growth.max(0))?;
+        if growth > 0 {
+            filter.insert(BYTES, doc! { "$not": { "$gt": budget } });
+        }
+        let mut update = replace_update(&prefix, next)?;
+        update.insert("$inc", doc! { BYTES: growth });
+        let mark = changes::change_mark(current, next);
+        match update.get_document_mut("$set") {
+            Ok(set) => {
+                set.insert(changes::FIELD, mark);
+            }
+            Err(_) => {
+                update.insert("$set", doc! { changes::FIELD: mark });
+            }
+        }
+        let update = self.coll.update_one(filter, update);
+        let updated = match session {
+            Some(session) => update.session(session).await,
+            None => update.await,
+        };
+        match updated {
+            Ok(result) if result.matched_count == 1 => Ok(true),
+            Ok(_) if growth > 0 => {
+                let at = self.locate(id, &chain_of(&current.slug)).await?;
+                self.refused(id, &at, budget).map(|_| false)
+            }
+            // A guard refused it: read again (`Moving` when the discussion is moving).
+            Ok(_) => self
+                .locate(id, &chain_of(&current.slug))
+                .await
+                .map(|_| false),
+            Err(err) if is_too_large(&err) => Err(self.too_large(id)),
+            Err(err) => Err(err.into()),
+        }
     }
 }

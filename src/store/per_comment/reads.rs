@@ -64,6 +64,27 @@ impl CommentStore for PerComment {
         .await
     }
 
+    async fn replace_in(
+        &self,
+        session: &mut mongodb::ClientSession,
+        _scope: &ReadScope,
+        discussion: &Discussion,
+        current: &Comment,
+        next: &Comment,
+    ) -> StoreResult<bool> {
+        let mut filter = doc! { "discussion_id": discussion.id.as_str() };
+        filter.extend(unchanged_filter("", current)?);
+        writer::replace_within(
+            session,
+            &self.discussions,
+            &discussion.id,
+            &self.coll,
+            (filter, replace_update("", next)?),
+            crate::store::changes::change_mark(current, next),
+        )
+        .await
+    }
+
     async fn list(
         &self,
         _scope: &ReadScope,

@@ -1,0 +1,542 @@
+//! Votes, outside every layout: one document per voter and comment (`votes`), one tally per
+//! comment that was ever voted on (`tallies`, indexed by each rank value so that ranked lists
+//! read bounded ranges), and one ranking document per discussion (`rankings`: its vote number
+//! and how many comments have each pair of counters). A vote writes all three, and the
+//! comment's counters in its layout, in one transaction (see `Store::vote`).
+
+use std::collections::HashMap;
+
+use futures::TryStreamExt as _;
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::options::ReturnDocument;
+use mongodb::{ClientSession, Database};
+
+use super::connect::index_model;
+use super::error::{StoreError, StoreResult};
+use super::metrics::{CommandCounter, Counted};
+use crate::domain::{Comment, DiscussionId, Micros, Rank, Slug, Vote, Votes};
+
+/// One document per voter and comment.
+const VOTES: &str = "votes";
+/// One document per comment ever voted on.
+const TALLIES: &str = "tallies";
+/// One document per discussion with votes.
+const RANKINGS: &str = "rankings";
+
+/// The tally field a rank's value is stored in.
+fn value_field(rank: Rank) -> &'static str {
+    match rank {
+        Rank::Top => "top",
+        Rank::Best => "best",
+        Rank::Controversial => "con",
+    }
+}
+
+/// The lists a ranking counts: every comment, or top-level ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// Every comment of the discussion.
+    All,
+    /// Its top-level comments.
+    Threads,
+}
+
+impl Scope {
+    fn name(self) -> &'static str {
+        match self {
+            Scope::All => "a",
+            Scope::Threads => "t",
+        }
+    }
+}
+
+/// A pair of counters as a field name of a ranking's counts.
+fn pair_key(up: u64, down: u64) -> String {
+    format!("{up}_{down}")
+}
+
+fn pair_of(key: &str) -> Option<(u64, u64)> {
+    let (up, down) = key.split_once('_')?;
+    Some((up.parse().ok()?, down.parse().ok()?))
+}
+
+fn i64_of(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// A discussion's ranking: its vote number and how many voted comments have each pair of
+/// counters, in every comment and among top-level ones (pairs of 0 and 0 are not counted).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Ranking {
+    /// Votes cast in the discussion so far (each vote's number).
+    pub seq: u64,
+    /// `(up, down)` → comments, in every comment.
+    pub all: HashMap<(u64, u64), u64>,
+    /// `(up, down)` → comments, among top-level ones.
+    pub threads: HashMap<(u64, u64), u64>,
+}
+
+impl Ranking {
+    /// The counts of a scope.
+    pub(crate) fn counts(&self, scope: Scope) -> &HashMap<(u64, u64), u64> {
+        match scope {
+            Scope::All => &self.all,
+            Scope::Threads => &self.threads,
+        }
+    }
+}
+
+/// A comment's tally as ranked reads see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Tally {
+    /// The comment.
+    pub slug: Slug,
+    /// When it was posted.
+    pub posted: Micros,
+    /// Its counters.
+    pub votes: Votes,
+}
+
+/// The vote collections.
+#[derive(Clone)]
+pub(crate) struct VoteBook {
+    votes: Counted<Document>,
+    tallies: Counted<Document>,
+    rankings: Counted<Document>,
+}
+
+impl VoteBook {
+    pub(crate) fn new(db: &Database, commands: &CommandCounter) -> Self {
+        Self {
+            votes: Counted::new(db, VOTES, commands),
+            tallies: Counted::new(db, TALLIES, commands),
+            rankings: Counted::new(db, RANKINGS, commands),
+        }
+    }
+
+    /// One vote per voter and comment; the tallies by each rank value, in every comment and
+    /// among top-level ones (`scope` holds `a`, and `t` for a top-level comment).
+    pub(crate) async fn ensure_indexes(&self) -> StoreResult<()> {
+        self.votes
+            .create_index(index_model(
+                "discussion_slug_voter",
+                doc! { "discussion_id": 1, "slug": 1, "voter": 1 },
+                true,
+            ))
+            .await?;
+        let ranked = Rank::ALL.map(|rank| {
+            let field = value_field(rank);
+            index_model(
+                &format!("rank_{field}"),
+                doc! { "discussion_id": 1, "scope": 1, field: 1, "posted": 1, "slug": 1 },
+                false,
+            )
+        });
+        self.tallies.create_indexes(ranked).await?;
+        Ok(())
+    }
+
+    /// The voter's vote on the comment, read in `session`.
+    pub(crate) async fn vote_of(
+        &self,
+        session: &mut ClientSession,
+        id: &DiscussionId,
+        slug: &Slug,
+        voter: &str,
+    ) -> StoreResult<Option<Vote>> {
+        let found = self
+            .votes
+            .find_one(vote_filter(id, slug, voter))
+            .session(session)
+            .await?;
+        Ok(found.and_then(|d| d.get_str("value").ok().and_then(Vote::parse)))
+    }
+
+    /// Stores the voter's vote on the comment (`None` removes it), in `session`.
+    pub(crate) async fn set_vote(
+        &self,
+        session: &mut ClientSession,
+        (id, slug, voter): (&DiscussionId, &Slug, &str),
+        vote: Option<Vote>,
+        at: Micros,
+    ) -> StoreResult<()> {
+        let filter = vote_filter(id, slug, voter);
+        match vote {
+            Some(vote) => {
+                self.votes
+                    .update_one(
+                        filter,
+                        doc! { "$set": { "value": vote.as_str(), "at": at.0 } },
+                    )
+                    .upsert(true)
+                    .session(session)
+                    .await?;
+            }
+            None => {
+                self.votes.delete_many(filter).session(session).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the discussion's next vote number and moves the comment from the counts of its
+    /// pair `from` to those of `to`, in `session`; returns the number.
+    pub(crate) async fn next_number(
+        &self,
+        session: &mut ClientSession,
+        id: &DiscussionId,
+        (from, to): (Votes, Votes),
+        top_level: bool,
+    ) -> StoreResult<u64> {
+        let mut inc = doc! { "seq": 1_i64 };
+        let scopes: &[Scope] = match top_level {
+            true => &[Scope::All, Scope::Threads],
+            false => &[Scope::All],
+        };
+        for scope in scopes {
+            if !from.is_zero() {
+                inc.insert(
+                    format!("{}.{}", scope.name(), pair_key(from.up, from.down)),
+                    -1_i64,
+                );
+            }
+            if !to.is_zero() {
+                inc.insert(
+                    format!("{}.{}", scope.name(), pair_key(to.up, to.down)),
+                    1_i64,
+                );
+            }
+        }
+        let after = self
+            .rankings
+            .find_one_and_update(doc! { "_id": id.as_str() }, doc! { "$inc": inc })
+            .upsert(true)
+            .return_document(ReturnDocument::After)
+            .projection(doc! { "seq": 1 })
+            .session(session)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt(format!("no ranking for discussion {id}")))?;
+        number(after.get("seq"))
+            .ok_or_else(|| StoreError::Corrupt(format!("the ranking of {id} has no vote number")))
+    }
+
+    /// Stores a comment's tally (its counters as `next` has them), in `session`.
+    pub(crate) async fn set_tally(
+        &self,
+        session: &mut ClientSession,
+        next: &Comment,
+    ) -> StoreResult<()> {
+        let v = next.votes;
+        let scope: Vec<&str> = match next.parent {
+            None => vec![Scope::All.name(), Scope::Threads.name()],
+            Some(_) => vec![Scope::All.name()],
+        };
+        let mut set = doc! {
+            "discussion_id": next.discussion_id.as_str(),
+            "slug": next.slug.as_str(),
+            "posted": next.posted.0,
+            "scope": scope,
+            "up": i64_of(v.up),
+            "down": i64_of(v.down),
+            "vseq": i64_of(v.seq),
+        };
+        for rank in Rank::ALL {
+            set.insert(value_field(rank), rank_value(rank, v));
+        }
+        self.tallies
+            .update_one(
+                doc! { "_id": tally_key(&next.discussion_id, &next.slug) },
+                doc! { "$set": set },
+            )
+            .upsert(true)
+            .session(session)
+            .await?;
+        Ok(())
+    }
+
+    /// The votes of `voter` on these comments, in one command.
+    pub(crate) async fn votes_of(
+        &self,
+        voter: &str,
+        comments: &[(DiscussionId, Slug)],
+    ) -> StoreResult<HashMap<(DiscussionId, Slug), Vote>> {
+        let mut by_discussion: HashMap<&DiscussionId, Vec<&str>> = HashMap::new();
+        for (id, slug) in comments {
+            by_discussion.entry(id).or_default().push(slug.as_str());
+        }
+        let mut clauses: Vec<Document> = by_discussion
+            .into_iter()
+            .map(|(id, slugs)| {
+                doc! { "discussion_id": id.as_str(), "slug": { "$in": slugs }, "voter": voter }
+            })
+            .collect();
+        let filter = match clauses.len() {
+            0 => return Ok(HashMap::new()),
+            1 => clauses.remove(0),
+            _ => doc! { "$or": clauses },
+        };
+        let found: Vec<Document> = self
+            .votes
+            .find(filter)
+            .projection(doc! { "discussion_id": 1, "slug": 1, "value": 1 })
+            .await?
+            .try_collect()
+            .await?;
+        let mut out = HashMap::new();
+        for doc in found {
+            let (Some(id), Ok(slug), Some(vote)) = (
+                doc.get_str("discussion_id")
+                    .ok()
+                    .and_then(|id| DiscussionId::parse(id).ok()),
+                doc.get_str("slug"),
+                doc.get_str("value").ok().and_then(Vote::parse),
+            ) else {
+                continue;
+            };
+            out.insert((id, Slug::from_stored(slug.to_owned())), vote);
+        }
+        Ok(out)
+    }
+
+    /// The discussion's ranking (empty before its first vote).
+    pub(crate) async fn ranking(&self, id: &DiscussionId) -> StoreResult<Ranking> {
+        let Some(doc) = self.rankings.find_one(doc! { "_id": id.as_str() }).await? else {
+            return Ok(Ranking::default());
+        };
+        let counts = |name: &str| -> HashMap<(u64, u64), u64> {
+            doc.get_document(name)
+                .map(|counts| {
+                    counts
+                        .iter()
+                        .filter_map(|(key, n)| {
+                            let n = number(Some(n))?;
+                            (n > 0).then_some((pair_of(key)?, n))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        Ok(Ranking {
+            seq: number(doc.get("seq")).unwrap_or(0),
+            all: counts(Scope::All.name()),
+            threads: counts(Scope::Threads.name()),
+        })
+    }
+
+    /// The tallies of `scope` with rank value `value` posted in `[from, to)` (`to` open when
+    /// `None`), in posting order: one bounded index range.
+    pub(crate) async fn probe(
+        &self,
+        id: &DiscussionId,
+        (scope, rank, value): (Scope, Rank, f64),
+        from: Micros,
+        to: Option<Micros>,
+    ) -> StoreResult<Vec<Tally>> {
+        let mut posted = doc! { "$gte": from.0 };
+        if let Some(to) = to {
+            posted.insert("$lt", to.0);
+        }
+        let filter = doc! {
+            "discussion_id": id.as_str(),
+            "scope": scope.name(),
+            value_field(rank): rank_bson(rank, value),
+            "posted": posted,
+        };
+        let found: Vec<Document> = self
+            .tallies
+            .find(filter)
+            .sort(doc! { "posted": 1, "slug": 1 })
+            .projection(doc! { "slug": 1, "posted": 1, "up": 1, "down": 1, "vseq": 1 })
+            .await?
+            .try_collect()
+            .await?;
+        found.iter().map(tally_of).collect()
+    }
+}
+
+/// The stored value of a rank (scores as integers, the others as doubles).
+fn rank_value(rank: Rank, v: Votes) -> Bson {
+    rank_bson(rank, rank.value(v.up, v.down))
+}
+
+fn rank_bson(rank: Rank, value: f64) -> Bson {
+    match rank {
+        Rank::Top => Bson::Int64(value as i64),
+        Rank::Best | Rank::Controversial => Bson::Double(value),
+    }
+}
+
+fn vote_filter(id: &DiscussionId, slug: &Slug, voter: &str) -> Document {
+    doc! { "discussion_id": id.as_str(), "slug": slug.as_str(), "voter": voter }
+}
+
+fn tally_key(id: &DiscussionId, slug: &Slug) -> String {
+    format!("{id}:{slug}")
+}
+
+/// A stored count (any integer type; negative and other values are `None`).
+fn number(value: Option<&Bson>) -> Option<u64> {
+    match value? {
+        Bson::Int64(n) => u64::try_from(*n).ok(),
+        Bson::Int32(n) => u64::try_from(*n).ok(),
+        Bson::Double(n) if *n >= 0.0 && n.fract() == 0.0 => Some(*n as u64),
+        _ => None,
+    }
+}
+
+fn tally_of(doc: &Document) -> StoreResult<Tally> {
+    let corrupt = |what: &str| StoreError::Corrupt(format!("a tally without {what}"));
+    Ok(Tally {
+        slug: Slug::from_stored(doc.get_str("slug").map_err(|_| corrupt("slug"))?.to_owned()),
+        posted: Micros(doc.get_i64("posted").map_err(|_| corrupt("posted"))?),
+        votes: Votes {
+            up: number(doc.get("up")).ok_or_else(|| corrupt("up"))?,
+            down: number(doc.get("down")).ok_or_else(|| corrupt("down"))?,
+            seq: number(doc.get("vseq")).ok_or_else(|| corrupt("vseq"))?,
+        },
+    })
+}
+
+/// How often a vote is tried when concurrent votes (from other processes) keep changing what
+/// it read, before it gives up with a retryable `CONFLICT`.
+const VOTE_ATTEMPTS: u32 = 200;
+
+/// What one try of a vote did.
+enum Tried {
+    /// The vote was already so: nothing to write.
+    Same(Comment),
+    /// The comment changed since it was read: read it again.
+    Changed,
+    /// Stored.
+    Stored(Comment),
+}
+
+/// Casts a vote (see `Storage::vote`): in this process's turn for the discussion, reads the
+/// comment, checks that the voter may vote on it, then writes the vote, the discussion's
+/// ranking, the comment's tally and its counters in one transaction (in that order within one
+/// session, without transactions). A try that meets a concurrent change starts again after a
+/// short random wait.
+pub(crate) async fn cast(
+    book: &VoteBook,
+    layout: &dyn super::api::CommentStore,
+    writer: &super::writer::Writer,
+    discussion: &crate::domain::Discussion,
+    (slug, voter): (&Slug, &str),
+    vote: Option<Vote>,
+) -> Result<Comment, crate::domain::DomainError> {
+    use mongodb::error::TRANSIENT_TRANSACTION_ERROR;
+    let _turn = writer.turn(&discussion.id).await;
+    for round in 0..VOTE_ATTEMPTS {
+        let scope = super::scope::ReadScope::new();
+        let current = layout
+            .by_slugs(&scope, discussion, std::slice::from_ref(slug))
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| {
+                crate::domain::DomainError::not_found(format!(
+                    "no comment {slug} in discussion {}",
+                    discussion.id
+                ))
+            })?;
+        crate::domain::votes::may_vote(&current, voter)?;
+        let mut session = writer
+            .client
+            .start_session()
+            .await
+            .map_err(StoreError::from)?;
+        if writer.transactions {
+            session
+                .start_transaction()
+                .await
+                .map_err(StoreError::from)?;
+        }
+        let tried = async {
+            let before = book
+                .vote_of(&mut session, &discussion.id, slug, voter)
+                .await?;
+            if before == vote {
+                return Ok::<_, StoreError>(Tried::Same(current.clone()));
+            }
+            let counted = current.votes.after(before, vote, 0);
+            let seq = book
+                .next_number(
+                    &mut session,
+                    &discussion.id,
+                    (current.votes, counted),
+                    current.parent.is_none(),
+                )
+                .await?;
+            let next = Comment {
+                votes: current.votes.after(before, vote, seq),
+                ..current.clone()
+            };
+            if !layout
+                .replace_in(&mut session, &scope, discussion, &current, &next)
+                .await?
+            {
+                return Ok(Tried::Changed);
+            }
+            let at = writer.clock.now();
+            book.set_vote(&mut session, (&discussion.id, slug, voter), vote, at)
+                .await?;
+            book.set_tally(&mut session, &next).await?;
+            Ok(Tried::Stored(next))
+        }
+        .await;
+        match tried {
+            Ok(Tried::Same(comment)) => {
+                abort(&mut session, writer).await;
+                return Ok(comment);
+            }
+            Ok(Tried::Stored(next)) => {
+                if writer.transactions {
+                    super::writer::commit(&mut session, &writer.commands).await?;
+                }
+                return Ok(next);
+            }
+            Ok(Tried::Changed) => abort(&mut session, writer).await,
+            Err(StoreError::Db(e)) if e.contains_label(TRANSIENT_TRANSACTION_ERROR) => {
+                abort(&mut session, writer).await;
+            }
+            Err(err) => {
+                abort(&mut session, writer).await;
+                return Err(err.into());
+            }
+        }
+        tracing::debug!(discussion = %discussion.id, %slug, round, "a concurrent vote changed the comment: trying again");
+        pause(round).await;
+    }
+    Err(StoreError::Exhausted(format!(
+        "votes on comment {slug} in discussion {} kept colliding during {VOTE_ATTEMPTS} tries",
+        discussion.id
+    ))
+    .into())
+}
+
+/// Ends a vote's transaction without committing it (nothing to end without transactions).
+async fn abort(session: &mut ClientSession, writer: &super::writer::Writer) {
+    if writer.transactions {
+        super::writer::abort(session, &writer.commands).await;
+    }
+}
+
+/// A short random wait after the `round`th refused try.
+async fn pause(round: u32) {
+    use rand::Rng as _;
+    let most = u64::from(round.min(20)) + 1;
+    let wait = rand::thread_rng().gen_range(1..=most);
+    tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_round_trip_as_field_names() {
+        assert_eq!(pair_of(&pair_key(12, 0)), Some((12, 0)));
+        assert_eq!(pair_of("x_1"), None);
+        assert_eq!(pair_of("3"), None);
+    }
+}
