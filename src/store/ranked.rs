@@ -516,12 +516,12 @@ mod tests {
         ranking.all.insert((0, 2), 3);
         let top = classes(&ranking, Scope::All, Rank::Top);
         assert_eq!(top, vec![(2.0, 7), (-2.0, 3)]);
-        assert_eq!(zero_count(&ranking, Scope::All, Rank::Top, 100), 95);
+        assert_eq!(zero_count(&ranking, Scope::All, Rank::Top, 100), 90);
         let controversial = classes(&ranking, Scope::All, Rank::Controversial);
         assert_eq!(controversial.len(), 3);
         assert_eq!(
             zero_count(&ranking, Scope::All, Rank::Controversial, 100),
-            92
+            93
         );
     }
 }
