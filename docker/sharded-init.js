@@ -31,6 +31,12 @@ admin.runCommand({ shardCollection: "threadql.discussion_keys", key: { _id: "has
 admin.runCommand({ shardCollection: "threadql.reports", key: { _id: "hashed" } });
 // One document per comment: the unique {discussion_id, slug} index is the shard key.
 admin.runCommand({ shardCollection: "threadql.comments", key: { discussion_id: 1, slug: 1 }, unique: true });
+// One vote per voter and comment: the unique {discussion_id, slug, voter} index is the shard key.
+admin.runCommand({ shardCollection: "threadql.votes", key: { discussion_id: 1, slug: 1, voter: 1 }, unique: true });
+// Tallies: one per comment voted on, ranked reads filter on the discussion.
+admin.runCommand({ shardCollection: "threadql.tallies", key: { discussion_id: 1, slug: 1 }, unique: true });
+// Rankings: one per discussion, read and written by _id.
+admin.runCommand({ shardCollection: "threadql.rankings", key: { _id: "hashed" } });
 // Buckets: the unique {discussion_id, page} index is the shard key.
 admin.runCommand({ shardCollection: "threadql.comment_pages", key: { discussion_id: 1, page: 1 }, unique: true });
 print("sharded cluster ready");

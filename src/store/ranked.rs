@@ -425,7 +425,7 @@ impl Walker<'_> {
         };
         let mut first = true;
         loop {
-            let (from, to, last) = match backward {
+            let (from, to, last): (i64, Option<i64>, bool) = match backward {
                 false => {
                     let lower = if first && edge.is_none() {
                         i64::MIN
@@ -439,7 +439,10 @@ impl Walker<'_> {
                 true => {
                     let lower = mark.saturating_sub(width);
                     let last = lower <= created;
-                    (if last { i64::MIN } else { lower }, Some(mark), last)
+                    // From the end, the first window is open above: a comment may have a time
+                    // a little ahead of this clock.
+                    let upper = (!first || edge.is_some()).then_some(mark);
+                    (if last { i64::MIN } else { lower }, upper, last)
                 }
             };
             first = false;

@@ -34,8 +34,9 @@ pub enum KeyKind {
 /// unique indexes), discussions by hashed `_id` (they are read by `_id`, and by key through an
 /// index on every shard), the claims of discussion keys by hashed `_id`, the key, which
 /// `_id`'s own unique index keeps unique, and reports by hashed `_id` (comment and reporter),
-/// which they are written and removed by.
-pub const SHARD_KEYS: [ShardKey; 5] = [
+/// which they are written and removed by; votes by discussion, comment and voter, tallies by
+/// discussion and comment (their unique indexes), rankings by hashed `_id` (the discussion).
+pub const SHARD_KEYS: [ShardKey; 8] = [
     ShardKey {
         collection: "discussions",
         fields: &[("_id", KeyKind::Hashed)],
@@ -58,6 +59,28 @@ pub const SHARD_KEYS: [ShardKey; 5] = [
             ("slug", KeyKind::Ranged),
         ],
         unique: true,
+    },
+    ShardKey {
+        collection: super::votes::VOTES,
+        fields: &[
+            ("discussion_id", KeyKind::Ranged),
+            ("slug", KeyKind::Ranged),
+            ("voter", KeyKind::Ranged),
+        ],
+        unique: true,
+    },
+    ShardKey {
+        collection: super::votes::TALLIES,
+        fields: &[
+            ("discussion_id", KeyKind::Ranged),
+            ("slug", KeyKind::Ranged),
+        ],
+        unique: true,
+    },
+    ShardKey {
+        collection: super::votes::RANKINGS,
+        fields: &[("_id", KeyKind::Hashed)],
+        unique: false,
     },
     ShardKey {
         collection: "comment_pages",

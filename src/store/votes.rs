@@ -17,11 +17,11 @@ use super::metrics::{CommandCounter, Counted};
 use crate::domain::{Comment, DiscussionId, Micros, Rank, Slug, Vote, Votes};
 
 /// One document per voter and comment.
-const VOTES: &str = "votes";
+pub(crate) const VOTES: &str = "votes";
 /// One document per comment ever voted on.
-const TALLIES: &str = "tallies";
+pub(crate) const TALLIES: &str = "tallies";
 /// One document per discussion with votes.
-const RANKINGS: &str = "rankings";
+pub(crate) const RANKINGS: &str = "rankings";
 
 /// The tally field a rank's value is stored in.
 fn value_field(rank: Rank) -> &'static str {
@@ -121,6 +121,13 @@ impl VoteBook {
             .create_index(index_model(
                 "discussion_slug_voter",
                 doc! { "discussion_id": 1, "slug": 1, "voter": 1 },
+                true,
+            ))
+            .await?;
+        self.tallies
+            .create_index(index_model(
+                "discussion_slug",
+                doc! { "discussion_id": 1, "slug": 1 },
                 true,
             ))
             .await?;
@@ -232,8 +239,6 @@ impl VoteBook {
             Some(_) => vec![Scope::All.name()],
         };
         let mut set = doc! {
-            "discussion_id": next.discussion_id.as_str(),
-            "slug": next.slug.as_str(),
             "posted": next.posted.0,
             "scope": scope,
             "up": i64_of(v.up),
@@ -245,7 +250,10 @@ impl VoteBook {
         }
         self.tallies
             .update_one(
-                doc! { "_id": tally_key(&next.discussion_id, &next.slug) },
+                doc! {
+                    "discussion_id": next.discussion_id.as_str(),
+                    "slug": next.slug.as_str(),
+                },
                 doc! { "$set": set },
             )
             .upsert(true)
@@ -368,10 +376,6 @@ fn rank_bson(rank: Rank, value: f64) -> Bson {
 
 fn vote_filter(id: &DiscussionId, slug: &Slug, voter: &str) -> Document {
     doc! { "discussion_id": id.as_str(), "slug": slug.as_str(), "voter": voter }
-}
-
-fn tally_key(id: &DiscussionId, slug: &Slug) -> String {
-    format!("{id}:{slug}")
 }
 
 /// A stored count (any integer type; negative and other values are `None`).

@@ -143,6 +143,7 @@ async fn every_mutation_of_a_banned_user_is_forbidden_until_the_ban_is_lifted() 
         ("rejectComment", ("mutation($d: ID!, $s: String!) { rejectComment(discussionId: $d, slug: $s) { slug } }", json!({ "d": d, "s": c }))),
         ("reportComment", ("mutation($d: ID!, $s: String!) { reportComment(discussionId: $d, slug: $s, reason: SPAM) }", json!({ "d": d, "s": c }))),
         ("pinComment", ("mutation($d: ID!, $s: String!) { pinComment(discussionId: $d, slug: $s, pinned: true) { slug } }", json!({ "d": d, "s": c }))),
+        ("voteComment", ("mutation($d: ID!, $s: String!) { voteComment(discussionId: $d, slug: $s, value: UP) { slug } }", json!({ "d": d, "s": c }))),
         ("migrateDiscussion", ("mutation($d: ID!) { migrateDiscussion(id: $d, layout: BUCKETED) { id } }", json!({ "d": d }))),
         ("banUser", (BAN, json!({ "u": "someone" }))),
         ("unbanUser", (UNBAN, json!({ "u": "troll" }))),

@@ -14,7 +14,7 @@ use crate::support::{server_uri, Settings, TestApp};
 use crate::{contract, lifecycle};
 
 /// Collections whose every command must name its discussion.
-const BY_DISCUSSION: [&str; 2] = ["comments", "comment_pages"];
+const BY_DISCUSSION: [&str; 4] = ["comments", "comment_pages", "votes", "tallies"];
 
 /// Whether a filter pins `discussion_id` to one value: at its top level, or in every branch of
 /// a top-level `$or` / in one clause of a top-level `$and`.

@@ -5,7 +5,7 @@
 //
 // 1. Fetches threadql's SDL over HTTP (`{ _service { sdl } }`).
 // 2. Serves a second subgraph, "reviews", on an ephemeral port: it adds `Discussion.rating`,
-//    `Comment.upvotes` and `Comment.discussion` and has a root field `featuredComments` that
+//    `Comment.helpful` and `Comment.discussion` and has a root field `featuredComments` that
 //    returns Comment references. Serves a third, "articles", a site's article service: its
 //    articles reference their discussion by the article's own key (`Discussion @key(fields:
 //    "key")`), and one article has no discussion yet.
@@ -60,7 +60,7 @@ const REVIEWS_SDL = `
     discussionId: ID!
     slug: String!
     "How many readers liked it."
-    upvotes: Int!
+    helpful: Int!
     "The discussion it belongs to, as a reference."
     discussion: Discussion!
   }
@@ -96,14 +96,14 @@ const checks = new Checks({ composed: false, hints: [], entities: {} });
 const { summary } = checks;
 const check = (name, actual, expected) => checks.check(name, actual, expected);
 
-// The reviews subgraph's own data: a rating per discussion, upvotes per comment.
+// The reviews subgraph's own data: a rating per discussion, a count of "helpful" marks per comment.
 function reviewsData(seed) {
   const ratings = new Map();
-  const upvotes = new Map();
+  const helpful = new Map();
   seed.discussions.forEach((discussion, d) => {
     ratings.set(discussion.id, d + 3);
     discussion.comments.forEach((comment, c) => {
-      upvotes.set(`${discussion.id} ${comment.slug}`, 100 * (d + 1) + c);
+      helpful.set(`${discussion.id} ${comment.slug}`, 100 * (d + 1) + c);
     });
   });
   // The editors feature every seeded comment, newest discussion first, last comment first, so
@@ -113,13 +113,13 @@ function reviewsData(seed) {
       discussion.comments.map((comment) => ({ discussionId: discussion.id, slug: comment.slug })),
     )
     .reverse();
-  return { ratings, upvotes, featured };
+  return { ratings, helpful, featured };
 }
 
-function reviewsResolvers({ ratings, upvotes, featured }) {
+function reviewsResolvers({ ratings, helpful, featured }) {
   const commentKey = (comment) => `${comment.discussionId} ${comment.slug}`;
   const known = (comment) => {
-    if (!upvotes.has(commentKey(comment))) {
+    if (!helpful.has(commentKey(comment))) {
       throw new Error(`reviews knows no comment ${commentKey(comment)}`);
     }
     return { discussionId: comment.discussionId, slug: comment.slug };
@@ -139,7 +139,7 @@ function reviewsResolvers({ ratings, upvotes, featured }) {
     },
     Comment: {
       __resolveReference: known,
-      upvotes: (comment) => upvotes.get(commentKey(comment)),
+      helpful: (comment) => helpful.get(commentKey(comment)),
       discussion: (comment) => ({ id: comment.discussionId }),
     },
   };
@@ -341,7 +341,7 @@ async function run(url, seed, servers) {
   // (a) reviews → threadql: Comment and Discussion entities come from threadql's `_entities`.
   const featured = await query(`{
     featuredComments {
-      discussionId slug upvotes
+      discussionId slug helpful
       text author { name } replyCount parent { slug }
       discussion { id rating title commentCount layout }
     } }`);
@@ -354,7 +354,7 @@ async function run(url, seed, servers) {
       return {
         discussionId,
         slug,
-        upvotes: data.upvotes.get(`${discussionId} ${slug}`),
+        helpful: data.helpful.get(`${discussionId} ${slug}`),
         text: comment.text,
         author: { name: comment.author },
         replyCount: comment.replyCount,
@@ -425,30 +425,30 @@ async function run(url, seed, servers) {
       `query($id: ID!) {
         discussion(id: $id) {
           title rating
-          comments(order: THREADED) { totalCount nodes { slug text upvotes } }
-          threads { nodes { slug upvotes replies { nodes { slug upvotes discussion { rating } } } } }
+          comments(order: THREADED) { totalCount nodes { slug text helpful } }
+          threads { nodes { slug helpful replies { nodes { slug helpful discussion { rating } } } } }
         } }`,
       { id: discussion.id },
     );
-    const upvotesOf = (slug) => data.upvotes.get(`${discussion.id} ${slug}`);
+    const helpfulOf = (slug) => data.helpful.get(`${discussion.id} ${slug}`);
     const rating = data.ratings.get(discussion.id);
-    check(`${label}: a discussion with its rating and its comments' upvotes`, answer.discussion, {
+    check(`${label}: a discussion with its rating and its comments' helpful`, answer.discussion, {
       title: discussion.title,
       rating,
       comments: {
         totalCount: discussion.comments.length,
-        nodes: discussion.comments.map((c) => ({ slug: c.slug, text: c.text, upvotes: upvotesOf(c.slug) })),
+        nodes: discussion.comments.map((c) => ({ slug: c.slug, text: c.text, helpful: helpfulOf(c.slug) })),
       },
       threads: {
         nodes: discussion.comments
           .filter((c) => c.parentSlug === null)
           .map((top) => ({
             slug: top.slug,
-            upvotes: upvotesOf(top.slug),
+            helpful: helpfulOf(top.slug),
             replies: {
               nodes: discussion.comments
                 .filter((c) => c.parentSlug === top.slug)
-                .map((reply) => ({ slug: reply.slug, upvotes: upvotesOf(reply.slug), discussion: { rating } })),
+                .map((reply) => ({ slug: reply.slug, helpful: helpfulOf(reply.slug), discussion: { rating } })),
             },
           })),
       },
@@ -473,19 +473,19 @@ async function run(url, seed, servers) {
       throw new Error(`the seed of ${discussion.id} has no edited comment`);
     }
     const document = `query($d: ID!, $s: String!) {
-      comment(discussionId: $d, slug: $s) { text upvotes revisions { text } } }`;
+      comment(discussionId: $d, slug: $s) { text helpful revisions { text } } }`;
     const variables = { d: discussion.id, s: edited.slug };
     const asModerator = await query(document, variables, {
       authorization: `Bearer ${seed.moderatorToken}`,
     });
     const anonymous = await query(document, variables);
-    const upvotes = data.upvotes.get(`${discussion.id} ${edited.slug}`);
+    const helpful = data.helpful.get(`${discussion.id} ${edited.slug}`);
     check(
       `Authorization through the gateway (${discussion.layout}): a moderator sees the revisions, nobody else`,
       [asModerator.comment, anonymous.comment],
       [
-        { text: edited.text, upvotes, revisions: edited.revisions.map((text) => ({ text })) },
-        { text: edited.text, upvotes, revisions: null },
+        { text: edited.text, helpful, revisions: edited.revisions.map((text) => ({ text })) },
+        { text: edited.text, helpful, revisions: null },
       ],
     );
     log.take();
