@@ -119,6 +119,21 @@ macro_rules! contract_suite {
             async fn backward_pages_at_the_edges() {
                 backward_pages_at_the_edges_case(settings()).await;
             }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn votes_follow_the_rules() {
+                crate::votes::votes_follow_the_rules_case(settings()).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn ranked_orders_match_the_model() {
+                crate::votes::ranked_orders_match_the_model_case(settings()).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn ranked_cursors_belong_to_their_order() {
+                crate::votes::ranked_cursors_belong_to_their_order_case(settings()).await;
+            }
         }
     };
     ($module:ident, $layout:expr) => {

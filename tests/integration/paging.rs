@@ -34,7 +34,7 @@ fn reversed(list: &[String]) -> Vec<String> {
 /// size and page info (`hasPreviousPage` exact: the walk must end exactly at the start, which
 /// the caller checks; `hasNextPage` true once a `before` is given). Returns the slugs in the
 /// connection's order.
-async fn collect_backward(
+pub(crate) async fn collect_backward(
     app: &TestApp,
     query: &str,
     vars: Value,
@@ -485,7 +485,12 @@ pub(crate) async fn newest_and_backward_pages_cost_what_forward_pages_cost_case(
 }
 
 /// One page of a connection: its slugs, `hasPreviousPage` and `hasNextPage`.
-async fn page(app: &TestApp, query: &str, vars: Value, path: &[&str]) -> (Vec<String>, bool, bool) {
+pub(crate) async fn page(
+    app: &TestApp,
+    query: &str,
+    vars: Value,
+    path: &[&str],
+) -> (Vec<String>, bool, bool) {
     let data = app.ok(&format!("{query} {CONN}"), vars).await;
     let conn = at(&data, path);
     let info = &conn["pageInfo"];

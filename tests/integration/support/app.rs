@@ -33,6 +33,8 @@ pub(crate) struct Settings {
     pub edit_window_secs: u64,
     /// Mutations per author (off by default here: tests load data).
     pub rate_limit: RateLimit,
+    /// Votes per user (off by default here: tests cast many).
+    pub vote_rate_limit: RateLimit,
     /// Whether a full embedded discussion moves to the bucketed layout (as the server's default).
     pub promote_embedded: bool,
     /// Receives every command the store sends (see `sharding`).
@@ -62,6 +64,7 @@ impl Settings {
             embedded_max_bytes: config.embedded_max_bytes as usize,
             edit_window_secs: config.edit_window_secs,
             rate_limit: RateLimit::Off,
+            vote_rate_limit: RateLimit::Off,
             promote_embedded: config.promote_embedded,
             command_events: None,
             reports_to_hold: config.reports_to_hold,
@@ -88,6 +91,7 @@ impl Settings {
         config.embedded_max_bytes = self.embedded_max_bytes as u64;
         config.edit_window_secs = self.edit_window_secs;
         config.rate_limit = self.rate_limit;
+        config.vote_rate_limit = self.vote_rate_limit;
         config.promote_embedded = self.promote_embedded;
         config.rate_limit_anon = RateLimit::Off;
         config.reports_to_hold = self.reports_to_hold;
