@@ -11,8 +11,10 @@ use futures::stream::{FuturesUnordered, Stream, StreamExt as _};
 use futures::task::AtomicWaker;
 
 /// How often the request is polled again in a row when it wakes itself (a yielding join) before
-/// its queued batches run anyway.
-const MAX_REPOLLS: usize = 16;
+/// its queued batches run anyway. A join of many fields goes on by two of them per poll when they
+/// wake themselves (a list of 50 comments whose `viewerVote` each loads a key took 25 polls), so
+/// this covers a level of 512: short of it, a level's keys were split over two batches.
+const MAX_REPOLLS: usize = 256;
 
 /// The batches one request has queued.
 #[derive(Default)]
