@@ -18,7 +18,8 @@ use crate::domain::{Comment, DiscussionId, Micros, Rank, Slug, Vote, Votes};
 
 /// One document per voter and comment.
 pub(crate) const VOTES: &str = "votes";
-/// One document per comment ever voted on.
+/// One document per comment ever voted on (`discussion_id`, `slug`, `posted`, `scope`, `up`,
+/// `down`, `vseq`, and its value in each rank: `top`, `best`, `con`).
 pub(crate) const TALLIES: &str = "tallies";
 /// One document per discussion with votes.
 pub(crate) const RANKINGS: &str = "rankings";
@@ -131,11 +132,14 @@ impl VoteBook {
                 true,
             ))
             .await?;
+        // Each rank's index leads with its value, and so does the filter of a read by it: the
+        // development database picks its index by a filter's first fields, and with
+        // `discussion_id` first it read every tally of the discussion through another index.
         let ranked = Rank::ALL.map(|rank| {
             let field = value_field(rank);
             index_model(
-                &format!("rank_{field}"),
-                doc! { "discussion_id": 1, "scope": 1, field: 1, "posted": 1, "slug": 1 },
+                &format!("{field}_in_discussion"),
+                doc! { field: 1, "discussion_id": 1, "scope": 1, "posted": 1, "slug": 1 },
                 false,
             )
         });
@@ -345,9 +349,9 @@ impl VoteBook {
             posted.insert("$lt", to.0);
         }
         let filter = doc! {
+            value_field(rank): rank_bson(rank, value),
             "discussion_id": id.as_str(),
             "scope": scope.name(),
-            value_field(rank): rank_bson(rank, value),
             "posted": posted,
         };
         let found: Vec<Document> = self

@@ -219,6 +219,8 @@ async fn every_command_targets_one_discussion(layout: Layout) {
     lifecycle::revisions_keep_every_earlier_version_case(settings()).await;
     lifecycle::edits_racing_replies_lose_nothing_case(settings()).await;
     crate::keys::keyed_discussions_keep_their_key_everywhere_case(settings()).await;
+    crate::votes::votes_follow_the_rules_case(settings()).await;
+    crate::votes::ranked_orders_match_the_model_case(settings()).await;
     // A move out of the layout and back.
     let app = TestApp::with("shard_moves", settings()).await;
     let d = app.discussion("moving").await;
