@@ -278,58 +278,55 @@ impl Walker<'_> {
 
     /// Up to `want` comments after `from` (from the start without it), in rank order.
     async fn forward(&self, from: Option<&RankKey<'_>>, want: usize) -> StoreResult<Vec<Comment>> {
-        let mut out = Vec::new();
-        let mut seen = HashSet::new();
-        for class in self.order() {
-            if out.len() >= want {
-                break;
-            }
-            let edge = match from {
-                Some(at) => match class.value().total_cmp(&at.value) {
-                    Ordering::Greater => continue,
-                    Ordering::Equal => Some((at.posted, Slug::from_stored(at.slug.to_owned()))),
-                    Ordering::Less => None,
-                },
-                None => None,
-            };
-            let left = want - out.len();
-            let found = match class {
-                Class::Zero => self.zero_class(edge, left, false).await?,
-                Class::Tallied(value, count) => {
-                    self.tallied(value, count, edge, left, false).await?
-                }
-            };
-            for comment in found {
-                if seen.insert(comment.slug.clone()) {
-                    out.push(comment);
-                }
-            }
-        }
-        out.truncate(want);
-        Ok(out)
+        self.walk_from(from, want, false).await
     }
 
     /// Up to `want` comments before `from` (the last ones without it), in rank order.
     async fn backward(&self, from: Option<&RankKey<'_>>, want: usize) -> StoreResult<Vec<Comment>> {
+        let mut out = self.walk_from(from, want, true).await?;
+        out.reverse();
+        Ok(out)
+    }
+
+    /// Up to `want` comments on one side of `from` (after it, or before it when `backward`),
+    /// nearest first: class by class in the walk's direction, skipping the classes on the
+    /// other side of `from`, and within `from`'s own class starting from it.
+    async fn walk_from(
+        &self,
+        from: Option<&RankKey<'_>>,
+        want: usize,
+        backward: bool,
+    ) -> StoreResult<Vec<Comment>> {
+        let (behind, ahead) = match backward {
+            false => (Ordering::Greater, Ordering::Less),
+            true => (Ordering::Less, Ordering::Greater),
+        };
+        let mut classes = self.order();
+        if backward {
+            classes.reverse();
+        }
         let mut out = Vec::new();
         let mut seen = HashSet::new();
-        for class in self.order().into_iter().rev() {
+        for class in classes {
             if out.len() >= want {
                 break;
             }
-            let edge = match from {
-                Some(at) => match class.value().total_cmp(&at.value) {
-                    Ordering::Less => continue,
-                    Ordering::Equal => Some((at.posted, Slug::from_stored(at.slug.to_owned()))),
-                    Ordering::Greater => None,
-                },
+            let edge = match from.map(|at| (at, class.value().total_cmp(&at.value))) {
+                Some((_, side)) if side == behind => continue,
+                Some((at, Ordering::Equal)) => {
+                    Some((at.posted, Slug::from_stored(at.slug.to_owned())))
+                }
+                Some((_, side)) => {
+                    debug_assert_eq!(side, ahead);
+                    None
+                }
                 None => None,
             };
             let left = want - out.len();
             let found = match class {
-                Class::Zero => self.zero_class(edge, left, true).await?,
+                Class::Zero => self.zero_class(edge, left, backward).await?,
                 Class::Tallied(value, count) => {
-                    self.tallied(value, count, edge, left, true).await?
+                    self.tallied(value, count, edge, left, backward).await?
                 }
             };
             for comment in found {
@@ -339,7 +336,6 @@ impl Walker<'_> {
             }
         }
         out.truncate(want);
-        out.reverse();
         Ok(out)
     }
 

@@ -61,13 +61,25 @@ impl CommentConnection {
         total: Total,
         parent: Option<&Comment>,
     ) -> Self {
-        let page = paging.finish(page);
+        let cursor = |comment: &Comment| Cursor::of_comment(comment, kind).encode_for(kind);
+        Self::paged(discussion, paging.finish(page), total, parent, cursor)
+    }
+
+    /// The connection of a page in the connection's order, each comment with the cursor
+    /// `cursor` gives it (and, for replies, its known parent).
+    fn paged(
+        discussion: &Arc<Discussion>,
+        page: crate::domain::Paged<Comment>,
+        total: Total,
+        parent: Option<&Comment>,
+        cursor: impl Fn(&Comment) -> String,
+    ) -> Self {
         let parent = parent.map(|p| Arc::new(p.clone()));
         let edges = page
             .items
             .into_iter()
             .map(|comment| {
-                let cursor = Cursor::of_comment(&comment, kind).encode_for(kind);
+                let cursor = cursor(&comment);
                 let node = CommentNode {
                     discussion: discussion.clone(),
                     comment,
@@ -95,27 +107,8 @@ impl CommentConnection {
         parent: Option<&Comment>,
     ) -> Self {
         let kind = CursorKind::Ranked(rank);
-        let page = paging.finish(page);
-        let parent = parent.map(|p| Arc::new(p.clone()));
-        let edges = page
-            .items
-            .into_iter()
-            .map(|comment| {
-                let cursor = Cursor::ranked(rank, &comment, walk).encode_for(kind);
-                let node = CommentNode {
-                    discussion: discussion.clone(),
-                    comment,
-                    known_parent: parent.clone(),
-                };
-                (cursor, node)
-            })
-            .collect();
-        Self {
-            edges,
-            has_next_page: page.has_next_page,
-            has_previous_page: page.has_previous_page,
-            total,
-        }
+        let cursor = |comment: &Comment| Cursor::ranked(rank, comment, walk).encode_for(kind);
+        Self::paged(discussion, paging.finish(page), total, parent, cursor)
     }
 
     /// A connection of nodes already made, each with its cursor (a moderator queue's page).
