@@ -49,6 +49,10 @@ pub(super) struct RevisionDoc {
 /// discussion document (per-comment layout).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct CommentDoc {
+    /// The document's id where the comment is a document of its own (per-comment layout), as
+    /// read; never written (the database gives it).
+    #[serde(rename = "_id", default, skip_serializing)]
+    pub id: Option<Bson>,
     /// Owning discussion (per-comment layout only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discussion_id: Option<String>,
@@ -129,6 +133,7 @@ impl CommentDoc {
     /// The stored form of a comment; `with_discussion` adds the `discussion_id` field.
     pub(super) fn from_comment(comment: &Comment, with_discussion: bool) -> Self {
         Self {
+            id: None,
             discussion_id: with_discussion.then(|| comment.discussion_id.as_str().to_owned()),
             slug: comment.slug.as_str().to_owned(),
             full_slug: comment.full_slug.as_str().to_owned(),

@@ -31,6 +31,9 @@ pub(crate) struct Kept {
     /// For comments read so far that keep them, their replies with the size of each one's
     /// subtree (the reply included), in threaded order.
     pub(crate) reply_sizes: crate::store::scope::BySlug<Vec<(FullSlug, u64)>>,
+    /// The document id of each comment read by slug: a guarded update of it then names its
+    /// `_id` first (see `PerComment::guard`).
+    pub(crate) ids: crate::store::scope::BySlug<mongodb::bson::Bson>,
 }
 
 /// The per-comment layout.

@@ -40,19 +40,32 @@ pub(super) fn ranges(roots: &[&FullSlug]) -> Vec<Document> {
         .collect()
 }
 
+/// The filter of a guarded update of `current`: its fields as read. It names the comment's
+/// `_id` first where the read that found it kept it: the development database answers a filter
+/// of `discussion_id`, `slug` and more fields by reading every comment of the discussion (42 ms
+/// at 20 000), and one that starts with `_id` from that document alone. Otherwise the
+/// discussion comes first: `slug` alone leads no index (it read every comment of every
+/// discussion).
+fn guard(scope: &ReadScope, discussion: &Discussion, current: &Comment) -> StoreResult<Document> {
+    let mut filter = Document::new();
+    if let Some(id) = scope.slot::<Kept>().ids.get(&discussion.id, &current.slug) {
+        filter.insert("_id", id);
+    }
+    filter.insert("discussion_id", discussion.id.as_str());
+    filter.extend(unchanged_filter("", current)?);
+    Ok(filter)
+}
+
 #[async_trait]
 impl CommentStore for PerComment {
     async fn replace(
         &self,
-        _scope: &ReadScope,
+        scope: &ReadScope,
         discussion: &Discussion,
         current: &Comment,
         next: &Comment,
     ) -> StoreResult<bool> {
-        // The discussion first: the development database picks its index by a filter's first
-        // fields, and `slug` alone leads no index (it read every comment of every discussion).
-        let mut filter = doc! { "discussion_id": discussion.id.as_str() };
-        filter.extend(unchanged_filter("", current)?);
+        let filter = guard(scope, discussion, current)?;
         writer::replace_outside(
             &self.writer,
             &self.discussions,
@@ -67,13 +80,12 @@ impl CommentStore for PerComment {
     async fn replace_in(
         &self,
         session: &mut mongodb::ClientSession,
-        _scope: &ReadScope,
+        scope: &ReadScope,
         discussion: &Discussion,
         current: &Comment,
         next: &Comment,
     ) -> StoreResult<bool> {
-        let mut filter = doc! { "discussion_id": discussion.id.as_str() };
-        filter.extend(unchanged_filter("", current)?);
+        let filter = guard(scope, discussion, current)?;
         writer::replace_within(
             session,
             &self.discussions,
@@ -143,6 +155,10 @@ impl CommentStore for PerComment {
             .map(|mut d| {
                 if Hints::of(discussion).subtree_sizes {
                     remember_sizes(scope, &discussion.id, &mut d);
+                }
+                if let Some(id) = d.id.take() {
+                    let slug = Slug::from_stored(d.slug.clone());
+                    scope.slot::<Kept>().ids.remember(&discussion.id, slug, id);
                 }
                 d.into_comment(&discussion.id)
             })
