@@ -10,9 +10,12 @@ use futures::StreamExt as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::HashSet;
 
+use rand::rngs::StdRng;
+use rand::{Rng as _, SeedableRng as _};
+use serde::Serialize;
 use threadql::domain::{
-    Author, Comment, CommentStatus, CommentText, Discussion, FullSlug, Micros, NewComment, Queue,
-    Slug, Standing,
+    Author, Comment, CommentStatus, CommentText, Discussion, DomainError, FullSlug, Micros,
+    NewComment, Queue, Slug, Standing, Vote,
 };
 use threadql::store::{Storage, Store, StoreError};
 use tokio::sync::Notify;
@@ -301,4 +304,117 @@ pub(crate) async fn reject_in_place(
         done += 1;
     }
     Ok(done)
+}
+
+/// Voters of the vote load: `voter-0` … `voter-199`, none of them a plan author.
+pub(crate) const VOTERS: usize = 200;
+/// Votes in flight while loading votes.
+pub(crate) const VOTE_CONCURRENCY: usize = 32;
+/// Share of the loaded votes that are UP (the rest DOWN).
+const UP_SHARE: f64 = 0.7;
+
+/// What a vote load did.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct VoteLoad {
+    /// Votes asked for (round(votes per comment × comments)).
+    pub asked: usize,
+    /// Votes cast.
+    pub cast: usize,
+    /// Of them UP.
+    pub up: usize,
+    /// Picks skipped: a voter drawn twice for the same comment, or a vote refused as FORBIDDEN.
+    pub skipped: usize,
+    /// Seconds the load took.
+    pub secs: f64,
+    /// Votes per second (in-process, through `Storage::vote`, [`VOTE_CONCURRENCY`] in flight).
+    pub votes_per_sec: f64,
+}
+
+/// Casts round(`per_comment` × comments) votes on `comments` (those public in the layout)
+/// through the store's vote path, [`VOTE_CONCURRENCY`] in flight: each by a voter of
+/// `voter-0` … `voter-199` on a comment drawn uniformly at random (seeded), UP with probability
+/// 0.7, else DOWN. A pick that repeats a voter's comment, or a vote refused as FORBIDDEN, is
+/// skipped (the count goes on with the next pick).
+pub(crate) async fn cast_votes(
+    store: &Store,
+    discussion: &Discussion,
+    comments: &[Slug],
+    per_comment: f64,
+    seed: u64,
+    label: &str,
+) -> anyhow::Result<VoteLoad> {
+    let asked = (per_comment * comments.len() as f64).round() as usize;
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x766f_7465);
+    let mut picked: HashSet<(usize, usize)> = HashSet::with_capacity(asked);
+    let mut picks = Vec::with_capacity(asked);
+    let mut skipped = 0;
+    // Each voter can vote once per comment: past that, picks could never finish.
+    let possible = comments.len().saturating_mul(VOTERS);
+    while picks.len() < asked.min(possible) {
+        let voter = rng.gen_range(0..VOTERS);
+        let comment = rng.gen_range(0..comments.len());
+        let vote = if rng.gen_bool(UP_SHARE) {
+            Vote::Up
+        } else {
+            Vote::Down
+        };
+        if picked.insert((voter, comment)) {
+            picks.push((voter, comment, vote));
+        } else {
+            skipped += 1;
+        }
+    }
+    let bar = progress_bar(picks.len() as u64, &format!("{label} votes"));
+    let started = Instant::now();
+    let cast_one = |(voter, comment, vote): (usize, usize, Vote)| {
+        let bar = &bar;
+        async move {
+            let slug = &comments[comment];
+            let voter = format!("voter-{voter}");
+            match store.vote(discussion, slug, &voter, Some(vote)).await {
+                Ok(_) => {
+                    bar.inc(1);
+                    Ok(Some(vote))
+                }
+                Err(DomainError::Forbidden(_)) => {
+                    bar.inc(1);
+                    Ok(None)
+                }
+                Err(err) => Err(anyhow::Error::new(err))
+                    .with_context(|| format!("{voter} voting on comment {slug}")),
+            }
+        }
+    };
+    let mut results = futures::stream::iter(picks)
+        .map(cast_one)
+        .buffer_unordered(VOTE_CONCURRENCY);
+    let (mut cast, mut up) = (0, 0);
+    while let Some(result) = results.next().await {
+        match result {
+            Ok(Some(vote)) => {
+                cast += 1;
+                up += usize::from(vote == Vote::Up);
+            }
+            Ok(None) => skipped += 1,
+            Err(err) => {
+                bar.abandon();
+                return Err(err);
+            }
+        }
+    }
+    drop(results);
+    let secs = started.elapsed().as_secs_f64();
+    bar.finish();
+    let votes_per_sec = cast as f64 / secs.max(1e-9);
+    eprintln!(
+        "{label}: cast {cast}/{asked} votes ({up} UP, {skipped} picks skipped) in {secs:.1}s: {votes_per_sec:.0} votes/s"
+    );
+    Ok(VoteLoad {
+        asked,
+        cast,
+        up,
+        skipped,
+        secs,
+        votes_per_sec,
+    })
 }

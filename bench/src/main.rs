@@ -11,6 +11,7 @@ mod reads;
 mod report;
 mod server;
 mod stats;
+mod votes;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -153,6 +154,26 @@ struct Args {
     /// The results go to `--out` as JSON and to standard output as a table.
     #[arg(long, value_delimiter = ',', value_name = "N,...")]
     fanout: Option<Vec<usize>>,
+    /// Votes to cast per comment after each discussion is loaded, through the store's vote path
+    /// (32 in flight), by `voter-0` … `voter-199` on comments drawn at random, 70 % UP: the
+    /// ranked reads then have scores to order by. `0.2` casts 20 000 votes on 100 000 comments.
+    #[arg(long, default_value_t = 0.0, value_name = "F")]
+    votes_per_comment: f64,
+    /// Measure only the vote throughput: per layout, a discussion of `--vote-comments` comments
+    /// is loaded and `voteComment` measured through the server over HTTP with one voter and
+    /// with `--voters` concurrent voters (each with its own token). The results go to `--out`
+    /// as JSON and to standard output as a table.
+    #[arg(long)]
+    vote_throughput: bool,
+    /// Votes per configuration of the vote throughput.
+    #[arg(long, default_value_t = 600)]
+    votes: usize,
+    /// Concurrent voters of the vote throughput (besides one voter alone).
+    #[arg(long, default_value_t = 32)]
+    voters: usize,
+    /// Comments of the discussion the vote throughput votes in.
+    #[arg(long, default_value_t = 1_000)]
+    vote_comments: usize,
 }
 
 /// Where discussions are bulk loaded (see `--load-in`).
@@ -247,6 +268,7 @@ async fn main() -> std::process::ExitCode {
     let result = match (&args.charts_from, &args.fanout) {
         (Some(file), _) => redraw(file, args.charts_dir.as_deref()),
         (None, Some(counts)) => run_fanout(&args, counts).await,
+        (None, None) if args.vote_throughput => run_votes(&args).await,
         (None, None) => run(args).await,
     };
     match result {
@@ -384,6 +406,112 @@ async fn run_fanout(args: &Args, counts: &[usize]) -> anyhow::Result<()> {
     std::fs::write(&args.out, serde_json::to_string_pretty(&results)?)
         .with_context(|| format!("cannot write {}", args.out.display()))?;
     println!("{}", fanout::markdown(&results));
+    eprintln!("results written to {}", args.out.display());
+    Ok(())
+}
+
+/// Measures the vote throughput only (`--vote-throughput`).
+async fn run_votes(args: &Args) -> anyhow::Result<()> {
+    let server_bin = server::locate(args.server_bin.as_deref())?;
+    let database = Database::open(args).await?;
+    let described = database.describe();
+    let measured = async {
+        let db_name = format!("threadql_bench_votes_{}", std::process::id());
+        let mut config = threadql::config::Config::defaults()?;
+        config.database = db_name.clone();
+        config.promote_embedded = false;
+        let store = Store::connect(&threadql::app::store_config(&config, database.uri.clone()))
+            .await
+            .context("cannot connect to the benchmark database")?;
+        let secret: String = rand::thread_rng()
+            .sample_iter(rand::distributions::Alphanumeric)
+            .take(32)
+            .map(char::from)
+            .collect();
+        let keys = JwtKeys::new(&secret);
+        let http = client::http_client()?;
+        let mut results = Vec::new();
+        for layout in args.layouts() {
+            if store.layout(layout).is_err() {
+                eprintln!("skipping the {layout} layout: this build does not have it");
+                continue;
+            }
+            let size = args.vote_comments.max(1);
+            let label = format!("{layout} {} (votes)", group(size));
+            let plan = Plan::generate(size, args.seed);
+            let title =
+                DiscussionTitle::parse(&format!("benchmark votes: {layout}, {size} comments"))?;
+            let discussion = store
+                .discussions()
+                .create(title, args.load_layout(&store, layout))
+                .await?;
+            let loaded = load::load(
+                &store,
+                discussion,
+                &plan,
+                &HashSet::new(),
+                args.load_concurrency,
+                Duration::from_secs(1800),
+                &label,
+            )
+            .await?;
+            let (loaded, _) = move_to(&store, loaded, layout, &label).await?;
+            let comments: Vec<_> = loaded.slugs.iter().flatten().cloned().collect();
+            let server = Server::start(
+                &server_bin,
+                &database.uri,
+                &db_name,
+                &secret,
+                &args.server_log,
+                http.clone(),
+            )
+            .await?;
+            let client = GraphqlClient::new(http.clone(), server.graphql_url());
+            let target = votes::VoteTarget {
+                layout: loaded.discussion.layout.to_string(),
+                discussion: &loaded.discussion.id,
+                comments: Arc::new(comments),
+                keys: &keys,
+                seed: args.seed,
+            };
+            let mut counts = vec![1, args.voters.max(1)];
+            counts.dedup();
+            let mut measured = Ok(());
+            for voters in counts {
+                eprintln!("{label}: {} votes by {voters} voter(s)", args.votes);
+                let tag = format!("{layout}-{voters}");
+                match votes::measure(&server, &client, &target, voters, args.votes, &tag).await {
+                    Ok(result) => {
+                        eprint!("{}", votes::markdown(std::slice::from_ref(&result)));
+                        results.push(result);
+                    }
+                    Err(err) => {
+                        measured = Err(err);
+                        break;
+                    }
+                }
+            }
+            server.stop().await;
+            measured?;
+        }
+        anyhow::Ok(results)
+    };
+    let results = tokio::select! {
+        results = measured => results,
+        () = threadql::app::shutdown_signal() => Err(anyhow::anyhow!("interrupted")),
+    };
+    database.close().await;
+    let results = results?;
+    let saved = serde_json::json!({
+        "command": std::env::args().collect::<Vec<_>>().join(" "),
+        "machine": Machine::detect(),
+        "database": described,
+        "seed": args.seed,
+        "results": results,
+    });
+    std::fs::write(&args.out, serde_json::to_string_pretty(&saved)?)
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    println!("{}", votes::markdown(&results));
     eprintln!("results written to {}", args.out.display());
     Ok(())
 }
@@ -537,6 +665,30 @@ async fn bench_case(
     if rejected_in_place > 0 {
         eprintln!("{label}: rejected {rejected_in_place} comments in place");
     }
+    // Votes on the comments public in the layout (not those held, nor the placeholders).
+    let votes = if args.votes_per_comment > 0.0 {
+        let rejected: HashSet<usize> = rejected.iter().copied().collect();
+        let public: Vec<_> = loaded
+            .slugs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !held.contains(i) && !rejected.contains(i))
+            .filter_map(|(_, slug)| slug.clone())
+            .collect();
+        Some(
+            load::cast_votes(
+                store,
+                &loaded.discussion,
+                &public,
+                args.votes_per_comment,
+                args.seed,
+                &label,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
     // Fixtures come from the comments that were loaded (all of them unless a cap stopped it).
     let loaded_prefix = loaded
         .slugs
@@ -686,6 +838,7 @@ async fn bench_case(
         load_posts_per_sec: loaded.posted as f64 / loaded.elapsed.as_secs_f64().max(1e-9),
         shape: plan.shape(),
         deep_offset: fixtures.deep_offset,
+        votes,
         reads,
         writes,
         floor,

@@ -5,8 +5,10 @@ use std::collections::HashMap;
 use anyhow::{bail, Context as _};
 use serde::Serialize;
 use serde_json::{json, Value};
-use threadql::domain::{Comment, Cursor, CursorKind, Discussion, DiscussionId, Page, Slug, Window};
-use threadql::store::{Listing, ReadScope, Storage, Store};
+use threadql::domain::{
+    Comment, Cursor, CursorKind, Discussion, DiscussionId, Page, Rank, Slug, Window,
+};
+use threadql::store::{Listing, Ranked, RankedOf, ReadScope, Storage, Store};
 
 /// Comments per page in the paged reads.
 pub(crate) const PAGE: usize = 50;
@@ -64,11 +66,19 @@ pub(crate) enum Read {
     NewestReplies,
     /// The last 50 comments of the largest thread's sub-discussion (`last`).
     SubDiscussionLast,
+    /// The first 50 comments in the TOP order (by score).
+    TopFirst,
+    /// The 50 comments after a cursor at the deep offset, in the TOP order.
+    TopCursor,
+    /// The first 50 comments in the BEST order.
+    BestFirst,
+    /// The 50 comments after a cursor at the deep offset, in the BEST order.
+    BestCursor,
 }
 
 impl Read {
     /// Every read, in report order.
-    pub(crate) const ALL: [Read; 18] = [
+    pub(crate) const ALL: [Read; 22] = [
         Read::FirstPage,
         Read::FirstPageHtml,
         Read::OffsetPage,
@@ -87,6 +97,10 @@ impl Read {
         Read::NewestReplies,
         Read::SubDiscussion,
         Read::SubDiscussionLast,
+        Read::TopFirst,
+        Read::TopCursor,
+        Read::BestFirst,
+        Read::BestCursor,
     ];
 
     /// A short name for tables.
@@ -110,6 +124,21 @@ impl Read {
             Read::ThreadedBackward => "threaded deep page backward (last 50 before)",
             Read::NewestReplies => "newest replies of the busiest comment (50)",
             Read::SubDiscussionLast => "sub-discussion, last 50",
+            Read::TopFirst => "TOP first page (50)",
+            Read::TopCursor => "TOP deep page by cursor",
+            Read::BestFirst => "BEST first page (50)",
+            Read::BestCursor => "BEST deep page by cursor",
+        }
+    }
+
+    /// The ranked order and whether the read starts at the deep cursor, for the ranked reads.
+    pub(crate) fn ranked(self) -> Option<(Rank, bool)> {
+        match self {
+            Read::TopFirst => Some((Rank::Top, false)),
+            Read::TopCursor => Some((Rank::Top, true)),
+            Read::BestFirst => Some((Rank::Best, false)),
+            Read::BestCursor => Some((Rank::Best, true)),
+            _ => None,
         }
     }
 }
@@ -136,6 +165,10 @@ pub(crate) struct Fixtures {
     pub deep_end_threaded_cursor: Cursor,
     /// The comment with the most direct replies.
     pub busiest: Slug,
+    /// The cursor of the comment right before the deep offset in the TOP order.
+    pub deep_top_cursor: Cursor,
+    /// The same in the BEST order.
+    pub deep_best_cursor: Cursor,
 }
 
 impl Fixtures {
@@ -166,6 +199,27 @@ impl Fixtures {
                 .context("the discussion is shorter than the deep offset")?;
             anyhow::Ok(Cursor::of_comment(last, kind))
         };
+        // A ranked cursor carries the walk (the discussion's vote number) of the page it came
+        // from, as a client's next page does.
+        let ranked_at = |at: u64, rank: Rank| async move {
+            let before = store
+                .ranked(
+                    &ReadScope::new(),
+                    discussion,
+                    Ranked {
+                        rank,
+                        of: RankedOf::Comments,
+                    },
+                    &Window::Offset { skip: at, limit: 1 },
+                )
+                .await?;
+            let last = before
+                .page
+                .items
+                .first()
+                .context("the ranked list is shorter than the deep offset")?;
+            anyhow::Ok(Cursor::ranked(rank, last, before.walk))
+        };
         let (chronological, threaded) = (
             (Listing::Chronological, CursorKind::Chronological),
             (Listing::Threaded, CursorKind::Threaded),
@@ -177,10 +231,20 @@ impl Fixtures {
             deep_threaded_cursor: cursor_at(deep_offset - 1, threaded.0, threaded.1).await?,
             deep_end_cursor: cursor_at(deep_end, chronological.0, chronological.1).await?,
             deep_end_threaded_cursor: cursor_at(deep_end, threaded.0, threaded.1).await?,
+            deep_top_cursor: ranked_at(deep_offset - 1, Rank::Top).await?,
+            deep_best_cursor: ranked_at(deep_offset - 1, Rank::Best).await?,
             link,
             sub_root,
             busiest,
         })
+    }
+
+    /// The deep cursor of a ranked order (Controversial is not measured: TOP's).
+    fn deep_ranked_cursor(&self, rank: Rank) -> &Cursor {
+        match rank {
+            Rank::Best => &self.deep_best_cursor,
+            Rank::Top | Rank::Controversial => &self.deep_top_cursor,
+        }
     }
 
     /// The read as a GraphQL query and its variables.
@@ -265,6 +329,17 @@ impl Fixtures {
                 format!("query($d: ID!, $s: String!) {{ comment(discussionId: $d, slug: $s) {{ slug subDiscussion(last: {PAGE}) {{ {page} }} }} }}"),
                 json!({ "d": d, "s": self.sub_root.as_str() }),
             ),
+            Read::TopFirst | Read::BestFirst => (
+                format!("query($d: ID!) {{ discussion(id: $d) {{ comments(order: {}, first: {PAGE}) {{ {page} }} }} }}", order_name(read)),
+                json!({ "d": d }),
+            ),
+            Read::TopCursor | Read::BestCursor => {
+                let rank = read.ranked().map_or(Rank::Top, |(rank, _)| rank);
+                (
+                    format!("query($d: ID!, $c: String!) {{ discussion(id: $d) {{ comments(order: {}, first: {PAGE}, after: $c) {{ {page} }} }} }}", order_name(read)),
+                    json!({ "d": d, "c": self.deep_ranked_cursor(rank).encode_for(CursorKind::Ranked(rank)) }),
+                )
+            }
         };
         let fields = match read {
             Read::FirstPageHtml => FIELDS_HTML,
@@ -285,7 +360,11 @@ impl Fixtures {
             | Read::ThreadedFirst
             | Read::ThreadedOffset
             | Read::ThreadedCursor
-            | Read::ThreadedBackward => &data["discussion"]["comments"]["nodes"],
+            | Read::ThreadedBackward
+            | Read::TopFirst
+            | Read::TopCursor
+            | Read::BestFirst
+            | Read::BestCursor => &data["discussion"]["comments"]["nodes"],
             Read::Tree | Read::Threads | Read::NewestThreads => {
                 &data["discussion"]["threads"]["nodes"]
             }
@@ -328,6 +407,25 @@ impl Fixtures {
         let newest_slugs =
             |items: &[Comment]| items.iter().rev().map(|c| c.slug.to_string()).collect();
         Ok(match read {
+            Read::TopFirst | Read::TopCursor | Read::BestFirst | Read::BestCursor => {
+                let (rank, deep) = read.ranked().context("not a ranked read")?;
+                let cursor = deep.then(|| self.deep_ranked_cursor(rank).clone());
+                let ranked = store
+                    .ranked(
+                        &scope,
+                        &discussion,
+                        Ranked {
+                            rank,
+                            of: RankedOf::Comments,
+                        },
+                        &Window::After {
+                            cursor,
+                            limit: PAGE,
+                        },
+                    )
+                    .await?;
+                slugs(&ranked.page.items)
+            }
             Read::NewestFirst | Read::NewestThreads => {
                 let listing = match read {
                     Read::NewestThreads => Listing::Threads,
@@ -489,6 +587,15 @@ impl Fixtures {
                 slugs(&page.items)
             }
         })
+    }
+}
+
+/// The GraphQL `CommentOrder` of a ranked read.
+fn order_name(read: Read) -> &'static str {
+    match read.ranked() {
+        Some((Rank::Best, _)) => "BEST",
+        Some((Rank::Controversial, _)) => "CONTROVERSIAL",
+        _ => "TOP",
     }
 }
 

@@ -93,6 +93,9 @@ pub(crate) struct Case {
     pub shape: Shape,
     /// Offset of the deep page.
     pub deep_offset: u64,
+    /// The votes cast after loading (`--votes-per-comment`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub votes: Option<crate::load::VoteLoad>,
     /// The reads.
     pub reads: Vec<ReadResult>,
     /// Posting through GraphQL.
@@ -270,6 +273,17 @@ impl Case {
     /// A few lines on standard error once the case is measured.
     pub(crate) fn summary(&self) -> String {
         let mut out = String::new();
+        if let Some(v) = &self.votes {
+            let _ = writeln!(
+                out,
+                "  {} {}: {} votes cast ({} UP) at {:.0} votes/s",
+                series(self),
+                group(self.size),
+                v.cast,
+                v.up,
+                v.votes_per_sec
+            );
+        }
         for r in &self.reads {
             let _ = writeln!(
                 out,
@@ -375,7 +389,9 @@ impl Report {
                     Read::OffsetPage
                     | Read::CursorPage
                     | Read::ThreadedOffset
-                    | Read::ThreadedCursor => {
+                    | Read::ThreadedCursor
+                    | Read::TopCursor
+                    | Read::BestCursor => {
                         format!("{} {}", r.label, group(case.deep_offset as usize))
                     }
                     _ => r.label.to_owned(),
