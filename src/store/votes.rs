@@ -18,18 +18,25 @@ use crate::domain::{Comment, DiscussionId, Micros, Rank, Slug, Vote, Votes};
 
 /// One document per voter and comment.
 pub(crate) const VOTES: &str = "votes";
-/// One document per comment ever voted on (`discussion_id`, `slug`, `posted`, `scope`, `up`,
-/// `down`, `vseq`, and its value in each rank: `top`, `best`, `con`).
+/// One document per comment ever voted on (`discussion_id`, `slug`, `posted`, `up`, `down`,
+/// `vseq`, and its value in each rank: `top`, `best`, `con`, and for a top-level comment
+/// `t_top`, `t_best`, `t_con`).
 pub(crate) const TALLIES: &str = "tallies";
 /// One document per discussion with votes.
 pub(crate) const RANKINGS: &str = "rankings";
 
-/// The tally field a rank's value is stored in.
-fn value_field(rank: Rank) -> &'static str {
-    match rank {
-        Rank::Top => "top",
-        Rank::Best => "best",
-        Rank::Controversial => "con",
+/// The tally field a rank's value is stored in, for a list of every comment or of top-level
+/// ones (set on top-level comments only). One scalar field per list: on an array field
+/// (multikey) the development database no longer bounds the index range by the fields after it,
+/// and a window of 75 tallies read the whole class (20 ms at 11 600).
+fn value_field(rank: Rank, scope: Scope) -> &'static str {
+    match (scope, rank) {
+        (Scope::All, Rank::Top) => "top",
+        (Scope::All, Rank::Best) => "best",
+        (Scope::All, Rank::Controversial) => "con",
+        (Scope::Threads, Rank::Top) => "t_top",
+        (Scope::Threads, Rank::Best) => "t_best",
+        (Scope::Threads, Rank::Controversial) => "t_con",
     }
 }
 
@@ -135,13 +142,15 @@ impl VoteBook {
         // Each rank's index leads with its value, and so does the filter of a read by it: the
         // development database picks its index by a filter's first fields, and with
         // `discussion_id` first it read every tally of the discussion through another index.
-        let ranked = Rank::ALL.map(|rank| {
-            let field = value_field(rank);
-            index_model(
-                &format!("{field}_in_discussion"),
-                doc! { field: 1, "discussion_id": 1, "scope": 1, "posted": 1, "slug": 1 },
-                false,
-            )
+        let ranked = [Scope::All, Scope::Threads].into_iter().flat_map(|scope| {
+            Rank::ALL.map(|rank| {
+                let field = value_field(rank, scope);
+                index_model(
+                    &format!("{field}_by_time"),
+                    doc! { field: 1, "discussion_id": 1, "posted": 1, "slug": 1 },
+                    false,
+                )
+            })
         });
         self.tallies.create_indexes(ranked).await?;
         Ok(())
@@ -238,19 +247,20 @@ impl VoteBook {
         next: &Comment,
     ) -> StoreResult<()> {
         let v = next.votes;
-        let scope: Vec<&str> = match next.parent {
-            None => vec![Scope::All.name(), Scope::Threads.name()],
-            Some(_) => vec![Scope::All.name()],
+        let scopes: &[Scope] = match next.parent {
+            None => &[Scope::All, Scope::Threads],
+            Some(_) => &[Scope::All],
         };
         let mut set = doc! {
             "posted": next.posted.0,
-            "scope": scope,
             "up": i64_of(v.up),
             "down": i64_of(v.down),
             "vseq": i64_of(v.seq),
         };
-        for rank in Rank::ALL {
-            set.insert(value_field(rank), rank_value(rank, v));
+        for scope in scopes {
+            for rank in Rank::ALL {
+                set.insert(value_field(rank, *scope), rank_value(rank, v));
+            }
         }
         self.tallies
             .update_one(
@@ -349,9 +359,8 @@ impl VoteBook {
             posted.insert("$lt", to.0);
         }
         let filter = doc! {
-            value_field(rank): rank_bson(rank, value),
+            value_field(rank, scope): rank_bson(rank, value),
             "discussion_id": id.as_str(),
-            "scope": scope.name(),
             "posted": posted,
         };
         let found: Vec<Document> = self
