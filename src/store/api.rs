@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
+use mongodb::bson::Bson;
 
 use super::error::StoreResult;
 use super::scope::ReadScope;
@@ -425,6 +426,25 @@ pub trait CommentStore: Send + Sync {
         discussion: &Discussion,
         slugs: &[Slug],
     ) -> StoreResult<Vec<Comment>>;
+
+    /// Where this request read the comment `slug` (the document that holds it), for a later
+    /// [`Self::by_homes`]; `None` when it was not read or the layout has no such thing.
+    fn home_of(&self, _scope: &ReadScope, _discussion: &Discussion, _slug: &Slug) -> Option<Bson> {
+        None
+    }
+
+    /// The comments with these slugs, each with the home [`Self::home_of`] gave for it when it
+    /// was read before, if any (missing ones are left out). A home may be out of date (a move
+    /// writes new documents): a comment not found there is read by slug.
+    async fn by_homes(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        wanted: &[(Slug, Option<Bson>)],
+    ) -> StoreResult<Vec<Comment>> {
+        let slugs: Vec<Slug> = wanted.iter().map(|(slug, _)| slug.clone()).collect();
+        self.by_slugs(scope, discussion, &slugs).await
+    }
 
     /// One page of direct replies (oldest first) for each parent.
     async fn replies(

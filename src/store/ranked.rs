@@ -468,11 +468,14 @@ impl Walker<'_> {
                 })
                 .filter(|t| self.walk.is_none_or(|walk| t.votes.seq <= walk))
                 .collect();
-            for chunk in candidates.chunks(want.max(1)) {
-                let slugs: Vec<Slug> = chunk.iter().map(|t| t.slug.clone()).collect();
+            for chunk in candidates.chunks(want.clamp(1, MOST_PER_READ)) {
+                let wanted: Vec<_> = chunk
+                    .iter()
+                    .map(|t| (t.slug.clone(), t.home.clone()))
+                    .collect();
                 let mut read = self
                     .layout
-                    .by_slugs(self.scope, self.discussion, &slugs)
+                    .by_homes(self.scope, self.discussion, &wanted)
                     .await?;
                 for tally in chunk {
                     let Some(at) = read.iter().position(|c| c.slug == tally.slug) else {

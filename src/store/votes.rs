@@ -95,7 +95,7 @@ impl Ranking {
 }
 
 /// A comment's tally as ranked reads see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Tally {
     /// The comment.
     pub slug: Slug,
@@ -103,6 +103,8 @@ pub(crate) struct Tally {
     pub posted: Micros,
     /// Its counters.
     pub votes: Votes,
+    /// Where its layout kept it when it was last voted on (see `CommentStore::home_of`).
+    pub home: Option<Bson>,
 }
 
 /// The vote collections.
@@ -245,6 +247,7 @@ impl VoteBook {
         &self,
         session: &mut ClientSession,
         next: &Comment,
+        home: Option<Bson>,
     ) -> StoreResult<()> {
         let v = next.votes;
         let scopes: &[Scope] = match next.parent {
@@ -262,13 +265,20 @@ impl VoteBook {
                 set.insert(value_field(rank, *scope), rank_value(rank, v));
             }
         }
+        let update = match home {
+            Some(home) => {
+                set.insert(HOME, home);
+                doc! { "$set": set }
+            }
+            None => doc! { "$set": set, "$unset": { HOME: "" } },
+        };
         self.tallies
             .update_one(
                 doc! {
                     "discussion_id": next.discussion_id.as_str(),
                     "slug": next.slug.as_str(),
                 },
-                doc! { "$set": set },
+                update,
             )
             .upsert(true)
             .session(session)
@@ -367,7 +377,7 @@ impl VoteBook {
             .tallies
             .find(filter)
             .sort(doc! { "posted": 1, "slug": 1 })
-            .projection(doc! { "slug": 1, "posted": 1, "up": 1, "down": 1, "vseq": 1 })
+            .projection(doc! { "slug": 1, "posted": 1, "up": 1, "down": 1, "vseq": 1, HOME: 1 })
             .await?
             .try_collect()
             .await?;
@@ -411,8 +421,13 @@ fn tally_of(doc: &Document) -> StoreResult<Tally> {
             down: number(doc.get("down")).ok_or_else(|| corrupt("down"))?,
             seq: number(doc.get("vseq")).ok_or_else(|| corrupt("vseq"))?,
         },
+        home: doc.get(HOME).cloned(),
     })
 }
+
+/// A tally's field that says where the comment's layout keeps it (its document, or its page),
+/// so that a ranked page reads its comments by `_id`.
+const HOME: &str = "home";
 
 /// How often a vote is tried when concurrent votes (from other processes) keep changing what
 /// it read, before it gives up with a retryable `CONFLICT`.
@@ -497,7 +512,8 @@ pub(crate) async fn cast(
             let at = writer.clock.now();
             book.set_vote(&mut session, (&discussion.id, slug, voter), vote, at)
                 .await?;
-            book.set_tally(&mut session, &next).await?;
+            let home = layout.home_of(&scope, discussion, slug);
+            book.set_tally(&mut session, &next, home).await?;
             Ok(Tried::Stored(next))
         }
         .await;

@@ -21,7 +21,7 @@ mod write;
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use mongodb::bson::{doc, Document};
+use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 
 use kept::Kept;
@@ -42,6 +42,9 @@ use crate::store::scope::ReadScope;
 use crate::store::skeleton::Waiting;
 use crate::store::writer::Writer;
 use stored::Stored;
+
+/// Slugs per query of comments by slug (see `by_slugs`).
+const SLUGS_PER_QUERY: usize = 8;
 
 /// The bucketed layout.
 pub struct Bucketed {
@@ -283,13 +286,54 @@ impl CommentStore for Bucketed {
                 None => missing.push(slug.as_str()),
             }
         }
-        if !missing.is_empty() {
-            let found = self
-                .matching_in(scope, discussion, "slug", &missing)
-                .await?;
+        // A few slugs per query: on the development database an `$or` costs more than its
+        // branches apart (64 slugs on 64 pages: 176 ms in one query; 50 slugs in groups of 8:
+        // 40 ms; 8 slugs on one page: 0.8 ms).
+        for group in missing.chunks(SLUGS_PER_QUERY) {
+            let found = self.matching_in(scope, discussion, "slug", group).await?;
             out.extend(found);
         }
         Ok(out)
+    }
+
+    fn home_of(&self, scope: &ReadScope, discussion: &Discussion, slug: &Slug) -> Option<Bson> {
+        let (page_id, _) = scope.slot::<Kept>().pages_of.get(&discussion.id, slug)?;
+        Some(page_id)
+    }
+
+    /// Comments from the pages their homes name (one query; 45 pages by `_id`: 20 ms on the
+    /// development database, 176 ms by slug), the others by slug.
+    async fn by_homes(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        wanted: &[(Slug, Option<Bson>)],
+    ) -> StoreResult<Vec<Comment>> {
+        let mut pages: Vec<&Bson> = Vec::new();
+        for home in wanted.iter().filter_map(|(_, home)| home.as_ref()) {
+            if !pages.contains(&home) {
+                pages.push(home);
+            }
+        }
+        let mut found = Vec::new();
+        if !pages.is_empty() {
+            let slugs: Vec<&str> = wanted.iter().map(|(slug, _)| slug.as_str()).collect();
+            let filter = doc! { "_id": { "$in": pages }, "discussion_id": discussion.id.as_str() };
+            let cond = doc! { "$in": ["$$c.slug", slugs] };
+            found = self
+                .matching(scope, discussion, filter, cond.into())
+                .await?;
+        }
+        let rest: Vec<Slug> = wanted
+            .iter()
+            .map(|(slug, _)| slug)
+            .filter(|slug| !found.iter().any(|c| &c.slug == *slug))
+            .cloned()
+            .collect();
+        if !rest.is_empty() {
+            found.extend(self.by_slugs(scope, discussion, &rest).await?);
+        }
+        Ok(found)
     }
 
     async fn replies(
