@@ -43,9 +43,6 @@ use crate::store::skeleton::Waiting;
 use crate::store::writer::Writer;
 use stored::Stored;
 
-/// Slugs per query of comments by slug (see `by_slugs`).
-const SLUGS_PER_QUERY: usize = 8;
-
 /// The bucketed layout.
 pub struct Bucketed {
     pages: Counted<Document>,
@@ -286,11 +283,10 @@ impl CommentStore for Bucketed {
                 None => missing.push(slug.as_str()),
             }
         }
-        // A few slugs per query: on the development database an `$or` costs more than its
-        // branches apart (64 slugs on 64 pages: 176 ms in one query; 50 slugs in groups of 8:
-        // 40 ms; 8 slugs on one page: 0.8 ms).
-        for group in missing.chunks(SLUGS_PER_QUERY) {
-            let found = self.matching_in(scope, discussion, "slug", group).await?;
+        if !missing.is_empty() {
+            let found = self
+                .matching_in(scope, discussion, "slug", &missing)
+                .await?;
             out.extend(found);
         }
         Ok(out)
