@@ -297,7 +297,7 @@ impl CommentStore for Bucketed {
         Some(page_id)
     }
 
-    /// Comments from the pages their homes name (one query; 45 pages by `_id`: 20 ms on the
+    /// Comments from the pages their homes name (one query; 45 pages by `_id`: 62 ms on the
     /// development database, 176 ms by slug), the others by slug.
     async fn by_homes(
         &self,
@@ -314,7 +314,14 @@ impl CommentStore for Bucketed {
         let mut found = Vec::new();
         if !pages.is_empty() {
             let slugs: Vec<&str> = wanted.iter().map(|(slug, _)| slug.as_str()).collect();
-            let filter = doc! { "_id": { "$in": pages }, "discussion_id": discussion.id.as_str() };
+            // One branch per page: given `_id: {$in: …}` beside `discussion_id` the development
+            // database read every page of the collection (590 ms for 45 pages of 1 000).
+            let id = discussion.id.as_str();
+            let branches: Vec<Document> = pages
+                .into_iter()
+                .map(|page| doc! { "_id": page, "discussion_id": id })
+                .collect();
+            let filter = doc! { "$or": branches };
             let cond = doc! { "$in": ["$$c.slug", slugs] };
             found = self
                 .matching(scope, discussion, filter, cond.into())
