@@ -367,6 +367,17 @@ pub struct Posted {
     pub moved: Option<Discussion>,
 }
 
+/// The slugs of `wanted` that `found` does not hold: what a layout's `by_homes` reads by slug
+/// after reading the others at their homes.
+pub(crate) fn not_at_home(wanted: &[(Slug, Option<Bson>)], found: &[Comment]) -> Vec<Slug> {
+    wanted
+        .iter()
+        .map(|(slug, _)| slug)
+        .filter(|slug| !found.iter().any(|c| &c.slug == *slug))
+        .cloned()
+        .collect()
+}
+
 /// The comment operations every storage layout provides. Batched reads take many parents or roots
 /// at once so that one level of a tree costs one query; `scope` is the per-request cache a layout
 /// may use to read a document only once per request.

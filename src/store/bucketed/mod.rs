@@ -327,12 +327,7 @@ impl CommentStore for Bucketed {
                 .matching(scope, discussion, filter, cond.into())
                 .await?;
         }
-        let rest: Vec<Slug> = wanted
-            .iter()
-            .map(|(slug, _)| slug)
-            .filter(|slug| !found.iter().any(|c| &c.slug == *slug))
-            .cloned()
-            .collect();
+        let rest = crate::store::api::not_at_home(wanted, &found);
         if !rest.is_empty() {
             found.extend(self.by_slugs(scope, discussion, &rest).await?);
         }

@@ -179,12 +179,7 @@ impl CommentStore for PerComment {
                 .await?;
             found = read_docs(scope, discussion, docs);
         }
-        let rest: Vec<Slug> = wanted
-            .iter()
-            .map(|(slug, _)| slug)
-            .filter(|slug| !found.iter().any(|c| &c.slug == *slug))
-            .cloned()
-            .collect();
+        let rest = crate::store::api::not_at_home(wanted, &found);
         found.retain(|c| wanted.iter().any(|(slug, _)| slug == &c.slug));
         if !rest.is_empty() {
             found.extend(self.by_slugs(scope, discussion, &rest).await?);
