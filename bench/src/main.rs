@@ -280,6 +280,15 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
+/// A random signing secret for the servers a measurement starts (and the tokens it mints).
+fn new_secret() -> String {
+    rand::thread_rng()
+        .sample_iter(rand::distributions::Alphanumeric)
+        .take(32)
+        .map(char::from)
+        .collect()
+}
+
 /// The database the run uses: one it started, or the one it was given.
 struct Database {
     uri: String,
@@ -375,11 +384,7 @@ async fn run_fanout(args: &Args, counts: &[usize]) -> anyhow::Result<()> {
     let server_bin = server::locate(args.server_bin.as_deref())?;
     let database = Database::open(args).await?;
     let measured = async {
-        let secret: String = rand::thread_rng()
-            .sample_iter(rand::distributions::Alphanumeric)
-            .take(32)
-            .map(char::from)
-            .collect();
+        let secret = new_secret();
         let token = JwtKeys::new(&secret).mint("bench", "Bench", &[], 3600);
         let http = client::http_client()?;
         let db_name = format!("threadql_bench_fanout_{}", std::process::id());
@@ -423,11 +428,7 @@ async fn run_votes(args: &Args) -> anyhow::Result<()> {
         let store = Store::connect(&threadql::app::store_config(&config, database.uri.clone()))
             .await
             .context("cannot connect to the benchmark database")?;
-        let secret: String = rand::thread_rng()
-            .sample_iter(rand::distributions::Alphanumeric)
-            .take(32)
-            .map(char::from)
-            .collect();
+        let secret = new_secret();
         let keys = JwtKeys::new(&secret);
         let http = client::http_client()?;
         let mut results = Vec::new();
@@ -545,11 +546,7 @@ async fn bench(
         .await
         .context("cannot connect to the benchmark database")?;
     let http = client::http_client()?;
-    let secret: String = rand::thread_rng()
-        .sample_iter(rand::distributions::Alphanumeric)
-        .take(32)
-        .map(char::from)
-        .collect();
+    let secret = new_secret();
     let keys = JwtKeys::new(&secret);
     for layout in args.layouts() {
         if store.layout(layout).is_err() {
