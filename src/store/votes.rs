@@ -538,7 +538,7 @@ pub(crate) async fn cast(
             }
         }
         tracing::debug!(discussion = %discussion.id, %slug, round, "a concurrent vote changed the comment: trying again");
-        pause(round).await;
+        super::writer::pause(round).await;
     }
     Err(StoreError::Exhausted(format!(
         "votes on comment {slug} in discussion {} kept colliding during {VOTE_ATTEMPTS} tries",
@@ -552,14 +552,6 @@ async fn abort(session: &mut ClientSession, writer: &super::writer::Writer) {
     if writer.transactions {
         super::writer::abort(session, &writer.commands).await;
     }
-}
-
-/// A short random wait after the `round`th refused try.
-async fn pause(round: u32) {
-    use rand::Rng as _;
-    let most = u64::from(round.min(20)) + 1;
-    let wait = rand::thread_rng().gen_range(1..=most);
-    tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
 }
 
 #[cfg(test)]

@@ -132,3 +132,13 @@ pub(crate) async fn replace_within<T: Send + Sync>(
     let result = coll.update_one(filter, update).session(session).await?;
     Ok(result.matched_count == 1)
 }
+
+/// A short random wait after the `round`th refused try of a write that collided with another
+/// (a few milliseconds, growing with the round): writers that collided do not collide again in
+/// lockstep.
+pub(crate) async fn pause(round: u32) {
+    use rand::Rng as _;
+    let most = u64::from(round.min(20)) + 1;
+    let wait = rand::thread_rng().gen_range(1..=most);
+    tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+}

@@ -12,7 +12,6 @@ use std::time::Duration;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Document, RawDocumentBuf};
 use mongodb::error::TRANSIENT_TRANSACTION_ERROR;
-use rand::Rng;
 
 use super::Discussions;
 use crate::domain::{Discussion, DiscussionId, DiscussionKey, NewDiscussion};
@@ -39,13 +38,6 @@ enum Inserted {
     Taken,
     /// A concurrent creation of the same key holds it: try again.
     Conflict,
-}
-
-/// A short random wait after the `round`th refused try.
-async fn pause(round: u32) {
-    let most = u64::from(round.min(20)) + 1;
-    let wait = rand::thread_rng().gen_range(1..=most);
-    tokio::time::sleep(Duration::from_millis(wait)).await;
 }
 
 impl Discussions {
@@ -93,7 +85,7 @@ impl Discussions {
             match self.insert_keyed(key, &doc).await? {
                 Inserted::Stored => return self.stored(&doc),
                 Inserted::Taken => return Err(StoreError::KeyTaken(key.to_string())),
-                Inserted::Conflict => pause(round).await,
+                Inserted::Conflict => crate::store::writer::pause(round).await,
             }
         }
         Err(exhausted(key))
@@ -112,14 +104,14 @@ impl Discussions {
             }
             match self.insert_keyed(key, &doc).await? {
                 Inserted::Stored => return self.stored(&doc),
-                Inserted::Conflict => pause(round).await,
+                Inserted::Conflict => crate::store::writer::pause(round).await,
                 Inserted::Taken => {
                     // Committed by another creation since the read (found on the next one),
                     // or a claim without its discussion.
                     if self.complete_claim(key, &mut doc).await? {
                         return self.stored(&doc);
                     }
-                    pause(round).await;
+                    crate::store::writer::pause(round).await;
                 }
             }
         }

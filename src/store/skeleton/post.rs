@@ -2,11 +2,9 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use mongodb::error::TRANSIENT_TRANSACTION_ERROR;
 use mongodb::ClientSession;
-use rand::Rng;
 use tokio::sync::oneshot;
 
 use super::{Attempt, ParentPaths, PostSteps, Try, ATTEMPTS};
@@ -14,7 +12,7 @@ use crate::domain::{Comment, Discussion, DiscussionId, Micros, NewComment, Place
 use crate::store::api::Posted;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::metrics::CommandCounter;
-use crate::store::writer::{abort, commit, Writer};
+use crate::store::writer::{abort, commit, pause, Writer};
 
 /// How often a post may move on (see [`Attempt::Moved`]) before it gives up.
 const MOVES: usize = 10_000;
@@ -281,8 +279,7 @@ async fn store<S: PostSteps>(
             }
             Ok(Outcome::Conflict) => {
                 conflicts += 1;
-                let wait = rand::thread_rng().gen_range(0..=(conflicts.min(20) as u64));
-                tokio::time::sleep(Duration::from_millis(wait)).await;
+                pause(u32::try_from(conflicts).unwrap_or(u32::MAX)).await;
             }
             Ok(Outcome::Done) => {
                 for ((entry, comment), outcome) in live.iter_mut().zip(comments).zip(outcomes) {
