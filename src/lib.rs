@@ -8,6 +8,7 @@ pub mod embed; // the reference embed at /embed, served from the binary
 pub mod graphiql; // GraphiQL at /, served from the binary
 pub mod graphql; // schema, resolvers, dataloaders, error codes
 pub mod http; // axum routes
+pub mod import; // `threadql import`: comments from threadql, Disqus and WordPress files
 pub mod migrate; // `threadql migrate`: moving discussions between layouts
 pub mod rate; // rate limits per author and per client
 pub mod store; // CommentStore and the MongoDB layouts

@@ -11,7 +11,7 @@ use super::{
 };
 
 /// Who wrote a comment, from the poster's token.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Author {
     /// The token's `sub`.
     pub id: String,

@@ -381,7 +381,10 @@ impl FromStr for ModerationMode {
 }
 
 /// Where a comment stands with the moderators.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum CommentStatus {
     /// Public: every comment stored in a layout.
     #[default]

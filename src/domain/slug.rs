@@ -18,7 +18,10 @@ const TIME_LEN: usize = 16;
 const MAX_SLUG_TEXT: usize = 64 * (PART_LEN + 1);
 
 /// Microseconds since the Unix epoch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
 pub struct Micros(pub i64);
 
 impl Micros {
