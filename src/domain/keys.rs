@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::{DiscussionTitle, DomainError, Layout};
+use super::{DiscussionId, DiscussionTitle, DomainError, Layout, Micros};
 
 /// A discussion's key: the host page's own identifier for it (an article id, a path, a URL).
 /// 1 to 512 characters, no control characters; compared exactly (no trimming, no case folding,
@@ -127,6 +127,10 @@ pub struct NewDiscussion {
     pub key: Option<DiscussionKey>,
     /// The page's address, if known.
     pub url: Option<DiscussionUrl>,
+    /// The id to give it (an import keeping a discussion's id); a fresh one when `None`.
+    pub id: Option<DiscussionId>,
+    /// When it was created (an import keeping the original time); now when `None`.
+    pub created: Option<Micros>,
 }
 
 impl NewDiscussion {
@@ -137,6 +141,8 @@ impl NewDiscussion {
             layout,
             key: None,
             url: None,
+            id: None,
+            created: None,
         }
     }
 }

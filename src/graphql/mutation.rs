@@ -243,6 +243,8 @@ fn new_discussion(
             .unwrap_or(ctx.data_unchecked::<Limits>().default_layout),
         key: key.map(DiscussionKey::parse).transpose().gql()?,
         url: url.map(DiscussionUrl::parse).transpose().gql()?,
+        id: None,
+        created: None,
     };
     store(ctx).layout(new.layout).gql()?;
     Ok(new)

@@ -57,6 +57,8 @@ pub struct Moved {
     pub from: Layout,
     /// Comments copied.
     pub comments: u64,
+    /// Comments added by the move (see [`Storage::import`]).
+    pub added: u64,
 }
 
 /// How moves hold their fence.
@@ -152,6 +154,30 @@ pub trait Storage: Send + Sync {
         report: &(dyn Fn(Step) + Send + Sync),
     ) -> StoreResult<Moved>;
 
+    /// Moves discussion `id` to layout `to`, another than its own, as [`Storage::migrate`]
+    /// does, and adds on the way the comments of `adding` whose slugs it does not hold: an
+    /// import of comments with their original times and slugs, which posts cannot make (a post
+    /// takes the current time). The discussion's numbers, counts and pages come out as if every
+    /// comment had been posted in time order; posts made meanwhile wait for the move and are
+    /// kept. Run again after an interruption, it adds nothing twice.
+    async fn import(
+        &self,
+        id: &DiscussionId,
+        to: Layout,
+        adding: Vec<Comment>,
+        report: &(dyn Fn(Step) + Send + Sync),
+    ) -> StoreResult<Moved>;
+
+    /// Casts a vote as [`Storage::vote`] does, without asking whether the voter may vote (an
+    /// import restoring the votes a discussion had, some of them on comments deleted since).
+    async fn restore_vote(
+        &self,
+        discussion: &Discussion,
+        slug: &Slug,
+        voter: &str,
+        vote: Vote,
+    ) -> Result<Comment, DomainError>;
+
     /// Changes a posted comment of `discussion`: reads it, lets `decide` say what it becomes (it
     /// gets the time of the change), and writes that unless the comment changed meanwhile, in
     /// which case it reads again. Returns the comment as it is afterwards.
@@ -181,6 +207,15 @@ pub trait Storage: Send + Sync {
         voter: &str,
         comments: &[(DiscussionId, Slug)],
     ) -> StoreResult<HashMap<(DiscussionId, Slug), Vote>>;
+
+    /// Up to `limit` votes cast in the discussion (comment slug, voter, vote), by slug and then
+    /// voter, after `after`: what an export reads, page by page.
+    async fn votes_in(
+        &self,
+        discussion: &DiscussionId,
+        after: Option<(&Slug, &str)>,
+        limit: usize,
+    ) -> StoreResult<Vec<(Slug, String, Vote)>>;
 
     /// One page of a ranked list of the discussion (see `store::ranked`), with the walk its
     /// cursors belong to.

@@ -96,6 +96,19 @@ pub trait HeldStore: Send + Sync {
         standing: Standing,
     ) -> StoreResult<Held>;
 
+    /// Stores a held comment as it is (an import restoring one): replaces the entry of its slug
+    /// or adds it, so storing it twice stores it once.
+    async fn restore(&self, held: &Held) -> StoreResult<()>;
+
+    /// Up to `limit` held (never public) comments of the discussion, by slug, after `after`:
+    /// what an export reads, page by page.
+    async fn held_in(
+        &self,
+        discussion: &DiscussionId,
+        after: Option<&Slug>,
+        limit: usize,
+    ) -> StoreResult<Vec<Held>>;
+
     /// The held (never public) comment `slug` of the discussion, if there is one.
     async fn find(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<Option<Held>>;
 
@@ -370,6 +383,41 @@ impl HeldStore for HeldComments {
         let held = Held { comment };
         self.coll.insert_one(to_doc(&held)).await?;
         Ok(held)
+    }
+
+    async fn restore(&self, held: &Held) -> StoreResult<()> {
+        let doc = to_doc(held);
+        let id = key(&held.comment.discussion_id, &held.comment.slug);
+        self.coll
+            .replace_one(doc! { "_id": &id }, doc)
+            .upsert(true)
+            .await?;
+        Ok(())
+    }
+
+    async fn held_in(
+        &self,
+        discussion: &DiscussionId,
+        after: Option<&Slug>,
+        limit: usize,
+    ) -> StoreResult<Vec<Held>> {
+        // Entries are keyed `<discussion>:<slug>`: the discussion's are the keys from its
+        // prefix up to the prefix with `:` raised to `;`.
+        let from = match after {
+            Some(slug) => doc! { "$gt": key(discussion, slug) },
+            None => doc! { "$gt": format!("{discussion}:") },
+        };
+        let mut range = from;
+        range.insert("$lt", format!("{discussion};"));
+        let found: Vec<Document> = self
+            .coll
+            .find(doc! { "_id": range, "discussion_id": discussion.as_str(), "public": { "$ne": true } })
+            .sort(doc! { "_id": 1 })
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .await?
+            .try_collect()
+            .await?;
+        found.iter().map(from_doc).collect()
     }
 
     async fn find(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<Option<Held>> {

@@ -118,14 +118,15 @@ impl Lease<'_> {
 /// The layouts a move reads from and writes to.
 pub(super) type Movers<'a> = HashMap<Layout, &'a dyn Movable>;
 
-/// Moves discussion `id` to layout `to` (see the module documentation). Idempotent: run again
+/// Moves discussion `id` to layout `to` (see the module documentation), adding the comments of
+/// `adding` whose slugs it does not hold yet (an import: see [`merged`]). Idempotent: run again
 /// after a crash at any point, it finishes the job (a partial copy is cleared and made again; a
 /// move that switched but did not remove the old storage removes it).
 pub(super) async fn run(
     store: &Discussions,
     movers: &Movers<'_>,
-    id: &DiscussionId,
-    to: Layout,
+    (id, to): (&DiscussionId, Layout),
+    adding: Vec<Comment>,
     timing: MoveTiming,
     report: &(dyn Fn(Step) + Send + Sync),
 ) -> StoreResult<Moved> {
@@ -146,6 +147,7 @@ pub(super) async fn run(
         let discussion = store.by_id(id).await?;
         let from = discussion.layout;
         let mut comments = 0;
+        let mut added = 0;
         if from != to {
             let source = mover(movers, from)?;
             let target = mover(movers, to)?;
@@ -158,9 +160,19 @@ pub(super) async fn run(
                     discussion.comment_count
                 )));
             }
+            let all = match adding.is_empty() {
+                true => all,
+                false => merged(all, adding),
+            };
+            added = all.len() as u64 - comments;
             target.clear(id).await?;
             let mut fields = target.import(&discussion, &all, &lease).await?;
             fields.insert("layout", to.as_str());
+            if added > 0 {
+                let threads = all.iter().filter(|c| c.parent.is_none()).count();
+                fields.insert("comment_count", i64::try_from(all.len()).unwrap_or(i64::MAX));
+                fields.insert("thread_count", i64::try_from(threads).unwrap_or(i64::MAX));
+            }
             let switched = discussions
                 .update_one(lease.held(), doc! { "$set": fields, "$inc": { "moves": 1_i64 } })
                 .await?;
@@ -177,20 +189,41 @@ pub(super) async fn run(
                 store.clear(id).await?;
             }
         }
-        Ok((from, comments))
+        Ok((from, comments, added))
     }
     .await;
     let released = discussions
         .update_one(lease.held(), doc! { "$unset": { FENCE: "" } })
         .await;
-    let (from, comments) = result?;
+    let (from, comments, added) = result?;
     released?;
     report(Step::Done);
     Ok(Moved {
         discussion: store.by_id(id).await?,
         from,
         comments,
+        added,
     })
+}
+
+/// The discussion's comments `all` (chronological) with those of `adding` whose slugs are not
+/// among them, in chronological order, each with its count of replies in the result. A comment
+/// of `adding` is stored as it is (its slug, full slug and time), so the caller places it.
+fn merged(mut all: Vec<Comment>, adding: Vec<Comment>) -> Vec<Comment> {
+    let have: std::collections::HashSet<crate::domain::Slug> =
+        all.iter().map(|c| c.slug.clone()).collect();
+    all.extend(adding.into_iter().filter(|c| !have.contains(&c.slug)));
+    all.sort_by(|a, b| (a.posted, a.slug.as_str()).cmp(&(b.posted, b.slug.as_str())));
+    let mut replies: HashMap<crate::domain::Slug, u64> = HashMap::new();
+    for comment in &all {
+        if let Some(parent) = &comment.parent {
+            *replies.entry(parent.clone()).or_default() += 1;
+        }
+    }
+    for comment in &mut all {
+        comment.reply_count = replies.get(&comment.slug).copied().unwrap_or(0);
+    }
+    all
 }
 
 fn mover<'a>(movers: &Movers<'a>, layout: Layout) -> StoreResult<&'a dyn Movable> {

@@ -112,6 +112,35 @@ impl Store {
         })
     }
 
+    /// Casts a vote (checking that the voter may vote when `checked`), in the layout the
+    /// discussion has once a move that holds it is over.
+    async fn cast(
+        &self,
+        discussion: &Discussion,
+        (slug, voter): (&Slug, &str),
+        vote: Option<Vote>,
+        checked: bool,
+    ) -> Result<Comment, DomainError> {
+        let mut discussion = discussion.clone();
+        loop {
+            let layout = self.layout(discussion.layout)?;
+            let cast = super::votes::cast(
+                &self.votes,
+                (layout, &self.writer),
+                &discussion,
+                (slug, voter),
+                vote,
+                checked,
+            );
+            match cast.await {
+                Err(DomainError::Moving(_)) => {
+                    discussion = self.after_move(&discussion.id).await?;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// Waits while a move of the discussion holds it, then reads it again.
     async fn after_move(&self, id: &DiscussionId) -> StoreResult<Discussion> {
         migrate::until_unfenced(&self.discussions.raw(), id, self.moves.wait).await?;
@@ -187,24 +216,27 @@ impl Storage for Store {
         voter: &str,
         vote: Option<Vote>,
     ) -> Result<Comment, DomainError> {
-        let mut discussion = discussion.clone();
-        loop {
-            let layout = self.layout(discussion.layout)?;
-            let cast = super::votes::cast(
-                &self.votes,
-                layout,
-                &self.writer,
-                &discussion,
-                (slug, voter),
-                vote,
-            );
-            match cast.await {
-                Err(DomainError::Moving(_)) => {
-                    discussion = self.after_move(&discussion.id).await?;
-                }
-                other => return other,
-            }
-        }
+        self.cast(discussion, (slug, voter), vote, true).await
+    }
+
+    async fn restore_vote(
+        &self,
+        discussion: &Discussion,
+        slug: &Slug,
+        voter: &str,
+        vote: Vote,
+    ) -> Result<Comment, DomainError> {
+        self.cast(discussion, (slug, voter), Some(vote), false)
+            .await
+    }
+
+    async fn votes_in(
+        &self,
+        discussion: &DiscussionId,
+        after: Option<(&Slug, &str)>,
+        limit: usize,
+    ) -> StoreResult<Vec<(Slug, String, Vote)>> {
+        self.votes.votes_in(discussion, after, limit).await
     }
 
     async fn votes_of(
@@ -355,6 +387,16 @@ impl Storage for Store {
         to: Layout,
         report: &(dyn Fn(Step) + Send + Sync),
     ) -> StoreResult<Moved> {
+        self.import(id, to, Vec::new(), report).await
+    }
+
+    async fn import(
+        &self,
+        id: &DiscussionId,
+        to: Layout,
+        adding: Vec<Comment>,
+        report: &(dyn Fn(Step) + Send + Sync),
+    ) -> StoreResult<Moved> {
         if !self.transactions {
             return Err(StoreError::Unsupported(
                 "moving a discussion between layouts needs transactions (a replica set or a \
@@ -364,7 +406,15 @@ impl Storage for Store {
             ));
         }
         let movers = self.layouts.movers();
-        migrate::run(&self.discussions, &movers, id, to, self.moves, report).await
+        migrate::run(
+            &self.discussions,
+            &movers,
+            (id, to),
+            adding,
+            self.moves,
+            report,
+        )
+        .await
     }
 
     fn changes(&self, retry: Duration) -> BoxStream<'static, Watched> {

@@ -287,6 +287,53 @@ impl VoteBook {
     }
 
     /// The votes of `voter` on these comments, in one command.
+    /// Up to `limit` votes of the discussion, by comment slug and then voter, after `after`
+    /// (a slug and a voter): at most two ranges of the unique index.
+    pub(crate) async fn votes_in(
+        &self,
+        discussion: &DiscussionId,
+        after: Option<(&Slug, &str)>,
+        limit: usize,
+    ) -> StoreResult<Vec<(Slug, String, Vote)>> {
+        let id = discussion.as_str();
+        let ranges = match after {
+            None => vec![doc! { "discussion_id": id }],
+            Some((slug, voter)) => vec![
+                doc! { "discussion_id": id, "slug": slug.as_str(), "voter": { "$gt": voter } },
+                doc! { "discussion_id": id, "slug": { "$gt": slug.as_str() } },
+            ],
+        };
+        let mut out = Vec::new();
+        for filter in ranges {
+            let left = limit.saturating_sub(out.len());
+            if left == 0 {
+                break;
+            }
+            let found: Vec<Document> = self
+                .votes
+                .find(filter)
+                .sort(doc! { "discussion_id": 1, "slug": 1, "voter": 1 })
+                .limit(i64::try_from(left).unwrap_or(i64::MAX))
+                .projection(doc! { "slug": 1, "voter": 1, "value": 1 })
+                .await?
+                .try_collect()
+                .await?;
+            for doc in found {
+                let (Ok(slug), Ok(voter), Some(vote)) = (
+                    doc.get_str("slug"),
+                    doc.get_str("voter"),
+                    doc.get_str("value").ok().and_then(Vote::parse),
+                ) else {
+                    return Err(StoreError::Corrupt(format!(
+                        "a vote in discussion {id} without a slug, voter or value"
+                    )));
+                };
+                out.push((Slug::from_stored(slug.to_owned()), voter.to_owned(), vote));
+            }
+        }
+        Ok(out)
+    }
+
     pub(crate) async fn votes_of(
         &self,
         voter: &str,
@@ -444,17 +491,17 @@ enum Tried {
 }
 
 /// Casts a vote (see `Storage::vote`): in this process's turn for the discussion, reads the
-/// comment, checks that the voter may vote on it, then writes the vote, the discussion's
+/// comment, checks that the voter may vote on it (when `checked`), then writes the vote, the discussion's
 /// ranking, the comment's tally and its counters in one transaction (in that order within one
 /// session, without transactions). A try that meets a concurrent change starts again after a
 /// short random wait.
 pub(crate) async fn cast(
     book: &VoteBook,
-    layout: &dyn super::api::CommentStore,
-    writer: &super::writer::Writer,
+    (layout, writer): (&dyn super::api::CommentStore, &super::writer::Writer),
     discussion: &crate::domain::Discussion,
     (slug, voter): (&Slug, &str),
     vote: Option<Vote>,
+    checked: bool,
 ) -> Result<Comment, crate::domain::DomainError> {
     use mongodb::error::TRANSIENT_TRANSACTION_ERROR;
     let _turn = writer.turn(&discussion.id).await;
@@ -471,7 +518,9 @@ pub(crate) async fn cast(
                     discussion.id
                 ))
             })?;
-        crate::domain::votes::may_vote(&current, voter)?;
+        if checked {
+            crate::domain::votes::may_vote(&current, voter)?;
+        }
         let mut session = writer
             .client
             .start_session()

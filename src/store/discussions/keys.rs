@@ -53,7 +53,7 @@ impl Discussions {
             key: new.key.as_ref().map(|k| k.as_str().to_owned()),
             url: new.url.as_ref().map(|u| u.as_str().to_owned()),
             layout: new.layout.as_str().to_owned(),
-            created: self.clock.now().0,
+            created: new.created.unwrap_or_else(|| self.clock.now()).0,
             comment_count: 0,
             thread_count: 0,
             locked: false,
@@ -80,7 +80,7 @@ impl Discussions {
         key: &DiscussionKey,
         new: &NewDiscussion,
     ) -> StoreResult<Discussion> {
-        let doc = self.document_of(new, &DiscussionId::generate())?;
+        let doc = self.document_of(new, &new.id.clone().unwrap_or_else(DiscussionId::generate))?;
         for round in 0..ROUNDS {
             match self.insert_keyed(key, &doc).await? {
                 Inserted::Stored => return self.stored(&doc),
@@ -97,7 +97,8 @@ impl Discussions {
         key: &DiscussionKey,
         new: &NewDiscussion,
     ) -> StoreResult<Discussion> {
-        let mut doc = self.document_of(new, &DiscussionId::generate())?;
+        let mut doc =
+            self.document_of(new, &new.id.clone().unwrap_or_else(DiscussionId::generate))?;
         for round in 0..ROUNDS {
             if let Some(found) = self.read_keys(std::slice::from_ref(key)).await?.pop() {
                 return Ok(found);

@@ -377,7 +377,7 @@ impl DiscussionStore for Discussions {
         if let Some(key) = &new.key {
             return self.add_keyed(key, &new).await;
         }
-        let doc = self.document_of(&new, &DiscussionId::generate())?;
+        let doc = self.document_of(&new, &new.id.clone().unwrap_or_else(DiscussionId::generate))?;
         self.coll.insert_one(&doc).await?;
         self.stored(&doc)
     }
