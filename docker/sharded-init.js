@@ -35,6 +35,8 @@ admin.runCommand({ shardCollection: "threadql.comments", key: { discussion_id: 1
 admin.runCommand({ shardCollection: "threadql.votes", key: { discussion_id: 1, slug: 1, voter: 1 }, unique: true });
 // Tallies: one per comment voted on, ranked reads filter on the discussion.
 admin.runCommand({ shardCollection: "threadql.tallies", key: { discussion_id: 1, slug: 1 }, unique: true });
+// Import entries: the unique {discussion_id, source} index is the shard key.
+admin.runCommand({ shardCollection: "threadql.imports", key: { discussion_id: 1, source: 1 }, unique: true });
 // Rankings: one per discussion, read and written by _id.
 admin.runCommand({ shardCollection: "threadql.rankings", key: { _id: "hashed" } });
 // Buckets: the unique {discussion_id, page} index is the shard key.

@@ -49,6 +49,12 @@ pub enum Command {
     /// Move discussions to another storage layout while the servers keep running (safe to run
     /// again after an interruption).
     Migrate(MigrateArgs),
+    /// Write discussions, comments and votes to a threadql file (JSON Lines; gzipped when the
+    /// name ends in `.gz`).
+    Export(ExportArgs),
+    /// Read discussions and comments from a threadql, Disqus or WordPress file (safe to run
+    /// again: what is there already is not added twice).
+    Import(ImportArgs),
     /// Shard threadql's collections on a sharded cluster (connect to a mongos): every shard key
     /// starts with the discussion, so each request reaches one shard.
     ShardSetup,
@@ -67,6 +73,63 @@ pub struct MigrateArgs {
     /// The layout to move to.
     #[arg(long, value_enum)]
     pub to: LayoutArg,
+}
+
+/// Arguments of `threadql export`.
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("which").args(["discussion", "key"])))]
+pub struct ExportArgs {
+    /// Export this discussion only (its id).
+    #[arg(long)]
+    pub discussion: Option<String>,
+    /// Export the discussion with this key only.
+    #[arg(long)]
+    pub key: Option<String>,
+    /// Where to write: a file (gzipped when it ends in `.gz`), or `-` for standard output
+    /// (the default).
+    #[arg(long)]
+    pub out: Option<String>,
+}
+
+/// The formats `threadql import` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportFormat {
+    /// A `threadql export` file (JSON Lines, gzipped or not).
+    Threadql,
+    /// A Disqus XML export.
+    Disqus,
+    /// A WordPress WXR export.
+    Wordpress,
+}
+
+/// What keys an imported discussion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportKey {
+    /// The source's identifier (Disqus `<id>`, WordPress `wp:post_id`).
+    Identifier,
+    /// The page's link.
+    Link,
+}
+
+/// Arguments of `threadql import`.
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// The file to read (`-` for standard input).
+    pub file: String,
+    /// Its format.
+    #[arg(long, value_enum)]
+    pub format: ImportFormat,
+    /// The layout of the discussions it creates (default: `THREADQL_DEFAULT_LAYOUT`; a
+    /// threadql file's own layouts when it is not given).
+    #[arg(long, value_enum)]
+    pub layout: Option<LayoutArg>,
+    /// What keys a discussion (default: Disqus `<id>` when it has one, else the link;
+    /// WordPress the link).
+    #[arg(long, value_enum)]
+    pub key: Option<ImportKey>,
+    /// Read the file and print the report without writing anything.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// Arguments of `threadql token`.

@@ -5,6 +5,7 @@ pub mod auth; // bearer JWTs
 pub mod config; // typed CLI flags and THREADQL_* env vars
 pub mod domain; // comments, slugs, paging, errors (no I/O)
 pub mod embed; // the reference embed at /embed, served from the binary
+pub mod export; // `threadql export`: discussions, comments and votes to a threadql file
 pub mod graphiql; // GraphiQL at /, served from the binary
 pub mod graphql; // schema, resolvers, dataloaders, error codes
 pub mod http; // axum routes
@@ -39,6 +40,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Migrate(args) => migrate::run(&cli.config, &args).await,
+        Command::Export(args) => export::run(&cli.config, &args).await,
+        Command::Import(args) => import::run(&cli.config, &args).await,
         Command::ShardSetup => {
             let (store, embedded) = app::connect(&cli.config).await?;
             let done = store.shard_setup().await;

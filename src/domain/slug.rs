@@ -85,6 +85,20 @@ impl SlugPart {
         Self(part)
     }
 
+    /// The part an import gives the comment with source id `seed`: the same seed always gives
+    /// the same part, so an import run again finds what it stored before.
+    pub fn derived(seed: &str) -> Self {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(seed.as_bytes());
+        let part = digest
+            .iter()
+            .cycle()
+            .take(PART_LEN)
+            .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
+            .collect();
+        Self(part)
+    }
+
     fn is_valid(raw: &str) -> bool {
         raw.len() == PART_LEN && raw.bytes().all(|b| ALPHABET.contains(&b))
     }

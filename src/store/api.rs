@@ -208,6 +208,18 @@ pub trait Storage: Send + Sync {
         comments: &[(DiscussionId, Slug)],
     ) -> StoreResult<HashMap<(DiscussionId, Slug), Vote>>;
 
+    /// The source ids of the comments imported into the discussion (see
+    /// [`Storage::record_imported`]).
+    async fn imported(&self, id: &DiscussionId) -> StoreResult<std::collections::HashSet<String>>;
+
+    /// Records that the comments with these source ids (e.g. `disqus:1234`) were imported into
+    /// the discussion, with their slugs; recording one again changes nothing.
+    async fn record_imported(
+        &self,
+        id: &DiscussionId,
+        entries: &[(String, Slug)],
+    ) -> StoreResult<()>;
+
     /// Up to `limit` votes cast in the discussion (comment slug, voter, vote), by slug and then
     /// voter, after `after`: what an export reads, page by page.
     async fn votes_in(

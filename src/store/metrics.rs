@@ -594,6 +594,12 @@ impl<'a> Timed<'a, ReplaceOne<'a>> {
     }
 }
 
+impl<'a> Timed<'a, InsertMany<'a>> {
+    pub(super) fn ordered(self, ordered: bool) -> Self {
+        self.map(|a| a.ordered(ordered))
+    }
+}
+
 impl<'a> Timed<'a, InsertOne<'a>> {
     pub(super) fn session(self, session: impl Into<&'a mut ClientSession>) -> Self {
         self.map(|a| a.session(session))

@@ -13,6 +13,7 @@ pub mod embedded;
 pub mod embedded_db;
 mod error;
 mod held;
+mod imports;
 mod metrics;
 mod migrate;
 pub mod moderation;

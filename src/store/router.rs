@@ -2,7 +2,7 @@
 //! between layouts, promotes full embedded discussions, and remembers the discussions this
 //! process posts to.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,6 +42,7 @@ pub struct Store {
     layouts: Layouts,
     moderation: Moderation,
     votes: VoteBook,
+    imports: super::imports::Imports,
     writer: Writer,
     commands: CommandCounter,
     clock: Arc<MonotonicClock>,
@@ -95,6 +96,8 @@ impl Store {
         let moderation = Moderation::new(&db, &commands);
         let votes = VoteBook::new(&db, &commands);
         votes.ensure_indexes().await?;
+        let imports = super::imports::Imports::new(&db, &commands);
+        imports.ensure_indexes().await?;
         Ok(Self {
             db,
             discussions,
@@ -102,6 +105,7 @@ impl Store {
             layouts,
             moderation,
             votes,
+            imports,
             writer,
             commands,
             clock,
@@ -228,6 +232,18 @@ impl Storage for Store {
     ) -> Result<Comment, DomainError> {
         self.cast(discussion, (slug, voter), Some(vote), false)
             .await
+    }
+
+    async fn imported(&self, id: &DiscussionId) -> StoreResult<HashSet<String>> {
+        self.imports.sources(id).await
+    }
+
+    async fn record_imported(
+        &self,
+        id: &DiscussionId,
+        entries: &[(String, Slug)],
+    ) -> StoreResult<()> {
+        self.imports.record(id, entries).await
     }
 
     async fn votes_in(

@@ -35,8 +35,9 @@ pub enum KeyKind {
 /// index on every shard), the claims of discussion keys by hashed `_id`, the key, which
 /// `_id`'s own unique index keeps unique, and reports by hashed `_id` (comment and reporter),
 /// which they are written and removed by; votes by discussion, comment and voter, tallies by
-/// discussion and comment (their unique indexes), rankings by hashed `_id` (the discussion).
-pub const SHARD_KEYS: [ShardKey; 8] = [
+/// discussion and comment (their unique indexes), import entries by discussion and source id
+/// (their unique index), rankings by hashed `_id` (the discussion).
+pub const SHARD_KEYS: [ShardKey; 9] = [
     ShardKey {
         collection: "discussions",
         fields: &[("_id", KeyKind::Hashed)],
@@ -74,6 +75,14 @@ pub const SHARD_KEYS: [ShardKey; 8] = [
         fields: &[
             ("discussion_id", KeyKind::Ranged),
             ("slug", KeyKind::Ranged),
+        ],
+        unique: true,
+    },
+    ShardKey {
+        collection: super::imports::COLLECTION,
+        fields: &[
+            ("discussion_id", KeyKind::Ranged),
+            ("source", KeyKind::Ranged),
         ],
         unique: true,
     },

@@ -47,6 +47,7 @@ mod subtrees;
 mod support;
 mod text_rules;
 mod traces;
+mod transfer;
 mod votes;
 mod votes_concurrency;
 mod votes_walk;

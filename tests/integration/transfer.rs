@@ -1,0 +1,227 @@
+//! Export and import: a threadql export imported into an empty database exports the same,
+//! on every layout; imports run twice add nothing.
+
+use serde_json::{json, Value};
+use threadql::config::{ExportArgs, ImportFormat};
+use threadql::domain::Layout;
+use threadql::import::engine::{self, Options, Report};
+
+use crate::support::{layout_name, TestApp};
+
+const CREATE: &str = "mutation($t: String!, $l: StorageLayout, $k: String, $u: String) { createDiscussion(input: {title: $t, layout: $l, key: $k, url: $u}) { id } }";
+const POST: &str = "mutation($d: ID!, $p: String, $t: String!) { postComment(input: {discussionId: $d, parentSlug: $p, text: $t}) { slug status } }";
+const EDIT: &str = "mutation($d: ID!, $s: String!, $t: String!) { editComment(input: {discussionId: $d, slug: $s, text: $t}) { slug } }";
+const DELETE: &str =
+    "mutation($d: ID!, $s: String!) { deleteComment(discussionId: $d, slug: $s) { slug } }";
+const VOTE: &str = "mutation($d: ID!, $s: String!, $v: VoteValue) { voteComment(discussionId: $d, slug: $s, value: $v) { score } }";
+const PIN: &str = "mutation($d: ID!, $s: String!) { pinComment(discussionId: $d, slug: $s, pinned: true) { slug } }";
+const MODE: &str =
+    "mutation($d: ID!, $m: ModerationMode!) { setModeration(id: $d, mode: $m) { id } }";
+const REJECT: &str = "mutation($d: ID!, $s: String!, $r: String) { rejectComment(discussionId: $d, slug: $s, reason: $r) { slug } }";
+const LOCK: &str = "mutation($d: ID!) { lockDiscussion(id: $d, locked: true) { id } }";
+
+/// Runs a mutation as `token`, failing the test on errors; returns `data`.
+async fn ok_as(app: &TestApp, token: &str, query: &str, vars: Value) -> Value {
+    let r = app.exec_as(Some(token), query, vars).await;
+    assert!(r["errors"].is_null(), "{r:#}");
+    r["data"].clone()
+}
+
+/// A discussion with everything an export carries: a tree four deep, an edit with its
+/// revision, a tombstone with a reply, votes, pins, a held and a rejected comment, a
+/// moderator's rejection of a public one, a moderation mode and a lock.
+async fn populate(app: &TestApp, layout: Layout, n: usize) {
+    let ada = app.token("u1", "Ada");
+    let bob = app.token("u2", "Bob Ünïcödé");
+    let moderator = app.moderator_token("m1", "Mod");
+    let d = ok_as(
+        app,
+        &ada,
+        CREATE,
+        json!({ "t": format!("Round trip {n}"), "l": layout_name(layout), "k": format!("page-{n}"), "u": format!("https://example.com/{n}") }),
+    )
+    .await["createDiscussion"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let post = |token: String, parent: Option<String>, text: String| {
+        let d = d.clone();
+        async move {
+            ok_as(app, &token, POST, json!({ "d": d, "p": parent, "t": text })).await["postComment"]
+                ["slug"]
+                .as_str()
+                .expect("slug")
+                .to_owned()
+        }
+    };
+    let a = post(ada.clone(), None, "first *words* — 東京".into()).await;
+    let b = post(bob.clone(), Some(a.clone()), "a reply".into()).await;
+    let c = post(ada.clone(), Some(b.clone()), "deeper".into()).await;
+    let _d4 = post(bob.clone(), Some(c.clone()), "four deep".into()).await;
+    let gone = post(bob.clone(), None, "to be deleted".into()).await;
+    let _under = post(ada.clone(), Some(gone.clone()), "under a tombstone".into()).await;
+    let other = post(bob.clone(), None, "second thread".into()).await;
+    ok_as(
+        app,
+        &ada,
+        EDIT,
+        json!({ "d": d, "s": a, "t": "first words, edited" }),
+    )
+    .await;
+    ok_as(app, &bob, DELETE, json!({ "d": d, "s": gone })).await;
+    ok_as(app, &bob, VOTE, json!({ "d": d, "s": a, "v": "UP" })).await;
+    ok_as(app, &ada, VOTE, json!({ "d": d, "s": b, "v": "DOWN" })).await;
+    ok_as(app, &moderator, VOTE, json!({ "d": d, "s": a, "v": "UP" })).await;
+    ok_as(app, &moderator, PIN, json!({ "d": d, "s": other })).await;
+    ok_as(app, &moderator, PIN, json!({ "d": d, "s": a })).await;
+    ok_as(
+        app,
+        &moderator,
+        REJECT,
+        json!({ "d": d, "s": c, "r": "off topic" }),
+    )
+    .await;
+    ok_as(app, &moderator, MODE, json!({ "d": d, "m": "PRE" })).await;
+    let held = post(bob.clone(), Some(a.clone()), "waits for a moderator".into()).await;
+    let refused = post(bob.clone(), None, "refused while held".into()).await;
+    ok_as(
+        app,
+        &moderator,
+        REJECT,
+        json!({ "d": d, "s": refused, "r": "spam" }),
+    )
+    .await;
+    let _ = held;
+    ok_as(app, &moderator, LOCK, json!({ "d": d })).await;
+}
+
+/// The export of everything in `app`, without its header (which carries the time).
+async fn export(app: &TestApp) -> Vec<Value> {
+    let args = ExportArgs {
+        discussion: None,
+        key: None,
+        out: None,
+    };
+    let mut out = Vec::new();
+    threadql::export::export(app.store().as_ref(), &args, &mut out)
+        .await
+        .expect("export");
+    let text = String::from_utf8(out).expect("utf-8");
+    let mut lines = text.lines();
+    let header: Value = serde_json::from_str(lines.next().expect("header")).expect("json");
+    assert_eq!(header["format"], "threadql");
+    assert_eq!(header["version"], 1);
+    lines
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect()
+}
+
+fn options(format: &'static str, layout: Option<Layout>) -> Options {
+    Options {
+        format,
+        layout,
+        default_layout: Layout::PerComment,
+        max_depth: 8,
+        dry_run: false,
+        lease: std::time::Duration::from_secs(2),
+    }
+}
+
+/// Imports `bytes` of `format` into `app`.
+async fn import(app: &TestApp, format: ImportFormat, bytes: Vec<u8>, options: &Options) -> Report {
+    let input: Box<dyn std::io::BufRead + Send> = Box::new(std::io::Cursor::new(bytes));
+    let items = threadql::import::items(format, input, None);
+    engine::import(Some(app.store().as_ref()), items, options, &|_, _| {})
+        .await
+        .expect("import")
+}
+
+fn to_file(lines: &[Value]) -> Vec<u8> {
+    let mut out = String::from(
+        "{\"format\":\"threadql\",\"version\":1,\"exported\":\"2026-01-01T00:00:00Z\"}\n",
+    );
+    for line in lines {
+        out.push_str(&line.to_string());
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+async fn round_trip(layout: Layout) {
+    let source = TestApp::new(&format!("export_{}", layout.as_str()), layout).await;
+    populate(&source, layout, 1).await;
+    populate(&source, layout, 2).await;
+    let first = export(&source).await;
+    let kinds = |t: &str| first.iter().filter(|l| l["type"] == t).count();
+    assert_eq!(kinds("discussion"), 2);
+    assert_eq!(kinds("comment"), 2 * 9);
+    assert_eq!(kinds("vote"), 2 * 3);
+    assert!(first
+        .iter()
+        .any(|l| l["held"] == true && l["status"] == "pending"));
+    assert!(first
+        .iter()
+        .any(|l| l["held"] == true && l["status"] == "rejected"));
+    assert!(first
+        .iter()
+        .any(|l| l["held"] == false && l["status"] == "rejected"));
+    assert!(first
+        .iter()
+        .any(|l| l["deleted"] == true && l["text"].is_null()));
+    assert!(first
+        .iter()
+        .any(|l| l["revisions"].as_array().is_some_and(|r| r.len() == 1)));
+
+    let target = TestApp::new(&format!("import_{}", layout.as_str()), layout).await;
+    let report = import(
+        &target,
+        ImportFormat::Threadql,
+        to_file(&first),
+        &options("threadql", None),
+    )
+    .await;
+    assert!(report.problems.is_empty(), "{report:#?}");
+    assert_eq!(
+        (
+            report.discussions,
+            report.comments,
+            report.added,
+            report.votes
+        ),
+        (2, 18, 18, 6)
+    );
+    let second = export(&target).await;
+    assert_eq!(first.len(), second.len());
+    for (a, b) in first.iter().zip(&second) {
+        assert_eq!(a, b);
+    }
+    // Again: nothing is added, and the export is still the same.
+    let again = import(
+        &target,
+        ImportFormat::Threadql,
+        to_file(&first),
+        &options("threadql", None),
+    )
+    .await;
+    assert_eq!(
+        (again.added, again.discussions_changed),
+        (0, 0),
+        "{again:#?}"
+    );
+    assert_eq!(export(&target).await, first);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn round_trip_per_comment() {
+    round_trip(Layout::PerComment).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn round_trip_embedded() {
+    round_trip(Layout::Embedded).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn round_trip_bucketed() {
+    round_trip(Layout::Bucketed).await;
+}
