@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 use threadql::config::{ExportArgs, ImportFormat};
 use threadql::domain::Layout;
 use threadql::import::engine::{self, Options, Report};
+use threadql::store::Storage as _;
 
 use crate::support::{layout_name, TestApp};
 
@@ -224,4 +225,129 @@ async fn round_trip_embedded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn round_trip_bucketed() {
     round_trip(Layout::Bucketed).await;
+}
+
+/// A threadql file of `discussions` discussions in `layout`, each with `per` comments (a
+/// third of them replies), as an export would write it.
+fn synthetic(discussions: usize, per: usize, layout: Layout) -> Vec<Value> {
+    use threadql::import::threadql::{time_text, CommentLine, DiscussionLine, Line};
+    let mut lines = Vec::new();
+    let start = 1_600_000_000_000_000_i64;
+    for n in 0..discussions {
+        let id = format!("{:024x}", 0xabc000 + n);
+        let line = Line::Discussion(DiscussionLine {
+            id: id.clone(),
+            key: Some(format!("synthetic-{n}")),
+            url: None,
+            title: format!("Synthetic {n}"),
+            layout: layout.as_str().to_owned(),
+            locked: false,
+            moderation: None,
+            created_at: time_text(threadql::domain::Micros(start)),
+            pinned: Vec::new(),
+        });
+        lines.push(serde_json::to_value(&line).expect("json"));
+        let mut slugs: Vec<String> = Vec::new();
+        for i in 0..per {
+            let part = format!("{i:08}");
+            let parent = (i % 3 == 2).then(|| slugs[i - 1].clone());
+            let slug = match &parent {
+                Some(p) => format!("{p}/{part}"),
+                None => part,
+            };
+            let line = Line::Comment(CommentLine {
+                discussion: id.clone(),
+                slug: slug.clone(),
+                parent_slug: parent,
+                posted: time_text(threadql::domain::Micros(start + (i as i64 + 1) * 1_000_000)),
+                author: threadql::domain::Author {
+                    id: format!("user-{}", i % 7),
+                    name: format!("User {}", i % 7),
+                },
+                text: Some(format!("comment {i} of discussion {n}")),
+                deleted: false,
+                edited_at: None,
+                edited_by: None,
+                revisions: Vec::new(),
+                status: "approved".into(),
+                reason: None,
+                held: false,
+                pinned: false,
+                upvotes: 0,
+                downvotes: 0,
+            });
+            lines.push(serde_json::to_value(&line).expect("json"));
+            slugs.push(slug);
+        }
+    }
+    lines
+}
+
+/// `threadql import` against the test database.
+fn import_command(app: &TestApp, args: &[&str]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_threadql"));
+    command
+        .arg("import")
+        .args(args)
+        .env("THREADQL_MONGODB_URI", crate::support::server_uri())
+        .env("THREADQL_DATABASE", &app.database)
+        .env("THREADQL_MOVE_LEASE_SECS", "1")
+        .env("THREADQL_MOVE_CHUNK", "20")
+        .env("THREADQL_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_killed_at_any_point_and_run_again_ends_with_the_file() {
+    let app = TestApp::new("import_kill", Layout::Bucketed).await;
+    let lines = synthetic(24, 40, Layout::Bucketed);
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("synthetic.jsonl");
+    std::fs::write(&file, to_file(&lines)).expect("write");
+    let path = file.to_str().expect("path");
+    // Kill it at three points: after the first, the ninth and the seventeenth discussion
+    // appeared (each mid-way through some discussion's import, most likely).
+    for seen in [1_u64, 9, 17] {
+        let mut child = import_command(&app, &[path, "--format", "threadql"])
+            .spawn()
+            .expect("spawn threadql import");
+        loop {
+            let count = app.store().discussions().count().await.expect("count");
+            if count >= seen {
+                break;
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("the import ended before it was killed: {status}");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        child.start_kill().expect("kill -9");
+        child.wait().await.expect("wait");
+    }
+    let out = import_command(&app, &[path, "--format", "threadql"])
+        .output()
+        .await
+        .expect("run threadql import");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("discussions: 24"), "{stdout}");
+    assert!(stdout.contains("comments: 960"), "{stdout}");
+    assert!(stdout.contains("problems: 0"), "{stdout}");
+    assert_eq!(export(&app).await, lines);
+    // A run after the end adds nothing.
+    let again = import_command(&app, &[path, "--format", "threadql"])
+        .output()
+        .await
+        .expect("run threadql import");
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert!(stdout.contains("comments: 960 (0 added)"), "{stdout}");
+    assert_eq!(export(&app).await, lines);
 }
