@@ -4,6 +4,7 @@ mod charts;
 mod client;
 mod fanout;
 mod floor;
+mod import;
 mod load;
 mod measure;
 mod plan;
@@ -174,6 +175,18 @@ struct Args {
     /// Comments of the discussion the vote throughput votes in.
     #[arg(long, default_value_t = 1_000)]
     vote_comments: usize,
+    /// Measure only the import throughput: a generated Disqus file of `--import-comments`
+    /// comments in `--import-discussions` discussions is imported with `threadql import` into
+    /// each of `--layouts` (an empty database each), exported, and the export imported again;
+    /// each import's time and peak memory go to `--out` as JSON and to standard output.
+    #[arg(long)]
+    import_throughput: bool,
+    /// Comments of the import throughput's file [default: 100000; quick: 2000].
+    #[arg(long)]
+    import_comments: Option<usize>,
+    /// Discussions of the import throughput's file [default: 500; quick: 20].
+    #[arg(long)]
+    import_discussions: Option<usize>,
 }
 
 /// Where discussions are bulk loaded (see `--load-in`).
@@ -269,6 +282,7 @@ async fn main() -> std::process::ExitCode {
         (Some(file), _) => redraw(file, args.charts_dir.as_deref()),
         (None, Some(counts)) => run_fanout(&args, counts).await,
         (None, None) if args.vote_throughput => run_votes(&args).await,
+        (None, None) if args.import_throughput => run_import(&args).await,
         (None, None) => run(args).await,
     };
     match result {
@@ -416,6 +430,68 @@ async fn run_fanout(args: &Args, counts: &[usize]) -> anyhow::Result<()> {
 }
 
 /// Measures the vote throughput only (`--vote-throughput`).
+/// `--import-throughput`: the Disqus and threadql imports, per layout.
+async fn run_import(args: &Args) -> anyhow::Result<()> {
+    let server_bin = server::locate(args.server_bin.as_deref())?;
+    let database = Database::open(args).await?;
+    let described = database.describe();
+    let dir = std::env::temp_dir().join(format!("threadql-bench-import-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).context("cannot create a directory for the files")?;
+    let comments = args
+        .import_comments
+        .unwrap_or(if args.quick { 2_000 } else { 100_000 });
+    let discussions = args
+        .import_discussions
+        .unwrap_or(if args.quick { 20 } else { 500 })
+        .max(1);
+    let per = (comments / discussions).max(1);
+    let measured = async {
+        let mut runs = Vec::new();
+        for layout in args.layouts() {
+            let found = import::measure(
+                &server_bin,
+                &database.uri,
+                &dir,
+                (discussions, per, args.seed),
+                layout.as_str(),
+            )
+            .await?;
+            runs.extend(found);
+        }
+        Ok::<_, anyhow::Error>(runs)
+    }
+    .await;
+    database.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    let runs = measured?;
+    println!("| format | layout | discussions | comments | file MB | seconds | comments/s | peak RSS MB |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    for r in &runs {
+        println!(
+            "| {} | {} | {} | {} | {:.1} | {:.1} | {:.0} | {:.0} |",
+            r.format,
+            r.layout,
+            r.discussions,
+            r.comments,
+            r.file_bytes as f64 / 1e6,
+            r.seconds,
+            r.per_second,
+            r.peak_rss_mb
+        );
+    }
+    let json = serde_json::json!({
+        "kind": "import",
+        "database": described,
+        "machine": Machine::detect(),
+        "runs": runs,
+    });
+    if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(&args.out, serde_json::to_string_pretty(&json)?)?;
+    Ok(())
+}
+
 async fn run_votes(args: &Args) -> anyhow::Result<()> {
     let server_bin = server::locate(args.server_bin.as_deref())?;
     let database = Database::open(args).await?;

@@ -351,3 +351,103 @@ async fn an_import_killed_at_any_point_and_run_again_ends_with_the_file() {
     assert!(stdout.contains("comments: 960 (0 added)"), "{stdout}");
     assert_eq!(export(&app).await, lines);
 }
+
+/// `n` Disqus-like comments of discussion `thread`, a third of them replies.
+fn records(thread: &str, n: usize) -> Vec<threadql::import::source::Record> {
+    use threadql::import::source::{Record, SourceComment, SourceDiscussion};
+    let mut out = vec![Record::Discussion(SourceDiscussion {
+        source_id: thread.to_owned(),
+        key: Some("live-page".into()),
+        url: Some("https://example.com/live".into()),
+        title: "Live".into(),
+        created: None,
+    })];
+    for i in 0..n {
+        out.push(Record::Comment(SourceComment {
+            discussion: thread.to_owned(),
+            source_id: format!("{}", 5000 + i),
+            parent: (i % 3 == 1).then(|| format!("{}", 5000 + i - 1)),
+            posted: threadql::domain::Micros(1_500_000_000_000_000 + i as i64 * 1_000_000),
+            author: threadql::domain::Author {
+                id: "disqus:someone".into(),
+                name: "Someone".into(),
+            },
+            text: format!("imported {i}"),
+            deleted: false,
+            status: threadql::domain::CommentStatus::Approved,
+        }));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn posts_made_during_an_import_are_kept() {
+    for layout in Layout::ALL {
+        let app = TestApp::new(&format!("import_live_{}", layout.as_str()), layout).await;
+        let ada = app.token("u1", "Ada");
+        let d = ok_as(
+            &app,
+            &ada,
+            CREATE,
+            json!({ "t": "Live", "l": layout_name(layout), "k": "live-page" }),
+        )
+        .await["createDiscussion"]["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        let before = ok_as(
+            &app,
+            &ada,
+            POST,
+            json!({ "d": d, "t": "before the import" }),
+        )
+        .await;
+        let before = before["postComment"]["slug"]
+            .as_str()
+            .expect("slug")
+            .to_owned();
+        let items = records("77", 300)
+            .into_iter()
+            .map(|r| Ok(threadql::import::engine::Item::Source(r)));
+        let options = options("disqus", Some(layout));
+        let store = app.store().clone();
+        let importing = tokio::spawn(async move {
+            engine::import(Some(store.as_ref()), items, &options, &|_, _| {}).await
+        });
+        let mut posted = vec![before];
+        for i in 0..15 {
+            let r = ok_as(
+                &app,
+                &ada,
+                POST,
+                json!({ "d": d, "t": format!("during {i}") }),
+            )
+            .await;
+            posted.push(r["postComment"]["slug"].as_str().expect("slug").to_owned());
+        }
+        let report = importing.await.expect("join").expect("import");
+        assert_eq!(
+            (report.added, report.problems.len()),
+            (300, 0),
+            "{report:#?}"
+        );
+        let lines = export(&app).await;
+        let comments: Vec<&Value> = lines.iter().filter(|l| l["type"] == "comment").collect();
+        assert_eq!(comments.len(), 316, "{layout}");
+        for slug in &posted {
+            assert!(
+                comments.iter().any(|c| c["slug"] == slug.as_str()),
+                "{layout}: the post {slug} was lost"
+            );
+        }
+        let discussion = &lines[0];
+        assert_eq!(discussion["layout"], layout.as_str());
+        let count = app
+            .ok(
+                "query($d: ID!) { discussion(id: $d) { commentCount } }",
+                json!({ "d": d }),
+            )
+            .await;
+        assert_eq!(count["discussion"]["commentCount"], 316);
+    }
+}
