@@ -546,7 +546,7 @@ fn numeric_char(code: u32) -> char {
 }
 
 /// `text` with its character references decoded; an `&` that starts none stays as it is.
-fn decode_entities(text: &str) -> String {
+pub(crate) fn decode_entities(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(amp) = rest.find('&') {

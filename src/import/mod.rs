@@ -5,4 +5,5 @@ pub mod disqus;
 mod fixtures;
 pub mod html;
 pub mod source;
+pub mod wordpress;
 mod xml;

@@ -172,6 +172,20 @@ impl<R: BufRead> XmlStream<R> {
         }
     }
 
+    /// The text of the element just started, up to its end (the text of its descendants too).
+    pub(crate) fn read_text(&mut self) -> Result<String, FormatError> {
+        let mut text = String::new();
+        let mut open = 1usize;
+        while open > 0 {
+            match self.next_inside()? {
+                XmlEvent::Start { .. } => open += 1,
+                XmlEvent::End => open -= 1,
+                XmlEvent::Text(more) => text.push_str(&more),
+            }
+        }
+        Ok(text)
+    }
+
     /// Skips the element just started, up to its end.
     pub(crate) fn skip(&mut self) -> Result<(), FormatError> {
         let mut open = 1usize;
