@@ -1,9 +1,15 @@
 //! `threadql import`: discussions and comments from a threadql, Disqus or WordPress file
 //! (docs/formats.md), streamed, idempotent and safe to run again after an interruption.
 
+pub mod disqus;
 pub mod engine;
+#[cfg(test)]
+mod fixtures;
+pub mod html;
 pub mod source;
 pub mod threadql;
+pub mod wordpress;
+mod xml;
 
 use std::io::{BufRead, IsTerminal as _};
 use std::time::{Duration, Instant};
@@ -89,16 +95,15 @@ pub fn items(
     key: Option<KeyFrom>,
 ) -> Box<dyn Iterator<Item = Result<Item, FormatError>> + Send> {
     match format {
+        // A threadql file keys its discussions itself.
         ImportFormat::Threadql => {
-            let _ = key;
             Box::new(threadql::ThreadqlReader::new(input).map(|r| r.map(Item::Line)))
         }
-        ImportFormat::Disqus | ImportFormat::Wordpress => {
-            Box::new(std::iter::once(Err(FormatError {
-                format: "xml",
-                position: 0,
-                message: "not readable yet".into(),
-            })))
+        ImportFormat::Disqus => {
+            Box::new(disqus::DisqusReader::new(input, key).map(|r| r.map(Item::Source)))
+        }
+        ImportFormat::Wordpress => {
+            Box::new(wordpress::WordPressReader::new(input, key).map(|r| r.map(Item::Source)))
         }
     }
 }
