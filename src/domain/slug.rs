@@ -99,6 +99,11 @@ impl SlugPart {
         Self(part)
     }
 
+    /// The part as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
     fn is_valid(raw: &str) -> bool {
         raw.len() == PART_LEN && raw.bytes().all(|b| ALPHABET.contains(&b))
     }

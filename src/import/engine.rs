@@ -57,7 +57,7 @@ pub struct Options {
 pub struct Report {
     /// Discussions in the file.
     pub discussions: u64,
-    /// Of those, discussions this run added comments to or created.
+    /// Of those, discussions this run added comments to.
     pub discussions_changed: u64,
     /// Comments in the file that were imported (held and deleted ones included).
     pub comments: u64,
@@ -80,7 +80,7 @@ impl Report {
     pub fn lines(&self) -> Vec<String> {
         let mut lines = vec![
             format!(
-                "discussions: {} ({} created or added to)",
+                "discussions: {} ({} with comments added)",
                 self.discussions, self.discussions_changed
             ),
             format!("comments: {} ({} added)", self.comments, self.added),
@@ -298,8 +298,9 @@ pub async fn import(
                 Err(Refused(problem)) => report.problems.push(problem),
             }
         } else {
-            report.added += (prepared.comments.len() + prepared.held.len()) as u64;
-            report.discussions_changed += 1;
+            let adding = (prepared.comments.len() + prepared.held.len()) as u64;
+            report.added += adding;
+            report.discussions_changed += u64::from(adding > 0);
         }
         progress(n as u64 + 1, total);
     }

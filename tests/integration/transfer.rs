@@ -451,3 +451,213 @@ async fn posts_made_during_an_import_are_kept() {
         assert_eq!(count["discussion"]["commentCount"], 316);
     }
 }
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/tests/fixtures/import/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// The slug part an import gives the comment `source` of discussion `thread`.
+fn part_of(format: &str, thread: &str, source: &str) -> String {
+    threadql::domain::SlugPart::derived(&format!("{format}:{thread}:{source}"))
+        .as_str()
+        .to_owned()
+}
+
+/// Runs `threadql import` with `args` against the app's database; returns (success, stdout,
+/// stderr).
+async fn import_cli(app: &TestApp, args: &[&str]) -> (bool, String, String) {
+    let out = import_command(app, args)
+        .output()
+        .await
+        .expect("run threadql import");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Checks an export against a fixture's expected trees: discussions in file order with their
+/// keys, urls and titles; public comments in posting order, held ones after; each with its
+/// parent, time (to the second), author, text, tombstone and status.
+fn check_against(lines: &[Value], expected: &Value, format: &str, threads: &[&str]) {
+    let discussions: Vec<&Value> = lines.iter().filter(|l| l["type"] == "discussion").collect();
+    let wanted = expected["discussions"].as_array().expect("discussions");
+    assert_eq!(discussions.len(), wanted.len());
+    for ((got, want), thread) in discussions.iter().zip(wanted).zip(threads) {
+        assert_eq!(got["key"], want["key"]);
+        assert_eq!(got["url"], want["url"]);
+        assert_eq!(got["title"], want["title"]);
+        let id = got["id"].as_str().expect("id");
+        let comments: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l["type"] == "comment" && l["discussion"] == id)
+            .collect();
+        let all = want["comments"].as_array().expect("comments");
+        let (public, held): (Vec<&Value>, Vec<&Value>) =
+            all.iter().partition(|c| c["status"] == "approved");
+        let in_order: Vec<&Value> = public.into_iter().chain(held).collect();
+        assert_eq!(comments.len(), in_order.len(), "discussion {}", want["key"]);
+        let slug_of = |source: &str| -> String {
+            comments
+                .iter()
+                .map(|c| c["slug"].as_str().expect("slug"))
+                .find(|s| s.rsplit('/').next() == Some(part_of(format, thread, source).as_str()))
+                .unwrap_or_else(|| panic!("no comment for {format} {source}"))
+                .to_owned()
+        };
+        for (got, want) in comments.iter().zip(&in_order) {
+            let source = want["source"].as_str().expect("source");
+            let what = format!("{format} comment {source}");
+            assert_eq!(got["slug"], slug_of(source), "{what}: order");
+            let parent = want["parent"].as_str().map(slug_of);
+            assert_eq!(got["parentSlug"], json!(parent), "{what}: parent");
+            let posted = got["posted"].as_str().expect("posted");
+            assert_eq!(
+                &posted[..19],
+                &want["posted"].as_str().expect("posted")[..19],
+                "{what}: time"
+            );
+            assert_eq!(got["author"], want["author"], "{what}: author");
+            assert_eq!(got["deleted"], want["deleted"], "{what}");
+            match want["deleted"] == true {
+                true => assert!(got["text"].is_null(), "{what}: a tombstone has no text"),
+                false => assert_eq!(got["text"], want["text"], "{what}: text"),
+            }
+            assert_eq!(got["status"], want["status"], "{what}: status");
+            assert_eq!(
+                got["held"],
+                json!(want["status"] == "pending"),
+                "{what}: held"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disqus_and_wordpress_files_import_as_their_trees_on_every_layout() {
+    let cases = [
+        ("disqus", "disqus.xml", vec!["1001", "1002", "1003"]),
+        ("wordpress", "wordpress.xml", vec!["11", "12"]),
+    ];
+    for (format, file, threads) in cases {
+        let expected: Value = serde_json::from_str(
+            &std::fs::read_to_string(fixture(&file.replace(".xml", ".expected.json")))
+                .expect("read"),
+        )
+        .expect("json");
+        let report = &expected["report"];
+        for layout in Layout::ALL {
+            let app = TestApp::new(&format!("fixture_{format}_{}", layout.as_str()), layout).await;
+            let path = fixture(file);
+            let args = [
+                path.as_str(),
+                "--format",
+                format,
+                "--layout",
+                layout.as_str(),
+            ];
+            let (ok, out, err) = import_cli(&app, &args).await;
+            assert!(ok, "{out}\n{err}");
+            let comments = report["comments"].as_u64().expect("comments");
+            for line in [
+                format!("discussions: {}", report["discussions"]),
+                format!("comments: {comments} ({comments} added)"),
+                format!("skipped: {}", report["skipped"]),
+                format!("orphans: {}", report["orphans"]),
+                "problems: 0".to_owned(),
+            ] {
+                assert!(out.contains(&line), "{line:?} in\n{out}");
+            }
+            let lines = export(&app).await;
+            check_against(&lines, &expected, format, &threads);
+            assert!(lines
+                .iter()
+                .filter(|l| l["type"] == "discussion")
+                .all(|d| d["layout"] == layout.as_str()));
+            // Again: nothing added, nothing changed.
+            let (ok, again, err) = import_cli(&app, &args).await;
+            assert!(ok, "{again}\n{err}");
+            assert!(
+                again.contains(&format!("comments: {comments} (0 added)")),
+                "{again}"
+            );
+            assert_eq!(export(&app).await, lines);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_writes_nothing_and_reports_the_same() {
+    let app = TestApp::new("import_dry", Layout::PerComment).await;
+    let path = fixture("disqus.xml");
+    let (ok, out, err) = import_cli(&app, &[&path, "--format", "disqus", "--dry-run"]).await;
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("dry run: nothing was written"), "{out}");
+    assert!(out.contains("comments: 10 (10 added)"), "{out}");
+    assert!(out.contains("orphans: 1"), "{out}");
+    assert_eq!(app.store().discussions().count().await.expect("count"), 0);
+    let (ok, real, _) = import_cli(&app, &[&path, "--format", "disqus"]).await;
+    assert!(ok);
+    let lines = |s: &str| {
+        s.lines()
+            .filter(|l| !l.starts_with("dry run"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(lines(&out), lines(&real));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_files_are_refused_with_a_message_and_write_nothing() {
+    let app = TestApp::new("import_bad", Layout::PerComment).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write");
+        path.to_str().expect("path").to_owned()
+    };
+    let header = r#"{"format":"threadql","version":1,"exported":"2026-01-01T00:00:00Z"}"#;
+    let discussion = r#"{"type":"discussion","id":"0000000000000000000abcde","key":"k","url":null,"title":"T","layout":"per_comment","locked":false,"moderation":null,"createdAt":"2026-01-01T00:00:00Z"}"#;
+    let not_object = write(
+        "array.jsonl",
+        &format!("{header}\n{discussion}\n[1, 2, 3]\n"),
+    );
+    let version = write(
+        "v9.jsonl",
+        &format!("{{\"format\":\"threadql\",\"version\":9,\"exported\":\"x\"}}\n{discussion}\n"),
+    );
+    let garbage = write("garbage.xml", "<disqus><thread dsq:id=\"1\"><id>a</id>");
+    let truncated = fixture("disqus-truncated.xml");
+    let disqus = fixture("disqus.xml");
+    let cases: [(&[&str], &str); 6] = [
+        (&[&truncated, "--format", "disqus"], "disqus file, at byte"),
+        (&[&garbage, "--format", "disqus"], "disqus file"),
+        (&[&disqus, "--format", "wordpress"], "wordpress file"),
+        (&[&disqus, "--format", "threadql"], "threadql"),
+        (
+            &[&not_object, "--format", "threadql"],
+            "line 3: not a JSON object",
+        ),
+        (&[&version, "--format", "threadql"], "version 9"),
+    ];
+    for (args, message) in cases {
+        let (ok, out, err) = import_cli(&app, args).await;
+        assert!(!ok, "{args:?} succeeded: {out}");
+        assert!(err.contains(message), "{args:?}: {message:?} not in {err}");
+        assert_eq!(
+            app.store().discussions().count().await.expect("count"),
+            0,
+            "{args:?} wrote something"
+        );
+    }
+    let (ok, _, err) = import_cli(&app, &[&disqus, "--format", "csv"]).await;
+    assert!(!ok);
+    assert!(err.contains("invalid value 'csv'"), "{err}");
+    let (ok, _, err) = import_cli(&app, &["/nonexistent/file.xml", "--format", "disqus"]).await;
+    assert!(!ok);
+    assert!(err.contains("cannot open the file"), "{err}");
+}
