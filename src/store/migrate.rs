@@ -180,7 +180,11 @@ pub(super) async fn run(
                 return Err(lease.lost());
             }
             report(Step::Switched);
-            tokio::time::sleep(timing.grace).await;
+            // Reads that began before the switch finish in the old storage; when that held
+            // nothing (a discussion an import just created), they have nothing to finish.
+            if comments > 0 {
+                tokio::time::sleep(timing.grace).await;
+            }
             lease.renew().await?;
         }
         // The old storage, and anything an interrupted earlier move left in a third layout.
