@@ -12,10 +12,10 @@ use anyhow::Context as _;
 use rand::{Rng as _, SeedableRng as _};
 use serde::Serialize;
 
-/// One timed import.
+/// One timed import (or the export between them).
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct ImportRun {
-    /// `disqus` or `threadql`.
+    /// `disqus` or `threadql` for an import of that file; `export` for the export.
     pub(crate) format: String,
     /// The layout imported into.
     pub(crate) layout: String,
@@ -181,12 +181,24 @@ pub(crate) async fn measure(
     ];
     for (format, file, db) in cases {
         if format == "threadql" {
-            timed(
+            let (elapsed, peak, _) = timed(
                 server_bin,
                 (uri, &first_db),
                 &["export", "--out", &export_path],
             )
             .await?;
+            let seconds = elapsed.as_secs_f64();
+            eprintln!("exported {comments} comments from {layout} in {seconds:.1} s, peak RSS {peak:.0} MB");
+            runs.push(ImportRun {
+                format: "export".to_owned(),
+                layout: layout.to_owned(),
+                discussions,
+                comments,
+                file_bytes: std::fs::metadata(&exported).map(|m| m.len()).unwrap_or(0),
+                seconds,
+                per_second: comments as f64 / seconds.max(1e-9),
+                peak_rss_mb: peak,
+            });
         }
         let file_bytes = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
         let (elapsed, peak, report) = timed(

@@ -395,7 +395,7 @@ fn prepare_source(
     let mut public = Vec::new();
     let mut held = Vec::new();
     for i in order {
-        let c = &comments[i];
+        let c = &mut comments[i];
         let mut posted = times[i].unwrap_or(c.posted);
         if posted <= last {
             posted = Micros(last.0 + 1);
@@ -441,8 +441,14 @@ fn prepare_source(
             full_slug: placement.full_slug.clone(),
             parent: placement.parent,
             posted,
-            author: c.author.clone(),
-            text: (!c.deleted).then(|| c.text.clone()),
+            author: std::mem::replace(
+                &mut c.author,
+                crate::domain::Author {
+                    id: String::new(),
+                    name: String::new(),
+                },
+            ),
+            text: (!c.deleted).then(|| std::mem::take(&mut c.text)),
             edited: None,
             edited_by: None,
             deleted: c.deleted,
@@ -612,7 +618,7 @@ fn prepare_line(
     let mut full: HashMap<String, FullSlug> = HashMap::new();
     let mut public = Vec::new();
     let mut held = Vec::new();
-    for (posted, line) in lines {
+    for (posted, mut line) in lines {
         let what = format!("comment {} of discussion {name}", line.slug);
         let slug = Slug::parse(&line.slug).map_err(|e| format!("{what}: {e}"))?;
         let part = slug.own_part();
@@ -654,7 +660,7 @@ fn prepare_line(
             parent: slug.parent(),
             posted,
             author: line.author.clone(),
-            text: line.text.clone(),
+            text: line.text.take(),
             edited: line.edited_at.as_deref().map(time).transpose()?,
             edited_by: line.edited_by.clone(),
             deleted: line.deleted,
@@ -720,11 +726,16 @@ async fn write(
         comment.discussion_id = id.clone();
     }
     let known = store.imported(&id).await?;
-    let adding: Vec<Comment> = prepared
+    let entries: Vec<(String, Slug)> = prepared
         .comments
         .iter()
+        .chain(&prepared.held)
+        .map(|(source, c)| (source.clone(), c.slug.clone()))
+        .collect();
+    let adding: Vec<Comment> = std::mem::take(&mut prepared.comments)
+        .into_iter()
         .filter(|(source, _)| !known.contains(source))
-        .map(|(_, c)| c.clone())
+        .map(|(_, c)| c)
         .collect();
     let new_held = prepared
         .held
@@ -733,10 +744,11 @@ async fn write(
         .count();
     let mut added = 0;
     if !adding.is_empty() {
-        added = bring_in(store, &discussion, prepared.layout, adding, options).await?;
+        added = bring_in(store, &discussion, prepared.layout, &adding, options).await?;
+        drop(adding);
     } else if discussion.layout != prepared.layout && known.is_empty() {
         // A discussion created by a run that stopped before its move, with nothing to add.
-        settle(store, &id, prepared.layout, Vec::new(), options).await?;
+        settle(store, &id, prepared.layout, &[], options).await?;
     }
     for (_, comment) in &prepared.held {
         store
@@ -767,12 +779,6 @@ async fn write(
     if prepared.locked && !discussion.locked {
         store.discussions().set_locked(&id, true).await?;
     }
-    let entries: Vec<(String, Slug)> = prepared
-        .comments
-        .iter()
-        .chain(&prepared.held)
-        .map(|(source, c)| (source.clone(), c.slug.clone()))
-        .collect();
     store.record_imported(&id, &entries).await?;
     Ok(added)
 }
@@ -835,14 +841,14 @@ async fn bring_in(
     store: &dyn Storage,
     discussion: &Discussion,
     layout: Layout,
-    adding: Vec<Comment>,
+    adding: &[Comment],
     options: &Options,
 ) -> Result<u64, Refused> {
     if discussion.layout != layout {
         return settle(store, &discussion.id, layout, adding, options).await;
     }
     let added = settle(store, &discussion.id, scratch(layout), adding, options).await?;
-    settle(store, &discussion.id, layout, Vec::new(), options).await?;
+    settle(store, &discussion.id, layout, &[], options).await?;
     Ok(added)
 }
 
@@ -851,13 +857,13 @@ async fn settle(
     store: &dyn Storage,
     id: &DiscussionId,
     to: Layout,
-    adding: Vec<Comment>,
+    adding: &[Comment],
     options: &Options,
 ) -> Result<u64, Refused> {
     let started = tokio::time::Instant::now();
     loop {
         let quiet = |_: Step| {};
-        match store.import(id, to, adding.clone(), &quiet).await {
+        match store.import(id, to, adding, &quiet).await {
             Ok(moved) => return Ok(moved.added),
             Err(StoreError::Busy(_)) if started.elapsed() < options.lease * 2 => {
                 tokio::time::sleep(Duration::from_millis(500)).await;

@@ -164,7 +164,7 @@ pub trait Storage: Send + Sync {
         &self,
         id: &DiscussionId,
         to: Layout,
-        adding: Vec<Comment>,
+        adding: &[Comment],
         report: &(dyn Fn(Step) + Send + Sync),
     ) -> StoreResult<Moved>;
 

@@ -126,7 +126,7 @@ pub(super) async fn run(
     store: &Discussions,
     movers: &Movers<'_>,
     (id, to): (&DiscussionId, Layout),
-    adding: Vec<Comment>,
+    adding: &[Comment],
     timing: MoveTiming,
     report: &(dyn Fn(Step) + Send + Sync),
 ) -> StoreResult<Moved> {
@@ -213,10 +213,10 @@ pub(super) async fn run(
 /// The discussion's comments `all` (chronological) with those of `adding` whose slugs are not
 /// among them, in chronological order, each with its count of replies in the result. A comment
 /// of `adding` is stored as it is (its slug, full slug and time), so the caller places it.
-fn merged(mut all: Vec<Comment>, adding: Vec<Comment>) -> Vec<Comment> {
+fn merged(mut all: Vec<Comment>, adding: &[Comment]) -> Vec<Comment> {
     let have: std::collections::HashSet<crate::domain::Slug> =
         all.iter().map(|c| c.slug.clone()).collect();
-    all.extend(adding.into_iter().filter(|c| !have.contains(&c.slug)));
+    all.extend(adding.iter().filter(|c| !have.contains(&c.slug)).cloned());
     all.sort_by(|a, b| (a.posted, a.slug.as_str()).cmp(&(b.posted, b.slug.as_str())));
     let mut replies: HashMap<crate::domain::Slug, u64> = HashMap::new();
     for comment in &all {

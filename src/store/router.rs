@@ -403,14 +403,14 @@ impl Storage for Store {
         to: Layout,
         report: &(dyn Fn(Step) + Send + Sync),
     ) -> StoreResult<Moved> {
-        self.import(id, to, Vec::new(), report).await
+        self.import(id, to, &[], report).await
     }
 
     async fn import(
         &self,
         id: &DiscussionId,
         to: Layout,
-        adding: Vec<Comment>,
+        adding: &[Comment],
         report: &(dyn Fn(Step) + Send + Sync),
     ) -> StoreResult<Moved> {
         if !self.transactions {
