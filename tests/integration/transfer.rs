@@ -661,3 +661,81 @@ async fn bad_files_are_refused_with_a_message_and_write_nothing() {
     assert!(!ok);
     assert!(err.contains("cannot open the file"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_that_grew_adds_only_its_new_comments_in_their_places() {
+    let app = TestApp::new("import_grew", Layout::Bucketed).await;
+    let run = |n: usize| {
+        let items = records("88", n)
+            .into_iter()
+            .map(|r| Ok(threadql::import::engine::Item::Source(r)));
+        let store = app.store().clone();
+        async move {
+            engine::import(
+                Some(store.as_ref()),
+                items,
+                &options("disqus", None),
+                &|_, _| {},
+            )
+            .await
+            .expect("import")
+        }
+    };
+    // The records' comments are numbered by time: a file of 40 holds those of 25 and 15 more.
+    let first = run(25).await;
+    assert_eq!(first.added, 25);
+    let second = run(40).await;
+    assert_eq!((second.comments, second.added), (40, 15), "{second:#?}");
+    let lines = export(&app).await;
+    let texts: Vec<String> = lines
+        .iter()
+        .filter(|l| l["type"] == "comment")
+        .map(|l| l["text"].as_str().expect("text").to_owned())
+        .collect();
+    let want: Vec<String> = (0..40).map(|i| format!("imported {i}")).collect();
+    assert_eq!(texts, want, "posting order is time order");
+    assert_eq!(
+        lines[0]["layout"], "per_comment",
+        "the default layout of `options`"
+    );
+    let third = run(40).await;
+    assert_eq!(third.added, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discussion_whose_id_has_another_key_is_reported_and_skipped() {
+    let source = TestApp::new("import_ids_src", Layout::PerComment).await;
+    populate(&source, Layout::PerComment, 1).await;
+    populate(&source, Layout::PerComment, 2).await;
+    let mut lines = export(&source).await;
+    let target = TestApp::new("import_ids_dst", Layout::PerComment).await;
+    assert!(import(
+        &target,
+        ImportFormat::Threadql,
+        to_file(&lines),
+        &options("threadql", None)
+    )
+    .await
+    .problems
+    .is_empty());
+    // The same ids with other keys: the first discussion is refused, the second (unchanged) is
+    // there already; nothing else is touched.
+    let first_id = lines[0]["id"].clone();
+    for line in &mut lines {
+        if line["type"] == "discussion" && line["id"] == first_id {
+            line["key"] = json!("another-key");
+        }
+    }
+    let report = import(
+        &target,
+        ImportFormat::Threadql,
+        to_file(&lines),
+        &options("threadql", None),
+    )
+    .await;
+    assert_eq!(report.problems.len(), 1, "{report:#?}");
+    assert!(report.problems[0].contains("another-key"), "{report:#?}");
+    assert_eq!(report.added, 0);
+    let after = export(&target).await;
+    assert_eq!(after[0]["key"], "page-1");
+}
