@@ -8,13 +8,12 @@ use anyhow::Context as _;
 
 use crate::app;
 use crate::config::{Config, ExportArgs};
-use crate::domain::paging::{Cursor, CursorKind};
-use crate::domain::tree::Listing;
+use crate::domain::paging::Cursor;
 use crate::domain::{Comment, Discussion, DiscussionId, DiscussionKey, Slug, Window};
 use crate::import::threadql::{
     time_text, CommentLine, DiscussionLine, Header, Line, RevisionLine, VoteLine, FORMAT, VERSION,
 };
-use crate::store::{ReadScope, Storage};
+use crate::store::Storage;
 
 /// Comments, held comments or votes read per command.
 const PAGE: usize = 500;
@@ -87,18 +86,14 @@ pub async fn export(
     };
     write_json(out, &header)?;
     let mut written = Written::default();
-    match (&args.discussion, &args.key) {
+    let named = match (&args.discussion, &args.key) {
         (Some(id), _) => {
             let id = DiscussionId::parse(id)?;
             let found = store
                 .discussions()
                 .by_ids(std::slice::from_ref(&id))
                 .await?;
-            let discussion = found
-                .into_iter()
-                .next()
-                .with_context(|| format!("no discussion {id}"))?;
-            one(store, &discussion, out, &mut written).await?;
+            Some((found, format!("no discussion {id}")))
         }
         (None, Some(key)) => {
             let key = DiscussionKey::parse(key)?;
@@ -106,13 +101,16 @@ pub async fn export(
                 .discussions()
                 .by_keys(std::slice::from_ref(&key))
                 .await?;
-            let discussion = found
-                .into_iter()
-                .next()
-                .with_context(|| format!("no discussion has the key {key}"))?;
+            Some((found, format!("no discussion has the key {key}")))
+        }
+        (None, None) => None,
+    };
+    match named {
+        Some((found, missing)) => {
+            let discussion = found.into_iter().next().context(missing)?;
             one(store, &discussion, out, &mut written).await?;
         }
-        (None, None) => {
+        None => {
             let mut cursor = None;
             loop {
                 let window = Window::After {
@@ -164,31 +162,18 @@ async fn one(
     write_json(out, &line)?;
     written.discussions += 1;
     let layout = store.layout(discussion.layout)?;
-    let mut cursor = None;
+    let mut last: Option<Comment> = None;
     loop {
-        let window = Window::After {
-            cursor: cursor.take(),
-            limit: PAGE,
-        };
-        let page = layout
-            .list(
-                &ReadScope::new(),
-                discussion,
-                Listing::Chronological,
-                &window,
-            )
-            .await?;
+        let page = layout.posted_after(discussion, last.as_ref(), PAGE).await?;
         for comment in &page.items {
             let line = comment_line(comment, false, &pinned);
             write_json(out, &Line::Comment(line))?;
             written.comments += 1;
         }
-        match page.items.last() {
-            Some(last) if page.has_next => {
-                cursor = Some(Cursor::of_comment(last, CursorKind::Chronological));
-            }
-            _ => break,
+        if !page.has_next {
+            break;
         }
+        last = page.items.into_iter().last();
     }
     let mut after: Option<Slug> = None;
     loop {

@@ -168,7 +168,7 @@ fn parse_date(text: &str) -> Option<Micros> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::import::fixtures;
+    use crate::import::fixtures::{self, comment};
 
     fn read(bytes: &[u8], key: Option<KeyFrom>) -> Vec<Result<Record, FormatError>> {
         DisqusReader::new(bytes, key).take(10_000).collect()
@@ -179,16 +179,6 @@ mod tests {
             fixtures::bytes("disqus.xml").as_slice(),
             key,
         ))
-    }
-
-    fn comment<'a>(records: &'a [Record], id: &str) -> &'a SourceComment {
-        records
-            .iter()
-            .find_map(|record| match record {
-                Record::Comment(comment) if comment.source_id == id => Some(comment),
-                _ => None,
-            })
-            .unwrap_or_else(|| panic!("no comment {id}"))
     }
 
     #[test]

@@ -150,13 +150,10 @@ fn first_pass(
     // file may not): kept by discussion until it comes.
     let mut early: HashMap<String, Vec<(u64, u32)>> = HashMap::new();
     for item in items {
-        let item = item?;
-        let (discussion, spilled) = match item {
+        let (discussion, spilled) = match item? {
             Item::Source(Record::Discussion(d)) => {
                 add_head(
-                    &mut discussions,
-                    &mut index,
-                    &mut early,
+                    (&mut discussions, &mut index, &mut early),
                     Head::Source(d),
                     report,
                 );
@@ -164,9 +161,7 @@ fn first_pass(
             }
             Item::Line(Line::Discussion(d)) => {
                 add_head(
-                    &mut discussions,
-                    &mut index,
-                    &mut early,
+                    (&mut discussions, &mut index, &mut early),
                     Head::Line(d),
                     report,
                 );
@@ -208,13 +203,14 @@ fn first_pass(
     Ok(Plan { discussions, spill })
 }
 
-fn add_head(
-    discussions: &mut Vec<Planned>,
-    index: &mut HashMap<String, usize>,
-    early: &mut HashMap<String, Vec<(u64, u32)>>,
-    head: Head,
-    report: &mut Report,
-) {
+/// The discussions so far, by position and by source id, and the entries of those to come.
+type Heads<'a> = (
+    &'a mut Vec<Planned>,
+    &'a mut HashMap<String, usize>,
+    &'a mut HashMap<String, Vec<(u64, u32)>>,
+);
+
+fn add_head((discussions, index, early): Heads<'_>, head: Head, report: &mut Report) {
     let id = head.source_id().to_owned();
     if index.contains_key(&id) {
         report.problems.push(format!(

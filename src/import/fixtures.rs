@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::source::{FormatError, Record};
+use super::source::{FormatError, Record, SourceComment};
 
 /// A fixture's bytes.
 pub(crate) fn bytes(name: &str) -> Vec<u8> {
@@ -16,6 +16,17 @@ pub(crate) fn bytes(name: &str) -> Vec<u8> {
 }
 
 /// Every record of a file that must read without error.
+/// The comment `id` of `records` (fails the test when there is none).
+pub(crate) fn comment<'a>(records: &'a [Record], id: &str) -> &'a SourceComment {
+    records
+        .iter()
+        .find_map(|record| match record {
+            Record::Comment(comment) if comment.source_id == id => Some(comment),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no comment {id}"))
+}
+
 pub(crate) fn records(read: impl Iterator<Item = Result<Record, FormatError>>) -> Vec<Record> {
     read.map(|record| record.unwrap_or_else(|error| panic!("{error}")))
         .collect()

@@ -256,7 +256,7 @@ fn parse_date(text: &str) -> Option<Micros> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::import::fixtures;
+    use crate::import::fixtures::{self, comment};
     use crate::import::source::guest_id;
 
     fn read(bytes: &[u8], key: Option<KeyFrom>) -> Vec<Result<Record, FormatError>> {
@@ -268,16 +268,6 @@ mod tests {
             fixtures::bytes("wordpress.xml").as_slice(),
             key,
         ))
-    }
-
-    fn comment<'a>(records: &'a [Record], id: &str) -> &'a SourceComment {
-        records
-            .iter()
-            .find_map(|record| match record {
-                Record::Comment(comment) if comment.source_id == id => Some(comment),
-                _ => None,
-            })
-            .unwrap_or_else(|| panic!("no comment {id}"))
     }
 
     /// Each record as `D:<id>`, `C:<id>` or `S:<id>`.

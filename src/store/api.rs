@@ -477,6 +477,30 @@ pub trait CommentStore: Send + Sync {
         self.list(scope, discussion, listing, window).await
     }
 
+    /// The `limit` comments that follow `after` in posting order (from the first without it):
+    /// what a move and an export read, page by page.
+    async fn posted_after(
+        &self,
+        discussion: &Discussion,
+        after: Option<&Comment>,
+        limit: usize,
+    ) -> StoreResult<Page<Comment>> {
+        let cursor = after.map(|c| {
+            crate::domain::paging::Cursor::of_comment(
+                c,
+                crate::domain::paging::CursorKind::Chronological,
+            )
+        });
+        let window = Window::After { cursor, limit };
+        self.list(
+            &ReadScope::new(),
+            discussion,
+            Listing::Chronological,
+            &window,
+        )
+        .await
+    }
+
     /// The comments with these slugs (missing ones are left out).
     async fn by_slugs(
         &self,

@@ -23,10 +23,7 @@ use super::discussions::Discussions;
 use super::discussions::FENCE;
 use super::error::{StoreError, StoreResult};
 use super::metrics::Counted;
-use super::scope::ReadScope;
-use crate::domain::paging::Cursor;
-use crate::domain::tree::Listing;
-use crate::domain::{Comment, Discussion, DiscussionId, Layout, Window};
+use crate::domain::{Comment, Discussion, DiscussionId, Layout};
 
 /// What a layout does for a move, besides being a [`CommentStore`].
 #[async_trait]
@@ -319,20 +316,8 @@ async fn export(
 ) -> StoreResult<Vec<Comment>> {
     let mut all: Vec<Comment> = Vec::new();
     loop {
-        let cursor = all
-            .last()
-            .map(|c| Cursor::of_comment(c, crate::domain::paging::CursorKind::Chronological));
-        let window = Window::After {
-            cursor,
-            limit: lease.chunk(),
-        };
         let page = source
-            .list(
-                &ReadScope::new(),
-                discussion,
-                Listing::Chronological,
-                &window,
-            )
+            .posted_after(discussion, all.last(), lease.chunk())
             .await?;
         all.extend(page.items);
         lease.renew().await?;
