@@ -739,3 +739,33 @@ async fn a_discussion_whose_id_has_another_key_is_reported_and_skipped() {
     let after = export(&target).await;
     assert_eq!(after[0]["key"], "page-1");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_commands_export_and_import_gzipped_files() {
+    let source = TestApp::new("gz_src", Layout::Embedded).await;
+    populate(&source, Layout::Embedded, 1).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("all.jsonl.gz");
+    let path = file.to_str().expect("path");
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_threadql"))
+        .args(["export", "--out", path])
+        .env("THREADQL_MONGODB_URI", crate::support::server_uri())
+        .env("THREADQL_DATABASE", &source.database)
+        .env("THREADQL_LOG", "warn")
+        .output()
+        .await
+        .expect("run threadql export");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("exported 1 discussions, 9 comments, 3 votes"));
+    let bytes = std::fs::read(&file).expect("read");
+    assert_eq!(&bytes[..2], &[0x1f, 0x8b], "gzipped");
+    let target = TestApp::new("gz_dst", Layout::Embedded).await;
+    let (ok, report, err) = import_cli(&target, &[path, "--format", "threadql"]).await;
+    assert!(ok, "{report}\n{err}");
+    assert_eq!(export(&target).await, export(&source).await);
+}
