@@ -243,9 +243,6 @@ fn read_back(spill: &mut std::fs::File, entries: &[(u64, u32)]) -> anyhow::Resul
 /// A discussion ready to import: how to find or create it, its comments placed.
 struct Prepared {
     new: NewDiscussion,
-    /// The id the file gives it (threadql files), which it must keep.
-    id: Option<DiscussionId>,
-    layout: Layout,
     /// Public comments, chronological, with their source ids.
     comments: Vec<(String, Comment)>,
     held: Vec<(String, Comment)>,
@@ -476,8 +473,6 @@ fn prepare_source(
             id: None,
             created: head.created,
         },
-        id: None,
-        layout,
         comments: public,
         held,
         votes: Vec::new(),
@@ -681,11 +676,9 @@ fn prepare_line(
             layout,
             key,
             url,
-            id: Some(id.clone()),
+            id: Some(id),
             created: Some(created),
         },
-        id: Some(id),
-        layout,
         comments: public,
         held,
         votes,
@@ -740,11 +733,11 @@ async fn write(
         .count();
     let mut added = 0;
     if !adding.is_empty() {
-        added = bring_in(store, &discussion, prepared.layout, &adding, options).await?;
+        added = bring_in(store, &discussion, prepared.new.layout, &adding, options).await?;
         drop(adding);
-    } else if discussion.layout != prepared.layout && known.is_empty() {
+    } else if discussion.layout != prepared.new.layout && known.is_empty() {
         // A discussion created by a run that stopped before its move, with nothing to add.
-        settle(store, &id, prepared.layout, &[], options).await?;
+        settle(store, &id, prepared.new.layout, &[], options).await?;
     }
     for (_, comment) in &prepared.held {
         store
@@ -755,25 +748,30 @@ async fn write(
             .await?;
     }
     added += new_held as u64;
-    let discussion = by_id(store, &id).await?;
-    for (slug, voter, vote) in &prepared.votes {
-        store
-            .restore_vote(&discussion, slug, voter, *vote)
-            .await
-            .map_err(|e| Refused(format!("a vote on {slug} in discussion {id}: {e}")))?;
-    }
-    for slug in &prepared.pinned {
-        if !discussion.pinned.contains(slug) {
-            store.discussions().set_pinned(&id, slug, true).await?;
+    // Votes and the discussion's settings go on the discussion as the moves left it (read
+    // only when the file gives some).
+    let settings = prepared.locked || prepared.moderation.is_some() || !prepared.pinned.is_empty();
+    if settings || !prepared.votes.is_empty() {
+        let discussion = by_id(store, &id).await?;
+        for (slug, voter, vote) in &prepared.votes {
+            store
+                .restore_vote(&discussion, slug, voter, *vote)
+                .await
+                .map_err(|e| Refused(format!("a vote on {slug} in discussion {id}: {e}")))?;
         }
-    }
-    if let Some(mode) = prepared.moderation {
-        if discussion.moderation != Some(mode) {
-            store.discussions().set_moderation(&id, mode).await?;
+        for slug in &prepared.pinned {
+            if !discussion.pinned.contains(slug) {
+                store.discussions().set_pinned(&id, slug, true).await?;
+            }
         }
-    }
-    if prepared.locked && !discussion.locked {
-        store.discussions().set_locked(&id, true).await?;
+        if let Some(mode) = prepared.moderation {
+            if discussion.moderation != Some(mode) {
+                store.discussions().set_moderation(&id, mode).await?;
+            }
+        }
+        if prepared.locked && !discussion.locked {
+            store.discussions().set_locked(&id, true).await?;
+        }
     }
     store.record_imported(&id, &entries).await?;
     Ok(added)
@@ -793,8 +791,9 @@ async fn by_id(store: &dyn Storage, id: &DiscussionId) -> Result<Discussion, Ref
 /// another layout than its own, so that the import's move brings the comments into its own.
 async fn find_or_create(store: &dyn Storage, prepared: &Prepared) -> Result<Discussion, Refused> {
     let mut new = prepared.new.clone();
-    new.layout = scratch(prepared.layout);
-    let Some(id) = &prepared.id else {
+    new.layout = scratch(prepared.new.layout);
+    // A threadql discussion keeps the id the file gives it.
+    let Some(id) = &prepared.new.id else {
         return Ok(store.discussions().ensure(new).await?);
     };
     // A threadql discussion keeps its id; another discussion with its id or its key is not it.
