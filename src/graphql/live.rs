@@ -178,6 +178,8 @@ impl Shared {
         let mut changes = Vec::new();
         for item in batch {
             match item {
+                // Live subscribers hear of what the public sees change, not of quiet changes.
+                Watched::Change(change) if change.kind == ChangeKind::Quiet => {}
                 Watched::Change(change) => changes.push(change),
                 other => {
                     self.deliver(std::mem::take(&mut changes)).await;

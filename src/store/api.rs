@@ -282,6 +282,9 @@ pub enum ChangeKind {
     Posted,
     /// It was edited or deleted.
     Changed,
+    /// Something only moderators or counters show changed (votes, reports, a moderator's
+    /// reason): live subscribers are not told, caches are.
+    Quiet,
 }
 
 impl ChangeKind {
@@ -290,6 +293,7 @@ impl ChangeKind {
         match self {
             ChangeKind::Posted => "posted",
             ChangeKind::Changed => "changed",
+            ChangeKind::Quiet => "quiet",
         }
     }
 }

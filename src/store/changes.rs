@@ -106,7 +106,8 @@ fn change_of(event: &Document) -> Vec<CommentChange> {
         let kind = match mark.get_str("kind").ok()? {
             "posted" => ChangeKind::Posted,
             "changed" => ChangeKind::Changed,
-            // `quiet` (see `change_mark`), and kinds a later version may write.
+            QUIET => ChangeKind::Quiet,
+            // Kinds a later version may write.
             _ => return None,
         };
         let slugs = match mark.get_array("slugs") {

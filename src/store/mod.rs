@@ -3,6 +3,7 @@
 
 mod api;
 mod blocks;
+mod cache;
 mod bson;
 pub mod bucketed;
 mod changes;
