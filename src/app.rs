@@ -217,6 +217,7 @@ pub fn store_config(config: &Config, uri: String) -> StoreConfig {
         max_depth: config.max_depth as usize,
         bucket_size: config.bucket_size,
         embedded_max_bytes: usize::try_from(config.embedded_max_bytes).unwrap_or(usize::MAX),
+        cache_bytes: config.cache_bytes,
         timeout: Duration::from_millis(config.db_timeout_ms.max(1)),
         pool_size: config.db_pool_size,
         write_concern: config.write_concern.clone(),

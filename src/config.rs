@@ -564,6 +564,10 @@ pub struct Config {
     /// Unset: the server's own origin only.
     #[arg(long, env = "THREADQL_CORS_ORIGINS", global = true)]
     pub cors_origins: Option<CorsOrigins>,
+    // ----- read cache -----
+    /// The most bytes the read cache of hot discussions holds, per process (0 turns it off).
+    #[arg(long, env = "THREADQL_CACHE_BYTES", default_value_t = 64 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(0..=(1_u64 << 40)), global = true)]
+    pub cache_bytes: u64,
     // ----- query costs and persisted queries -----
     /// Most bytes of query text the automatic-persisted-query cache keeps (with its entries'
     /// keys and bookkeeping), least recently used dropped first; a document larger than this is
@@ -917,6 +921,7 @@ impl fmt::Debug for Config {
             .field("metrics_operations", &self.metrics_operations)
             .field("cors_origins", &self.cors_origins)
             .field("apq_cache_bytes", &self.apq_cache_bytes)
+            .field("cache_bytes", &self.cache_bytes)
             .field("max_subscriptions", &self.max_subscriptions)
             .field(
                 "max_subscriptions_per_client",

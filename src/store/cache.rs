@@ -193,6 +193,28 @@ impl ReadCache {
         self.stats.invalidations.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Writes the cache's metrics.
+    pub(crate) fn write_metrics(&self, out: &mut crate::telemetry::metrics::Exposition) {
+        use crate::telemetry::metrics::Kind;
+        let stats = self.stats();
+        let counters = [
+            ("threadql_cache_hits_total", "Reads of hot discussions answered from the read cache.", &stats.hits),
+            ("threadql_cache_misses_total", "Reads of hot discussions that went to the database (and were cached).", &stats.misses),
+            ("threadql_cache_evictions_total", "Read cache entries evicted to stay under THREADQL_CACHE_BYTES.", &stats.evictions),
+            ("threadql_cache_invalidations_total", "Discussions whose cached reads were dropped after a change, and whole-cache drops when the change feed was interrupted.", &stats.invalidations),
+        ];
+        for (name, help, value) in counters {
+            out.family(name, Kind::Counter, help);
+            out.sample(name, &[], value.load(Ordering::Relaxed));
+        }
+        out.family(
+            "threadql_cache_bytes",
+            Kind::Gauge,
+            "Bytes the read cache holds now (as weighed).",
+        );
+        out.sample("threadql_cache_bytes", &[], self.bytes());
+    }
+
     /// The change feed is open: every change from now on is heard.
     pub(crate) fn feed_open(&self) {
         self.open.store(true, Ordering::Release);
@@ -223,6 +245,228 @@ pub(crate) fn weight<'a>(comments: impl IntoIterator<Item = &'a Comment>) -> usi
         .sum()
 }
 
+/// A layout's reads through the cache (what the API reads with); writes, and reads the store
+/// makes for its own writes, go to the layout itself.
+pub(crate) struct CachedLayout {
+    layouts: Arc<super::registry::Layouts>,
+    layout: crate::domain::Layout,
+    cache: Arc<ReadCache>,
+}
+
+impl CachedLayout {
+    pub(crate) fn new(
+        layouts: Arc<super::registry::Layouts>,
+        layout: crate::domain::Layout,
+        cache: Arc<ReadCache>,
+    ) -> Self {
+        Self {
+            layouts,
+            layout,
+            cache,
+        }
+    }
+
+    fn inner(&self) -> &dyn super::api::CommentStore {
+        self.layouts.get(self.layout)
+    }
+
+    /// `read` of the discussion from the cache, or from the layout (stored when admitted).
+    async fn through<T, F>(
+        &self,
+        discussion: &crate::domain::Discussion,
+        describe: impl FnOnce() -> String,
+        read: F,
+        weigh: impl FnOnce(&T) -> usize,
+    ) -> super::error::StoreResult<T>
+    where
+        T: Clone + Send + Sync + 'static,
+        F: std::future::Future<Output = super::error::StoreResult<T>>,
+    {
+        let Some(lookup) = self
+            .cache
+            .lookup(&discussion.id, discussion.moves, describe())
+        else {
+            return read.await;
+        };
+        if let Some(found) = self.cache.get::<T>(&lookup) {
+            return Ok(found);
+        }
+        let value = read.await?;
+        let bytes = weigh(&value);
+        self.cache.put(lookup, value.clone(), bytes);
+        Ok(value)
+    }
+}
+
+fn page_weight(page: &crate::domain::Page<Comment>) -> usize {
+    64 + weight(&page.items)
+}
+
+#[async_trait::async_trait]
+impl super::api::CommentStore for CachedLayout {
+    async fn replace(
+        &self,
+        scope: &super::scope::ReadScope,
+        discussion: &crate::domain::Discussion,
+        current: &Comment,
+        next: &Comment,
+    ) -> super::error::StoreResult<bool> {
+        self.inner().replace(scope, discussion, current, next).await
+    }
+
+    async fn replace_in(
+        &self,
+        session: &mut mongodb::ClientSession,
+        scope: &super::scope::ReadScope,
+        discussion: &crate::domain::Discussion,
+        current: &Comment,
+        next: &Comment,
+    ) -> super::error::StoreResult<bool> {
+        self.inner()
+            .replace_in(session, scope, discussion, current, next)
+            .await
+    }
+
+    async fn list(
+        &self,
+        scope: &super::scope::ReadScope,
+        discussion: &crate::domain::Discussion,
+        listing: crate::domain::tree::Listing,
+        window: &crate::domain::Window,
+    ) -> super::error::StoreResult<crate::domain::Page<Comment>> {
+        let read = self.inner().list(scope, discussion, listing, window);
+        self.through(
+            discussion,
+            || format!("list {listing:?} {window:?}"),
+            read,
+            page_weight,
+        )
+        .await
+    }
+
+    async fn list_shallow(
+        &self,
+        scope: &super::scope::ReadScope,
+        discussion: &crate::domain::Discussion,
+        listing: crate::domain::tree::Listing,
+        window: &crate::domain::Window,
+    ) -> super::error::StoreResult<crate::domain::Page<Comment>> {
+        let read = self
+            .inner()
+            .list_shallow(scope, discussion, listing, window);
+        self.through(
+            discussion,
+            || format!("shallow {listing:?} {window:?}"),
+            read,
+            page_weight,
+        )
+        .await
+    }
+
+    async fn posted_after(
+        &self,
+        discussion: &crate::domain::Discussion,
+        after: Option<&Comment>,
+        limit: usize,
+    ) -> super::error::StoreResult<crate::domain::Page<Comment>> {
+        self.inner().posted_after(discussion, after, limit).await
+    }
+
+    async fn by_slugs(
+        &self,
+        scope: &super::scope::ReadScope,
+        discussion: &crate::domain::Discussion,
+        slugs: &[crate::domain::Slug],
+    ) -> super::error::StoreResult<Vec<Comment>> {
+        let read = self.inner().by_slugs(scope, discussion, slugs);
+        self.through(
+            discussion,
+            || format!("slugs {slugs:?}"),
+            read,
+            |found: &Vec<Comment>| weight(found),
+        )
+        .await
+    }
+
+    fn home_of(
+        &self,
+        scope: &super::scope::ReadScope,
+        discussion: &crate::domain::Discussion,
+        slug: &crate::domain::Slug,
+    ) -> Option<mongodb::bson::Bson> {
+        self.inner().home_of(scope, discussion, slug)
+    }
+
+    async fn by_homes(
+        &self,
+        scope: &super::scope::ReadScope,
+        discussion: &crate::domain::Discussion,
+        wanted: &[(crate::domain::Slug, Option<mongodb::bson::Bson>)],
+    ) -> super::error::StoreResult<Vec<Comment>> {
+        self.inner().by_homes(scope, discussion, wanted).await
+    }
+
+    async fn replies(
+        &self,
+        scope: &super::scope::ReadScope,
+        discussion: &crate::domain::Discussion,
+        parents: &[crate::domain::Slug],
+        window: &crate::domain::Window,
+    ) -> super::error::StoreResult<
+        std::collections::HashMap<crate::domain::Slug, crate::domain::Page<Comment>>,
+    > {
+        let read = self.inner().replies(scope, discussion, parents, window);
+        self.through(
+            discussion,
+            || format!("replies {parents:?} {window:?}"),
+            read,
+            |pages: &std::collections::HashMap<_, crate::domain::Page<Comment>>| {
+                pages.values().map(page_weight).sum()
+            },
+        )
+        .await
+    }
+
+    async fn sub_discussions(
+        &self,
+        scope: &super::scope::ReadScope,
+        discussion: &crate::domain::Discussion,
+        roots: &[crate::domain::FullSlug],
+        window: &crate::domain::Window,
+    ) -> super::error::StoreResult<
+        std::collections::HashMap<crate::domain::FullSlug, crate::domain::Page<Comment>>,
+    > {
+        let read = self
+            .inner()
+            .sub_discussions(scope, discussion, roots, window);
+        self.through(
+            discussion,
+            || format!("subs {roots:?} {window:?}"),
+            read,
+            |pages: &std::collections::HashMap<_, crate::domain::Page<Comment>>| {
+                pages.values().map(page_weight).sum()
+            },
+        )
+        .await
+    }
+
+    async fn sub_discussion_counts(
+        &self,
+        scope: &super::scope::ReadScope,
+        discussion: &crate::domain::Discussion,
+        roots: &[crate::domain::FullSlug],
+    ) -> super::error::StoreResult<std::collections::HashMap<crate::domain::FullSlug, u64>> {
+        let read = self.inner().sub_discussion_counts(scope, discussion, roots);
+        self.through(
+            discussion,
+            || format!("counts {roots:?}"),
+            read,
+            |counts: &std::collections::HashMap<_, u64>| 64 + counts.len() * 96,
+        )
+        .await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,7 +481,10 @@ mod tests {
             panic!("a cache of 1 MiB");
         };
         let d = id();
-        assert!(cache.lookup(&d, 0, "r".into()).is_none(), "bypassed until open");
+        assert!(
+            cache.lookup(&d, 0, "r".into()).is_none(),
+            "bypassed until open"
+        );
         cache.feed_open();
         for _ in 1..ADMIT_AFTER {
             let lookup = cache.lookup(&d, 0, "r".into()).expect("open");
@@ -245,7 +492,11 @@ mod tests {
             cache.put(lookup, 7_u32, 4);
         }
         let lookup = cache.lookup(&d, 0, "r".into()).expect("open");
-        assert_eq!(cache.get::<u32>(&lookup), None, "admitted now, not stored before");
+        assert_eq!(
+            cache.get::<u32>(&lookup),
+            None,
+            "admitted now, not stored before"
+        );
         cache.put(lookup, 7_u32, 4);
         let lookup = cache.lookup(&d, 0, "r".into()).expect("open");
         assert_eq!(cache.get::<u32>(&lookup), Some(7));
@@ -270,8 +521,14 @@ mod tests {
         let again = cache.lookup(&d, 0, "r".into()).expect("open");
         assert_eq!(cache.get::<u32>(&again), Some(2));
         // Another discussion, another read or another move count are other entries.
-        assert_eq!(cache.get::<u32>(&cache.lookup(&d, 1, "r".into()).expect("open")), None);
-        assert_eq!(cache.get::<u32>(&cache.lookup(&d, 0, "s".into()).expect("open")), None);
+        assert_eq!(
+            cache.get::<u32>(&cache.lookup(&d, 1, "r".into()).expect("open")),
+            None
+        );
+        assert_eq!(
+            cache.get::<u32>(&cache.lookup(&d, 0, "s".into()).expect("open")),
+            None
+        );
     }
 
     #[test]
@@ -288,7 +545,11 @@ mod tests {
         cache.put(read, 1_u32, 4);
         cache.feed_open();
         let lookup = cache.lookup(&d, 0, "r".into()).expect("open");
-        assert_eq!(cache.get::<u32>(&lookup), None, "what was read before the outage is gone");
+        assert_eq!(
+            cache.get::<u32>(&lookup),
+            None,
+            "what was read before the outage is gone"
+        );
     }
 
     #[test]

@@ -37,6 +37,8 @@ pub struct StoreConfig {
     pub write_concern: String,
     /// Whether writes wait for the journal.
     pub journal: bool,
+    /// The most bytes the read cache of hot discussions holds (0: no cache).
+    pub cache_bytes: u64,
     /// Whether a post that does not fit in an embedded discussion moves it to the bucketed
     /// layout (and is then posted there) instead of failing with `TooLarge`.
     pub promote_embedded: bool,

@@ -3,9 +3,9 @@
 
 mod api;
 mod blocks;
-mod cache;
 mod bson;
 pub mod bucketed;
+mod cache;
 mod changes;
 mod connect;
 mod discussions;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::stream::BoxStream;
+use futures::stream::{BoxStream, StreamExt as _};
 use mongodb::bson::doc;
 use mongodb::Database;
 
@@ -39,7 +39,13 @@ pub struct Store {
     db: Database,
     discussions: Discussions,
     held: HeldComments,
-    layouts: Layouts,
+    layouts: Arc<Layouts>,
+    /// The read cache of hot discussions, and the layouts read through it (by `Layout::ALL`
+    /// position); none when it is off.
+    cache: Option<(
+        Arc<super::cache::ReadCache>,
+        Vec<super::cache::CachedLayout>,
+    )>,
     moderation: Moderation,
     votes: VoteBook,
     imports: super::imports::Imports,
@@ -87,7 +93,7 @@ impl Store {
             bucket_size: config.bucket_size,
             embedded_max_bytes: config.embedded_max_bytes,
         };
-        let layouts = Layouts::new(parts, &discussions);
+        let layouts = Arc::new(Layouts::new(parts, &discussions));
         let held = HeldComments::new(&db, &commands, clock.clone(), config.max_depth.max(1));
         discussions.ensure_indexes().await?;
         held.ensure_indexes().await?;
@@ -98,11 +104,22 @@ impl Store {
         votes.ensure_indexes().await?;
         let imports = super::imports::Imports::new(&db, &commands);
         imports.ensure_indexes().await?;
+        let cache = super::cache::ReadCache::new(config.cache_bytes).map(|cache| {
+            let cache = Arc::new(cache);
+            let cached = Layout::ALL
+                .into_iter()
+                .map(|layout| {
+                    super::cache::CachedLayout::new(layouts.clone(), layout, cache.clone())
+                })
+                .collect();
+            (cache, cached)
+        });
         Ok(Self {
             db,
             discussions,
             held,
             layouts,
+            cache,
             moderation,
             votes,
             imports,
@@ -116,6 +133,14 @@ impl Store {
         })
     }
 
+    /// What this process read of the discussion may be out of date: a write of it was just
+    /// made (or tried), so the writer reads its own write.
+    fn touched(&self, id: &DiscussionId) {
+        if let Some((cache, _)) = &self.cache {
+            cache.invalidate(id);
+        }
+    }
+
     /// Casts a vote (checking that the voter may vote when `checked`), in the layout the
     /// discussion has once a move that holds it is over.
     async fn cast(
@@ -127,7 +152,7 @@ impl Store {
     ) -> Result<Comment, DomainError> {
         let mut discussion = discussion.clone();
         loop {
-            let layout = self.layout(discussion.layout)?;
+            let layout = self.layouts.get(discussion.layout);
             let cast = super::votes::cast(
                 &self.votes,
                 (layout, &self.writer),
@@ -136,7 +161,9 @@ impl Store {
                 vote,
                 checked,
             );
-            match cast.await {
+            let cast = cast.await;
+            self.touched(&discussion.id);
+            match cast {
                 Err(DomainError::Moving(_)) => {
                     discussion = self.after_move(&discussion.id).await?;
                 }
@@ -177,7 +204,14 @@ impl Storage for Store {
     }
 
     fn layout(&self, layout: Layout) -> StoreResult<&dyn CommentStore> {
-        Ok(self.layouts.get(layout))
+        let cached = self.cache.as_ref().and_then(|(_, cached)| {
+            let at = Layout::ALL.iter().position(|l| *l == layout)?;
+            cached.get(at)
+        });
+        Ok(match cached {
+            Some(cached) => cached,
+            None => self.layouts.get(layout),
+        })
     }
 
     async fn ping(&self) -> StoreResult<()> {
@@ -193,6 +227,9 @@ impl Storage for Store {
 
     fn write_metrics(&self, out: &mut Exposition) {
         self.commands.write(out);
+        if let Some((cache, _)) = &self.cache {
+            cache.write_metrics(out);
+        }
     }
 
     async fn change_comment(
@@ -203,8 +240,10 @@ impl Storage for Store {
     ) -> Result<Comment, DomainError> {
         let mut discussion = discussion.clone();
         loop {
-            let layout = self.layout(discussion.layout)?;
-            match revise(layout, &self.clock, &discussion, slug, decide).await {
+            let layout = self.layouts.get(discussion.layout);
+            let revised = revise(layout, &self.clock, &discussion, slug, decide).await;
+            self.touched(&discussion.id);
+            match revised {
                 Err(DomainError::Moving(_)) => {
                     discussion = self.after_move(&discussion.id).await?;
                 }
@@ -270,7 +309,7 @@ impl Storage for Store {
         list: Ranked<'_>,
         window: &Window,
     ) -> StoreResult<RankedPage> {
-        let layout = self.layout(discussion.layout)?;
+        let layout = self.layouts.get(discussion.layout);
         super::ranked::page(&self.votes, layout, scope, discussion, list, window).await
     }
 
@@ -314,6 +353,7 @@ impl Storage for Store {
                     }
                 }
                 Ok(mut posted) => {
+                    self.touched(&discussion.id);
                     if discussion.moves != start {
                         posted.moved = Some(discussion);
                     }
@@ -422,7 +462,7 @@ impl Storage for Store {
             ));
         }
         let movers = self.layouts.movers();
-        migrate::run(
+        let moved = migrate::run(
             &self.discussions,
             &movers,
             (id, to),
@@ -430,13 +470,26 @@ impl Storage for Store {
             self.moves,
             report,
         )
-        .await
+        .await;
+        self.touched(id);
+        moved
     }
 
     fn changes(&self, retry: Duration) -> BoxStream<'static, Watched> {
-        changes::feed(
+        let feed = changes::feed(
             Counted::new(&self.db, Discussions::COLLECTION, &self.commands),
             retry,
-        )
+        );
+        let Some((cache, _)) = &self.cache else {
+            return feed;
+        };
+        // The cache hears every report before the feed's reader does: a change read after its
+        // event is read past the cache.
+        let cache = cache.clone();
+        Box::pin(feed.inspect(move |watched| match watched {
+            Watched::Open => cache.feed_open(),
+            Watched::Interrupted | Watched::Gap => cache.feed_down(),
+            Watched::Change(change) => cache.invalidate(&change.discussion),
+        }))
     }
 }
