@@ -302,6 +302,8 @@ impl App {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         tracing::info!(addr = %self.addr, max_connections = self.connections.max(), "threadql listening: GraphiQL at http://{}/", self.addr);
+        // The feed keeps the read cache exact; without it the cache is bypassed.
+        self.api.follow_changes();
         let (stop, stopped) = tokio::sync::watch::channel(None::<tokio::time::Instant>);
         let grace = self.grace;
         let (api, connections) = (self.api.clone(), self.connections.clone());

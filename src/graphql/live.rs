@@ -112,6 +112,12 @@ impl Live {
         self.shared.opened.load(Ordering::Relaxed)
     }
 
+    /// Opens the change feed now rather than at the first subscription: the store's read cache
+    /// serves only while the feed is open.
+    pub fn open_now(&self) {
+        let _ = self.start();
+    }
+
     /// Starts the feed task unless it runs; `false` once closed.
     fn start(&self) -> bool {
         let mut stop = self.stop.lock().unwrap_or_else(|p| p.into_inner());

@@ -300,6 +300,11 @@ impl Api {
         self.live.close();
     }
 
+    /// Opens the change feed (see `Live::open_now`).
+    pub fn follow_changes(&self) {
+        self.live.open_now();
+    }
+
     /// Subscriptions held now (those still starting included).
     pub fn subscriptions_held(&self) -> usize {
         self.subscriptions.held()
