@@ -45,6 +45,9 @@ pub struct App {
     connections: Connections,
     timeouts: ConnectionTimeouts,
     grace: Duration,
+    /// Whether serving opens the change feed at once (the read cache is on: it serves only
+    /// while the feed is open); otherwise the first subscription opens it.
+    follow_changes: bool,
     embedded: Option<EmbeddedDb>,
 }
 
@@ -287,6 +290,7 @@ impl App {
                 idle: Duration::from_secs(config.idle_timeout_secs.max(1)),
             },
             grace: Duration::from_secs(config.shutdown_grace_secs.max(1)),
+            follow_changes: config.cache_bytes > 0,
             embedded,
         })
     }
@@ -303,7 +307,9 @@ impl App {
     ) -> anyhow::Result<()> {
         tracing::info!(addr = %self.addr, max_connections = self.connections.max(), "threadql listening: GraphiQL at http://{}/", self.addr);
         // The feed keeps the read cache exact; without it the cache is bypassed.
-        self.api.follow_changes();
+        if self.follow_changes {
+            self.api.follow_changes();
+        }
         let (stop, stopped) = tokio::sync::watch::channel(None::<tokio::time::Instant>);
         let grace = self.grace;
         let (api, connections) = (self.api.clone(), self.connections.clone());
