@@ -185,7 +185,9 @@ impl Shared {
         for item in batch {
             match item {
                 // Live subscribers hear of what the public sees change, not of quiet changes.
+                // Live subscribers hear of comments, not of a discussion's own changes.
                 Watched::Change(change) if change.kind == ChangeKind::Quiet => {}
+                Watched::Discussion(_) => {}
                 Watched::Change(change) => changes.push(change),
                 other => {
                     self.deliver(std::mem::take(&mut changes)).await;
@@ -205,7 +207,7 @@ impl Shared {
                                 let _ = sender.send(missed.clone());
                             }
                         }
-                        Watched::Change(_) => {}
+                        Watched::Change(_) | Watched::Discussion(_) => {}
                     }
                 }
             }

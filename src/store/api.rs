@@ -316,6 +316,9 @@ pub enum Watched {
     Open,
     /// A comment was posted or changed.
     Change(CommentChange),
+    /// The discussion document changed without a comment changing: its settings (lock,
+    /// moderation mode, pins, key), its layout's bookkeeping, a move. Only caches care.
+    Discussion(DiscussionId),
     /// The feed failed and is being reopened; changes made meanwhile are reported once it is
     /// open again.
     Interrupted,

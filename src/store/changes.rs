@@ -1,9 +1,10 @@
 //! The change feed: every post, edit and delete leaves a small mark (`last_change`) on its
 //! discussion document, in a write the change already makes (posts) or right after it (edits on
 //! the layouts that keep comments elsewhere). One change stream on the discussions collection,
-//! filtered and projected on the server to those marks, tells every live subscriber of a process
-//! what changed; it resumes from its last resume token after the database comes back. Each
-//! event read is counted, with how long after its time on the database it was read.
+//! projected on the server to those marks, tells every live subscriber of a process what
+//! changed, and the read cache which discussions changed (every update of a discussion
+//! document, marked or not); it resumes from its last resume token after the database comes
+//! back. Each event read is counted, with how long after its time on the database it was read.
 
 use std::collections::VecDeque;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -57,13 +58,13 @@ pub(super) fn mark_all(kind: ChangeKind, slugs: &[&Slug]) -> Document {
     mark
 }
 
-/// The stream's pipeline: updates that set a mark, projected on the server to the mark, the
-/// document key and the event's times, so an embedded discussion's comments never travel with
-/// the event.
+/// The stream's pipeline: changes of existing discussion documents, projected on the server to
+/// the mark (when the change set one), the document key and the event's times, so an embedded
+/// discussion's comments never travel with the event.
 fn pipeline() -> Vec<Document> {
     let marked = format!("updateDescription.updatedFields.{FIELD}");
     vec![
-        doc! { "$match": { "operationType": "update", &marked: { "$exists": true } } },
+        doc! { "$match": { "operationType": { "$in": ["update", "replace", "delete"] } } },
         doc! { "$project": { "documentKey": 1, &marked: 1, "clusterTime": 1, "wallTime": 1 } },
     ]
 }
@@ -86,49 +87,54 @@ fn lag_micros(event: &Document) -> Option<i64> {
     now.checked_sub(happened)
 }
 
-/// Reads the changes an event reports (none for an event this feed does not understand, which
-/// is logged and skipped).
-fn change_of(event: &Document) -> Vec<CommentChange> {
-    let read = || -> Option<Vec<CommentChange>> {
-        let discussion = event
-            .get_document("documentKey")
-            .ok()?
-            .get_str("_id")
-            .ok()?;
-        let discussion = DiscussionId::parse(discussion).ok()?;
-        let mark = event
-            .get_document("updateDescription")
-            .ok()?
-            .get_document("updatedFields")
-            .ok()?
-            .get_document(FIELD)
-            .ok()?;
-        let kind = match mark.get_str("kind").ok()? {
-            "posted" => ChangeKind::Posted,
-            "changed" => ChangeKind::Changed,
-            QUIET => ChangeKind::Quiet,
-            // Kinds a later version may write.
-            _ => return None,
-        };
-        let slugs = match mark.get_array("slugs") {
-            Ok(all) => all
-                .iter()
-                .map(|s| s.as_str().and_then(|s| Slug::parse(s).ok()))
-                .collect::<Option<Vec<_>>>()?,
-            Err(_) => vec![Slug::parse(mark.get_str("slug").ok()?).ok()?],
-        };
-        Some(
-            slugs
-                .into_iter()
-                .map(|slug| CommentChange {
-                    discussion: discussion.clone(),
-                    slug,
-                    kind,
-                })
-                .collect(),
-        )
+/// Reads what an event reports: the changes its mark names, or, for a change of the document
+/// without a mark (or with one this version does not read), that the discussion changed.
+/// `None` for an event without a discussion id (logged and skipped).
+fn change_of(event: &Document) -> Option<Vec<Watched>> {
+    let discussion = event
+        .get_document("documentKey")
+        .ok()?
+        .get_str("_id")
+        .ok()?;
+    let discussion = DiscussionId::parse(discussion).ok()?;
+    let marked = event
+        .get_document("updateDescription")
+        .and_then(|u| u.get_document("updatedFields"))
+        .and_then(|f| f.get_document(FIELD))
+        .ok()
+        .and_then(|mark| marked_changes(&discussion, mark));
+    Some(match marked {
+        Some(changes) => changes.into_iter().map(Watched::Change).collect(),
+        None => vec![Watched::Discussion(discussion)],
+    })
+}
+
+/// The comment changes a mark names (`None` for a mark this version does not read).
+fn marked_changes(discussion: &DiscussionId, mark: &Document) -> Option<Vec<CommentChange>> {
+    let kind = match mark.get_str("kind").ok()? {
+        "posted" => ChangeKind::Posted,
+        "changed" => ChangeKind::Changed,
+        QUIET => ChangeKind::Quiet,
+        // Kinds a later version may write.
+        _ => return None,
     };
-    read().unwrap_or_default()
+    let slugs = match mark.get_array("slugs") {
+        Ok(all) => all
+            .iter()
+            .map(|s| s.as_str().and_then(|s| Slug::parse(s).ok()))
+            .collect::<Option<Vec<_>>>()?,
+        Err(_) => vec![Slug::parse(mark.get_str("slug").ok()?).ok()?],
+    };
+    Some(
+        slugs
+            .into_iter()
+            .map(|slug| CommentChange {
+                discussion: discussion.clone(),
+                slug,
+                kind,
+            })
+            .collect(),
+    )
 }
 
 /// Where the feed is.
@@ -141,7 +147,7 @@ enum Step {
     /// Open and reading; `pending` holds the rest of an event that reported several changes.
     Open {
         stream: Box<ChangeStream<Document>>,
-        pending: VecDeque<CommentChange>,
+        pending: VecDeque<Watched>,
     },
 }
 
@@ -193,16 +199,21 @@ pub(super) fn feed(coll: Counted<Document>, retry: Duration) -> BoxStream<'stati
                 mut stream,
                 mut pending,
             } => loop {
-                if let Some(change) = pending.pop_front() {
+                if let Some(watched) = pending.pop_front() {
                     let open = Step::Open { stream, pending };
-                    return Some((Watched::Change(change), (coll, open)));
+                    return Some((watched, (coll, open)));
                 }
                 match stream.next().await {
                     Some(Ok(event)) => {
                         coll.commands().change_event(lag_micros(&event));
-                        pending.extend(change_of(&event));
-                        if pending.is_empty() {
-                            tracing::warn!(?event, "skipping a change event without a valid mark");
+                        match change_of(&event) {
+                            Some(reported) => pending.extend(reported),
+                            None => {
+                                tracing::warn!(
+                                    ?event,
+                                    "skipping a change event without a discussion id"
+                                )
+                            }
                         }
                     }
                     failed => {
@@ -252,11 +263,23 @@ mod tests {
         }
     }
 
+    /// The comment changes an event reports.
+    fn changes(event: &Document) -> Vec<CommentChange> {
+        change_of(event)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|watched| match watched {
+                Watched::Change(change) => Some(change),
+                _ => None,
+            })
+            .collect()
+    }
+
     #[test]
     fn marks_read_back_as_changes() {
         let slug = Slug::top_level(&SlugPart::generate());
         for kind in [ChangeKind::Posted, ChangeKind::Changed] {
-            let changes = change_of(&event(mark(kind, &slug)));
+            let changes = changes(&event(mark(kind, &slug)));
             assert_eq!(changes.len(), 1);
             assert_eq!(changes[0].kind, kind);
             assert_eq!(changes[0].slug, slug);
@@ -268,15 +291,26 @@ mod tests {
     }
 
     #[test]
-    fn unknown_marks_are_skipped() {
+    fn unmarked_or_unknown_marks_read_back_as_a_change_of_the_discussion() {
         let slug = Slug::top_level(&SlugPart::generate());
         let mut odd = mark(ChangeKind::Posted, &slug);
         odd.insert("kind", "renamed");
-        assert!(change_of(&event(odd)).is_empty());
-        assert!(change_of(&doc! { "_id": 1 }).is_empty());
         let mut bad = mark(ChangeKind::Posted, &slug);
         bad.insert("slugs", vec!["not a slug!"]);
-        assert!(change_of(&event(bad)).is_empty());
+        let id = DiscussionId::generate();
+        let unmarked = doc! {
+            "_id": { "_data": "00" },
+            "documentKey": { "_id": id.to_string() },
+            "updateDescription": { "updatedFields": {} },
+        };
+        for event in [event(odd), event(bad), unmarked] {
+            let reported = change_of(&event).expect("a discussion id");
+            assert!(
+                matches!(reported.as_slice(), [Watched::Discussion(_)]),
+                "{reported:?}"
+            );
+        }
+        assert!(change_of(&doc! { "_id": 1 }).is_none());
     }
 
     #[test]
@@ -285,7 +319,7 @@ mod tests {
             .map(|_| Slug::top_level(&SlugPart::generate()))
             .collect();
         let refs: Vec<&Slug> = slugs.iter().collect();
-        let changes = change_of(&event(mark_all(ChangeKind::Posted, &refs)));
+        let changes = changes(&event(mark_all(ChangeKind::Posted, &refs)));
         let read: Vec<&Slug> = changes.iter().map(|c| &c.slug).collect();
         assert_eq!(read, refs);
         assert!(changes.iter().all(|c| c.kind == ChangeKind::Posted));

@@ -15,6 +15,7 @@ use super::api::Decide;
 use super::api::{CommentStore, DiscussionStore, ModerationStore, Posted, Storage, Watched};
 use super::api::{MoveTiming, Moved, Step};
 use super::api::{Ranked, RankedPage};
+use super::cache::{weight, CachedDiscussions, CachedLayout, ReadCache};
 use super::changes;
 use super::connect::{self, Connection, StoreConfig};
 use super::discussions::{locked, Discussions};
@@ -40,12 +41,8 @@ pub struct Store {
     discussions: Discussions,
     held: HeldComments,
     layouts: Arc<Layouts>,
-    /// The read cache of hot discussions, and the layouts read through it (by `Layout::ALL`
-    /// position); none when it is off.
-    cache: Option<(
-        Arc<super::cache::ReadCache>,
-        Vec<super::cache::CachedLayout>,
-    )>,
+    /// The read cache of hot discussions; none when it is off.
+    cache: Option<Cached>,
     moderation: Moderation,
     votes: VoteBook,
     imports: super::imports::Imports,
@@ -58,6 +55,14 @@ pub struct Store {
     /// Embedded and bucketed discussions this process posted to lately, as it last read them
     /// (see [`Storage::post_to`]).
     posting: std::sync::Mutex<HashMap<DiscussionId, Arc<Discussion>>>,
+}
+
+/// The read cache, and the API's reads through it.
+struct Cached {
+    cache: Arc<ReadCache>,
+    /// The layouts, by `Layout::ALL` position.
+    layouts: Vec<CachedLayout>,
+    discussions: CachedDiscussions,
 }
 
 /// Discussions whose metadata a process keeps for posting (past this, it starts over).
@@ -104,15 +109,16 @@ impl Store {
         votes.ensure_indexes().await?;
         let imports = super::imports::Imports::new(&db, &commands);
         imports.ensure_indexes().await?;
-        let cache = super::cache::ReadCache::new(config.cache_bytes).map(|cache| {
+        let cache = ReadCache::new(config.cache_bytes).map(|cache| {
             let cache = Arc::new(cache);
-            let cached = Layout::ALL
-                .into_iter()
-                .map(|layout| {
-                    super::cache::CachedLayout::new(layouts.clone(), layout, cache.clone())
-                })
-                .collect();
-            (cache, cached)
+            Cached {
+                layouts: Layout::ALL
+                    .into_iter()
+                    .map(|layout| CachedLayout::new(layouts.clone(), layout, cache.clone()))
+                    .collect(),
+                discussions: CachedDiscussions::new(discussions.clone(), cache.clone()),
+                cache,
+            }
         });
         Ok(Self {
             db,
@@ -136,8 +142,8 @@ impl Store {
     /// What this process read of the discussion may be out of date: a write of it was just
     /// made (or tried), so the writer reads its own write.
     fn touched(&self, id: &DiscussionId) {
-        if let Some((cache, _)) = &self.cache {
-            cache.invalidate(id);
+        if let Some(cached) = &self.cache {
+            cached.cache.invalidate(id);
         }
     }
 
@@ -192,7 +198,10 @@ impl Store {
 #[async_trait]
 impl Storage for Store {
     fn discussions(&self) -> &dyn DiscussionStore {
-        &self.discussions
+        match &self.cache {
+            Some(cached) => &cached.discussions,
+            None => &self.discussions,
+        }
     }
 
     fn moderation(&self) -> &dyn ModerationStore {
@@ -204,9 +213,9 @@ impl Storage for Store {
     }
 
     fn layout(&self, layout: Layout) -> StoreResult<&dyn CommentStore> {
-        let cached = self.cache.as_ref().and_then(|(_, cached)| {
+        let cached = self.cache.as_ref().and_then(|cached| {
             let at = Layout::ALL.iter().position(|l| *l == layout)?;
-            cached.get(at)
+            cached.layouts.get(at)
         });
         Ok(match cached {
             Some(cached) => cached,
@@ -227,8 +236,8 @@ impl Storage for Store {
 
     fn write_metrics(&self, out: &mut Exposition) {
         self.commands.write(out);
-        if let Some((cache, _)) = &self.cache {
-            cache.write_metrics(out);
+        if let Some(cached) = &self.cache {
+            cached.cache.write_metrics(out);
         }
     }
 
@@ -310,7 +319,18 @@ impl Storage for Store {
         window: &Window,
     ) -> StoreResult<RankedPage> {
         let layout = self.layouts.get(discussion.layout);
-        super::ranked::page(&self.votes, layout, scope, discussion, list, window).await
+        let read = super::ranked::page(&self.votes, layout, scope, discussion, list, window);
+        match &self.cache {
+            Some(cached) => {
+                let describe = || format!("ranked {list:?} {window:?}");
+                let weigh = |ranked: &RankedPage| 64 + weight(&ranked.page.items);
+                cached
+                    .cache
+                    .through(discussion, describe, read, weigh)
+                    .await
+            }
+            None => read.await,
+        }
     }
 
     async fn post(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
@@ -480,16 +500,17 @@ impl Storage for Store {
             Counted::new(&self.db, Discussions::COLLECTION, &self.commands),
             retry,
         );
-        let Some((cache, _)) = &self.cache else {
+        let Some(cached) = &self.cache else {
             return feed;
         };
         // The cache hears every report before the feed's reader does: a change read after its
         // event is read past the cache.
-        let cache = cache.clone();
+        let cache = cached.cache.clone();
         Box::pin(feed.inspect(move |watched| match watched {
             Watched::Open => cache.feed_open(),
             Watched::Interrupted | Watched::Gap => cache.feed_down(),
             Watched::Change(change) => cache.invalidate(&change.discussion),
+            Watched::Discussion(id) => cache.invalidate(id),
         }))
     }
 }

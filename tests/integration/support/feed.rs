@@ -33,7 +33,8 @@ pub(crate) async fn posts_reported(
                     assert!(reported.insert(change.slug.to_string()), "reported twice");
                 }
             }
-            Ok(Some(Watched::Open)) => {}
+            // Reopened, or a change of the discussion document itself (counts, bookkeeping).
+            Ok(Some(Watched::Open | Watched::Discussion(_))) => {}
             other => panic!(
                 "the change feed stopped after {} of {total} posts: {other:?}",
                 reported.len()

@@ -1,0 +1,174 @@
+//! Discussion documents through the read cache: by id, and by key (a key is remembered with the
+//! generation of the discussion it named, so a change of that discussion, its key included,
+//! makes the key be read again).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{discussion_weight, Lookup, ReadCache};
+use crate::domain::{
+    Discussion, DiscussionId, DiscussionKey, ModerationMode, NewDiscussion, Page, Slug, Window,
+};
+use crate::store::api::DiscussionStore;
+use crate::store::discussions::Discussions;
+use crate::store::error::StoreResult;
+
+/// What a discussion document's entry is described by.
+const DOCUMENT: &str = "discussion";
+
+/// The discussions collection as the API reads it: documents of hot discussions from the
+/// cache. Its own writes invalidate the discussion before they answer.
+pub(crate) struct CachedDiscussions {
+    inner: Discussions,
+    cache: Arc<ReadCache>,
+}
+
+impl CachedDiscussions {
+    pub(crate) fn new(inner: Discussions, cache: Arc<ReadCache>) -> Self {
+        Self { inner, cache }
+    }
+
+    /// Stores what the database gave for a lookup (when there is one).
+    fn keep(&self, lookup: Option<Lookup>, found: &Discussion) {
+        if let Some(lookup) = lookup {
+            self.cache
+                .put(lookup, found.clone(), discussion_weight(found));
+        }
+    }
+
+    /// Runs a write of discussion `id` and forgets what was read of it, whether it was made
+    /// or not (it may have been made and its answer lost).
+    async fn writing<T>(
+        &self,
+        id: &DiscussionId,
+        write: impl std::future::Future<Output = StoreResult<T>>,
+    ) -> StoreResult<T> {
+        let written = write.await;
+        self.cache.invalidate(id);
+        written
+    }
+}
+
+#[async_trait]
+impl DiscussionStore for CachedDiscussions {
+    async fn add(&self, new: NewDiscussion) -> StoreResult<Discussion> {
+        self.inner.add(new).await
+    }
+
+    async fn ensure(&self, new: NewDiscussion) -> StoreResult<Discussion> {
+        self.inner.ensure(new).await
+    }
+
+    /// Each document is one lookup, which counts towards its discussion's admission: a request
+    /// reads a discussion's document once.
+    async fn by_ids(&self, ids: &[DiscussionId]) -> StoreResult<Vec<Discussion>> {
+        let mut found = Vec::with_capacity(ids.len());
+        let mut missing = Vec::new();
+        let mut lookups = Vec::new();
+        for id in ids {
+            let lookup = self.cache.lookup_with(id, DOCUMENT.into(), true);
+            match lookup
+                .as_ref()
+                .and_then(|l| self.cache.get::<Discussion>(l))
+            {
+                Some(cached) => found.push(cached),
+                None => {
+                    missing.push(id.clone());
+                    lookups.push((id.clone(), lookup));
+                }
+            }
+        }
+        if missing.is_empty() {
+            return Ok(found);
+        }
+        let read = self.inner.by_ids(&missing).await?;
+        for (id, lookup) in lookups {
+            if let Some(doc) = read.iter().find(|d| d.id == id) {
+                self.keep(lookup, doc);
+            }
+        }
+        found.extend(read);
+        Ok(found)
+    }
+
+    /// A key whose discussion has not changed since it was read goes to the documents by id;
+    /// the others are read by key, in one command.
+    async fn by_keys(&self, keys: &[DiscussionKey]) -> StoreResult<Vec<Discussion>> {
+        let mut named = Vec::new();
+        let mut unknown: Vec<DiscussionKey> = Vec::new();
+        for key in keys {
+            match self.cache.id_of_key(key) {
+                Some(id) => named.push((key.clone(), id)),
+                None => unknown.push(key.clone()),
+            }
+        }
+        let mut found = Vec::new();
+        if !named.is_empty() {
+            let ids: Vec<DiscussionId> = named.iter().map(|(_, id)| id.clone()).collect();
+            let docs = self.by_ids(&ids).await?;
+            // A discussion whose key changed meanwhile is looked for by key again.
+            let kept: HashSet<&DiscussionKey> =
+                docs.iter().filter_map(|d| d.key.as_ref()).collect();
+            unknown.extend(
+                named
+                    .iter()
+                    .filter(|(key, _)| !kept.contains(key))
+                    .map(|(key, _)| key.clone()),
+            );
+            found.extend(docs.into_iter().filter(|d| {
+                d.key
+                    .as_ref()
+                    .is_some_and(|k| named.iter().any(|(key, _)| key == k))
+            }));
+        }
+        if unknown.is_empty() {
+            return Ok(found);
+        }
+        let mark = self.cache.mark();
+        let read = self.inner.by_keys(&unknown).await?;
+        if let Some(mark) = &mark {
+            for doc in &read {
+                let Some(key) = &doc.key else { continue };
+                self.cache.remember_key(mark, key, &doc.id);
+                let lookup = self
+                    .cache
+                    .lookup_since(mark, &doc.id, DOCUMENT.into(), true);
+                self.keep(lookup, doc);
+            }
+        }
+        found.extend(read);
+        Ok(found)
+    }
+
+    async fn list(&self, window: &Window) -> StoreResult<Page<Discussion>> {
+        self.inner.list(window).await
+    }
+
+    async fn count(&self) -> StoreResult<u64> {
+        self.inner.count().await
+    }
+
+    async fn set_pinned(
+        &self,
+        id: &DiscussionId,
+        slug: &Slug,
+        pinned: bool,
+    ) -> StoreResult<Discussion> {
+        self.writing(id, self.inner.set_pinned(id, slug, pinned))
+            .await
+    }
+
+    async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion> {
+        self.writing(id, self.inner.set_locked(id, locked)).await
+    }
+
+    async fn set_moderation(
+        &self,
+        id: &DiscussionId,
+        mode: ModerationMode,
+    ) -> StoreResult<Discussion> {
+        self.writing(id, self.inner.set_moderation(id, mode)).await
+    }
+}

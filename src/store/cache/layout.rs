@@ -1,0 +1,198 @@
+//! The layouts' reads through the read cache.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use mongodb::bson::Bson;
+
+use super::{weight, ReadCache};
+use crate::domain::tree::Listing;
+use crate::domain::{Comment, Discussion, FullSlug, Layout, Page, Slug, Window};
+use crate::store::api::CommentStore;
+use crate::store::error::StoreResult;
+use crate::store::registry::Layouts;
+use crate::store::scope::ReadScope;
+
+/// A layout's reads through the cache (what the API reads with); writes, and reads the store
+/// makes for its own writes, go to the layout itself.
+pub(crate) struct CachedLayout {
+    layouts: Arc<Layouts>,
+    layout: Layout,
+    cache: Arc<ReadCache>,
+}
+
+impl CachedLayout {
+    pub(crate) fn new(layouts: Arc<Layouts>, layout: Layout, cache: Arc<ReadCache>) -> Self {
+        Self {
+            layouts,
+            layout,
+            cache,
+        }
+    }
+
+    fn inner(&self) -> &dyn CommentStore {
+        self.layouts.get(self.layout)
+    }
+}
+
+fn page_weight(page: &Page<Comment>) -> usize {
+    64 + weight(&page.items)
+}
+
+#[async_trait::async_trait]
+impl CommentStore for CachedLayout {
+    async fn replace(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        current: &Comment,
+        next: &Comment,
+    ) -> StoreResult<bool> {
+        self.inner().replace(scope, discussion, current, next).await
+    }
+
+    async fn replace_in(
+        &self,
+        session: &mut mongodb::ClientSession,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        current: &Comment,
+        next: &Comment,
+    ) -> StoreResult<bool> {
+        self.inner()
+            .replace_in(session, scope, discussion, current, next)
+            .await
+    }
+
+    async fn list(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        listing: Listing,
+        window: &Window,
+    ) -> StoreResult<Page<Comment>> {
+        let read = self.inner().list(scope, discussion, listing, window);
+        self.cache
+            .through(
+                discussion,
+                || format!("list {listing:?} {window:?}"),
+                read,
+                page_weight,
+            )
+            .await
+    }
+
+    async fn list_shallow(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        listing: Listing,
+        window: &Window,
+    ) -> StoreResult<Page<Comment>> {
+        let read = self
+            .inner()
+            .list_shallow(scope, discussion, listing, window);
+        self.cache
+            .through(
+                discussion,
+                || format!("shallow {listing:?} {window:?}"),
+                read,
+                page_weight,
+            )
+            .await
+    }
+
+    async fn posted_after(
+        &self,
+        discussion: &Discussion,
+        after: Option<&Comment>,
+        limit: usize,
+    ) -> StoreResult<Page<Comment>> {
+        self.inner().posted_after(discussion, after, limit).await
+    }
+
+    async fn by_slugs(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        slugs: &[Slug],
+    ) -> StoreResult<Vec<Comment>> {
+        let read = self.inner().by_slugs(scope, discussion, slugs);
+        self.cache
+            .through(
+                discussion,
+                || format!("slugs {slugs:?}"),
+                read,
+                |found: &Vec<Comment>| weight(found),
+            )
+            .await
+    }
+
+    fn home_of(&self, scope: &ReadScope, discussion: &Discussion, slug: &Slug) -> Option<Bson> {
+        self.inner().home_of(scope, discussion, slug)
+    }
+
+    async fn by_homes(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        wanted: &[(Slug, Option<Bson>)],
+    ) -> StoreResult<Vec<Comment>> {
+        self.inner().by_homes(scope, discussion, wanted).await
+    }
+
+    async fn replies(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        parents: &[Slug],
+        window: &Window,
+    ) -> StoreResult<HashMap<Slug, Page<Comment>>> {
+        let read = self.inner().replies(scope, discussion, parents, window);
+        self.cache
+            .through(
+                discussion,
+                || format!("replies {parents:?} {window:?}"),
+                read,
+                |pages: &HashMap<_, Page<Comment>>| pages.values().map(page_weight).sum(),
+            )
+            .await
+    }
+
+    async fn sub_discussions(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        roots: &[FullSlug],
+        window: &Window,
+    ) -> StoreResult<HashMap<FullSlug, Page<Comment>>> {
+        let read = self
+            .inner()
+            .sub_discussions(scope, discussion, roots, window);
+        self.cache
+            .through(
+                discussion,
+                || format!("subs {roots:?} {window:?}"),
+                read,
+                |pages: &HashMap<_, Page<Comment>>| pages.values().map(page_weight).sum(),
+            )
+            .await
+    }
+
+    async fn sub_discussion_counts(
+        &self,
+        scope: &ReadScope,
+        discussion: &Discussion,
+        roots: &[FullSlug],
+    ) -> StoreResult<HashMap<FullSlug, u64>> {
+        let read = self.inner().sub_discussion_counts(scope, discussion, roots);
+        self.cache
+            .through(
+                discussion,
+                || format!("counts {roots:?}"),
+                read,
+                |counts: &HashMap<_, u64>| 64 + counts.len() * 96,
+            )
+            .await
+    }
+}
