@@ -65,6 +65,16 @@ struct Cached {
     discussions: CachedDiscussions,
 }
 
+/// The read cache as the change feed keeps it exact; when the feed is dropped, the cache is
+/// bypassed.
+struct FeedHeard(Arc<ReadCache>);
+
+impl Drop for FeedHeard {
+    fn drop(&mut self) {
+        self.0.feed_down();
+    }
+}
+
 /// Discussions whose metadata a process keeps for posting (past this, it starts over).
 const POSTING: usize = 1024;
 
@@ -505,12 +515,17 @@ impl Storage for Store {
         };
         // The cache hears every report before the feed's reader does: a change read after its
         // event is read past the cache.
-        let cache = cached.cache.clone();
-        Box::pin(feed.inspect(move |watched| match watched {
-            Watched::Open => cache.feed_open(),
-            Watched::Interrupted | Watched::Gap => cache.feed_down(),
-            Watched::Change(change) => cache.invalidate(&change.discussion),
-            Watched::Discussion(id) => cache.invalidate(id),
+        // Once the feed is dropped (the process is shutting down), nothing keeps the cache
+        // exact: it is bypassed from then on.
+        let heard = FeedHeard(cached.cache.clone());
+        Box::pin(feed.inspect(move |watched| {
+            let cache = &heard.0;
+            match watched {
+                Watched::Open => cache.feed_open(),
+                Watched::Interrupted | Watched::Gap => cache.feed_down(),
+                Watched::Change(change) => cache.invalidate(&change.discussion),
+                Watched::Discussion(id) => cache.invalidate(id),
+            }
         }))
     }
 }
