@@ -59,6 +59,34 @@ pub(crate) async fn load(
 ) -> anyhow::Result<Loaded> {
     let total = plan.comments.len();
     let bar = progress_bar(total as u64, label);
+    let loaded = post_plan(store, discussion, plan, held, concurrency, budget, &bar).await;
+    match &loaded {
+        Ok(loaded) => {
+            bar.finish();
+            if bar.is_hidden() {
+                eprintln!(
+                    "{label}: posted {}/{total} in {:.1}s",
+                    loaded.posted,
+                    loaded.elapsed.as_secs_f64()
+                );
+            }
+        }
+        Err(_) => bar.abandon(),
+    }
+    loaded
+}
+
+/// Posts `plan` into `discussion` (see [`load`]), counting on `bar`.
+async fn post_plan(
+    store: &Store,
+    discussion: Discussion,
+    plan: &Plan,
+    held: &HashSet<usize>,
+    concurrency: usize,
+    budget: Duration,
+    bar: &ProgressBar,
+) -> anyhow::Result<Loaded> {
+    let total = plan.comments.len();
     let slots: Vec<OnceLock<(Slug, FullSlug)>> = (0..total).map(|_| OnceLock::new()).collect();
     let held_count = AtomicUsize::new(0);
     let posted_notify = Notify::new();
@@ -75,7 +103,6 @@ pub(crate) async fn load(
         let stopped = &stopped;
         let posted = &posted;
         let current = &current;
-        let bar = &bar;
         let held_count = &held_count;
         async move {
             if stop.load(Ordering::SeqCst) {
@@ -172,22 +199,14 @@ pub(crate) async fn load(
         if let Err(err) = result {
             stop.store(true, Ordering::SeqCst);
             posted_notify.notify_waiters();
-            bar.abandon();
             return Err(err);
         }
     }
     drop(results);
     let elapsed = started.elapsed();
-    bar.finish();
     let posted = posted.load(Ordering::Relaxed);
     let discussion = current.into_inner();
     let discussion = reload(store, &discussion).await?;
-    if bar.is_hidden() {
-        eprintln!(
-            "{label}: posted {posted}/{total} in {:.1}s",
-            elapsed.as_secs_f64()
-        );
-    }
     Ok(Loaded {
         slugs: slots
             .into_iter()

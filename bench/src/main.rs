@@ -24,7 +24,7 @@ use clap::Parser;
 use rand::Rng as _;
 use threadql::auth::JwtKeys;
 use threadql::config::LayoutArg;
-use threadql::domain::{DiscussionTitle, Layout};
+use threadql::domain::{DiscussionTitle, Layout, Slug};
 use threadql::store::embedded_db::EmbeddedDb;
 use threadql::store::{Storage, Store};
 
@@ -429,7 +429,6 @@ async fn run_fanout(args: &Args, counts: &[usize]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Measures the vote throughput only (`--vote-throughput`).
 /// `--import-throughput`: the Disqus and threadql imports, per layout.
 async fn run_import(args: &Args) -> anyhow::Result<()> {
     let server_bin = server::locate(args.server_bin.as_deref())?;
@@ -492,6 +491,7 @@ async fn run_import(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Measures the vote throughput only (`--vote-throughput`).
 async fn run_votes(args: &Args) -> anyhow::Result<()> {
     let server_bin = server::locate(args.server_bin.as_deref())?;
     let database = Database::open(args).await?;
@@ -769,23 +769,8 @@ async fn bench_case(
         .position(Option::is_none)
         .unwrap_or(loaded.slugs.len());
     let plan = plan.prefix(loaded_prefix);
-    let stored = |index: Option<usize>| {
-        index
-            .and_then(|i| loaded.slugs.get(i).cloned().flatten())
-            .context("the planned comment was not loaded")
-    };
-    let link = stored(plan.link_target(3))?;
-    let sub_root = stored(plan.largest_thread_root())?;
-    let busiest = stored(plan.busiest())?;
-    let fixtures = Fixtures::new(store, &loaded.discussion, link, sub_root, busiest).await?;
-    let parents: Vec<_> = loaded
-        .slugs
-        .iter()
-        .zip(&plan.comments)
-        .enumerate()
-        .filter(|(i, (_, c))| c.depth < MAX_REPLY_DEPTH && !held.contains(i))
-        .filter_map(|(_, (s, _))| s.clone())
-        .collect();
+    let fixtures = fixtures_of(store, &loaded, &plan).await?;
+    let parents = reply_targets(&loaded, &plan, &held);
 
     let turns = Turns {
         store,
@@ -919,6 +904,37 @@ async fn bench_case(
         server_peak_rss_mib: peak as f64 / (1024.0 * 1024.0),
         compared: compared.map(|c| c.other),
     })
+}
+
+/// What the reads of a discussion loaded from `plan` point at: the direct link to a comment at
+/// depth 3 near the middle, the largest thread's sub-discussion, the busiest comment's replies.
+async fn fixtures_of(
+    store: &Store,
+    loaded: &load::Loaded,
+    plan: &Plan,
+) -> anyhow::Result<Fixtures> {
+    let stored = |index: Option<usize>| {
+        index
+            .and_then(|i| loaded.slugs.get(i).cloned().flatten())
+            .context("the planned comment was not loaded")
+    };
+    let link = stored(plan.link_target(3))?;
+    let sub_root = stored(plan.largest_thread_root())?;
+    let busiest = stored(plan.busiest())?;
+    Fixtures::new(store, &loaded.discussion, link, sub_root, busiest).await
+}
+
+/// The loaded comments a writer may reply to: those above the deepest generated level, not held
+/// back.
+fn reply_targets(loaded: &load::Loaded, plan: &Plan, held: &HashSet<usize>) -> Vec<Slug> {
+    loaded
+        .slugs
+        .iter()
+        .zip(&plan.comments)
+        .enumerate()
+        .filter(|(i, (_, c))| c.depth < MAX_REPLY_DEPTH && !held.contains(i))
+        .filter_map(|(_, (s, _))| s.clone())
+        .collect()
 }
 
 /// What the reads of one loaded discussion need, to measure them with any server binary.

@@ -12,7 +12,7 @@ use threadql::auth::JwtKeys;
 use threadql::domain::{DiscussionId, Slug};
 use threadql::store::Store;
 
-use crate::client::GraphqlClient;
+use crate::client::{GraphqlClient, Timed};
 use crate::plan;
 use crate::reads::{Fixtures, Read};
 use crate::server::{self, Server};
@@ -333,18 +333,7 @@ async fn post_many(
             true => own.iter().map(String::as_str).collect(),
             false => parents.iter().map(Slug::as_str).collect(),
         };
-        let parent = if pool.is_empty() || rng.gen_bool(0.3) {
-            None
-        } else {
-            Some(pool[rng.gen_range(0..pool.len())])
-        };
-        let variables = json!({
-            "d": discussion.as_str(),
-            "p": parent,
-            "t": plan::text(&mut rng),
-        });
-        let answer = client.send(POST, &variables, Some(&token)).await?;
-        answer.check()?;
+        let answer = post_one(&client, &token, &discussion, &pool, &mut rng).await?;
         samples.push(answer.elapsed);
         if conversation {
             let data = answer.data()?;
@@ -355,6 +344,30 @@ async fn post_many(
         }
     }
     Ok(samples)
+}
+
+/// One post of a generated text into `discussion` through GraphQL: a new thread 30 % of the
+/// time (and whenever `pool` is empty), else a reply to a comment of `pool` drawn at random.
+pub(crate) async fn post_one(
+    client: &GraphqlClient,
+    token: &str,
+    discussion: &DiscussionId,
+    pool: &[&str],
+    rng: &mut StdRng,
+) -> anyhow::Result<Timed> {
+    let parent = if pool.is_empty() || rng.gen_bool(0.3) {
+        None
+    } else {
+        Some(pool[rng.gen_range(0..pool.len())])
+    };
+    let variables = json!({
+        "d": discussion.as_str(),
+        "p": parent,
+        "t": plan::text(rng),
+    });
+    let answer = client.send(POST, &variables, Some(token)).await?;
+    answer.check()?;
+    Ok(answer)
 }
 
 fn per(commands: u64, requests: usize) -> f64 {
