@@ -76,6 +76,58 @@ pub(crate) async fn load(
     loaded
 }
 
+/// Loads `plan` whole into each of `discussions` as [`load`] does (nothing held back), `at_once`
+/// discussions at a time, under one progress bar; returns them in the order given.
+pub(crate) async fn load_many(
+    store: &Store,
+    discussions: Vec<Discussion>,
+    plan: &Plan,
+    (concurrency, at_once): (usize, usize),
+    label: &str,
+) -> anyhow::Result<Vec<Loaded>> {
+    let total = plan.comments.len() * discussions.len();
+    let bar = progress_bar(total as u64, label);
+    let started = Instant::now();
+    let none = HashSet::new();
+    let loaded: Vec<anyhow::Result<Loaded>> = futures::stream::iter(discussions)
+        .map(|discussion| {
+            post_plan(
+                store,
+                discussion,
+                plan,
+                &none,
+                concurrency,
+                Duration::MAX,
+                &bar,
+            )
+        })
+        .buffered(at_once.max(1))
+        .collect()
+        .await;
+    let loaded = loaded
+        .into_iter()
+        .map(|loaded| match loaded? {
+            Loaded {
+                stopped: Some(why), ..
+            } => bail!("a discussion stopped loading: {why}"),
+            loaded => Ok(loaded),
+        })
+        .collect::<anyhow::Result<Vec<_>>>();
+    match &loaded {
+        Ok(_) => {
+            bar.finish();
+            if bar.is_hidden() {
+                eprintln!(
+                    "{label}: posted {total} in {:.1}s",
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        }
+        Err(_) => bar.abandon(),
+    }
+    loaded
+}
+
 /// Posts `plan` into `discussion` (see [`load`]), counting on `bar`.
 async fn post_plan(
     store: &Store,

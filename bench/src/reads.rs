@@ -254,10 +254,7 @@ impl Fixtures {
         let d = self.discussion.as_str();
         let page = CONNECTION;
         let (body, variables) = match read {
-            Read::FirstPage | Read::FirstPageHtml => (
-                format!("query($d: ID!) {{ discussion(id: $d) {{ comments(first: {PAGE}) {{ {page} }} }} }}"),
-                json!({ "d": d }),
-            ),
+            Read::FirstPage | Read::FirstPageHtml => first_page_body(&self.discussion),
             Read::OffsetPage => (
                 format!("query($d: ID!, $o: Int!) {{ discussion(id: $d) {{ comments(first: {PAGE}, offset: $o) {{ {page} }} }} }}"),
                 json!({ "d": d, "o": self.deep_offset }),
@@ -590,6 +587,21 @@ impl Fixtures {
             }
         })
     }
+}
+
+/// The first-page read ([`Read::FirstPage`]) of any discussion, as a GraphQL query and its
+/// variables: what a reader opening the discussion sends first.
+pub(crate) fn first_page(discussion: &DiscussionId) -> (String, Value) {
+    let (body, variables) = first_page_body(discussion);
+    (format!("{body} {FIELDS}"), variables)
+}
+
+/// The first page's query without the fields' fragment.
+fn first_page_body(discussion: &DiscussionId) -> (String, Value) {
+    (
+        format!("query($d: ID!) {{ discussion(id: $d) {{ comments(first: {PAGE}) {{ {CONNECTION} }} }} }}"),
+        json!({ "d": discussion.as_str() }),
+    )
 }
 
 /// The GraphQL `CommentOrder` of a ranked read.
