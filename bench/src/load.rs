@@ -59,6 +59,86 @@ pub(crate) async fn load(
 ) -> anyhow::Result<Loaded> {
     let total = plan.comments.len();
     let bar = progress_bar(total as u64, label);
+    let loaded = post_plan(store, discussion, plan, held, concurrency, budget, &bar).await;
+    match &loaded {
+        Ok(loaded) => {
+            bar.finish();
+            if bar.is_hidden() {
+                eprintln!(
+                    "{label}: posted {}/{total} in {:.1}s",
+                    loaded.posted,
+                    loaded.elapsed.as_secs_f64()
+                );
+            }
+        }
+        Err(_) => bar.abandon(),
+    }
+    loaded
+}
+
+/// Loads `plan` whole into each of `discussions` as [`load`] does (nothing held back), `at_once`
+/// discussions at a time, under one progress bar; returns them in the order given.
+pub(crate) async fn load_many(
+    store: &Store,
+    discussions: Vec<Discussion>,
+    plan: &Plan,
+    (concurrency, at_once): (usize, usize),
+    label: &str,
+) -> anyhow::Result<Vec<Loaded>> {
+    let total = plan.comments.len() * discussions.len();
+    let bar = progress_bar(total as u64, label);
+    let started = Instant::now();
+    let none = HashSet::new();
+    let loaded: Vec<anyhow::Result<Loaded>> = futures::stream::iter(discussions)
+        .map(|discussion| {
+            post_plan(
+                store,
+                discussion,
+                plan,
+                &none,
+                concurrency,
+                Duration::MAX,
+                &bar,
+            )
+        })
+        .buffered(at_once.max(1))
+        .collect()
+        .await;
+    let loaded = loaded
+        .into_iter()
+        .map(|loaded| match loaded? {
+            Loaded {
+                stopped: Some(why), ..
+            } => bail!("a discussion stopped loading: {why}"),
+            loaded => Ok(loaded),
+        })
+        .collect::<anyhow::Result<Vec<_>>>();
+    match &loaded {
+        Ok(_) => {
+            bar.finish();
+            if bar.is_hidden() {
+                eprintln!(
+                    "{label}: posted {total} in {:.1}s",
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        }
+        Err(_) => bar.abandon(),
+    }
+    loaded
+}
+
+/// Posts `plan` into `discussion` (see [`load`]), counting on `bar`.
+async fn post_plan(
+    store: &Store,
+    discussion: Discussion,
+    plan: &Plan,
+    held: &HashSet<usize>,
+    concurrency: usize,
+    budget: Duration,
+    bar: &ProgressBar,
+) -> anyhow::Result<Loaded> {
+    let total = plan.comments.len();
     let slots: Vec<OnceLock<(Slug, FullSlug)>> = (0..total).map(|_| OnceLock::new()).collect();
     let held_count = AtomicUsize::new(0);
     let posted_notify = Notify::new();
@@ -75,7 +155,6 @@ pub(crate) async fn load(
         let stopped = &stopped;
         let posted = &posted;
         let current = &current;
-        let bar = &bar;
         let held_count = &held_count;
         async move {
             if stop.load(Ordering::SeqCst) {
@@ -172,22 +251,14 @@ pub(crate) async fn load(
         if let Err(err) = result {
             stop.store(true, Ordering::SeqCst);
             posted_notify.notify_waiters();
-            bar.abandon();
             return Err(err);
         }
     }
     drop(results);
     let elapsed = started.elapsed();
-    bar.finish();
     let posted = posted.load(Ordering::Relaxed);
     let discussion = current.into_inner();
     let discussion = reload(store, &discussion).await?;
-    if bar.is_hidden() {
-        eprintln!(
-            "{label}: posted {posted}/{total} in {:.1}s",
-            elapsed.as_secs_f64()
-        );
-    }
     Ok(Loaded {
         slugs: slots
             .into_iter()

@@ -4,6 +4,7 @@ mod charts;
 mod client;
 mod fanout;
 mod floor;
+mod hot;
 mod import;
 mod load;
 mod measure;
@@ -24,7 +25,7 @@ use clap::Parser;
 use rand::Rng as _;
 use threadql::auth::JwtKeys;
 use threadql::config::LayoutArg;
-use threadql::domain::{DiscussionTitle, Layout};
+use threadql::domain::{DiscussionTitle, Layout, Slug};
 use threadql::store::embedded_db::EmbeddedDb;
 use threadql::store::{Storage, Store};
 
@@ -187,6 +188,31 @@ struct Args {
     /// Discussions of the import throughput's file [default: 500; quick: 20].
     #[arg(long)]
     import_discussions: Option<usize>,
+    /// Measure only the hot-discussion scenario: per layout, one discussion of
+    /// `--hot-comments` on three servers of one database, A and B with the read cache at its
+    /// default size and U without it. Each read of the mix (first page, deep page by cursor,
+    /// tree, direct link) is read by `--hot-clients` clients in a closed loop for `--run-secs`,
+    /// on U and then on A (once A answers it from its cache), `--runs` rounds; the tree again
+    /// while a writer posts once a second through B; then how long B's posts take to show on A
+    /// (and on B). Discussions read only once are read on A and on U before all that (A's cache
+    /// empty) and after it (A's cache holding what the hot reads left). The results go to
+    /// `--out` as JSON and to standard output as tables, with the ratios against the read
+    /// cache's targets.
+    #[arg(long)]
+    hot_discussion: bool,
+    /// Comments of the hot discussion [default: 2000; quick: 500].
+    #[arg(long)]
+    hot_comments: Option<usize>,
+    /// Concurrent readers of the hot discussion [default: 32; quick: 8].
+    #[arg(long)]
+    hot_clients: Option<usize>,
+    /// Posts through B while A and B are polled for them [default: 20; quick: 5].
+    #[arg(long)]
+    hot_posts: Option<usize>,
+    /// Discussions read only once through each of A and U, half of them before the hot reads
+    /// and half after [default: 200; quick: 20].
+    #[arg(long)]
+    cold_discussions: Option<usize>,
 }
 
 /// Where discussions are bulk loaded (see `--load-in`).
@@ -283,6 +309,7 @@ async fn main() -> std::process::ExitCode {
         (None, Some(counts)) => run_fanout(&args, counts).await,
         (None, None) if args.vote_throughput => run_votes(&args).await,
         (None, None) if args.import_throughput => run_import(&args).await,
+        (None, None) if args.hot_discussion => run_hot(&args).await,
         (None, None) => run(args).await,
     };
     match result {
@@ -429,7 +456,6 @@ async fn run_fanout(args: &Args, counts: &[usize]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Measures the vote throughput only (`--vote-throughput`).
 /// `--import-throughput`: the Disqus and threadql imports, per layout.
 async fn run_import(args: &Args) -> anyhow::Result<()> {
     let server_bin = server::locate(args.server_bin.as_deref())?;
@@ -492,6 +518,7 @@ async fn run_import(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Measures the vote throughput only (`--vote-throughput`).
 async fn run_votes(args: &Args) -> anyhow::Result<()> {
     let server_bin = server::locate(args.server_bin.as_deref())?;
     let database = Database::open(args).await?;
@@ -591,6 +618,123 @@ async fn run_votes(args: &Args) -> anyhow::Result<()> {
     println!("{}", votes::markdown(&results));
     eprintln!("results written to {}", args.out.display());
     Ok(())
+}
+
+/// Measures the hot-discussion scenario only (`--hot-discussion`).
+async fn run_hot(args: &Args) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let started_at = chrono::Utc::now().to_rfc3339();
+    let server_bin = server::locate(args.server_bin.as_deref())?;
+    let effort = args.effort();
+    let settings = hot::Settings {
+        comments: args
+            .hot_comments
+            .unwrap_or(if args.quick { 500 } else { 2_000 })
+            .max(1),
+        clients: args
+            .hot_clients
+            .unwrap_or(if args.quick { 8 } else { 32 })
+            .max(1),
+        rounds: effort.runs,
+        run_secs: effort.run_secs,
+        // Quick mode only shows that the scenario runs: no warm-up before the timed runs.
+        warmup_secs: if args.quick {
+            0.0
+        } else {
+            effort.run_secs / 5.0
+        },
+        staleness_posts: args
+            .hot_posts
+            .unwrap_or(if args.quick { 5 } else { 20 })
+            .max(1),
+        cold_discussions: args
+            .cold_discussions
+            .unwrap_or(if args.quick { 20 } else { 200 })
+            .max(2),
+        cold_comments: hot::COLD_COMMENTS,
+        load_concurrency: args.load_concurrency,
+        seed: args.seed,
+    };
+    let machine = Machine::detect();
+    let database = Database::open(args).await?;
+    let described = database.describe();
+    let measured = async {
+        let db_name = format!("threadql_bench_hot_{}", std::process::id());
+        let mut config = threadql::config::Config::defaults()?;
+        config.database = db_name.clone();
+        config.promote_embedded = false;
+        let store = Store::connect(&threadql::app::store_config(&config, database.uri.clone()))
+            .await
+            .context("cannot connect to the benchmark database")?;
+        let mut prepared = Vec::new();
+        for layout in args.layouts() {
+            if store.layout(layout).is_err() {
+                eprintln!("skipping the {layout} layout: this build does not have it");
+                continue;
+            }
+            let load_in = args.load_layout(&store, layout);
+            prepared.push(hot::prepare(&store, (layout, load_in), &settings).await?);
+        }
+        let http = client::http_client()?;
+        let secret = new_secret();
+        let keys = JwtKeys::new(&secret);
+        let servers = hot::Servers::start(
+            &server_bin,
+            (&database.uri, &db_name),
+            &secret,
+            &args.server_log,
+            &http,
+        )
+        .await?;
+        let mut results = Vec::new();
+        let mut measured = Ok(());
+        for prepared in &prepared {
+            match hot::measure(&store, &servers, &http, (&keys, &settings), prepared).await {
+                Ok(result) => {
+                    eprint!("{}", hot::markdown(std::slice::from_ref(&result)));
+                    results.push(result);
+                }
+                Err(err) => {
+                    measured = Err(err);
+                    break;
+                }
+            }
+        }
+        servers.stop().await;
+        measured.map(|()| results)
+    };
+    let results = tokio::select! {
+        results = measured => results,
+        () = threadql::app::shutdown_signal() => Err(anyhow::anyhow!("interrupted")),
+    };
+    database.close().await;
+    let results = results?;
+    let saved = serde_json::json!({
+        "kind": "hot-discussion",
+        "command": std::env::args().collect::<Vec<_>>().join(" "),
+        "started": started_at,
+        "total_secs": started.elapsed().as_secs_f64(),
+        "machine": Machine {
+            load_average_at_end: report::load_average(),
+            ..machine
+        },
+        "database": described,
+        "quick": args.quick,
+        "settings": settings,
+        "layouts": results,
+    });
+    if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(&args.out, serde_json::to_string_pretty(&saved)?)
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    println!("{}", hot::markdown(&results));
+    eprintln!(
+        "results written to {} ({:.0} s)",
+        args.out.display(),
+        started.elapsed().as_secs_f64()
+    );
+    hot::check_own_writes(&results)
 }
 
 /// Draws the charts of a results file written earlier.
@@ -769,23 +913,8 @@ async fn bench_case(
         .position(Option::is_none)
         .unwrap_or(loaded.slugs.len());
     let plan = plan.prefix(loaded_prefix);
-    let stored = |index: Option<usize>| {
-        index
-            .and_then(|i| loaded.slugs.get(i).cloned().flatten())
-            .context("the planned comment was not loaded")
-    };
-    let link = stored(plan.link_target(3))?;
-    let sub_root = stored(plan.largest_thread_root())?;
-    let busiest = stored(plan.busiest())?;
-    let fixtures = Fixtures::new(store, &loaded.discussion, link, sub_root, busiest).await?;
-    let parents: Vec<_> = loaded
-        .slugs
-        .iter()
-        .zip(&plan.comments)
-        .enumerate()
-        .filter(|(i, (_, c))| c.depth < MAX_REPLY_DEPTH && !held.contains(i))
-        .filter_map(|(_, (s, _))| s.clone())
-        .collect();
+    let fixtures = fixtures_of(store, &loaded, &plan).await?;
+    let parents = reply_targets(&loaded, &plan, &held);
 
     let turns = Turns {
         store,
@@ -919,6 +1048,37 @@ async fn bench_case(
         server_peak_rss_mib: peak as f64 / (1024.0 * 1024.0),
         compared: compared.map(|c| c.other),
     })
+}
+
+/// What the reads of a discussion loaded from `plan` point at: the direct link to a comment at
+/// depth 3 near the middle, the largest thread's sub-discussion, the busiest comment's replies.
+async fn fixtures_of(
+    store: &Store,
+    loaded: &load::Loaded,
+    plan: &Plan,
+) -> anyhow::Result<Fixtures> {
+    let stored = |index: Option<usize>| {
+        index
+            .and_then(|i| loaded.slugs.get(i).cloned().flatten())
+            .context("the planned comment was not loaded")
+    };
+    let link = stored(plan.link_target(3))?;
+    let sub_root = stored(plan.largest_thread_root())?;
+    let busiest = stored(plan.busiest())?;
+    Fixtures::new(store, &loaded.discussion, link, sub_root, busiest).await
+}
+
+/// The loaded comments a writer may reply to: those above the deepest generated level, not held
+/// back.
+fn reply_targets(loaded: &load::Loaded, plan: &Plan, held: &HashSet<usize>) -> Vec<Slug> {
+    loaded
+        .slugs
+        .iter()
+        .zip(&plan.comments)
+        .enumerate()
+        .filter(|(i, (_, c))| c.depth < MAX_REPLY_DEPTH && !held.contains(i))
+        .filter_map(|(_, (s, _))| s.clone())
+        .collect()
 }
 
 /// What the reads of one loaded discussion need, to measure them with any server binary.

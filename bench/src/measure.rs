@@ -12,7 +12,7 @@ use threadql::auth::JwtKeys;
 use threadql::domain::{DiscussionId, Slug};
 use threadql::store::Store;
 
-use crate::client::GraphqlClient;
+use crate::client::{GraphqlClient, Timed};
 use crate::plan;
 use crate::reads::{Fixtures, Read};
 use crate::server::{self, Server};
@@ -333,18 +333,7 @@ async fn post_many(
             true => own.iter().map(String::as_str).collect(),
             false => parents.iter().map(Slug::as_str).collect(),
         };
-        let parent = if pool.is_empty() || rng.gen_bool(0.3) {
-            None
-        } else {
-            Some(pool[rng.gen_range(0..pool.len())])
-        };
-        let variables = json!({
-            "d": discussion.as_str(),
-            "p": parent,
-            "t": plan::text(&mut rng),
-        });
-        let answer = client.send(POST, &variables, Some(&token)).await?;
-        answer.check()?;
+        let answer = post_one(&client, &token, &discussion, &pool, &mut rng).await?;
         samples.push(answer.elapsed);
         if conversation {
             let data = answer.data()?;
@@ -355,6 +344,105 @@ async fn post_many(
         }
     }
     Ok(samples)
+}
+
+/// One post of a generated text into `discussion` through GraphQL: a new thread 30 % of the
+/// time (and whenever `pool` is empty), else a reply to a comment of `pool` drawn at random.
+pub(crate) async fn post_one(
+    client: &GraphqlClient,
+    token: &str,
+    discussion: &DiscussionId,
+    pool: &[&str],
+    rng: &mut StdRng,
+) -> anyhow::Result<Timed> {
+    let parent = if pool.is_empty() || rng.gen_bool(0.3) {
+        None
+    } else {
+        Some(pool[rng.gen_range(0..pool.len())])
+    };
+    let variables = json!({
+        "d": discussion.as_str(),
+        "p": parent,
+        "t": plan::text(rng),
+    });
+    let answer = client.send(POST, &variables, Some(token)).await?;
+    answer.check()?;
+    Ok(answer)
+}
+
+/// One closed-loop run: concurrent clients, each sending its next request as soon as the
+/// answer to the last one has arrived.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct LoopRun {
+    /// Requests answered.
+    pub requests: usize,
+    /// From the first request sent to the last answer, seconds.
+    pub secs: f64,
+    /// Requests answered per second.
+    pub req_per_sec: f64,
+    /// Latency of one request, as its client saw it.
+    pub latency: RunStats,
+}
+
+/// Several closed-loop runs of the same read: medians across the runs, with every run kept.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Throughput {
+    /// Median of the runs' requests per second.
+    pub req_per_sec: f64,
+    /// Medians of the runs' p50 and p99.
+    pub latency: Summary,
+    /// Each run.
+    pub runs: Vec<LoopRun>,
+}
+
+impl Throughput {
+    /// Medians of several runs.
+    pub(crate) fn of(runs: Vec<LoopRun>) -> Throughput {
+        Throughput {
+            req_per_sec: median(runs.iter().map(|r| r.req_per_sec).collect()),
+            latency: Summary::of(runs.iter().map(|r| r.latency).collect()),
+            runs,
+        }
+    }
+}
+
+/// A closed loop of `clients` concurrent clients sending `query` for `duration` (no new request
+/// starts after it; those in flight are answered and counted). Every answer must be free of
+/// GraphQL errors.
+pub(crate) async fn closed_loop(
+    client: &GraphqlClient,
+    (query, variables): (&str, &serde_json::Value),
+    clients: usize,
+    duration: Duration,
+) -> anyhow::Result<LoopRun> {
+    let (query, variables) = (Arc::<str>::from(query), Arc::new(variables.clone()));
+    let started = Instant::now();
+    let deadline = started + duration;
+    let tasks: Vec<_> = (0..clients.max(1))
+        .map(|_| {
+            let (client, query, variables) = (client.clone(), query.clone(), variables.clone());
+            tokio::spawn(async move {
+                let mut samples = Vec::new();
+                while Instant::now() < deadline {
+                    let answer = client.send(&query, &variables, None).await?;
+                    answer.check()?;
+                    samples.push(answer.elapsed);
+                }
+                anyhow::Ok(samples)
+            })
+        })
+        .collect();
+    let mut samples = Vec::new();
+    for task in tasks {
+        samples.extend(task.await.context("a reader panicked")??);
+    }
+    let secs = started.elapsed().as_secs_f64();
+    Ok(LoopRun {
+        requests: samples.len(),
+        secs,
+        req_per_sec: samples.len() as f64 / secs.max(1e-9),
+        latency: RunStats::of(&samples),
+    })
 }
 
 fn per(commands: u64, requests: usize) -> f64 {

@@ -21,6 +21,8 @@ pub(crate) const TREE_LEVELS: usize = 4;
 /// Offset of the deep page (smaller for discussions that are not that long).
 pub(crate) const DEEP_OFFSET: u64 = 10_000;
 
+/// What the paged reads select of a comment connection.
+const CONNECTION: &str = "nodes { ...F } pageInfo { hasNextPage endCursor }";
 /// The fields read for every comment.
 const FIELDS: &str = "fragment F on Comment { id slug fullSlug parentSlug depth posted editedAt deleted author { id name } text replyCount }";
 /// The same fields and the text rendered as HTML.
@@ -250,12 +252,9 @@ impl Fixtures {
     /// The read as a GraphQL query and its variables.
     pub(crate) fn graphql(&self, read: Read) -> (String, Value) {
         let d = self.discussion.as_str();
-        let page = "nodes { ...F } pageInfo { hasNextPage endCursor }";
+        let page = CONNECTION;
         let (body, variables) = match read {
-            Read::FirstPage | Read::FirstPageHtml => (
-                format!("query($d: ID!) {{ discussion(id: $d) {{ comments(first: {PAGE}) {{ {page} }} }} }}"),
-                json!({ "d": d }),
-            ),
+            Read::FirstPage | Read::FirstPageHtml => first_page_body(&self.discussion),
             Read::OffsetPage => (
                 format!("query($d: ID!, $o: Int!) {{ discussion(id: $d) {{ comments(first: {PAGE}, offset: $o) {{ {page} }} }} }}"),
                 json!({ "d": d, "o": self.deep_offset }),
@@ -588,6 +587,21 @@ impl Fixtures {
             }
         })
     }
+}
+
+/// The first-page read ([`Read::FirstPage`]) of any discussion, as a GraphQL query and its
+/// variables: what a reader opening the discussion sends first.
+pub(crate) fn first_page(discussion: &DiscussionId) -> (String, Value) {
+    let (body, variables) = first_page_body(discussion);
+    (format!("{body} {FIELDS}"), variables)
+}
+
+/// The first page's query without the fields' fragment.
+fn first_page_body(discussion: &DiscussionId) -> (String, Value) {
+    (
+        format!("query($d: ID!) {{ discussion(id: $d) {{ comments(first: {PAGE}) {{ {CONNECTION} }} }} }}"),
+        json!({ "d": discussion.as_str() }),
+    )
 }
 
 /// The GraphQL `CommentOrder` of a ranked read.

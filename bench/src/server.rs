@@ -50,9 +50,25 @@ impl Server {
         log: &str,
         http: reqwest::Client,
     ) -> anyhow::Result<Server> {
+        Self::start_with(binary, uri, database, jwt_secret, log, http, &[]).await
+    }
+
+    /// [`Server::start`] with more settings: each `(name, Some(value))` of `env` is set in the
+    /// server's environment after the harness's own, each `(name, None)` removed from it (the
+    /// server's default then holds, whatever the harness's environment says).
+    pub(crate) async fn start_with(
+        binary: &Path,
+        uri: &str,
+        database: &str,
+        jwt_secret: &str,
+        log: &str,
+        http: reqwest::Client,
+        env: &[(&str, Option<&str>)],
+    ) -> anyhow::Result<Server> {
         let port = free_port()?;
         let listen = format!("127.0.0.1:{port}");
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        command
             .arg("serve")
             .env("THREADQL_MONGODB_URI", uri)
             .env("THREADQL_DATABASE", database)
@@ -72,7 +88,14 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
-            .kill_on_drop(true)
+            .kill_on_drop(true);
+        for (name, value) in env {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            };
+        }
+        let child = command
             .spawn()
             .with_context(|| format!("cannot run {}", binary.display()))?;
         let pid = child.id().context("the server exited at once")?;
@@ -140,11 +163,25 @@ impl Server {
 
     /// One unlabelled gauge or counter of the server's `/metrics`.
     pub(crate) async fn metric(&self, name: &str) -> anyhow::Result<u64> {
+        let [value] = self.metrics_of([name]).await?;
+        Ok(value)
+    }
+
+    /// Several unlabelled gauges or counters of the server's `/metrics`, read at once.
+    pub(crate) async fn metrics_of<const N: usize>(
+        &self,
+        names: [&str; N],
+    ) -> anyhow::Result<[u64; N]> {
         let body = self.metrics().await?;
-        body.lines()
-            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
-            .and_then(|value| value.trim().parse::<u64>().ok())
-            .with_context(|| format!("/metrics has no {name}"))
+        let mut values = [0; N];
+        for (value, name) in values.iter_mut().zip(names) {
+            *value = body
+                .lines()
+                .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+                .and_then(|value| value.trim().parse::<u64>().ok())
+                .with_context(|| format!("/metrics has no {name}"))?;
+        }
+        Ok(values)
     }
 
     async fn metrics(&self) -> anyhow::Result<String> {
