@@ -729,7 +729,7 @@ async fn run_hot(args: &Args) -> anyhow::Result<()> {
         args.out.display(),
         started.elapsed().as_secs_f64()
     );
-    hot::check_own_writes(&results)
+    hot::check_staleness(&results)
 }
 
 /// Draws the charts of a results file written earlier.
