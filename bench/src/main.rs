@@ -189,15 +189,15 @@ struct Args {
     #[arg(long)]
     import_discussions: Option<usize>,
     /// Measure only the hot-discussion scenario: per layout, one discussion of
-    /// `--hot-comments` on three servers of one database, A and B with the read cache at its
-    /// default size and U without it. Each read of the mix (first page, deep page by cursor,
-    /// tree, direct link) is read by `--hot-clients` clients in a closed loop for `--run-secs`,
-    /// on U and then on A (once A answers it from its cache), `--runs` rounds; the tree again
-    /// while a writer posts once a second through B; then how long B's posts take to show on A
-    /// (and on B). Discussions read only once are read on A and on U before all that (A's cache
-    /// empty) and after it (A's cache holding what the hot reads left). The results go to
-    /// `--out` as JSON and to standard output as tables, with the ratios against the read
-    /// cache's targets.
+    /// `--hot-comments` on three servers of one database, started for that layout: A and B with
+    /// the read cache at its default size, U without it. Each read of the mix (first page, deep
+    /// page by cursor, tree, direct link) is read by `--hot-clients` clients in a closed loop for
+    /// `--run-secs`, on U and then on A (once A answers it from its cache), in `--runs` rounds
+    /// [default: 3; quick: 1, without warm-up]; then the tree again while a writer posts once a
+    /// second through B; then how long B's posts take to show on A (and on B). Discussions read
+    /// only once are read on A and on U before all that (A's cache empty) and after it (A's
+    /// cache holding what the hot reads left). The results go to `--out` as JSON and to standard
+    /// output as tables, with the ratios against the read cache's targets.
     #[arg(long)]
     hot_discussion: bool,
     /// Comments of the hot discussion [default: 2000; quick: 500].
@@ -635,9 +635,9 @@ async fn run_hot(args: &Args) -> anyhow::Result<()> {
             .hot_clients
             .unwrap_or(if args.quick { 8 } else { 32 })
             .max(1),
-        rounds: effort.runs,
+        // Quick mode only shows that the scenario runs: one round, no warm-up.
+        rounds: args.runs.unwrap_or(if args.quick { 1 } else { 3 }).max(1),
         run_secs: effort.run_secs,
-        // Quick mode only shows that the scenario runs: no warm-up before the timed runs.
         warmup_secs: if args.quick {
             0.0
         } else {
@@ -678,30 +678,25 @@ async fn run_hot(args: &Args) -> anyhow::Result<()> {
         let http = client::http_client()?;
         let secret = new_secret();
         let keys = JwtKeys::new(&secret);
-        let servers = hot::Servers::start(
-            &server_bin,
-            (&database.uri, &db_name),
-            &secret,
-            &args.server_log,
-            &http,
-        )
-        .await?;
         let mut results = Vec::new();
-        let mut measured = Ok(());
         for prepared in &prepared {
-            match hot::measure(&store, &servers, &http, (&keys, &settings), prepared).await {
-                Ok(result) => {
-                    eprint!("{}", hot::markdown(std::slice::from_ref(&result)));
-                    results.push(result);
-                }
-                Err(err) => {
-                    measured = Err(err);
-                    break;
-                }
-            }
+            // Servers of its own for each layout: A's cache holds only what this layout's reads
+            // left in it.
+            let servers = hot::Servers::start(
+                &server_bin,
+                (&database.uri, &db_name),
+                &secret,
+                &args.server_log,
+                &http,
+            )
+            .await?;
+            let result = hot::measure(&store, &servers, &http, (&keys, &settings), prepared).await;
+            servers.stop().await;
+            let result = result?;
+            eprint!("{}", hot::markdown(std::slice::from_ref(&result)));
+            results.push(result);
         }
-        servers.stop().await;
-        measured.map(|()| results)
+        anyhow::Ok(results)
     };
     let results = tokio::select! {
         results = measured => results,
@@ -734,7 +729,7 @@ async fn run_hot(args: &Args) -> anyhow::Result<()> {
         args.out.display(),
         started.elapsed().as_secs_f64()
     );
-    hot::check_own_writes(&results)
+    hot::check_staleness(&results)
 }
 
 /// Draws the charts of a results file written earlier.
