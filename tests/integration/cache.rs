@@ -1,6 +1,6 @@
 //! The read cache of hot discussions (src/store/cache.rs) over real sockets: servers with the
-//! cache answer every public read as a server without it does, after writes through either of
-//! them.
+//! cache answer every public read as a server without it does, for every viewer, after writes
+//! through either of them.
 
 use std::collections::BTreeMap;
 
@@ -860,4 +860,225 @@ async fn cached_servers_answer_as_the_database_does_embedded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cached_servers_answer_as_the_database_does_bucketed() {
     model_case(Layout::Bucketed, seed(3)).await;
+}
+
+/// What viewers see differently of a discussion's comments: their votes, placeholders' texts,
+/// moderators' counts, revisions, deleted comments' authors.
+const VIEW: &str = r#"query($d: ID!) { discussion(id: $d) { commentCount pendingCount
+  comments(first: 20) { nodes { slug text status moderationReason reportCount viewerVote deleted author { id name } revisions { text } } }
+  top: comments(order: TOP, first: 20) { nodes { slug viewerVote } }
+  threads(first: 10) { nodes { slug replies(first: 5) { nodes { slug text viewerVote } } } } } }"#;
+/// A comment by direct link.
+const LINK: &str = "query($d: ID!, $s: String!) { comment(discussionId: $d, slug: $s) { slug status text moderationReason author { id name } } }";
+
+/// What one viewer must see.
+struct Sees {
+    viewer: Viewer,
+    /// Their vote on the first comment and on the reply.
+    votes: [Value; 2],
+    /// Whether they see the rejected comment's text, reason and author (its author, moderators).
+    placeholder: bool,
+    /// Whether they see the held comment by direct link (its author, moderators).
+    held: bool,
+    /// Whether they see the edited comment's revisions (its author, moderators).
+    revisions: bool,
+    /// Whether they are a moderator (report and pending counts, deleted comments' authors).
+    moderator: bool,
+}
+
+/// The node of `slug` in a list of nodes.
+fn node<'a>(nodes: &'a Value, slug: &str) -> &'a Value {
+    nodes
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .find(|n| n["slug"] == slug)
+        .unwrap_or_else(|| panic!("no {slug} in {nodes}"))
+}
+
+/// With the read cache on and the discussion cached, each viewer reading the same queries
+/// through the same server gets their own view, as the server without the cache gives it: their
+/// own `viewerVote`, a rejected comment's text and reason only as its author or a moderator, a
+/// held comment (pre-moderation) by direct link only as its author or a moderator and in no
+/// list, revisions only as the author or a moderator, report and pending counts and a deleted
+/// comment's author only as a moderator. Every read of the viewers is a cache hit (no miss).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_viewer_sees_their_own_view_of_cached_reads() {
+    for layout in Layout::ALL {
+        let database = unique_db("cache_viewers");
+        let server = Running::start(config(&database, layout, true)).await;
+        let oracle = Running::start(config(&database, layout, false)).await;
+        let client = reqwest::Client::new();
+        let d = server
+            .mutate(
+                &user("u1"),
+                CREATE,
+                json!({ "k": "viewers", "l": layout_name(layout) }),
+            )
+            .await["ensureDiscussion"]["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        let a = server.post(&user("u1"), &d, None, "first").await;
+        let b = server.post(&user("u2"), &d, None, "second").await;
+        let c = server.post(&user("u3"), &d, Some(&a), "reply").await;
+        let e = server.post(&user("u1"), &d, None, "gone").await;
+        let edit = json!({ "d": d, "s": a, "t": "first, edited" });
+        server.mutate(&user("u1"), EDIT, edit).await;
+        for (voter, slug, vote) in [("u2", &a, "UP"), ("u3", &a, "DOWN"), ("u1", &c, "UP")] {
+            let vars = json!({ "d": d, "s": slug, "v": vote });
+            server.mutate(&user(voter), VOTE, vars).await;
+        }
+        server
+            .mutate(&user("u2"), VOTE, json!({ "d": d, "s": c, "v": "DOWN" }))
+            .await;
+        server
+            .mutate(&user("u3"), REPORT, json!({ "d": d, "s": a }))
+            .await;
+        let reject = json!({ "d": d, "s": b, "r": "off topic" });
+        server.mutate(&moderator(), REJECT, reject).await;
+        server
+            .mutate(&user("u1"), DELETE, json!({ "d": d, "s": e }))
+            .await;
+        server
+            .mutate(&moderator(), SET_MODE, json!({ "d": d, "m": "PRE" }))
+            .await;
+        let posted = server
+            .mutate(&user("u3"), POST, json!({ "d": d, "t": "held" }))
+            .await;
+        assert_eq!(posted["postComment"]["status"], "PENDING");
+        let h = posted["postComment"]["slug"]
+            .as_str()
+            .expect("slug")
+            .to_owned();
+
+        // The same reads, anonymously, until they are all served from the cache.
+        let reads = [(VIEW, json!({ "d": d })), (LINK, json!({ "d": d, "s": h }))];
+        for _ in 0..4 {
+            for (query, vars) in &reads {
+                ask(&client, &server, None, query, vars.clone()).await;
+            }
+        }
+        let hits = metric(&server, HITS).await;
+        let misses = metric(&server, MISSES).await;
+        assert!(hits > 0, "{layout:?}: the discussion is cached");
+
+        let sees = [
+            Sees {
+                viewer: Viewer::new("anonymous", None),
+                votes: [Value::Null, Value::Null],
+                placeholder: false,
+                held: false,
+                revisions: false,
+                moderator: false,
+            },
+            Sees {
+                viewer: Viewer::new("u1, the first comment's author", Some(user("u1"))),
+                votes: [Value::Null, json!("UP")],
+                placeholder: false,
+                held: false,
+                revisions: true,
+                moderator: false,
+            },
+            Sees {
+                viewer: Viewer::new("u2, the rejected comment's author", Some(user("u2"))),
+                votes: [json!("UP"), json!("DOWN")],
+                placeholder: true,
+                held: false,
+                revisions: false,
+                moderator: false,
+            },
+            Sees {
+                viewer: Viewer::new("u3, the held comment's author", Some(user("u3"))),
+                votes: [json!("DOWN"), Value::Null],
+                placeholder: false,
+                held: true,
+                revisions: false,
+                moderator: false,
+            },
+            Sees {
+                viewer: Viewer::new("a moderator", Some(moderator())),
+                votes: [Value::Null, Value::Null],
+                placeholder: true,
+                held: true,
+                revisions: true,
+                moderator: true,
+            },
+        ];
+        for expected in &sees {
+            let context = format!("{layout:?}, as {}", expected.viewer.name);
+            let token = expected.viewer.token.as_deref();
+            let mut answers = Vec::new();
+            for (read, (query, vars)) in ["the comments", "the held comment"].iter().zip(&reads) {
+                let got = ask(&client, &server, token, query, vars.clone()).await;
+                let want = ask(&client, &oracle, token, query, vars.clone()).await;
+                assert_answer(&context, read, &got, &want);
+                answers.push(got);
+            }
+            let discussion = &answers[0]["data"]["discussion"];
+            let nodes = &discussion["comments"]["nodes"];
+            let reply = &node(&discussion["threads"]["nodes"], &a)["replies"]["nodes"];
+            for (slug, vote) in [(&a, &expected.votes[0]), (&c, &expected.votes[1])] {
+                assert_eq!(&node(nodes, slug)["viewerVote"], vote, "{context}: {slug}");
+                assert_eq!(&node(&discussion["top"]["nodes"], slug)["viewerVote"], vote);
+            }
+            assert_eq!(&node(reply, &c)["viewerVote"], &expected.votes[1]);
+            let rejected = node(nodes, &b);
+            assert_eq!(rejected["status"], "REJECTED");
+            let (text, reason, name) = match expected.placeholder {
+                true => (json!("second"), json!("off topic"), "Lin"),
+                false => (Value::Null, Value::Null, "[hidden]"),
+            };
+            assert_eq!(
+                (&rejected["text"], &rejected["moderationReason"]),
+                (&text, &reason),
+                "{context}"
+            );
+            assert_eq!(rejected["author"]["name"], name, "{context}");
+            let first = node(nodes, &a);
+            assert_eq!(first["text"], "first, edited");
+            assert_eq!(
+                first["revisions"].is_array(),
+                expected.revisions,
+                "{context}"
+            );
+            let (reports, pending, deleter) = match expected.moderator {
+                true => (json!(1), json!(1), "u1"),
+                false => (Value::Null, Value::Null, ""),
+            };
+            assert_eq!(first["reportCount"], reports, "{context}");
+            assert_eq!(discussion["pendingCount"], pending, "{context}");
+            assert_eq!(node(nodes, &e)["author"]["id"], deleter, "{context}");
+            assert!(
+                nodes
+                    .as_array()
+                    .expect("nodes")
+                    .iter()
+                    .all(|n| n["slug"] != h.as_str()),
+                "{context}: a held comment is in no list"
+            );
+            let link = &answers[1];
+            if expected.held {
+                assert_eq!(link["data"]["comment"]["status"], "PENDING", "{context}");
+                assert_eq!(link["data"]["comment"]["text"], "held", "{context}");
+            } else {
+                assert_eq!(
+                    link["errors"][0]["extensions"]["code"], "NOT_FOUND",
+                    "{context}: {link}"
+                );
+            }
+        }
+        let served = metric(&server, HITS).await;
+        assert!(
+            served > hits,
+            "{layout:?}: the viewers' reads are served from the cache"
+        );
+        assert_eq!(
+            metric(&server, MISSES).await,
+            misses,
+            "{layout:?}: no viewer's read went past the cache"
+        );
+        server.shutdown().await;
+        oracle.shutdown().await;
+    }
 }
