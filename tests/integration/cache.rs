@@ -1,8 +1,10 @@
 //! The read cache of hot discussions (src/store/cache.rs) over real sockets: servers with the
 //! cache answer every public read as a server without it does, for every viewer, after writes
-//! through either of them.
+//! through either of them and after a database outage.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -10,12 +12,15 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use threadql::config::Config;
 use threadql::domain::{Layout, Vote};
+use threadql::store::embedded_db::EmbeddedDb;
 
 use crate::bans::moderator_token;
 use crate::live::{await_subscribers, Protocol, Ws};
 use crate::support::{layout_name, metric, post_graphql, token, unique_db, Running, Settings};
 use crate::votes::{vote_value, VOTE};
 
+/// Longest wait for anything a test waits for.
+const WAIT: Duration = Duration::from_secs(20);
 /// Random operations of the model test, per layout.
 const OPS: usize = 60;
 /// Sets the model test's seed (a number), to replay a run.
@@ -27,7 +32,9 @@ const RESENDS: u32 = 3;
 const HITS: &str = "threadql_cache_hits_total";
 const MISSES: &str = "threadql_cache_misses_total";
 const INVALIDATIONS: &str = "threadql_cache_invalidations_total";
+const BYTES: &str = "threadql_cache_bytes";
 const EVENTS: &str = "threadql_change_events_total";
+const STREAMS: &str = "threadql_change_streams_opened_total";
 
 /// Every field of a comment, the viewer's own included.
 const COMMENT: &str = "fragment C on Comment { id discussionId slug fullSlug parentSlug depth posted editedAt status deleted text html author { id name } upvotes downvotes score viewerVote replyCount pinned moderationReason reportCount revisions { text editedAt editor { id name } } }";
@@ -142,6 +149,22 @@ fn user(id: &str) -> String {
 /// The moderator's token.
 fn moderator() -> String {
     moderator_token("mod", "Mo")
+}
+
+/// Waits until `check` holds, failing with `what` after [`WAIT`].
+async fn until<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not within {WAIT:?}: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// A cache metric of each server.
@@ -1081,4 +1104,153 @@ async fn each_viewer_sees_their_own_view_of_cached_reads() {
         server.shutdown().await;
         oracle.shutdown().await;
     }
+}
+
+/// Sends a write until the database answers it: `UNAVAILABLE` (the database is not back yet,
+/// for this server) is sent again until [`WAIT`] has passed; any other error fails the test.
+async fn write_when_back(server: &Running, token: &str, query: &str, vars: Value) -> Value {
+    let client = reqwest::Client::new();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let body = ask(&client, server, Some(token), query, vars.clone()).await;
+        let Some(error) = body["errors"].as_array().and_then(|e| e.first()) else {
+            return body["data"].clone();
+        };
+        assert_eq!(error["extensions"]["code"], "UNAVAILABLE", "{body:#}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the database did not come back within {WAIT:?}: {body:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A database outage: a server whose discussion is cached (hits, bytes held) drops the whole
+/// cache when its change feed breaks (an invalidation of everything, 0 bytes held); a write made
+/// through another server once the database is back is then read by it as a server without the
+/// cache reads it, and it serves from its cache again afterwards, still the same answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_outage_empties_the_cache_and_fresh_reads_follow() {
+    let binary = EmbeddedDb::locate(None).expect("secantusd-rs is needed: run ./scripts/test.sh");
+    let dir = tempfile::tempdir().unwrap();
+    let db = EmbeddedDb::start(&binary, dir.path()).await.unwrap();
+    let port = db.port();
+    let layout = Layout::Embedded;
+    let database = unique_db("cache_outage");
+    let on_db = |cached: bool| {
+        let mut config = config(&database, layout, cached);
+        config.mongodb_uri = Some(db.uri());
+        config
+    };
+    let writer = Running::start(on_db(true)).await;
+    let oracle = Running::start(on_db(false)).await;
+    // The reader gives up on the database quickly, so its feed notices the outage at once, and
+    // tries to reopen it often.
+    let mut config = on_db(true);
+    config.db_timeout_ms = 300;
+    config.live_retry_ms = 500;
+    let reader = Running::start(config).await;
+    let (client, viewers) = (reqwest::Client::new(), viewers());
+
+    let d = writer
+        .mutate(
+            &user("u1"),
+            CREATE,
+            json!({ "k": "outage", "l": layout_name(layout) }),
+        )
+        .await["ensureDiscussion"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let first = writer
+        .post(&user("u1"), &d, None, "before the outage")
+        .await;
+    let reply = writer.post(&user("u2"), &d, Some(&first), "a reply").await;
+    writer.post(&user("u3"), &d, None, "another thread").await;
+    writer
+        .mutate(&user("u2"), VOTE, json!({ "d": d, "s": first, "v": "UP" }))
+        .await;
+    let target = Target {
+        d,
+        key: "outage".into(),
+        s: first.clone(),
+        t: reply,
+    };
+    let same_as_uncached = {
+        let (client, reader, oracle, target, viewers) =
+            (&client, &reader, &oracle, &target, &viewers);
+        move || async move {
+            // Both may fail for a moment while they reconnect after the outage.
+            let truth = snapshot(client, oracle, target, viewers).await;
+            complete(&truth).is_ok() && snapshot(client, reader, target, viewers).await == truth
+        }
+    };
+    until(
+        "the reader caches the discussion and answers as the uncached server",
+        || async {
+            same_as_uncached().await
+                && metric(&reader, HITS).await > 0
+                && metric(&reader, BYTES).await > 0
+        },
+    )
+    .await;
+    let invalidations = metric(&reader, INVALIDATIONS).await;
+
+    db.stop().await;
+    let db = EmbeddedDb::start_on(&binary, dir.path(), port)
+        .await
+        .unwrap();
+    until(
+        "the reader's feed breaks and its cache drops everything",
+        || async { metric(&reader, INVALIDATIONS).await > invalidations },
+    )
+    .await;
+    until(
+        "the reader's cache holds nothing after the outage",
+        || async { metric(&reader, BYTES).await == 0 },
+    )
+    .await;
+
+    let edit = json!({ "d": target.d, "s": first, "t": "after the outage" });
+    write_when_back(&writer, &user("u1"), EDIT, edit).await;
+    let post = json!({ "d": target.d, "p": first, "t": "posted after the outage" });
+    write_when_back(&writer, &user("u3"), POST, post).await;
+    let vote = json!({ "d": target.d, "s": first, "v": "DOWN" });
+    write_when_back(&writer, &user("u3"), VOTE, vote).await;
+    until(
+        "the reader answers with the writes made after the outage",
+        &same_as_uncached,
+    )
+    .await;
+    let truth = snapshot(&client, &oracle, &target, &viewers).await;
+    assert_complete(&truth, "after the outage");
+    let link = &truth[1].1["data"]["link"];
+    assert_eq!(
+        link["text"], "after the outage",
+        "the truth is fresh: {link}"
+    );
+    assert_eq!(link["replyCount"], 2, "{link}");
+
+    let hits = metric(&reader, HITS).await;
+    until(
+        "the reader serves the fresh answers from its cache again",
+        || async { same_as_uncached().await && metric(&reader, HITS).await > hits },
+    )
+    .await;
+    assert!(
+        metric(&reader, STREAMS).await >= 2,
+        "the reader's feed was reopened after the outage"
+    );
+    // The reopened feed keeps the cache exact: a later write is read past the cached answers.
+    let edit = json!({ "d": target.d, "s": first, "t": "long after the outage" });
+    writer.mutate(&user("u1"), EDIT, edit).await;
+    until(
+        "the reader answers with a write made once its feed was back",
+        &same_as_uncached,
+    )
+    .await;
+    for server in [reader, oracle, writer] {
+        server.shutdown().await;
+    }
+    db.stop().await;
 }
