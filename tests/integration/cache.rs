@@ -1,6 +1,6 @@
 //! The read cache of hot discussions (src/store/cache.rs) over real sockets: servers with the
 //! cache answer every public read as a server without it does, for every viewer, after writes
-//! through either of them and after a database outage.
+//! through either of them and after a database outage; cold discussions read once stay out of it.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -1253,4 +1253,87 @@ async fn a_database_outage_empties_the_cache_and_fresh_reads_follow() {
         server.shutdown().await;
     }
     db.stop().await;
+}
+
+/// A discussion read the way a crawler reads it: once, with one list.
+const CRAWL: &str =
+    "query($d: ID!) { discussion(id: $d) { title comments(first: 20) { nodes { slug text } } } }";
+
+/// Admission: a crawler reading many cold discussions once each leaves the cache as it was
+/// (nothing stored, no hit or miss counted), while a discussion read again and again enters it,
+/// stays through a second crawl and is then still served from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cold_discussions_read_once_stay_out_of_the_cache() {
+    let database = unique_db("cache_crawler");
+    let writer = Running::start(config(&database, Layout::PerComment, false)).await;
+    let server = Running::start(config(&database, Layout::PerComment, true)).await;
+    // Its feed is open, so the cache counts reads (it is bypassed until then).
+    until("the cached server opens its change feed", || async {
+        metric(&server, STREAMS).await >= 1
+    })
+    .await;
+    let author = user("u1");
+    let mut discussions = Vec::new();
+    for (i, layout) in Layout::ALL.iter().cycle().take(41).enumerate() {
+        let d = writer.discussion(&author, *layout).await;
+        writer
+            .post(&author, &d, None, &format!("comment {i}"))
+            .await;
+        discussions.push(d);
+    }
+    let hot = discussions.pop().expect("a discussion");
+    let client = reqwest::Client::new();
+    let read = |d: String| {
+        let (client, server) = (&client, &server);
+        async move {
+            let body = ask(client, server, None, CRAWL, json!({ "d": d })).await;
+            let nodes = &body["data"]["discussion"]["comments"]["nodes"];
+            assert_eq!(nodes.as_array().map(Vec::len), Some(1), "{body:#}");
+        }
+    };
+    let counters = || async {
+        let server = &server;
+        [
+            metric(server, HITS).await,
+            metric(server, MISSES).await,
+            metric(server, BYTES).await,
+        ]
+    };
+
+    let (first_crawl, second_crawl) = discussions.split_at(20);
+    for d in first_crawl {
+        read(d.clone()).await;
+    }
+    assert_eq!(
+        counters().await,
+        [0, 0, 0],
+        "hits, misses and bytes after a crawl of {} cold discussions",
+        first_crawl.len()
+    );
+    for _ in 0..5 {
+        read(hot.clone()).await;
+    }
+    let warm = counters().await;
+    assert!(
+        warm.iter().all(|v| *v > 0),
+        "a discussion read 5 times is cached (hits, misses, bytes): {warm:?}"
+    );
+    for d in second_crawl {
+        read(d.clone()).await;
+    }
+    assert_eq!(
+        counters().await,
+        warm,
+        "a second crawl of {} cold discussions changes nothing in the cache",
+        second_crawl.len()
+    );
+    read(hot).await;
+    let after = counters().await;
+    assert!(
+        after[0] > warm[0],
+        "the hot discussion is still served from the cache"
+    );
+    assert_eq!(after[1..], warm[1..], "without a miss");
+    server.shutdown().await;
+    writer.shutdown().await;
 }
