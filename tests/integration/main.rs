@@ -7,6 +7,7 @@ mod audit;
 mod bans;
 mod browser;
 mod bucketed;
+mod cache;
 mod clients;
 mod connections;
 mod contract;
