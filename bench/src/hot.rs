@@ -479,7 +479,7 @@ pub(crate) async fn measure(
     let mut reads = Vec::new();
     for read in MIX {
         eprintln!(
-            "{layout}: {}, {} clients, {} rounds of U then A",
+            "{layout}: {}, {} clients, U then A, rounds: {}",
             read.label(),
             settings.clients,
             settings.rounds
@@ -507,7 +507,7 @@ pub(crate) async fn measure(
         after.len()
     );
     cold.push(scenario.cold(after, "after").await?);
-    let after = store
+    let grown = store
         .discussions()
         .by_ids(std::slice::from_ref(&prepared.fixtures.discussion))
         .await?
@@ -516,7 +516,7 @@ pub(crate) async fn measure(
         .context("the hot discussion disappeared")?;
     Ok(HotLayout {
         layout: layout.to_string(),
-        comments: after.comment_count,
+        comments: grown.comment_count,
         reads,
         tree_with_writes,
         staleness,
