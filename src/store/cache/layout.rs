@@ -35,6 +35,20 @@ impl CachedLayout {
     }
 }
 
+/// A batch of keys as a set: a request's dataloader gathers a level's keys in no fixed order,
+/// and the result (a map, or comments in the discussion's order) does not depend on it.
+fn set<T: std::fmt::Display + Ord>(keys: &[T]) -> String {
+    let mut sorted: Vec<&T> = keys.iter().collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut out = String::new();
+    for key in sorted {
+        out.push_str(&key.to_string());
+        out.push(' ');
+    }
+    out
+}
+
 fn page_weight(page: &Page<Comment>) -> usize {
     64 + weight(&page.items)
 }
@@ -121,7 +135,7 @@ impl CommentStore for CachedLayout {
         self.cache
             .through(
                 discussion,
-                || format!("slugs {slugs:?}"),
+                || format!("slugs {}", set(slugs)),
                 read,
                 |found: &Vec<Comment>| weight(found),
             )
@@ -152,7 +166,7 @@ impl CommentStore for CachedLayout {
         self.cache
             .through(
                 discussion,
-                || format!("replies {parents:?} {window:?}"),
+                || format!("replies {} {window:?}", set(parents)),
                 read,
                 |pages: &HashMap<_, Page<Comment>>| pages.values().map(page_weight).sum(),
             )
@@ -172,7 +186,7 @@ impl CommentStore for CachedLayout {
         self.cache
             .through(
                 discussion,
-                || format!("subs {roots:?} {window:?}"),
+                || format!("subs {} {window:?}", set(roots)),
                 read,
                 |pages: &HashMap<_, Page<Comment>>| pages.values().map(page_weight).sum(),
             )
@@ -189,7 +203,7 @@ impl CommentStore for CachedLayout {
         self.cache
             .through(
                 discussion,
-                || format!("counts {roots:?}"),
+                || format!("counts {}", set(roots)),
                 read,
                 |counts: &HashMap<_, u64>| 64 + counts.len() * 96,
             )

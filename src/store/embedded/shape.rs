@@ -19,6 +19,8 @@ pub(crate) struct Shape {
     pub(super) moves: u64,
     /// Whether the discussion was locked when read.
     pub(super) locked: bool,
+    /// How it moderated new comments when read (as stored; `None`: the server's default).
+    pub(super) moderation: Option<String>,
     /// The top-level comments.
     pub(super) top: Level,
     pub(super) nodes: HashMap<Slug, Node>,
@@ -90,11 +92,13 @@ impl Shape {
         let bytes = number(BYTES)?;
         let moves = u64::try_from(number("moves")?).unwrap_or(0);
         let locked = raw.get_bool("locked").unwrap_or(false);
+        let moderation = raw.get_str("moderation").ok().map(str::to_owned);
         let mut nodes = HashMap::new();
         let top = level_of(raw, &mut nodes)?;
         Ok(Shape {
             moves,
             locked,
+            moderation,
             top,
             nodes,
             bytes,
