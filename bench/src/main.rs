@@ -337,6 +337,19 @@ struct Database {
 }
 
 impl Database {
+    /// A store over a database of its own, `<prefix>_<pid>`, with its name. The loader fills
+    /// embedded discussions up to their cap and stops there, so they are never promoted.
+    async fn store(&self, prefix: &str) -> anyhow::Result<(Store, String)> {
+        let db_name = format!("{prefix}_{}", std::process::id());
+        let mut config = threadql::config::Config::defaults()?;
+        config.database = db_name.clone();
+        config.promote_embedded = false;
+        let store = Store::connect(&threadql::app::store_config(&config, self.uri.clone()))
+            .await
+            .context("cannot connect to the benchmark database")?;
+        Ok((store, db_name))
+    }
+
     async fn open(args: &Args) -> anyhow::Result<Database> {
         if let Some(uri) = &args.mongodb_uri {
             return Ok(Database {
@@ -524,13 +537,7 @@ async fn run_votes(args: &Args) -> anyhow::Result<()> {
     let database = Database::open(args).await?;
     let described = database.describe();
     let measured = async {
-        let db_name = format!("threadql_bench_votes_{}", std::process::id());
-        let mut config = threadql::config::Config::defaults()?;
-        config.database = db_name.clone();
-        config.promote_embedded = false;
-        let store = Store::connect(&threadql::app::store_config(&config, database.uri.clone()))
-            .await
-            .context("cannot connect to the benchmark database")?;
+        let (store, db_name) = database.store("threadql_bench_votes").await?;
         let secret = new_secret();
         let keys = JwtKeys::new(&secret);
         let http = client::http_client()?;
@@ -659,13 +666,7 @@ async fn run_hot(args: &Args) -> anyhow::Result<()> {
     let database = Database::open(args).await?;
     let described = database.describe();
     let measured = async {
-        let db_name = format!("threadql_bench_hot_{}", std::process::id());
-        let mut config = threadql::config::Config::defaults()?;
-        config.database = db_name.clone();
-        config.promote_embedded = false;
-        let store = Store::connect(&threadql::app::store_config(&config, database.uri.clone()))
-            .await
-            .context("cannot connect to the benchmark database")?;
+        let (store, db_name) = database.store("threadql_bench_hot").await?;
         let mut prepared = Vec::new();
         for layout in args.layouts() {
             if store.layout(layout).is_err() {
@@ -752,14 +753,7 @@ async fn bench(
     started: Instant,
 ) -> anyhow::Result<()> {
     let effort = report.effort;
-    let db_name = format!("threadql_bench_{}", std::process::id());
-    let mut config = threadql::config::Config::defaults()?;
-    config.database = db_name.clone();
-    // The loader fills embedded discussions up to their cap, and stops there.
-    config.promote_embedded = false;
-    let store = Store::connect(&threadql::app::store_config(&config, database.uri.clone()))
-        .await
-        .context("cannot connect to the benchmark database")?;
+    let (store, db_name) = database.store("threadql_bench").await?;
     let http = client::http_client()?;
     let secret = new_secret();
     let keys = JwtKeys::new(&secret);
