@@ -23,8 +23,9 @@ use super::api::{CommentStore, Ranked, RankedOf, RankedPage};
 use super::error::StoreResult;
 use super::scope::ReadScope;
 use super::votes::{Ranking, Scope, VoteBook};
+use crate::domain::paging::window_in_memory;
 use crate::domain::tree::Listing;
-use crate::domain::votes::{ranked_in, window_in_memory, RankKey};
+use crate::domain::votes::{ranked_in, RankKey};
 use crate::domain::{Comment, Cursor, Discussion, Layout, Micros, Rank, Slug, Window};
 
 /// Comments read per command when a list is read whole.
