@@ -1,44 +1,31 @@
 //! The storage layer: the traits the API uses, the router over the three layouts, and the only
-//! code that talks to MongoDB. Each layout is a folder that owns everything it knows.
+//! code that talks to MongoDB. Each layout is a folder that owns everything it knows; what the
+//! layouts share, and each feature kept outside them, has a folder of its own.
 
 mod api;
-mod blocks;
-mod bson;
 pub mod bucketed;
 mod cache;
 mod changes;
-mod connect;
 mod discussions;
-mod docs;
 pub mod embedded;
-pub mod embedded_db;
-mod error;
-mod held;
-mod imports;
-mod metrics;
-mod migrate;
 pub mod moderation;
-mod order;
+mod moves;
 pub mod per_comment;
-mod ranked;
-mod registry;
 mod router;
-mod scope;
-pub mod shard;
-mod skeleton;
+mod shared;
 mod votes;
-mod writer;
 
 pub use api::{
-    ChangeKind, CommentChange, CommentStore, Decide, DiscussionStore, DynStorage, ModerationStore,
-    MoveTiming, Moved, Posted, Ranked, RankedOf, RankedPage, Step, Storage, Watched,
+    ChangeKind, Claim, CommentChange, CommentStore, Decide, DiscussionStore, DynStorage, HeldStore,
+    ModerationStore, MoveTiming, Moved, Posted, QueueEntry, Ranked, RankedOf, RankedPage, Report,
+    Step, Storage, Waiting, Watched,
 };
-pub use connect::StoreConfig;
 pub use discussions::Discussions;
-pub use error::{StoreError, StoreResult};
-pub use held::{Claim, HeldStore, QueueEntry, Report, Waiting};
-pub use metrics::CommandCounter;
-pub use router::Store;
-pub use scope::ReadScope;
+pub use router::{shard, Store};
+pub use shared::connect::StoreConfig;
+pub use shared::embedded_db;
+pub use shared::error::{StoreError, StoreResult};
+pub use shared::metrics::CommandCounter;
+pub use shared::scope::ReadScope;
 
 pub use crate::domain::tree::Listing;

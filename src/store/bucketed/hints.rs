@@ -5,10 +5,10 @@ use serde::Deserialize;
 
 use super::shapes::{BLOCK_KEYS, KEYED, NUM_PAGES, PAGE_BLOCKS, SEALED_MAX, SEALED_MIN, SIZED};
 use crate::domain::{Discussion, LayoutHints};
-use crate::store::blocks;
-use crate::store::bson::to_count;
 use crate::store::discussions::LayoutFields;
-use crate::store::error::{StoreError, StoreResult};
+use crate::store::shared::blocks;
+use crate::store::shared::bson::to_count;
+use crate::store::shared::error::{StoreError, StoreResult};
 
 /// What a bucketed discussion keeps for its reads.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use mongodb::bson::{Bson, RawDocumentBuf};
 
 use super::PageInfo;
 use crate::domain::DiscussionId;
-use crate::store::scope::{BySlug, Memo};
+use crate::store::shared::scope::{BySlug, Memo};
 
 /// The bucketed layout's slot of a request's scope.
 #[derive(Default)]

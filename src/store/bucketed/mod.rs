@@ -32,15 +32,15 @@ use crate::domain::tree::Listing;
 use crate::domain::tree::Thread;
 use crate::domain::{Comment, Discussion, FullSlug, Page, Slug, Window};
 use crate::store::api::CommentStore;
-use crate::store::bson::as_i64;
-use crate::store::connect::index_model as index;
 use crate::store::discussions::Discussions;
-use crate::store::docs::{replace_update, unchanged_filter};
-use crate::store::error::{StoreError, StoreResult};
-use crate::store::metrics::Counted;
-use crate::store::scope::ReadScope;
-use crate::store::skeleton::Waiting;
-use crate::store::writer::Writer;
+use crate::store::shared::bson::as_i64;
+use crate::store::shared::connect::index_model as index;
+use crate::store::shared::docs::{replace_update, unchanged_filter};
+use crate::store::shared::error::{StoreError, StoreResult};
+use crate::store::shared::metrics::Counted;
+use crate::store::shared::scope::ReadScope;
+use crate::store::shared::skeleton::Waiting;
+use crate::store::shared::writer::Writer;
 use stored::Stored;
 
 /// The bucketed layout.
@@ -175,7 +175,7 @@ impl CommentStore for Bucketed {
         let Some(filter) = self.guarded_page(scope, discussion, current).await? else {
             return Ok(false);
         };
-        crate::store::writer::replace_outside(
+        crate::store::shared::writer::replace_outside(
             &self.writer,
             &self.discussions,
             (&discussion.id, &next.slug),
@@ -197,7 +197,7 @@ impl CommentStore for Bucketed {
         let Some(filter) = self.guarded_page(scope, discussion, current).await? else {
             return Ok(false);
         };
-        crate::store::writer::replace_within(
+        crate::store::shared::writer::replace_within(
             session,
             &self.discussions,
             &discussion.id,

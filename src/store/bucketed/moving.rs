@@ -13,10 +13,10 @@ use super::shapes::{
 };
 use super::Bucketed;
 use crate::domain::{Comment, Discussion, DiscussionId, Slug};
-use crate::store::bson::{as_i64, corrupt};
-use crate::store::docs::CommentDoc;
-use crate::store::error::StoreResult;
-use crate::store::migrate::{Lease, Movable};
+use crate::store::moves::migrate::{Lease, Movable};
+use crate::store::shared::bson::{as_i64, corrupt};
+use crate::store::shared::docs::CommentDoc;
+use crate::store::shared::error::StoreResult;
 
 #[async_trait]
 impl Movable for Bucketed {

@@ -10,8 +10,8 @@ use super::shapes::SEALED;
 use super::shapes::{page_filter, Target, FLOOR, NUM_PAGES, SEALED_MAX, SEALED_MIN};
 use super::Bucketed;
 use crate::domain::{Discussion, DiscussionId};
-use crate::store::bson::as_i64;
-use crate::store::error::{StoreError, StoreResult};
+use crate::store::shared::bson::as_i64;
+use crate::store::shared::error::{StoreError, StoreResult};
 
 /// Where each discussion's posts go, as this process last saw it. A stale entry costs one
 /// refused `$push` (the page is full or sealed) and a read of the current target.

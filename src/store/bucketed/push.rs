@@ -8,9 +8,9 @@ use super::shapes::SEALED;
 use super::shapes::{order_key, page_filter, thread_page_path, Target};
 use super::Bucketed;
 use crate::domain::{Comment, DiscussionId, Slug};
-use crate::store::bson::{as_i64, corrupt};
-use crate::store::docs::CommentDoc;
-use crate::store::error::{StoreError, StoreResult};
+use crate::store::shared::bson::{as_i64, corrupt};
+use crate::store::shared::docs::CommentDoc;
+use crate::store::shared::error::{StoreError, StoreResult};
 
 /// A stored comment a post read: its page and its stored form.
 pub(super) type Located = (i64, Comment);

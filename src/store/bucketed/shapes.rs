@@ -5,9 +5,9 @@ use mongodb::bson::{doc, Bson, Document};
 use serde::Deserialize;
 
 use crate::domain::{Comment, DiscussionId, Micros, Slug};
-use crate::store::bson::as_i64;
-use crate::store::docs::owned_comment_of;
-use crate::store::error::StoreResult;
+use crate::store::shared::bson::as_i64;
+use crate::store::shared::docs::owned_comment_of;
+use crate::store::shared::error::StoreResult;
 
 /// Documents per reply batch: large, so that a read is one command however many pages it returns.
 pub(super) const BATCH_SIZE: u32 = 100_000;

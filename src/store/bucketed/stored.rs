@@ -12,10 +12,10 @@ use super::shapes::reply_pages_of;
 use super::shapes::REPLY_PAGES;
 use super::shapes::{thread_page_numbers, THREAD_PAGES};
 use crate::domain::{Comment, DiscussionId, Micros, Slug, SortKey};
-use crate::store::bson::{as_i64, corrupt};
-use crate::store::docs::raw_comment_of;
-use crate::store::error::StoreResult;
-use crate::store::scope::ReadScope;
+use crate::store::shared::bson::{as_i64, corrupt};
+use crate::store::shared::docs::raw_comment_of;
+use crate::store::shared::error::StoreResult;
+use crate::store::shared::scope::ReadScope;
 
 /// Every comment of `docs` (page documents as read, their `comments` an array or, after
 /// `$unwind`, one comment), decoded and remembered.

@@ -15,9 +15,9 @@ use super::stored::{int_of, read_all, read_where};
 use super::Bucketed;
 use crate::domain::tree::Thread;
 use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Page, Slug, Span, Window};
-use crate::store::bson::corrupt;
-use crate::store::error::StoreResult;
-use crate::store::scope::ReadScope;
+use crate::store::shared::bson::corrupt;
+use crate::store::shared::error::StoreResult;
+use crate::store::shared::scope::ReadScope;
 
 impl Bucketed {
     /// Runs a pipeline whose documents hold a `comments` array; returns the comments in order.

@@ -13,10 +13,10 @@ use crate::domain::paging::Cursor;
 use crate::domain::{
     Comment, Discussion, DiscussionId, FullSlug, Micros, Page, Slug, Span, Window,
 };
-use crate::store::bson::corrupt;
-use crate::store::error::{StoreError, StoreResult};
-use crate::store::order::{after_cond, before_cond};
-use crate::store::scope::ReadScope;
+use crate::store::shared::bson::corrupt;
+use crate::store::shared::error::{StoreError, StoreResult};
+use crate::store::shared::order::{after_cond, before_cond};
+use crate::store::shared::scope::ReadScope;
 use futures::TryStreamExt;
 use std::sync::Arc;
 
@@ -96,7 +96,7 @@ impl Bucketed {
                 .saturating_sub(1)
         };
         let (first, last, before) = match &start {
-            Start::Skip(skip) => match crate::store::blocks::span(&totals, *skip, need) {
+            Start::Skip(skip) => match crate::store::shared::blocks::span(&totals, *skip, need) {
                 Some(span) => (span.first, span.last, span.before),
                 None => return Ok(Some((Arc::default(), 0))),
             },
@@ -300,7 +300,7 @@ impl Bucketed {
                     .get_str("first_key")
                     .is_ok_and(|first| key.as_str() >= first),
             })
-            .and_then(|d| d.get("page").and_then(crate::store::bson::as_i64)))
+            .and_then(|d| d.get("page").and_then(crate::store::shared::bson::as_i64)))
     }
 
     /// The first `need` comments (or top-level comments) that pass `conds` from page `at` on

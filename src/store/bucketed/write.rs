@@ -21,9 +21,9 @@ use super::shapes::{block_of, comments_of, order_key, page_filter, BLOCK_KEYS, P
 use super::threads::pages_with;
 use super::Bucketed;
 use crate::domain::{Comment, Discussion, DiscussionId, Micros, Placement, Slug, SlugPart};
-use crate::store::bson::{as_i64, int_field};
-use crate::store::error::{StoreError, StoreResult};
-use crate::store::skeleton::{Attempt, ParentPaths, PostPolicy, PostSteps, Try};
+use crate::store::shared::bson::{as_i64, int_field};
+use crate::store::shared::error::{StoreError, StoreResult};
+use crate::store::shared::skeleton::{Attempt, ParentPaths, PostPolicy, PostSteps, Try};
 
 /// Most posts waiting for a discussion's turn that one try stores together (a page's room
 /// bounds it too).

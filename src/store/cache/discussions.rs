@@ -13,7 +13,7 @@ use crate::domain::{
 };
 use crate::store::api::DiscussionStore;
 use crate::store::discussions::Discussions;
-use crate::store::error::StoreResult;
+use crate::store::shared::error::StoreResult;
 
 /// What a discussion document's entry is described by.
 const DOCUMENT: &str = "discussion";

@@ -9,9 +9,9 @@ use super::{weight, ReadCache};
 use crate::domain::tree::Listing;
 use crate::domain::{Comment, Discussion, FullSlug, Layout, Page, Slug, Window};
 use crate::store::api::CommentStore;
-use crate::store::error::StoreResult;
-use crate::store::registry::Layouts;
-use crate::store::scope::ReadScope;
+use crate::store::router::registry::Layouts;
+use crate::store::shared::error::StoreResult;
+use crate::store::shared::scope::ReadScope;
 
 /// A layout's reads through the cache (what the API reads with); writes, and reads the store
 /// makes for its own writes, go to the layout itself.

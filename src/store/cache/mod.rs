@@ -34,8 +34,8 @@ use moka::sync::Cache;
 
 pub(crate) use self::discussions::CachedDiscussions;
 pub(crate) use self::layout::CachedLayout;
-use super::error::StoreResult;
 use crate::domain::{Comment, Discussion, DiscussionId, DiscussionKey};
+use crate::store::shared::error::StoreResult;
 
 /// Reads of a discussion within [`ADMIT_WINDOW`] before it is cached.
 pub(crate) const ADMIT_AFTER: u32 = 3;

@@ -15,9 +15,9 @@ use mongodb::error::TRANSIENT_TRANSACTION_ERROR;
 
 use super::Discussions;
 use crate::domain::{Discussion, DiscussionId, DiscussionKey, NewDiscussion};
-use crate::store::bson::corrupt;
-use crate::store::connect::{abort, commit};
-use crate::store::error::{is_duplicate_key, StoreError, StoreResult};
+use crate::store::shared::bson::corrupt;
+use crate::store::shared::error::{is_duplicate_key, StoreError, StoreResult};
+use crate::store::shared::transactions::{abort, commit, pause};
 
 /// The collection of key claims.
 pub(super) const CLAIMS: &str = "discussion_keys";
@@ -85,7 +85,7 @@ impl Discussions {
             match self.insert_keyed(key, &doc).await? {
                 Inserted::Stored => return self.stored(&doc),
                 Inserted::Taken => return Err(StoreError::KeyTaken(key.to_string())),
-                Inserted::Conflict => crate::store::writer::pause(round).await,
+                Inserted::Conflict => pause(round).await,
             }
         }
         Err(exhausted(key))
@@ -105,14 +105,14 @@ impl Discussions {
             }
             match self.insert_keyed(key, &doc).await? {
                 Inserted::Stored => return self.stored(&doc),
-                Inserted::Conflict => crate::store::writer::pause(round).await,
+                Inserted::Conflict => pause(round).await,
                 Inserted::Taken => {
                     // Committed by another creation since the read (found on the next one),
                     // or a claim without its discussion.
                     if self.complete_claim(key, &mut doc).await? {
                         return self.stored(&doc);
                     }
-                    crate::store::writer::pause(round).await;
+                    pause(round).await;
                 }
             }
         }

@@ -13,19 +13,19 @@ use mongodb::options::ReturnDocument;
 use mongodb::{Client, Database};
 use serde::{Deserialize, Serialize};
 
-use super::api::{ChangeKind, DiscussionStore};
-use super::bson::to_count;
-use super::changes;
-use super::connect::index_model;
-use super::error::{StoreError, StoreResult};
-use super::metrics::{CommandCounter, Counted};
-use super::order::{cursor_filter, limit_plus_one, sort_toward};
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{
     Comment, Discussion, DiscussionId, DiscussionKey, Layout, LayoutHints, Micros, ModerationMode,
     NewDiscussion, Page, Slug, Window,
 };
+use crate::store::api::{ChangeKind, DiscussionStore};
+use crate::store::changes;
+use crate::store::shared::bson::to_count;
+use crate::store::shared::connect::index_model;
+use crate::store::shared::error::{StoreError, StoreResult};
+use crate::store::shared::metrics::{CommandCounter, Counted};
+use crate::store::shared::order::{cursor_filter, limit_plus_one, sort_toward};
 
 /// The fields every discussion document has, whatever its layout. Layouts add fields of their
 /// own (see [`LayoutFields`]; the embedded layout keeps its comments here); metadata reads

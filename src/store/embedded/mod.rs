@@ -5,13 +5,13 @@ use std::collections::HashMap;
 use mongodb::bson::{doc, Document, RawDocumentBuf};
 use mongodb::Database;
 
-use crate::store::bson::corrupt;
 use crate::store::discussions::Discussions;
 use crate::store::discussions::{locked, moving, FENCE};
-use crate::store::error::{StoreError, StoreResult};
-use crate::store::metrics::CommandCounter;
-use crate::store::metrics::Counted;
-use crate::store::skeleton::Waiting;
+use crate::store::shared::bson::corrupt;
+use crate::store::shared::error::{StoreError, StoreResult};
+use crate::store::shared::metrics::CommandCounter;
+use crate::store::shared::metrics::Counted;
+use crate::store::shared::skeleton::Waiting;
 mod moving;
 mod reads;
 mod shape;
@@ -35,7 +35,7 @@ pub(super) const ELEMENT_OVERHEAD: i64 = 12;
 #[derive(Default)]
 pub(crate) struct Kept {
     /// Whole discussion documents, as threads.
-    pub(crate) documents: crate::store::scope::Memo<Thread>,
+    pub(crate) documents: crate::store::shared::scope::Memo<Thread>,
 }
 
 /// The embedded layout. The discussion document holds the top-level comments in `replies`; each

@@ -7,10 +7,10 @@ use mongodb::bson::{doc, to_document, Bson, Document};
 
 use super::*;
 use crate::domain::{Comment, Discussion, DiscussionId, Slug};
-use crate::store::bson::corrupt;
-use crate::store::docs::{element_size, CommentDoc};
-use crate::store::error::StoreResult;
-use crate::store::migrate::{Lease, Movable};
+use crate::store::moves::migrate::{Lease, Movable};
+use crate::store::shared::bson::corrupt;
+use crate::store::shared::docs::{element_size, CommentDoc};
+use crate::store::shared::error::StoreResult;
 
 #[async_trait]
 impl Movable for Embedded {

@@ -14,14 +14,14 @@ use crate::domain::tree::Listing;
 use crate::domain::tree::Thread;
 use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Page, Slug, Window};
 use crate::store::api::CommentStore;
-use crate::store::bson::corrupt;
 use crate::store::changes;
 use crate::store::discussions::unfenced;
-use crate::store::docs::owned_comment_of;
-use crate::store::docs::{element_size, replace_update, unchanged_filter};
-use crate::store::error::is_too_large;
-use crate::store::error::StoreResult;
-use crate::store::scope::ReadScope;
+use crate::store::shared::bson::corrupt;
+use crate::store::shared::docs::owned_comment_of;
+use crate::store::shared::docs::{element_size, replace_update, unchanged_filter};
+use crate::store::shared::error::is_too_large;
+use crate::store::shared::error::StoreResult;
+use crate::store::shared::scope::ReadScope;
 
 impl Embedded {
     /// The whole thread, read once per request.

@@ -6,8 +6,8 @@ use mongodb::bson::{Bson, RawArray, RawBsonRef, RawDocument};
 
 use super::*;
 use crate::domain::{Comment, DiscussionId, FullSlug, Slug};
-use crate::store::bson::{as_i64, corrupt};
-use crate::store::error::{StoreError, StoreResult};
+use crate::store::shared::bson::{as_i64, corrupt};
+use crate::store::shared::error::{StoreError, StoreResult};
 
 /// What is known of a discussion document's tree: where each comment sits among its siblings,
 /// its full slug, and how many direct replies it has and the latest time among them. Read from

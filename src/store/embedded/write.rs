@@ -8,13 +8,13 @@ use super::shape::{chain_of, missing};
 use super::*;
 use crate::domain::{Comment, Discussion, DiscussionId, Micros, Slug, SlugPart};
 use crate::store::api::ChangeKind;
-use crate::store::bson::{as_i64, corrupt};
 use crate::store::changes;
 use crate::store::discussions::open_for_posts;
-use crate::store::docs::{element_size, CommentDoc};
-use crate::store::error::is_too_large;
-use crate::store::error::{StoreError, StoreResult};
-use crate::store::skeleton::{Attempt, ParentPaths, PostPolicy, PostSteps, Try};
+use crate::store::shared::bson::{as_i64, corrupt};
+use crate::store::shared::docs::{element_size, CommentDoc};
+use crate::store::shared::error::is_too_large;
+use crate::store::shared::error::{StoreError, StoreResult};
+use crate::store::shared::skeleton::{Attempt, ParentPaths, PostPolicy, PostSteps, Try};
 
 impl Embedded {
     /// Appends each comment of `group` (with the position of its parent, the top-level array

@@ -5,9 +5,9 @@ use serde::Deserialize;
 
 use super::thread_blocks;
 use crate::domain::{Discussion, LayoutHints};
-use crate::store::blocks;
 use crate::store::discussions::LayoutFields;
-use crate::store::error::{StoreError, StoreResult};
+use crate::store::shared::blocks;
+use crate::store::shared::error::{StoreError, StoreResult};
 
 /// The discussion's field that says every comment carries the size of its subtree.
 pub(crate) const SUBTREE_SIZES: &str = "subtree_sizes";

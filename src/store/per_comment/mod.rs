@@ -4,15 +4,15 @@ use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document, RawDocumentBuf};
 use mongodb::Database;
 
-use crate::store::bson::corrupt;
-use crate::store::connect::index_model as index;
 use crate::store::discussions::Discussions;
-use crate::store::docs::raw_comment_of;
-use crate::store::docs::CommentDoc;
-use crate::store::error::StoreResult;
-use crate::store::metrics::Counted;
-use crate::store::order::{cursor_filter, limit_plus_one, sort_toward};
-use crate::store::writer::Writer;
+use crate::store::shared::bson::corrupt;
+use crate::store::shared::connect::index_model as index;
+use crate::store::shared::docs::raw_comment_of;
+use crate::store::shared::docs::CommentDoc;
+use crate::store::shared::error::StoreResult;
+use crate::store::shared::metrics::Counted;
+use crate::store::shared::order::{cursor_filter, limit_plus_one, sort_toward};
+use crate::store::shared::writer::Writer;
 pub mod hints;
 mod moving;
 mod numbered;
@@ -30,10 +30,10 @@ use crate::domain::{Comment, Discussion, FullSlug, Page, Slug, Window};
 pub(crate) struct Kept {
     /// For comments read so far that keep them, their replies with the size of each one's
     /// subtree (the reply included), in threaded order.
-    pub(crate) reply_sizes: crate::store::scope::BySlug<Vec<(FullSlug, u64)>>,
+    pub(crate) reply_sizes: crate::store::shared::scope::BySlug<Vec<(FullSlug, u64)>>,
     /// The document id of each comment read by slug: a guarded update of it then names its
     /// `_id` first (see `PerComment::guard`).
-    pub(crate) ids: crate::store::scope::BySlug<mongodb::bson::Bson>,
+    pub(crate) ids: crate::store::shared::scope::BySlug<mongodb::bson::Bson>,
 }
 
 /// The per-comment layout.

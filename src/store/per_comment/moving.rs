@@ -9,11 +9,11 @@ use super::subtree::{self};
 use super::thread_blocks;
 use super::*;
 use crate::domain::{Comment, Discussion, DiscussionId, Slug};
-use crate::store::bson::as_i64;
-use crate::store::docs::CommentDoc;
-use crate::store::error::{StoreError, StoreResult};
-use crate::store::migrate::{Lease, Movable};
+use crate::store::moves::migrate::{Lease, Movable};
 use crate::store::per_comment::hints::{LAST_POSTED, SUBTREE_SIZES};
+use crate::store::shared::bson::as_i64;
+use crate::store::shared::docs::CommentDoc;
+use crate::store::shared::error::{StoreError, StoreResult};
 #[async_trait]
 impl Movable for PerComment {
     async fn clear(&self, id: &DiscussionId) -> StoreResult<()> {
@@ -103,7 +103,10 @@ impl Movable for PerComment {
         }
         let mut fields = doc! { "sequenced": sequenced, SUBTREE_SIZES: sequenced };
         if sequenced {
-            fields.insert(thread_blocks::FIELD, crate::store::blocks::stored(&blocks));
+            fields.insert(
+                thread_blocks::FIELD,
+                crate::store::shared::blocks::stored(&blocks),
+            );
         }
         if let Some(last) = comments.last() {
             fields.insert(LAST_POSTED, last.posted.0);

@@ -6,10 +6,10 @@ use mongodb::bson::{doc, Document};
 use super::thread_blocks;
 use super::*;
 use crate::domain::{Comment, Cursor, Discussion, FullSlug, Page, Window};
-use crate::store::bson::{as_i64, to_count};
-use crate::store::docs::CommentDoc;
-use crate::store::error::StoreResult;
-use crate::store::order::sort_toward;
+use crate::store::shared::bson::{as_i64, to_count};
+use crate::store::shared::docs::CommentDoc;
+use crate::store::shared::error::StoreResult;
+use crate::store::shared::order::sort_toward;
 /// A sequence that numbers comments of a listing in its order.
 #[derive(Clone, Copy)]
 pub(super) struct Numbering {
@@ -123,7 +123,7 @@ impl PerComment {
                     return Ok(Some(window.page(Vec::new())));
                 }
                 let (skip, want) = (span.from, span.count);
-                let Some(span) = crate::store::blocks::span(blocks, skip, want) else {
+                let Some(span) = crate::store::shared::blocks::span(blocks, skip, want) else {
                     return Ok(None);
                 };
                 let (first, _) = thread_blocks::threads_of(span.first);

@@ -7,10 +7,10 @@ use mongodb::options::ReturnDocument;
 use super::hints::{LAST_POSTED, SUBTREE_SIZES};
 use super::thread_blocks;
 use crate::domain::{Comment, DiscussionId, Micros};
-use crate::store::bson::{as_i64, int_field};
 use crate::store::discussions::{moving, posts_update, FENCE};
-use crate::store::error::StoreResult;
-use crate::store::metrics::Counted;
+use crate::store::shared::bson::{as_i64, int_field};
+use crate::store::shared::error::StoreResult;
+use crate::store::shared::metrics::Counted;
 
 /// Where a new comment of a discussion that keeps block counts of its threads counts.
 #[derive(Debug, Clone, Copy)]

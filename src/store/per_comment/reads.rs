@@ -13,13 +13,13 @@ use super::*;
 use crate::domain::tree::Listing;
 use crate::domain::{Comment, Discussion, FullSlug, Page, Slug, Window};
 use crate::store::api::CommentStore;
-use crate::store::bson::{corrupt, int_field, to_count};
-use crate::store::docs::{replace_update, unchanged_filter, CommentDoc};
-use crate::store::error::StoreResult;
-use crate::store::order::cursor_filter;
 use crate::store::per_comment::hints::Hints;
-use crate::store::scope::ReadScope;
-use crate::store::writer;
+use crate::store::shared::bson::{corrupt, int_field, to_count};
+use crate::store::shared::docs::{replace_update, unchanged_filter, CommentDoc};
+use crate::store::shared::error::StoreResult;
+use crate::store::shared::order::cursor_filter;
+use crate::store::shared::scope::ReadScope;
+use crate::store::shared::writer;
 /// Roots grouped by depth: roots of one depth have full slugs of one length and cannot nest, so
 /// a prefix of that length names the root a descendant belongs to.
 pub(super) fn roots_by_len(roots: &[FullSlug]) -> BTreeMap<usize, Vec<&FullSlug>> {

@@ -8,10 +8,10 @@ use mongodb::bson::{doc, Document};
 use super::subtree::{self, Head, Plan};
 use super::*;
 use crate::domain::{Comment, Cursor, Discussion, DiscussionId, FullSlug, Page, Slug, Window};
-use crate::store::docs::CommentDoc;
-use crate::store::error::StoreResult;
 use crate::store::per_comment::hints::Hints;
-use crate::store::scope::ReadScope;
+use crate::store::shared::docs::CommentDoc;
+use crate::store::shared::error::StoreResult;
+use crate::store::shared::scope::ReadScope;
 impl PerComment {
     /// A page of `root`'s sub-discussion in a discussion whose comments carry subtree sizes,
     /// read as a range that ends where the sizes say the page ends (see `subtree`). A backward

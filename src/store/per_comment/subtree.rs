@@ -24,7 +24,7 @@
 use mongodb::bson::Document;
 
 use crate::domain::{Cursor, FullSlug, Window};
-use crate::store::bson::as_i64;
+use crate::store::shared::bson::as_i64;
 
 /// The comment's field that holds the size of its subtree, itself left out.
 pub(super) const DESCENDANTS: &str = "descendants";

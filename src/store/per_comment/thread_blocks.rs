@@ -20,7 +20,7 @@
 //! discussion.
 
 use crate::domain::FullSlug;
-use crate::store::blocks::window;
+use crate::store::shared::blocks::window;
 
 /// Threads per block.
 pub(super) const BLOCK: i64 = 32;
@@ -109,7 +109,7 @@ pub(super) fn cover_back(roots: &[Root], want: u64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::blocks::{parse, span, stored, Span};
+    use crate::store::shared::blocks::{parse, span, stored, Span};
 
     fn roots(totals: &[u64]) -> Vec<Root> {
         totals

@@ -7,12 +7,12 @@ use mongodb::ClientSession;
 use super::subtree::{self};
 use super::*;
 use crate::domain::{Comment, Discussion, Micros, Slug, SlugPart};
-use crate::store::docs::CommentDoc;
-use crate::store::error::is_duplicate_key;
-use crate::store::error::{StoreError, StoreResult};
 use crate::store::per_comment::hints::Hints;
 use crate::store::per_comment::numbering::ThreadPlace;
-use crate::store::skeleton::{Attempt, ParentPaths, PostPolicy, PostSteps};
+use crate::store::shared::docs::CommentDoc;
+use crate::store::shared::error::is_duplicate_key;
+use crate::store::shared::error::{StoreError, StoreResult};
+use crate::store::shared::skeleton::{Attempt, ParentPaths, PostPolicy, PostSteps};
 /// A post in progress: the time the next try must come after (the discussion's latest comment,
 /// once a try learned it), and, where the discussion keeps block counts of its threads, the
 /// parent's thread (replies) or the discussion's thread count as last known (new threads).

@@ -1,0 +1,59 @@
+//! `DiscussionStore`: discussion metadata, shared by every layout.
+
+use async_trait::async_trait;
+
+use crate::domain::{
+    Discussion, DiscussionId, DiscussionKey, DiscussionTitle, Layout, ModerationMode,
+    NewDiscussion, Page, Slug, Window,
+};
+use crate::store::shared::error::StoreResult;
+
+/// Discussion metadata: creation, lookup (by id or by the host page's key), listing, locking.
+#[async_trait]
+pub trait DiscussionStore: Send + Sync {
+    /// Creates a discussion with the given layout (no key, no URL).
+    async fn create(&self, title: DiscussionTitle, layout: Layout) -> StoreResult<Discussion> {
+        self.add(NewDiscussion::new(title, layout)).await
+    }
+
+    /// Creates a discussion; `KeyTaken` when another discussion has its key.
+    async fn add(&self, new: NewDiscussion) -> StoreResult<Discussion>;
+
+    /// The discussion with the key of `new`, as it is (its title, URL and layout are kept), or
+    /// `new`, created with it. Concurrent calls with one key, from any number of processes,
+    /// give one discussion. Without a key, the same as [`DiscussionStore::add`].
+    async fn ensure(&self, new: NewDiscussion) -> StoreResult<Discussion>;
+
+    /// The discussions with these ids (missing ones are left out).
+    async fn by_ids(&self, ids: &[DiscussionId]) -> StoreResult<Vec<Discussion>>;
+
+    /// The discussions with these keys (unknown ones are left out), in one database command.
+    async fn by_keys(&self, keys: &[DiscussionKey]) -> StoreResult<Vec<Discussion>>;
+
+    /// One page of discussions, oldest first.
+    async fn list(&self, window: &Window) -> StoreResult<Page<Discussion>>;
+
+    /// How many discussions exist.
+    async fn count(&self) -> StoreResult<u64>;
+
+    /// Pins the comment `slug` (last in pin order) or unpins it; pinning a pinned comment and
+    /// unpinning one that is not pinned change nothing. `PinsFull` past
+    /// [`Discussion::MAX_PINNED`]. Whether the comment exists is the caller's to check.
+    async fn set_pinned(
+        &self,
+        id: &DiscussionId,
+        slug: &Slug,
+        pinned: bool,
+    ) -> StoreResult<Discussion>;
+
+    /// Opens or closes a discussion for posting; returns it as it is now (`NotFound` if unknown).
+    async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion>;
+
+    /// Sets how a discussion moderates new comments; returns it as it is now (`NotFound` if
+    /// unknown).
+    async fn set_moderation(
+        &self,
+        id: &DiscussionId,
+        mode: ModerationMode,
+    ) -> StoreResult<Discussion>;
+}

@@ -1,0 +1,24 @@
+//! The storage traits: what the API uses (`Storage` and the stores it hands out) and the
+//! `CommentStore` every layout implements, one file per capability, with what they take and
+//! return.
+
+mod changes;
+mod discussions;
+mod held;
+mod layout;
+mod moderation;
+mod moves;
+mod posting;
+mod storage;
+mod votes;
+
+pub use changes::{ChangeKind, CommentChange, Watched};
+pub use discussions::DiscussionStore;
+pub use held::{Claim, HeldStore, QueueEntry, Report, Waiting};
+pub(crate) use layout::not_at_home;
+pub use layout::CommentStore;
+pub use moderation::ModerationStore;
+pub use moves::{MoveTiming, Moved, Step};
+pub use posting::{Decide, Posted};
+pub use storage::{DynStorage, Storage};
+pub use votes::{Ranked, RankedOf, RankedPage};

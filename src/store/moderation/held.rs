@@ -1,0 +1,526 @@
+//! Held comments and the moderator queues. A comment held before it was ever public (PRE,
+//! PRE_FIRST, a listed word) lives outside every layout, in one collection shared by the three
+//! (`held_comments`), so public reads never meet it and every layout's counts and bounds stay as
+//! they are; publishing it is a post (see `approveComment`): it then appears at its approval time.
+//! The same collection holds one small entry per public comment waiting for a moderator
+//! (reported, held by reports, or rejected in place: `public: true`, the comment itself stays in
+//! its layout), so that each queue is one index range, oldest first, across the service or in
+//! one discussion. `reports` keeps one document per reporter and comment (a repeat is a no-op),
+//! and `people` counts each author's approved comments (an author with one is trusted by
+//! `PRE_FIRST`).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::options::ReturnDocument;
+use mongodb::Database;
+
+use crate::domain::paging::Cursor;
+use crate::domain::slug::MonotonicClock;
+use crate::domain::{
+    Author, Comment, CommentStatus, DiscussionId, FullSlug, Held, Micros, NewComment, Placement,
+    Queue, Slug, SlugPart, Standing,
+};
+use crate::store::api::{Claim, HeldStore, QueueEntry, Report, Waiting};
+use crate::store::shared::connect::index_model;
+use crate::store::shared::error::{is_duplicate_key, StoreError, StoreResult};
+use crate::store::shared::metrics::{CommandCounter, Counted};
+use crate::store::shared::order::{after_filter, limit_plus_one};
+
+/// The collection of held comments and queue entries.
+pub(crate) const COLLECTION: &str = "held_comments";
+/// The collection of per-person moderation facts.
+pub(crate) const PEOPLE: &str = "people";
+/// The collection of reports, one per reporter and comment.
+pub(crate) const REPORTS: &str = "reports";
+/// Rounds of [`HeldStore::enqueue`] against concurrent writers of the same entry.
+const ENQUEUE_ROUNDS: usize = 4;
+/// Trusted people a process remembers (past this, it starts over; trust is never withdrawn).
+const TRUSTED: usize = 100_000;
+
+/// The held document's field that says since when an approval has claimed it (microseconds).
+const PUBLISHING: &str = "publishing";
+
+/// The MongoDB held-comments store.
+pub(crate) struct HeldComments {
+    coll: Counted<Document>,
+    people: Counted<Document>,
+    reports: Counted<Document>,
+    clock: Arc<MonotonicClock>,
+    max_depth: usize,
+    trusted: Mutex<HashSet<String>>,
+}
+
+/// A held comment's or queue entry's document id: unique per discussion and slug.
+fn key(discussion: &DiscussionId, slug: &Slug) -> String {
+    format!("{discussion}:{slug}")
+}
+
+/// A report's document id: one per comment and reporter.
+fn report_key(report: &Report) -> String {
+    format!("{}:{}:{}", report.discussion, report.slug, report.reporter)
+}
+
+/// The filter of a queue, in one discussion or all.
+fn queue_filter(queue: Queue, discussion: Option<&DiscussionId>) -> Document {
+    let mut filter = doc! {};
+    if let Some(discussion) = discussion {
+        filter.insert("discussion_id", discussion.as_str());
+    }
+    filter.insert("status", queue.as_str());
+    filter
+}
+
+impl HeldComments {
+    pub(crate) fn new(
+        db: &Database,
+        commands: &CommandCounter,
+        clock: Arc<MonotonicClock>,
+        max_depth: usize,
+    ) -> Self {
+        Self {
+            coll: Counted::new(db, COLLECTION, commands),
+            people: Counted::new(db, PEOPLE, commands),
+            reports: Counted::new(db, REPORTS, commands),
+            clock,
+            max_depth,
+            trusted: Mutex::default(),
+        }
+    }
+
+    /// The queue indexes: oldest first, across the service or in one discussion.
+    pub(crate) async fn ensure_indexes(&self) -> StoreResult<()> {
+        let all = index_model(
+            "status_since_id",
+            doc! { "status": 1, "since": 1, "_id": 1 },
+            false,
+        );
+        self.coll.create_index(all).await?;
+        let one = index_model(
+            "discussion_status_since_id",
+            doc! { "discussion_id": 1, "status": 1, "since": 1, "_id": 1 },
+            false,
+        );
+        self.coll.create_index(one).await?;
+        Ok(())
+    }
+
+    fn remember(&self, person: &str) {
+        let mut trusted = self.trusted.lock().unwrap_or_else(|p| p.into_inner());
+        if trusted.len() >= TRUSTED {
+            trusted.clear();
+        }
+        trusted.insert(person.to_owned());
+    }
+}
+
+/// A held comment's document.
+fn to_doc(held: &Held) -> Document {
+    let c = &held.comment;
+    doc! {
+        "_id": key(&c.discussion_id, &c.slug),
+        "discussion_id": c.discussion_id.as_str(),
+        "slug": c.slug.as_str(),
+        "full_slug": c.full_slug.as_str(),
+        "parent": c.parent.as_ref().map(Slug::as_str),
+        "author": { "id": &c.author.id, "name": &c.author.name },
+        "text": c.text.as_deref(),
+        "submitted": c.posted.0,
+        "since": c.posted.0,
+        "status": c.standing.status.as_str(),
+        "reason": c.standing.reason.as_deref(),
+    }
+}
+
+/// A held comment from its document.
+fn from_doc(doc: &Document) -> StoreResult<Held> {
+    let corrupt = |what: &str| StoreError::Corrupt(format!("held comment without {what}"));
+    let text = |field: &str| {
+        doc.get_str(field)
+            .map(str::to_owned)
+            .map_err(|_| corrupt(field))
+    };
+    let optional = |field: &str| match doc.get(field) {
+        Some(Bson::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let author = doc.get_document("author").map_err(|_| corrupt("author"))?;
+    let status = doc
+        .get_str("status")
+        .ok()
+        .and_then(CommentStatus::from_stored)
+        .ok_or_else(|| corrupt("status"))?;
+    let discussion = DiscussionId::parse(&text("discussion_id")?)
+        .map_err(|_| corrupt("a valid discussion id"))?;
+    Ok(Held {
+        comment: Comment {
+            discussion_id: discussion,
+            slug: Slug::from_stored(text("slug")?),
+            full_slug: FullSlug::from_stored(text("full_slug")?),
+            parent: optional("parent").map(Slug::from_stored),
+            posted: Micros(doc.get_i64("submitted").map_err(|_| corrupt("submitted"))?),
+            author: Author {
+                id: author
+                    .get_str("id")
+                    .map_err(|_| corrupt("author id"))?
+                    .to_owned(),
+                name: author
+                    .get_str("name")
+                    .map_err(|_| corrupt("author name"))?
+                    .to_owned(),
+            },
+            text: Some(text("text")?),
+            edited: None,
+            edited_by: None,
+            deleted: false,
+            revisions: Vec::new(),
+            reply_count: 0,
+            standing: Standing {
+                status,
+                reason: optional("reason"),
+                reports: 0,
+            },
+            votes: crate::domain::Votes::default(),
+        },
+    })
+}
+
+/// A queue entry from its document.
+fn entry_of(doc: &Document) -> StoreResult<QueueEntry> {
+    let corrupt = |what: &str| StoreError::Corrupt(format!("queue entry without {what}"));
+    let key = doc.get_str("_id").map_err(|_| corrupt("_id"))?.to_owned();
+    let since = Micros(doc.get_i64("since").map_err(|_| corrupt("since"))?);
+    let waiting = match doc.get_bool("public") {
+        Ok(true) => Waiting::Public {
+            discussion: DiscussionId::parse(
+                doc.get_str("discussion_id")
+                    .map_err(|_| corrupt("discussion_id"))?,
+            )
+            .map_err(|_| corrupt("a valid discussion id"))?,
+            slug: Slug::from_stored(doc.get_str("slug").map_err(|_| corrupt("slug"))?.to_owned()),
+        },
+        _ => Waiting::Held(Box::new(from_doc(doc)?)),
+    };
+    Ok(QueueEntry {
+        since,
+        key,
+        waiting,
+    })
+}
+
+#[async_trait]
+impl HeldStore for HeldComments {
+    async fn hold(
+        &self,
+        discussion: &DiscussionId,
+        parent: Option<(&Slug, &FullSlug)>,
+        new: &NewComment,
+        standing: Standing,
+    ) -> StoreResult<Held> {
+        let submitted = self.clock.now();
+        let part = SlugPart::generate();
+        let placement = Placement::new(parent, self.max_depth, submitted, &part);
+        let mut comment = placement.into_comment(discussion.clone(), submitted, new);
+        comment.reply_count = 0;
+        comment.standing = standing;
+        let held = Held { comment };
+        self.coll.insert_one(to_doc(&held)).await?;
+        Ok(held)
+    }
+
+    async fn restore(&self, held: &Held) -> StoreResult<()> {
+        let doc = to_doc(held);
+        let id = key(&held.comment.discussion_id, &held.comment.slug);
+        self.coll
+            .replace_one(doc! { "_id": &id }, doc)
+            .upsert(true)
+            .await?;
+        Ok(())
+    }
+
+    async fn held_in(
+        &self,
+        discussion: &DiscussionId,
+        after: Option<&Slug>,
+        limit: usize,
+    ) -> StoreResult<Vec<Held>> {
+        // Entries are keyed `<discussion>:<slug>`: the discussion's are the keys from its
+        // prefix up to the prefix with `:` raised to `;`.
+        let from = match after {
+            Some(slug) => doc! { "$gt": key(discussion, slug) },
+            None => doc! { "$gt": format!("{discussion}:") },
+        };
+        let mut range = from;
+        range.insert("$lt", format!("{discussion};"));
+        let found: Vec<Document> = self
+            .coll
+            .find(doc! { "_id": range, "discussion_id": discussion.as_str(), "public": { "$ne": true } })
+            .sort(doc! { "_id": 1 })
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .await?
+            .try_collect()
+            .await?;
+        found.iter().map(from_doc).collect()
+    }
+
+    async fn find(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<Option<Held>> {
+        let found = self
+            .coll
+            .find_one(doc! { "_id": key(discussion, slug), "public": { "$ne": true } })
+            .await?;
+        found.as_ref().map(from_doc).transpose()
+    }
+
+    async fn reject(
+        &self,
+        discussion: &DiscussionId,
+        slug: &Slug,
+        reason: Option<String>,
+    ) -> StoreResult<Option<Held>> {
+        let id = key(discussion, slug);
+        let rejected = CommentStatus::Rejected.as_str();
+        // A pending one enters the REJECTED queue now; a rejected one keeps its place there
+        // and gets the new reason.
+        let steps = [
+            (
+                doc! { "_id": &id, "public": { "$ne": true }, "status": { "$ne": rejected } },
+                doc! { "$set": { "status": rejected, "reason": reason.as_deref(), "since": Micros::now().0 } },
+            ),
+            (
+                doc! { "_id": &id, "public": { "$ne": true } },
+                doc! { "$set": { "status": rejected, "reason": reason.as_deref() } },
+            ),
+        ];
+        for (filter, update) in steps {
+            let after = self
+                .coll
+                .find_one_and_update(filter, update)
+                .return_document(ReturnDocument::After)
+                .await?;
+            if let Some(after) = after {
+                return from_doc(&after).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    async fn remove(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<bool> {
+        let removed = self
+            .coll
+            .delete_many(doc! { "_id": key(discussion, slug) })
+            .await?;
+        Ok(removed.deleted_count > 0)
+    }
+
+    async fn claim(
+        &self,
+        discussion: &DiscussionId,
+        slug: &Slug,
+        lease: std::time::Duration,
+    ) -> StoreResult<Claim> {
+        let id = key(discussion, slug);
+        let now = Micros::now().0;
+        let lease = i64::try_from(lease.as_micros()).unwrap_or(i64::MAX);
+        let claimed = self
+            .coll
+            .find_one_and_update(
+                doc! { "_id": &id, "public": { "$ne": true }, "$or": [
+                    { PUBLISHING: { "$exists": false } },
+                    { PUBLISHING: { "$lt": now.saturating_sub(lease) } },
+                ] },
+                doc! { "$set": { PUBLISHING: now } },
+            )
+            .return_document(ReturnDocument::After)
+            .await?;
+        if let Some(doc) = claimed {
+            return Ok(Claim::Claimed(Box::new(from_doc(&doc)?)));
+        }
+        let found = self
+            .coll
+            .find_one(doc! { "_id": &id, "public": { "$ne": true } })
+            .await?;
+        Ok(if found.is_some() {
+            Claim::Busy
+        } else {
+            Claim::Gone
+        })
+    }
+
+    async fn release(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<()> {
+        self.coll
+            .update_one(
+                doc! { "_id": key(discussion, slug), "public": { "$ne": true } },
+                doc! { "$unset": { PUBLISHING: "" } },
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn dismiss(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<bool> {
+        let filter = doc! {
+            "_id": key(discussion, slug),
+            "public": true,
+            "status": Queue::Reported.as_str(),
+        };
+        Ok(self.coll.delete_many(filter).await?.deleted_count > 0)
+    }
+
+    async fn enqueue(
+        &self,
+        discussion: &DiscussionId,
+        slug: &Slug,
+        queue: Queue,
+        at: Micros,
+    ) -> StoreResult<()> {
+        let id = key(discussion, slug);
+        let movable: Vec<&str> = Queue::ESCALATION
+            .iter()
+            .take_while(|q| **q != queue)
+            .map(|q| q.as_str())
+            .collect();
+        let entry = doc! {
+            "_id": &id,
+            "discussion_id": discussion.as_str(),
+            "slug": slug.as_str(),
+            "public": true,
+            "status": queue.as_str(),
+            "since": at.0,
+        };
+        // Move a milder entry up, or add one; an entry added meanwhile by someone else (the
+        // insert's duplicate) may be milder, so it is tried again. Entries only move up until an
+        // approval removes them, so this ends within a few rounds.
+        for _ in 0..ENQUEUE_ROUNDS {
+            let moved = self
+                .coll
+                .update_one(
+                    doc! { "_id": &id, "public": true, "status": { "$in": &movable } },
+                    doc! { "$set": { "status": queue.as_str(), "since": at.0 } },
+                )
+                .await?;
+            if moved.matched_count > 0 {
+                return Ok(());
+            }
+            match self.coll.insert_one(entry.clone()).await {
+                Ok(_) => return Ok(()),
+                Err(err) if is_duplicate_key(&err) => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+        // Still there and not milder: in this queue or a stricter one, kept as it is.
+        Ok(())
+    }
+
+    async fn queue_page(
+        &self,
+        queue: Queue,
+        discussion: Option<&DiscussionId>,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> StoreResult<(Vec<QueueEntry>, bool)> {
+        let mut filter = queue_filter(queue, discussion);
+        if let Some(cursor) = after {
+            filter.extend(after_filter(cursor));
+        }
+        let docs: Vec<Document> = self
+            .coll
+            .find(filter)
+            .sort(doc! { "since": 1, "_id": 1 })
+            .limit(limit_plus_one(limit))
+            .await?
+            .try_collect()
+            .await?;
+        let more = docs.len() > limit;
+        let entries = docs
+            .iter()
+            .take(limit)
+            .map(entry_of)
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok((entries, more))
+    }
+
+    async fn queue_size(
+        &self,
+        queue: Queue,
+        discussion: Option<&DiscussionId>,
+    ) -> StoreResult<u64> {
+        Ok(self
+            .coll
+            .count_documents(queue_filter(queue, discussion))
+            .await?)
+    }
+
+    async fn placeholders(&self, discussion: &DiscussionId) -> StoreResult<Vec<Slug>> {
+        let statuses = [Queue::Pending.as_str(), Queue::Rejected.as_str()];
+        let found: Vec<Document> = self
+            .coll
+            .find(doc! {
+                "discussion_id": discussion.as_str(),
+                "status": { "$in": statuses.as_slice() },
+                "public": true,
+            })
+            .projection(doc! { "slug": 1 })
+            .await?
+            .try_collect()
+            .await?;
+        Ok(found
+            .iter()
+            .filter_map(|d| d.get_str("slug").ok())
+            .map(|slug| Slug::from_stored(slug.to_owned()))
+            .collect())
+    }
+
+    async fn unreport(&self, report: &Report) -> StoreResult<()> {
+        self.reports
+            .delete_many(doc! { "_id": report_key(report) })
+            .await?;
+        Ok(())
+    }
+
+    async fn report(&self, report: &Report) -> StoreResult<bool> {
+        let document = doc! {
+            "_id": report_key(report),
+            "discussion_id": report.discussion.as_str(),
+            "slug": report.slug.as_str(),
+            "reporter": &report.reporter,
+            "reason": report.reason.as_str(),
+            "note": report.note.as_deref(),
+            "at": report.at.0,
+        };
+        match self.reports.insert_one(document).await {
+            Ok(_) => Ok(true),
+            Err(err) if is_duplicate_key(&err) => Ok(false),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    async fn trusted(&self, person: &str) -> StoreResult<bool> {
+        {
+            let trusted = self.trusted.lock().unwrap_or_else(|p| p.into_inner());
+            if trusted.contains(person) {
+                return Ok(true);
+            }
+        }
+        let found = self.people.find_one(doc! { "_id": person }).await?;
+        let approved = match found.as_ref().and_then(|d| d.get("approved")) {
+            Some(Bson::Int32(n)) => i64::from(*n),
+            Some(Bson::Int64(n)) => *n,
+            _ => 0,
+        };
+        if approved > 0 {
+            self.remember(person);
+        }
+        Ok(approved > 0)
+    }
+
+    async fn trust(&self, person: &str) -> StoreResult<()> {
+        self.people
+            .update_one(doc! { "_id": person }, doc! { "$inc": { "approved": 1 } })
+            .upsert(true)
+            .await?;
+        self.remember(person);
+        Ok(())
+    }
+}
