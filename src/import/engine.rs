@@ -791,7 +791,7 @@ async fn by_id(store: &dyn Storage, id: &DiscussionId) -> Result<Discussion, Ref
 /// another layout than its own, so that the import's move brings the comments into its own.
 async fn find_or_create(store: &dyn Storage, prepared: &Prepared) -> Result<Discussion, Refused> {
     let mut new = prepared.new.clone();
-    new.layout = scratch(prepared.new.layout);
+    new.layout = store.import_scratch(prepared.new.layout);
     // A threadql discussion keeps the id the file gives it.
     let Some(id) = &prepared.new.id else {
         return Ok(store.discussions().ensure(new).await?);
@@ -822,14 +822,6 @@ async fn find_or_create(store: &dyn Storage, prepared: &Prepared) -> Result<Disc
     }
 }
 
-/// The layout a discussion waits in before its import moves it to `layout`.
-fn scratch(layout: Layout) -> Layout {
-    match layout {
-        Layout::Embedded => Layout::Bucketed,
-        Layout::PerComment | Layout::Bucketed => Layout::Embedded,
-    }
-}
-
 /// Adds `adding` to the discussion, which ends in `layout`: one move when it is in another
 /// layout, else two (out, adding, and back).
 async fn bring_in(
@@ -842,7 +834,8 @@ async fn bring_in(
     if discussion.layout != layout {
         return settle(store, &discussion.id, layout, adding, options).await;
     }
-    let added = settle(store, &discussion.id, scratch(layout), adding, options).await?;
+    let scratch = store.import_scratch(layout);
+    let added = settle(store, &discussion.id, scratch, adding, options).await?;
     settle(store, &discussion.id, layout, &[], options).await?;
     Ok(added)
 }

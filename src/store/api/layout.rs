@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use mongodb::bson::Bson;
 
 use crate::domain::tree::Listing;
-use crate::domain::{Comment, Discussion, FullSlug, Page, Slug, Window};
+use crate::domain::{Comment, Discussion, FullSlug, Layout, Page, Slug, Window};
 use crate::store::shared::error::StoreResult;
 use crate::store::shared::scope::ReadScope;
 
@@ -27,6 +27,25 @@ pub(crate) fn not_at_home(wanted: &[(Slug, Option<Bson>)], found: &[Comment]) ->
 /// may use to read a document only once per request.
 #[async_trait]
 pub trait CommentStore: Send + Sync {
+    /// The layout a discussion moves to when a post does not fit in it any more (where the store
+    /// is configured to promote), if there is one: the post is then made there.
+    fn promotes_to(&self) -> Option<Layout>;
+
+    /// Whether a post may start from the discussion as this process kept it after posting to
+    /// it, without reading it first: true when the post's own write checks everything the post
+    /// decides by (still unlocked, not moved, moderated as it was). A layout whose posts read
+    /// the discussion's counters first keeps nothing.
+    fn posts_from_kept(&self) -> bool;
+
+    /// Whether ranked lists of the whole discussion (every comment, or the threads) are ranked
+    /// in memory from the whole list, as a layout that reads the whole discussion anyway does,
+    /// rather than read page by page from the tallies.
+    fn ranks_in_memory(&self) -> bool;
+
+    /// The layout an import keeps a discussion in before its move brings the discussion, with
+    /// the imported comments, into this one: another layout, since an import is a move.
+    fn import_scratch(&self) -> Layout;
+
     /// Replaces a comment's changeable fields (text, edit time and editor, revisions, tombstone)
     /// with those of `next`, only if they are still those of `current`. `Ok(false)` means the
     /// comment changed since it was read (read it again and retry, as the change skeleton does). `scope` is

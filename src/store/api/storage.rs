@@ -97,6 +97,10 @@ pub trait Storage: Send + Sync {
         report: &(dyn Fn(Step) + Send + Sync),
     ) -> StoreResult<Moved>;
 
+    /// The layout an import keeps a discussion in before its move brings it into `layout` with
+    /// the imported comments (see [`CommentStore::import_scratch`]).
+    fn import_scratch(&self, layout: Layout) -> Layout;
+
     /// Casts a vote as [`Storage::vote`] does, without asking whether the voter may vote (an
     /// import restoring the votes a discussion had, some of them on comments deleted since).
     async fn restore_vote(

@@ -30,7 +30,7 @@ pub use shapes::PageInfo;
 use crate::domain::paging::Cursor;
 use crate::domain::tree::Listing;
 use crate::domain::tree::Thread;
-use crate::domain::{Comment, Discussion, FullSlug, Page, Slug, Window};
+use crate::domain::{Comment, Discussion, FullSlug, Layout, Page, Slug, Window};
 use crate::store::api::CommentStore;
 use crate::store::discussions::Discussions;
 use crate::store::shared::bson::as_i64;
@@ -39,6 +39,7 @@ use crate::store::shared::docs::{replace_update, unchanged_filter};
 use crate::store::shared::error::{StoreError, StoreResult};
 use crate::store::shared::metrics::Counted;
 use crate::store::shared::scope::ReadScope;
+use crate::store::shared::sharding::{KeyKind, ShardKey};
 use crate::store::shared::skeleton::Waiting;
 use crate::store::shared::writer::Writer;
 use stored::Stored;
@@ -65,6 +66,16 @@ impl Bucketed {
 
     /// Name of the collection.
     pub const COLLECTION: &'static str = "comment_pages";
+
+    /// Its shard key: its unique index, discussion then page.
+    pub const SHARD_KEY: ShardKey = ShardKey {
+        collection: Self::COLLECTION,
+        fields: &[
+            ("discussion_id", KeyKind::Ranged),
+            ("page", KeyKind::Ranged),
+        ],
+        unique: true,
+    };
 
     pub(crate) fn new(
         db: &Database,
@@ -160,6 +171,23 @@ impl Bucketed {
 
 #[async_trait]
 impl CommentStore for Bucketed {
+    fn promotes_to(&self) -> Option<Layout> {
+        None
+    }
+
+    /// The post's write checks the fence, the lock and the moderation mode.
+    fn posts_from_kept(&self) -> bool {
+        true
+    }
+
+    fn ranks_in_memory(&self) -> bool {
+        false
+    }
+
+    fn import_scratch(&self) -> Layout {
+        Layout::Embedded
+    }
+
     /// One update of the comment inside its page (`$elemMatch` also checks that its fields are
     /// still as read; `$` is the matched element), written by the `_id` of the page the read of
     /// `current` found it in (found by slug when that read was not this layout's): one page

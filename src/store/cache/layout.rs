@@ -55,6 +55,22 @@ fn page_weight(page: &Page<Comment>) -> usize {
 
 #[async_trait::async_trait]
 impl CommentStore for CachedLayout {
+    fn promotes_to(&self) -> Option<Layout> {
+        self.inner().promotes_to()
+    }
+
+    fn posts_from_kept(&self) -> bool {
+        self.inner().posts_from_kept()
+    }
+
+    fn ranks_in_memory(&self) -> bool {
+        self.inner().ranks_in_memory()
+    }
+
+    fn import_scratch(&self) -> Layout {
+        self.inner().import_scratch()
+    }
+
     async fn replace(
         &self,
         scope: &ReadScope,

@@ -12,7 +12,7 @@ use super::write::{array_path, element_path};
 use super::*;
 use crate::domain::tree::Listing;
 use crate::domain::tree::Thread;
-use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Page, Slug, Window};
+use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Layout, Page, Slug, Window};
 use crate::store::api::CommentStore;
 use crate::store::changes;
 use crate::store::discussions::unfenced;
@@ -120,6 +120,25 @@ pub(super) fn take_replies(element: &mut Document) -> StoreResult<Vec<Bson>> {
 
 #[async_trait]
 impl CommentStore for Embedded {
+    /// A discussion that reached the size cap goes on in buckets.
+    fn promotes_to(&self) -> Option<Layout> {
+        Some(Layout::Bucketed)
+    }
+
+    /// The post's guarded update checks the fence, the lock and the moderation mode.
+    fn posts_from_kept(&self) -> bool {
+        true
+    }
+
+    /// Every read loads the whole document anyway.
+    fn ranks_in_memory(&self) -> bool {
+        true
+    }
+
+    fn import_scratch(&self) -> Layout {
+        Layout::Bucketed
+    }
+
     /// One guarded update at the comment's position: its fields must still be as read, and a
     /// longer text must fit under the cap; the size counter moves by the exact change in bytes.
     async fn replace(

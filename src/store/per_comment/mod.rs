@@ -12,6 +12,7 @@ use crate::store::shared::docs::CommentDoc;
 use crate::store::shared::error::StoreResult;
 use crate::store::shared::metrics::Counted;
 use crate::store::shared::order::{cursor_filter, limit_plus_one, sort_toward};
+use crate::store::shared::sharding::{KeyKind, ShardKey};
 use crate::store::shared::writer::Writer;
 pub mod hints;
 mod moving;
@@ -49,6 +50,16 @@ pub struct PerComment {
 impl PerComment {
     /// Name of the collection.
     pub const COLLECTION: &'static str = "comments";
+
+    /// Its shard key: its unique index, discussion then slug.
+    pub const SHARD_KEY: ShardKey = ShardKey {
+        collection: Self::COLLECTION,
+        fields: &[
+            ("discussion_id", KeyKind::Ranged),
+            ("slug", KeyKind::Ranged),
+        ],
+        unique: true,
+    };
 
     pub(crate) fn new(db: &Database, discussions: Discussions, writer: Writer) -> Self {
         Self {

@@ -11,7 +11,7 @@ use super::sizes::remember_sizes;
 use super::subtree::{self};
 use super::*;
 use crate::domain::tree::Listing;
-use crate::domain::{Comment, Discussion, FullSlug, Page, Slug, Window};
+use crate::domain::{Comment, Discussion, FullSlug, Layout, Page, Slug, Window};
 use crate::store::api::CommentStore;
 use crate::store::per_comment::hints::Hints;
 use crate::store::shared::bson::{corrupt, int_field, to_count};
@@ -58,6 +58,23 @@ fn guard(scope: &ReadScope, discussion: &Discussion, current: &Comment) -> Store
 
 #[async_trait]
 impl CommentStore for PerComment {
+    fn promotes_to(&self) -> Option<Layout> {
+        None
+    }
+
+    /// A post reads the discussion's thread counts first.
+    fn posts_from_kept(&self) -> bool {
+        false
+    }
+
+    fn ranks_in_memory(&self) -> bool {
+        false
+    }
+
+    fn import_scratch(&self) -> Layout {
+        Layout::Embedded
+    }
+
     async fn replace(
         &self,
         scope: &ReadScope,

@@ -368,17 +368,13 @@ impl Storage for Store {
                         )));
                     }
                 }
-                Err(StoreError::TooLarge(why))
-                    if discussion.layout == Layout::Embedded
-                        && self.promote_embedded
-                        && !promoted =>
-                {
+                Err(StoreError::TooLarge(why)) if self.promote_embedded && !promoted => {
+                    let Some(to) = self.layouts.get(discussion.layout).promotes_to() else {
+                        return Err(StoreError::TooLarge(why));
+                    };
                     promoted = true;
-                    tracing::info!(discussion = %discussion.id, %why, "promoting a full embedded discussion to the bucketed layout");
-                    match self
-                        .migrate(&discussion.id, Layout::Bucketed, &|_| {})
-                        .await
-                    {
+                    tracing::info!(discussion = %discussion.id, %why, from = %discussion.layout, %to, "promoting a full discussion to another layout");
+                    match self.migrate(&discussion.id, to, &|_| {}).await {
                         Ok(moved) => discussion = moved.discussion,
                         // Another post is promoting it already.
                         Err(StoreError::Busy(_)) => {
@@ -414,8 +410,8 @@ impl Storage for Store {
         id: &DiscussionId,
         new: NewComment,
     ) -> StoreResult<(Arc<Discussion>, Posted)> {
-        // Per-comment posts read the discussion's thread counts, so only the other layouts
-        // post from what the process kept.
+        // Only discussions whose layout posts from what the process kept are kept (see
+        // `CommentStore::posts_from_kept`).
         let discussion = match self.kept(id) {
             Some(discussion) => discussion,
             None => Arc::new(self.discussions.by_id(id).await?),
@@ -455,7 +451,7 @@ impl Storage for Store {
         match result {
             Ok(mut posted) => {
                 let now = posted.moved.take().map_or(discussion, Arc::new);
-                if now.layout != Layout::PerComment {
+                if self.layouts.get(now.layout).posts_from_kept() {
                     if posting.len() >= POSTING && !posting.contains_key(id) {
                         posting.clear();
                     }
@@ -479,6 +475,10 @@ impl Storage for Store {
         report: &(dyn Fn(Step) + Send + Sync),
     ) -> StoreResult<Moved> {
         self.import(id, to, &[], report).await
+    }
+
+    fn import_scratch(&self, layout: Layout) -> Layout {
+        self.layouts.get(layout).import_scratch()
     }
 
     async fn import(

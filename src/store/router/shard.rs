@@ -4,34 +4,19 @@
 //! on it, so a sharded cluster routes each to one shard (a test records the commands and
 //! checks).
 
-use mongodb::bson::{doc, Bson, Document};
+use mongodb::bson::doc;
 use mongodb::Database;
 
+use crate::store::bucketed::Bucketed;
+use crate::store::discussions::Discussions;
 use crate::store::moderation::Moderation;
+use crate::store::per_comment::PerComment;
 use crate::store::shared::error::{StoreError, StoreResult};
-
-/// A collection's shard key: fields in order, and whether its index is unique.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShardKey {
-    /// The collection.
-    pub collection: &'static str,
-    /// The key's fields, in order, with `1` (ranged) or `"hashed"`.
-    pub fields: &'static [(&'static str, KeyKind)],
-    /// Whether the collection's unique index is this key (so uniqueness holds per shard).
-    pub unique: bool,
-}
-
-/// How a shard key field is ordered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyKind {
-    /// Ranged (`1`).
-    Ranged,
-    /// Hashed (`"hashed"`).
-    Hashed,
-}
+pub use crate::store::shared::sharding::{KeyKind, ShardKey};
 
 /// The shard keys: comments by discussion then slug, pages by discussion then page (both their
-/// unique indexes), discussions by hashed `_id` (they are read by `_id`, and by key through an
+/// unique indexes, each given by its layout; the embedded layout keeps its comments in the
+/// discussion documents, and follows their key), discussions by hashed `_id` (they are read by `_id`, and by key through an
 /// index on every shard), the claims of discussion keys by hashed `_id`, the key, which
 /// `_id`'s own unique index keeps unique, and reports by hashed `_id` (comment and reporter),
 /// which they are written and removed by; votes by discussion, comment and voter, tallies by
@@ -39,12 +24,12 @@ pub enum KeyKind {
 /// (their unique index), rankings by hashed `_id` (the discussion).
 pub const SHARD_KEYS: [ShardKey; 9] = [
     ShardKey {
-        collection: "discussions",
+        collection: Discussions::COLLECTION,
         fields: &[("_id", KeyKind::Hashed)],
         unique: false,
     },
     ShardKey {
-        collection: "discussion_keys",
+        collection: Discussions::KEYS_COLLECTION,
         fields: &[("_id", KeyKind::Hashed)],
         unique: false,
     },
@@ -53,14 +38,7 @@ pub const SHARD_KEYS: [ShardKey; 9] = [
         fields: &[("_id", KeyKind::Hashed)],
         unique: false,
     },
-    ShardKey {
-        collection: "comments",
-        fields: &[
-            ("discussion_id", KeyKind::Ranged),
-            ("slug", KeyKind::Ranged),
-        ],
-        unique: true,
-    },
+    PerComment::SHARD_KEY,
     ShardKey {
         collection: crate::store::votes::VOTES,
         fields: &[
@@ -91,14 +69,7 @@ pub const SHARD_KEYS: [ShardKey; 9] = [
         fields: &[("_id", KeyKind::Hashed)],
         unique: false,
     },
-    ShardKey {
-        collection: "comment_pages",
-        fields: &[
-            ("discussion_id", KeyKind::Ranged),
-            ("page", KeyKind::Ranged),
-        ],
-        unique: true,
-    },
+    Bucketed::SHARD_KEY,
 ];
 
 /// The collections left unsharded, each with the reason: small, and read and written by `_id`
@@ -130,21 +101,6 @@ pub const UNSHARDED: [(&str, &str); 6] = [
         "the moderation log's last entry number, one document",
     ),
 ];
-
-impl ShardKey {
-    /// The key as `shardCollection` takes it.
-    pub fn key(&self) -> Document {
-        let mut key = Document::new();
-        for (field, kind) in self.fields {
-            let value = match kind {
-                KeyKind::Ranged => Bson::Int32(1),
-                KeyKind::Hashed => Bson::String("hashed".into()),
-            };
-            key.insert(*field, value);
-        }
-        key
-    }
-}
 
 /// Shards the database's collections on [`SHARD_KEYS`]: `enableSharding`, then
 /// `shardCollection` for each (already sharded on the same key is fine). Refuses anything but a

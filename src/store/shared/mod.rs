@@ -11,6 +11,7 @@ pub(crate) mod error;
 pub(crate) mod metrics;
 pub(crate) mod order;
 pub(crate) mod scope;
+pub(crate) mod sharding;
 pub(crate) mod skeleton;
 pub(crate) mod transactions;
 pub(crate) mod writer;

@@ -8,7 +8,8 @@
 //! the class's count in the discussion's ranking (doubling while a window comes back short).
 //! So a page reads about as many comments as it shows, at any size of discussion.
 //!
-//! A comment's replies, and an embedded discussion (read whole anyway), are ranked in memory.
+//! A comment's replies, and a discussion whose layout reads it whole anyway (see
+//! `CommentStore::ranks_in_memory`), are ranked in memory.
 //!
 //! **Walks.** A page without a cursor starts a walk at the discussion's vote number; its
 //! cursors carry that number and the value each comment was read with, and later pages leave
@@ -23,7 +24,7 @@ use super::book::{Ranking, Scope, VoteBook};
 use crate::domain::paging::window_in_memory;
 use crate::domain::tree::Listing;
 use crate::domain::votes::{ranked_in, RankKey};
-use crate::domain::{Comment, Cursor, Discussion, Layout, Micros, Rank, Slug, Window};
+use crate::domain::{Comment, Cursor, Discussion, Micros, Rank, Slug, Window};
 use crate::store::api::{CommentStore, Ranked, RankedOf, RankedPage};
 use crate::store::shared::error::StoreResult;
 use crate::store::shared::scope::ReadScope;
@@ -44,7 +45,7 @@ pub(crate) async fn page(
 ) -> StoreResult<RankedPage> {
     let whole = match list.of {
         RankedOf::Replies(parent) => Some(replies_of(layout, scope, discussion, parent).await?),
-        RankedOf::Comments | RankedOf::Threads if discussion.layout == Layout::Embedded => {
+        RankedOf::Comments | RankedOf::Threads if layout.ranks_in_memory() => {
             let listing = listing_of(list.of);
             Some(whole_list(layout, scope, discussion, listing).await?)
         }
