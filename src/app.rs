@@ -442,6 +442,7 @@ async fn connect_observed(
         .context("cannot connect to the database")?,
     );
     store
+        .health()
         .ping()
         .await
         .context("the database does not answer ping")?;

@@ -196,6 +196,7 @@ async fn one(
     let mut after: Option<(Slug, String)> = None;
     loop {
         let votes = store
+            .votes()
             .votes_in(
                 &discussion.id,
                 after.as_ref().map(|(s, v)| (s, v.as_str())),

@@ -103,6 +103,7 @@ async fn move_one(
         }
     };
     let moved = store
+        .moves()
         .migrate(id, to, &report)
         .await
         .with_context(|| format!("moving discussion {id} to {to}"));

@@ -212,7 +212,7 @@ async fn post_plan(
             let mut moved_once = false;
             loop {
                 let discussion = current.read().await.clone();
-                let result = store.post(&discussion, new.clone()).await;
+                let result = store.posting().post(&discussion, new.clone()).await;
                 match result {
                     Ok(done) => {
                         let _ = slots[index].set((done.comment.slug, done.comment.full_slug));
@@ -359,7 +359,10 @@ pub(crate) async fn reject_in_place(
                     ..current.clone()
                 }))
             };
-            let changed = store.change_comment(discussion, &slug, &decide).await?;
+            let changed = store
+                .posting()
+                .change_comment(discussion, &slug, &decide)
+                .await?;
             if changed.standing.status != CommentStatus::Rejected {
                 bail!("comment {slug} was not rejected");
             }
@@ -397,7 +400,7 @@ pub(crate) struct VoteLoad {
     pub skipped: usize,
     /// Seconds the load took.
     pub secs: f64,
-    /// Votes per second (in-process, through `Storage::vote`, [`VOTE_CONCURRENCY`] in flight).
+    /// Votes per second (in-process, through `VoteStore::vote`, [`VOTE_CONCURRENCY`] in flight).
     pub votes_per_sec: f64,
 }
 
@@ -442,7 +445,11 @@ pub(crate) async fn cast_votes(
         async move {
             let slug = &comments[comment];
             let voter = format!("voter-{voter}");
-            match store.vote(discussion, slug, &voter, Some(vote)).await {
+            match store
+                .votes()
+                .vote(discussion, slug, &voter, Some(vote))
+                .await
+            {
                 Ok(_) => {
                     bar.inc(1);
                     Ok(Some(vote))

@@ -1165,6 +1165,7 @@ async fn move_to(
     eprintln!("{label}: moving the discussion from {from} to {layout}");
     let started = Instant::now();
     let moved = store
+        .moves()
         .migrate(&loaded.discussion.id, layout, &|_| {})
         .await
         .with_context(|| format!("moving the loaded discussion from {from} to {layout}"))?;

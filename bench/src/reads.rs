@@ -205,6 +205,7 @@ impl Fixtures {
         // from, as a client's next page does.
         let ranked_at = |at: u64, rank: Rank| async move {
             let before = store
+                .votes()
                 .ranked(
                     &ReadScope::new(),
                     discussion,
@@ -410,6 +411,7 @@ impl Fixtures {
                 let (rank, deep) = read.ranked().context("not a ranked read")?;
                 let cursor = deep.then(|| self.deep_ranked_cursor(rank).clone());
                 let ranked = store
+                    .votes()
                     .ranked(
                         &scope,
                         &discussion,

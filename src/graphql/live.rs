@@ -160,7 +160,7 @@ impl Shared {
 
     /// Reads the feed until stopped, handing each batch of reports on.
     async fn run(self: Arc<Self>, mut stopped: oneshot::Receiver<()>) {
-        let mut feed = self.storage.changes(self.config.retry);
+        let mut feed = self.storage.changes().feed(self.config.retry);
         loop {
             let first = tokio::select! {
                 _ = &mut stopped => break,

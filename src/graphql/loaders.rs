@@ -296,7 +296,8 @@ impl Loader<ViewerVoteKey> for StoreLoader {
                 .iter()
                 .map(|k| (k.discussion.clone(), k.slug.clone()))
                 .collect();
-            for ((discussion, slug), vote) in self.store.votes_of(&voter, &comments).await? {
+            for ((discussion, slug), vote) in self.store.votes().votes_of(&voter, &comments).await?
+            {
                 out.insert(
                     ViewerVoteKey {
                         voter: voter.clone(),

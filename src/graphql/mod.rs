@@ -558,17 +558,17 @@ impl Api {
 
     /// Checks that the database answers.
     pub async fn ping(&self) -> StoreResult<()> {
-        self.storage.ping().await
+        self.storage.health().ping().await
     }
 
     /// Database commands sent so far, by command name.
     pub fn command_counts(&self) -> BTreeMap<String, u64> {
-        self.storage.command_counts()
+        self.storage.health().command_counts()
     }
 
     /// Writes the store's metrics (command durations, the connection pool, the change feed).
     pub fn write_store_metrics(&self, out: &mut crate::telemetry::metrics::Exposition) {
-        self.storage.write_metrics(out);
+        self.storage.health().write_metrics(out);
     }
 
     /// The schema.

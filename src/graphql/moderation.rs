@@ -120,7 +120,10 @@ pub(super) async fn approve(
     let before = public_comment(&storage, &discussion, &slug)
         .await?
         .ok_or_else(|| not_found(&discussion.id, &slug))?;
-    let comment = storage.change_comment(&discussion, &slug, &decide).await?;
+    let comment = storage
+        .posting()
+        .change_comment(&discussion, &slug, &decide)
+        .await?;
     storage.held().remove(&discussion.id, &slug).await?;
     let changed = before.standing != Standing::default();
     if changed {
@@ -204,7 +207,7 @@ async fn publish(
                 text: CommentText::parse(text, max_text_chars.max(text.chars().count()))?,
                 part: Some(slug.own_part()),
             };
-            let (now, posted) = storage.post_to(&id, new).await?;
+            let (now, posted) = storage.posting().post_to(&id, new).await?;
             (now, posted.comment)
         }
     };
@@ -250,7 +253,10 @@ pub(super) async fn reject(
             ..current.clone()
         }))
     };
-    storage.change_comment(&discussion, &slug, &decide).await
+    storage
+        .posting()
+        .change_comment(&discussion, &slug, &decide)
+        .await
 }
 
 /// Counts a report of a public comment by `reporter`: false for a repeat (which changes
@@ -307,7 +313,11 @@ pub(super) async fn report(
             ..current.clone()
         }))
     };
-    match storage.change_comment(&discussion, slug, &counted).await {
+    match storage
+        .posting()
+        .change_comment(&discussion, slug, &counted)
+        .await
+    {
         Ok(_) => {}
         Err(err) => {
             // Not counted: take the report back, so that sending it again counts it.

@@ -377,7 +377,10 @@ impl Mutation {
                         (next, _) => next,
                     })
                 };
-                let comment = storage.change_comment(&target, &slug, &decide).await?;
+                let comment = storage
+                    .posting()
+                    .change_comment(&target, &slug, &decide)
+                    .await?;
                 // Held or rejected by the edit: into its queue (after the change, which may
                 // be refused; a crash in between leaves it out of the queue until its next
                 // change or report).
@@ -479,7 +482,7 @@ impl Mutation {
         // says whether the comment waits for a moderator. Moderators' own comments never do.
         // A discussion this process posted to lately is not read again (see `Storage::kept`):
         // the post's own write checks that its mode is still the one decided by.
-        let discussion = match store(ctx).kept(&id) {
+        let discussion = match store(ctx).posting().kept(&id) {
             Some(kept) => kept,
             None => load_discussion(ctx, &input.discussion_id).await?,
         };
@@ -514,7 +517,7 @@ impl Mutation {
         // it in the post's own update): `NOT_FOUND`, and `FORBIDDEN` while it is locked.
         let storage = store(ctx).clone();
         let (sent, read) = (new.clone(), discussion.clone());
-        let post = async move { storage.post_from(read, sent).await };
+        let post = async move { storage.posting().post_from(read, sent).await };
         let (discussion, posted) = match detached(
             ctx,
             &caller,
@@ -640,7 +643,7 @@ impl Mutation {
         let set = async move {
             let set = storage.discussions().set_moderation(&id, mode).await;
             // Posts from this process decide by the mode they read from now on.
-            storage.forget(&id);
+            storage.posting().forget(&id);
             let discussion = set?;
             let logged = Logged::new(by, ModerationAction::SetModeration, Micros::now())
                 .discussion(id)
@@ -811,6 +814,7 @@ impl Mutation {
         let on = discussion.clone();
         let write = async move {
             storage
+                .votes()
                 .vote(&on, &slug, &voter, value.map(Into::into))
                 .await
         };
@@ -897,7 +901,7 @@ impl Mutation {
         storage.layout(to).gql()?;
         let by = caller.author.clone();
         let migrate = async move {
-            let moved = storage.migrate(&id, to, &|_| {}).await?;
+            let moved = storage.moves().migrate(&id, to, &|_| {}).await?;
             let logged = Logged::new(by, ModerationAction::Move, Micros::now())
                 .discussion(id)
                 .detail(to.as_str().to_uppercase());

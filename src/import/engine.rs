@@ -6,7 +6,7 @@
 //! Per discussion: its comments are ordered by time (and source id), placed under their
 //! parents (a reply whose parent is missing becomes top level: an orphan), and given slugs
 //! derived from their source ids; the store's import move adds those it does not hold yet to
-//! the discussion, with their own times, in the layout asked for (see `Storage::import`).
+//! the discussion, with their own times, in the layout asked for (see `ImportStore::import`).
 //! Held comments, votes, pins, the lock and the moderation mode follow, then the entries that
 //! say which source ids were imported: a run stopped at any point and made again ends with
 //! the file's content, once.
@@ -714,7 +714,7 @@ async fn write(
     for (_, comment) in prepared.comments.iter_mut().chain(prepared.held.iter_mut()) {
         comment.discussion_id = id.clone();
     }
-    let known = store.imported(&id).await?;
+    let known = store.imports().imported(&id).await?;
     let entries: Vec<(String, Slug)> = prepared
         .comments
         .iter()
@@ -755,6 +755,7 @@ async fn write(
         let discussion = by_id(store, &id).await?;
         for (slug, voter, vote) in &prepared.votes {
             store
+                .votes()
                 .restore_vote(&discussion, slug, voter, *vote)
                 .await
                 .map_err(|e| Refused(format!("a vote on {slug} in discussion {id}: {e}")))?;
@@ -773,7 +774,7 @@ async fn write(
             store.discussions().set_locked(&id, true).await?;
         }
     }
-    store.record_imported(&id, &entries).await?;
+    store.imports().record_imported(&id, &entries).await?;
     Ok(added)
 }
 
@@ -791,7 +792,7 @@ async fn by_id(store: &dyn Storage, id: &DiscussionId) -> Result<Discussion, Ref
 /// another layout than its own, so that the import's move brings the comments into its own.
 async fn find_or_create(store: &dyn Storage, prepared: &Prepared) -> Result<Discussion, Refused> {
     let mut new = prepared.new.clone();
-    new.layout = store.import_scratch(prepared.new.layout);
+    new.layout = store.imports().import_scratch(prepared.new.layout);
     // A threadql discussion keeps the id the file gives it.
     let Some(id) = &prepared.new.id else {
         return Ok(store.discussions().ensure(new).await?);
@@ -834,7 +835,7 @@ async fn bring_in(
     if discussion.layout != layout {
         return settle(store, &discussion.id, layout, adding, options).await;
     }
-    let scratch = store.import_scratch(layout);
+    let scratch = store.imports().import_scratch(layout);
     let added = settle(store, &discussion.id, scratch, adding, options).await?;
     settle(store, &discussion.id, layout, &[], options).await?;
     Ok(added)
@@ -851,7 +852,7 @@ async fn settle(
     let started = tokio::time::Instant::now();
     loop {
         let quiet = |_: Step| {};
-        match store.import(id, to, adding, &quiet).await {
+        match store.imports().import(id, to, adding, &quiet).await {
             Ok(moved) => return Ok(moved.added),
             Err(StoreError::Busy(_)) if started.elapsed() < options.lease * 2 => {
                 tokio::time::sleep(Duration::from_millis(500)).await;

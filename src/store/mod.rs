@@ -16,9 +16,10 @@ mod shared;
 mod votes;
 
 pub use api::{
-    ChangeKind, Claim, CommentChange, CommentStore, Decide, DiscussionStore, DynStorage, HeldStore,
-    ModerationStore, MoveTiming, Moved, Posted, QueueEntry, Ranked, RankedOf, RankedPage, Report,
-    Step, Storage, Waiting, Watched,
+    ChangeFeed, ChangeKind, Claim, CommentChange, CommentStore, Decide, DiscussionStore,
+    DynStorage, Health, HeldStore, ImportStore, ModerationStore, MoveStore, MoveTiming, Moved,
+    PostStore, Posted, QueueEntry, Ranked, RankedOf, RankedPage, Report, Step, Storage, VoteStore,
+    Waiting, Watched,
 };
 pub use discussions::Discussions;
 pub use router::{shard, Store};

@@ -145,6 +145,7 @@ impl CommentNode {
             }
         }
         let ranked = crate::graphql::store(ctx)
+            .votes()
             .ranked(
                 &reads(ctx).scope,
                 &self.discussion,

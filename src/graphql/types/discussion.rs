@@ -238,6 +238,7 @@ impl DiscussionNode {
         paging: &Paging,
     ) -> async_graphql::Result<CommentConnection> {
         let ranked = store(ctx)
+            .votes()
             .ranked(
                 &reads(ctx).scope,
                 &self.0,

@@ -1,4 +1,8 @@
-//! What the change feed reports.
+//! `ChangeFeed`: the feed of posts and changes, and what it reports.
+
+use std::time::Duration;
+
+use futures::stream::BoxStream;
 
 use crate::domain::{DiscussionId, Slug};
 
@@ -51,4 +55,12 @@ pub enum Watched {
     Interrupted,
     /// The feed had to start afresh: changes made while it was down were lost.
     Gap,
+}
+
+/// The change feed.
+pub trait ChangeFeed: Send + Sync {
+    /// The feed of posts and changes in every discussion, as the database reports them to this
+    /// process (open it once per process: every call opens a change stream). It never ends; it
+    /// reopens itself after failures, waiting `retry` before the first try.
+    fn feed(&self, retry: Duration) -> BoxStream<'static, Watched>;
 }

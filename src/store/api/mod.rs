@@ -4,7 +4,9 @@
 
 mod changes;
 mod discussions;
+mod health;
 mod held;
+mod imports;
 mod layout;
 mod moderation;
 mod moves;
@@ -12,13 +14,15 @@ mod posting;
 mod storage;
 mod votes;
 
-pub use changes::{ChangeKind, CommentChange, Watched};
+pub use changes::{ChangeFeed, ChangeKind, CommentChange, Watched};
 pub use discussions::DiscussionStore;
+pub use health::Health;
 pub use held::{Claim, HeldStore, QueueEntry, Report, Waiting};
+pub use imports::ImportStore;
 pub(crate) use layout::not_at_home;
 pub use layout::CommentStore;
 pub use moderation::ModerationStore;
-pub use moves::{MoveTiming, Moved, Step};
-pub use posting::{Decide, Posted};
+pub use moves::{MoveStore, MoveTiming, Moved, Step};
+pub use posting::{Decide, PostStore, Posted};
 pub use storage::{DynStorage, Storage};
-pub use votes::{Ranked, RankedOf, RankedPage};
+pub use votes::{Ranked, RankedOf, RankedPage, VoteStore};

@@ -1,8 +1,12 @@
-//! What moves between layouts take and report.
+//! `MoveStore`: moving a discussion between layouts while it stays online, with what a move
+//! takes and reports.
 
 use std::time::Duration;
 
-use crate::domain::{Discussion, Layout};
+use async_trait::async_trait;
+
+use crate::domain::{Discussion, DiscussionId, Layout};
+use crate::store::shared::error::StoreResult;
 
 /// Where a move is, for progress reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +41,7 @@ pub struct Moved {
     pub from: Layout,
     /// Comments copied.
     pub comments: u64,
-    /// Comments added by the move (see [`Storage::import`]).
+    /// Comments added by the move (see [`super::ImportStore::import`]).
     pub added: u64,
 }
 
@@ -65,4 +69,17 @@ impl Default for MoveTiming {
             chunk: 1_000,
         }
     }
+}
+
+/// Moves between layouts.
+#[async_trait]
+pub trait MoveStore: Send + Sync {
+    /// Moves a discussion to another layout while it stays online (see `store::moves`), reporting
+    /// its progress.
+    async fn migrate(
+        &self,
+        id: &DiscussionId,
+        to: Layout,
+        report: &(dyn Fn(Step) + Send + Sync),
+    ) -> StoreResult<Moved>;
 }

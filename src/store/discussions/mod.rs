@@ -139,7 +139,7 @@ pub(crate) fn moving(id: &DiscussionId) -> StoreError {
 
 /// The discussion, while it takes posts as `discussion` saw it: no move under way or made
 /// since, not locked, and moderated as it was. A post that did not read the discussion itself (see
-/// `Storage::post_to`) relies on this filter in its write.
+/// `PostStore::post_to`) relies on this filter in its write.
 pub(crate) fn open_for_posts(discussion: &Discussion) -> Document {
     let mut filter = unfenced(&discussion.id);
     filter.insert("locked", doc! { "$ne": true });

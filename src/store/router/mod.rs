@@ -1,42 +1,37 @@
-//! `Store`, the storage router: hands each request to its discussion's layout, waits out moves
-//! between layouts, promotes full embedded discussions, and remembers the discussions this
-//! process posts to.
+//! `Store`, the storage router: builds the store, hands each request to its discussion's layout
+//! (through the registry), waits out moves between layouts, promotes discussions that outgrow
+//! their layout, and remembers the discussions this process posts to. Each capability `Storage`
+//! hands out is implemented in a file of its own.
 
+mod feed;
+mod health;
+mod moves;
+mod posting;
 pub(crate) mod registry;
 pub mod shard;
+mod votes;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
-use async_trait::async_trait;
-use futures::stream::{BoxStream, StreamExt as _};
-use mongodb::bson::doc;
 use mongodb::Database;
 
-use super::cache::{weight, CachedDiscussions, CachedLayout, ReadCache};
-use super::discussions::{locked, Discussions};
+use super::cache::{CachedDiscussions, CachedLayout, ReadCache};
+use super::discussions::Discussions;
 use crate::domain::slug::MonotonicClock;
-use crate::domain::{
-    Comment, Discussion, DiscussionId, DomainError, Layout, NewComment, Slug, Vote, Window,
-};
-use crate::store::api::Decide;
+use crate::domain::{Discussion, DiscussionId, Layout};
 use crate::store::api::HeldStore;
-use crate::store::api::{CommentStore, DiscussionStore, ModerationStore, Posted, Storage, Watched};
-use crate::store::api::{MoveTiming, Moved, Step};
-use crate::store::api::{Ranked, RankedPage};
-use crate::store::changes;
+use crate::store::api::MoveTiming;
+use crate::store::api::{ChangeFeed, Health, ImportStore, MoveStore, PostStore, VoteStore};
+use crate::store::api::{CommentStore, DiscussionStore, ModerationStore, Storage};
 use crate::store::moderation::held::HeldComments;
 use crate::store::moderation::Moderation;
 use crate::store::moves::migrate;
 use crate::store::shared::connect::{self, Connection, StoreConfig};
-use crate::store::shared::error::{StoreError, StoreResult};
-use crate::store::shared::metrics::{Command, CommandCounter, Counted};
-use crate::store::shared::scope::ReadScope;
-use crate::store::shared::skeleton::revise;
+use crate::store::shared::error::StoreResult;
+use crate::store::shared::metrics::CommandCounter;
 use crate::store::shared::writer::Writer;
 use crate::store::votes::VoteBook;
-use crate::telemetry::metrics::Exposition;
 use registry::{Layouts, Parts};
 
 /// The MongoDB storage: discussions, the three layouts, and the command counter.
@@ -57,7 +52,7 @@ pub struct Store {
     promote_embedded: bool,
     moves: MoveTiming,
     /// Embedded and bucketed discussions this process posted to lately, as it last read them
-    /// (see [`Storage::post_to`]).
+    /// (see [`PostStore::post_to`]).
     posting: std::sync::Mutex<HashMap<DiscussionId, Arc<Discussion>>>,
 }
 
@@ -68,19 +63,6 @@ struct Cached {
     layouts: Vec<CachedLayout>,
     discussions: CachedDiscussions,
 }
-
-/// The read cache as the change feed keeps it exact; when the feed is dropped, the cache is
-/// bypassed.
-struct FeedHeard(Arc<ReadCache>);
-
-impl Drop for FeedHeard {
-    fn drop(&mut self) {
-        self.0.feed_down();
-    }
-}
-
-/// Discussions whose metadata a process keeps for posting (past this, it starts over).
-const POSTING: usize = 1024;
 
 impl Store {
     /// Connects, installs the command counter and creates the indexes (idempotent).
@@ -161,37 +143,6 @@ impl Store {
         }
     }
 
-    /// Casts a vote (checking that the voter may vote when `checked`), in the layout the
-    /// discussion has once a move that holds it is over.
-    async fn cast(
-        &self,
-        discussion: &Discussion,
-        (slug, voter): (&Slug, &str),
-        vote: Option<Vote>,
-        checked: bool,
-    ) -> Result<Comment, DomainError> {
-        let mut discussion = discussion.clone();
-        loop {
-            let layout = self.layouts.get(discussion.layout);
-            let cast = crate::store::votes::cast(
-                &self.votes,
-                (layout, &self.writer),
-                &discussion,
-                (slug, voter),
-                vote,
-                checked,
-            );
-            let cast = cast.await;
-            self.touched(&discussion.id);
-            match cast {
-                Err(DomainError::Moving(_)) => {
-                    discussion = self.after_move(&discussion.id).await?;
-                }
-                other => return other,
-            }
-        }
-    }
-
     /// Waits while a move of the discussion holds it, then reads it again.
     async fn after_move(&self, id: &DiscussionId) -> StoreResult<Discussion> {
         migrate::until_unfenced(&self.discussions.raw(), id, self.moves.wait).await?;
@@ -200,7 +151,7 @@ impl Store {
 
     /// Shards the collections on a sharded cluster (see `shard`).
     pub async fn shard_setup(&self) -> StoreResult<Vec<String>> {
-        crate::store::router::shard::setup(&self.db).await
+        shard::setup(&self.db).await
     }
 
     /// Database commands sent so far.
@@ -209,7 +160,6 @@ impl Store {
     }
 }
 
-#[async_trait]
 impl Storage for Store {
     fn discussions(&self) -> &dyn DiscussionStore {
         match &self.cache {
@@ -237,300 +187,27 @@ impl Storage for Store {
         })
     }
 
-    async fn ping(&self) -> StoreResult<()> {
-        self.commands.sent("ping");
-        let ping = self.db.run_command(doc! { "ping": 1 });
-        self.commands.timed(Command::Ping, ping).await?;
-        Ok(())
+    fn posting(&self) -> &dyn PostStore {
+        self
     }
 
-    fn command_counts(&self) -> BTreeMap<String, u64> {
-        self.commands.snapshot()
+    fn votes(&self) -> &dyn VoteStore {
+        self
     }
 
-    fn write_metrics(&self, out: &mut Exposition) {
-        self.commands.write(out);
-        if let Some(cached) = &self.cache {
-            cached.cache.write_metrics(out);
-        }
+    fn moves(&self) -> &dyn MoveStore {
+        self
     }
 
-    async fn change_comment(
-        &self,
-        discussion: &Discussion,
-        slug: &Slug,
-        decide: &Decide<'_>,
-    ) -> Result<Comment, DomainError> {
-        let mut discussion = discussion.clone();
-        loop {
-            let layout = self.layouts.get(discussion.layout);
-            let revised = revise(layout, &self.clock, &discussion, slug, decide).await;
-            self.touched(&discussion.id);
-            match revised {
-                Err(DomainError::Moving(_)) => {
-                    discussion = self.after_move(&discussion.id).await?;
-                }
-                other => return other,
-            }
-        }
+    fn imports(&self) -> &dyn ImportStore {
+        self
     }
 
-    async fn vote(
-        &self,
-        discussion: &Discussion,
-        slug: &Slug,
-        voter: &str,
-        vote: Option<Vote>,
-    ) -> Result<Comment, DomainError> {
-        self.cast(discussion, (slug, voter), vote, true).await
+    fn health(&self) -> &dyn Health {
+        self
     }
 
-    async fn restore_vote(
-        &self,
-        discussion: &Discussion,
-        slug: &Slug,
-        voter: &str,
-        vote: Vote,
-    ) -> Result<Comment, DomainError> {
-        self.cast(discussion, (slug, voter), Some(vote), false)
-            .await
-    }
-
-    async fn imported(&self, id: &DiscussionId) -> StoreResult<HashSet<String>> {
-        self.imports.sources(id).await
-    }
-
-    async fn record_imported(
-        &self,
-        id: &DiscussionId,
-        entries: &[(String, Slug)],
-    ) -> StoreResult<()> {
-        self.imports.record(id, entries).await
-    }
-
-    async fn votes_in(
-        &self,
-        discussion: &DiscussionId,
-        after: Option<(&Slug, &str)>,
-        limit: usize,
-    ) -> StoreResult<Vec<(Slug, String, Vote)>> {
-        self.votes.votes_in(discussion, after, limit).await
-    }
-
-    async fn votes_of(
-        &self,
-        voter: &str,
-        comments: &[(DiscussionId, Slug)],
-    ) -> StoreResult<HashMap<(DiscussionId, Slug), Vote>> {
-        self.votes.votes_of(voter, comments).await
-    }
-
-    async fn ranked(
-        &self,
-        scope: &ReadScope,
-        discussion: &Discussion,
-        list: Ranked<'_>,
-        window: &Window,
-    ) -> StoreResult<RankedPage> {
-        let layout = self.layouts.get(discussion.layout);
-        let read =
-            crate::store::votes::ranked_page(&self.votes, layout, scope, discussion, list, window);
-        match &self.cache {
-            Some(cached) => {
-                let describe = || format!("ranked {list:?} {window:?}");
-                let weigh = |ranked: &RankedPage| 64 + weight(&ranked.page.items);
-                cached
-                    .cache
-                    .through(discussion, describe, read, weigh)
-                    .await
-            }
-            None => read.await,
-        }
-    }
-
-    async fn post(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
-        let start = discussion.moves;
-        let mode = discussion.moderation;
-        let mut discussion = discussion.clone();
-        let mut promoted = false;
-        loop {
-            match self.layouts.post(&self.writer, &discussion, &new).await {
-                Err(StoreError::Moving(_)) => {
-                    discussion = self.after_move(&discussion.id).await?;
-                    if discussion.locked {
-                        return Err(locked(&discussion.id));
-                    }
-                    // Whether to hold the comment was decided by the mode it had.
-                    if discussion.moderation != mode {
-                        return Err(StoreError::Exhausted(format!(
-                            "discussion {} changed how it moderates while the comment was posted: send it again",
-                            discussion.id
-                        )));
-                    }
-                }
-                Err(StoreError::TooLarge(why)) if self.promote_embedded && !promoted => {
-                    let Some(to) = self.layouts.get(discussion.layout).promotes_to() else {
-                        return Err(StoreError::TooLarge(why));
-                    };
-                    promoted = true;
-                    tracing::info!(discussion = %discussion.id, %why, from = %discussion.layout, %to, "promoting a full discussion to another layout");
-                    match self.migrate(&discussion.id, to, &|_| {}).await {
-                        Ok(moved) => discussion = moved.discussion,
-                        // Another post is promoting it already.
-                        Err(StoreError::Busy(_)) => {
-                            discussion = self.after_move(&discussion.id).await?;
-                        }
-                        Err(err) => return Err(err),
-                    }
-                }
-                Ok(mut posted) => {
-                    self.touched(&discussion.id);
-                    if discussion.moves != start {
-                        posted.moved = Some(discussion);
-                    }
-                    return Ok(posted);
-                }
-                Err(err) => return Err(err),
-            }
-        }
-    }
-
-    fn kept(&self, id: &DiscussionId) -> Option<Arc<Discussion>> {
-        let posting = self.posting.lock().unwrap_or_else(|p| p.into_inner());
-        posting.get(id).cloned()
-    }
-
-    fn forget(&self, id: &DiscussionId) {
-        let mut posting = self.posting.lock().unwrap_or_else(|p| p.into_inner());
-        posting.remove(id);
-    }
-
-    async fn post_to(
-        &self,
-        id: &DiscussionId,
-        new: NewComment,
-    ) -> StoreResult<(Arc<Discussion>, Posted)> {
-        // Only discussions whose layout posts from what the process kept are kept (see
-        // `CommentStore::posts_from_kept`).
-        let discussion = match self.kept(id) {
-            Some(discussion) => discussion,
-            None => Arc::new(self.discussions.by_id(id).await?),
-        };
-        self.post_from(discussion, new).await
-    }
-
-    async fn post_from(
-        &self,
-        discussion: Arc<Discussion>,
-        new: NewComment,
-    ) -> StoreResult<(Arc<Discussion>, Posted)> {
-        let id = &discussion.id.clone();
-        if discussion.locked {
-            return Err(locked(id));
-        }
-        let mut discussion = discussion;
-        let result = loop {
-            match self.post(&discussion, new.clone()).await {
-                // The parent may have been looked for where a move just took it from (the
-                // discussion as kept, or as read a moment before the move): look again where
-                // the discussion is now.
-                Err(StoreError::NotFound(why)) => {
-                    let now = self.discussions.by_id(id).await?;
-                    if now.moves == discussion.moves {
-                        break Err(StoreError::NotFound(why));
-                    }
-                    if now.locked {
-                        break Err(locked(id));
-                    }
-                    discussion = Arc::new(now);
-                }
-                other => break other,
-            }
-        };
-        let mut posting = self.posting.lock().unwrap_or_else(|p| p.into_inner());
-        match result {
-            Ok(mut posted) => {
-                let now = posted.moved.take().map_or(discussion, Arc::new);
-                if self.layouts.get(now.layout).posts_from_kept() {
-                    if posting.len() >= POSTING && !posting.contains_key(id) {
-                        posting.clear();
-                    }
-                    posting.insert(id.clone(), now.clone());
-                } else {
-                    posting.remove(id);
-                }
-                Ok((now, posted))
-            }
-            Err(err) => {
-                posting.remove(id);
-                Err(err)
-            }
-        }
-    }
-
-    async fn migrate(
-        &self,
-        id: &DiscussionId,
-        to: Layout,
-        report: &(dyn Fn(Step) + Send + Sync),
-    ) -> StoreResult<Moved> {
-        self.import(id, to, &[], report).await
-    }
-
-    fn import_scratch(&self, layout: Layout) -> Layout {
-        self.layouts.get(layout).import_scratch()
-    }
-
-    async fn import(
-        &self,
-        id: &DiscussionId,
-        to: Layout,
-        adding: &[Comment],
-        report: &(dyn Fn(Step) + Send + Sync),
-    ) -> StoreResult<Moved> {
-        if !self.transactions {
-            return Err(StoreError::Unsupported(
-                "moving a discussion between layouts needs transactions (a replica set or a \
-                 sharded cluster): on a standalone server a write could land in the old layout \
-                 after it was copied"
-                    .into(),
-            ));
-        }
-        let movers = self.layouts.movers();
-        let moved = migrate::run(
-            &self.discussions,
-            &movers,
-            (id, to),
-            adding,
-            self.moves,
-            report,
-        )
-        .await;
-        self.touched(id);
-        moved
-    }
-
-    fn changes(&self, retry: Duration) -> BoxStream<'static, Watched> {
-        let feed = changes::feed(
-            Counted::new(&self.db, Discussions::COLLECTION, &self.commands),
-            retry,
-        );
-        let Some(cached) = &self.cache else {
-            return feed;
-        };
-        // The cache hears every report before the feed's reader does: a change read after its
-        // event is read past the cache.
-        // Once the feed is dropped (the process is shutting down), nothing keeps the cache
-        // exact: it is bypassed from then on.
-        let heard = FeedHeard(cached.cache.clone());
-        Box::pin(feed.inspect(move |watched| {
-            let cache = &heard.0;
-            match watched {
-                Watched::Open => cache.feed_open(),
-                Watched::Interrupted | Watched::Gap => cache.feed_down(),
-                Watched::Change(change) => cache.invalidate(&change.discussion),
-                Watched::Discussion(id) => cache.invalidate(id),
-            }
-        }))
+    fn changes(&self) -> &dyn ChangeFeed {
+        self
     }
 }

@@ -2,7 +2,7 @@
 //! comment that was ever voted on (`tallies`, indexed by each rank value so that ranked lists
 //! read bounded ranges), and one ranking document per discussion (`rankings`: its vote number
 //! and how many comments have each pair of counters). A vote writes all three, and the
-//! comment's counters in its layout, in one transaction (see `Store::vote`).
+//! comment's counters in its layout, in one transaction (see `cast`).
 
 use std::collections::HashMap;
 

@@ -21,7 +21,7 @@ enum Tried {
     Stored(Comment),
 }
 
-/// Casts a vote (see `Storage::vote`): in this process's turn for the discussion, reads the
+/// Casts a vote (see `VoteStore::vote`): in this process's turn for the discussion, reads the
 /// comment, checks that the voter may vote on it (when `checked`), then writes the vote, the discussion's
 /// ranking, the comment's tally and its counters in one transaction (in that order within one
 /// session, without transactions). A try that meets a concurrent change starts again after a

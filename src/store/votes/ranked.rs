@@ -34,7 +34,7 @@ const WHOLE_CHUNK: usize = 1_000;
 /// The most comments one read of the chronological list asks for.
 const MOST_PER_READ: usize = 1_000;
 
-/// One page of a ranked list (see `Storage::ranked`).
+/// One page of a ranked list (see `VoteStore::ranked`).
 pub(crate) async fn page(
     book: &VoteBook,
     layout: &dyn CommentStore,

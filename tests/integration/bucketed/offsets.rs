@@ -236,6 +236,7 @@ async fn a_changed_bucket_size_keeps_old_pages_readable() {
     let discussion = load_discussion(&resized, &d).await;
     for i in 0..7 {
         let c = resized
+            .posting()
             .post(
                 &discussion,
                 NewComment {

@@ -23,6 +23,7 @@ async fn many_writers_lose_and_duplicate_nothing() {
                 // Every third post replies to one of the task's earlier comments, at any depth.
                 let parent = (i % 3 == 2).then(|| mine[(i / 2 + task * 7) % mine.len()].clone());
                 let posted = store
+                    .posting()
                     .post(
                         &discussion,
                         NewComment {

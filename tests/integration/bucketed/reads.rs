@@ -323,7 +323,11 @@ async fn a_move_by_another_server_does_not_mislead_what_this_one_remembers() {
         .expect("connect");
     let id = DiscussionId::parse(&d).expect("id");
     for layout in [Layout::PerComment, Layout::Bucketed] {
-        other.migrate(&id, layout, &|_| {}).await.expect("move");
+        other
+            .moves()
+            .migrate(&id, layout, &|_| {})
+            .await
+            .expect("move");
     }
     let before = app.store().commands().snapshot();
     app.post(&d, Some(&reply), "after the move").await;

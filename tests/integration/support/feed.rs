@@ -8,7 +8,7 @@ use threadql::store::{ChangeKind, Storage, Store, Watched};
 
 /// The store's change feed, once it is open.
 pub(crate) async fn open_feed(store: &Store) -> BoxStream<'static, Watched> {
-    let mut feed = store.changes(Duration::from_millis(100));
+    let mut feed = store.changes().feed(Duration::from_millis(100));
     loop {
         match tokio::time::timeout(Duration::from_secs(30), feed.next()).await {
             Ok(Some(Watched::Open)) => return feed,

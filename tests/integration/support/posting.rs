@@ -120,6 +120,7 @@ pub(crate) async fn post_in(
 ) -> Slug {
     assert_eq!(discussion.layout, layout, "the discussion's layout");
     store
+        .posting()
         .post(
             discussion,
             NewComment {

@@ -1,0 +1,72 @@
+//! Moves and imports through the router (both need transactions; the read cache forgets the
+//! discussion after either), and the record of what imports brought in.
+
+use std::collections::HashSet;
+
+use async_trait::async_trait;
+
+use super::Store;
+use crate::domain::{Comment, DiscussionId, Layout, Slug};
+use crate::store::api::{ImportStore, MoveStore, Moved, Step};
+use crate::store::moves::migrate;
+use crate::store::shared::error::{StoreError, StoreResult};
+
+#[async_trait]
+impl MoveStore for Store {
+    async fn migrate(
+        &self,
+        id: &DiscussionId,
+        to: Layout,
+        report: &(dyn Fn(Step) + Send + Sync),
+    ) -> StoreResult<Moved> {
+        self.import(id, to, &[], report).await
+    }
+}
+
+#[async_trait]
+impl ImportStore for Store {
+    async fn import(
+        &self,
+        id: &DiscussionId,
+        to: Layout,
+        adding: &[Comment],
+        report: &(dyn Fn(Step) + Send + Sync),
+    ) -> StoreResult<Moved> {
+        if !self.transactions {
+            return Err(StoreError::Unsupported(
+                "moving a discussion between layouts needs transactions (a replica set or a \
+                 sharded cluster): on a standalone server a write could land in the old layout \
+                 after it was copied"
+                    .into(),
+            ));
+        }
+        let movers = self.layouts.movers();
+        let moved = migrate::run(
+            &self.discussions,
+            &movers,
+            (id, to),
+            adding,
+            self.moves,
+            report,
+        )
+        .await;
+        self.touched(id);
+        moved
+    }
+
+    fn import_scratch(&self, layout: Layout) -> Layout {
+        self.layouts.get(layout).import_scratch()
+    }
+
+    async fn imported(&self, id: &DiscussionId) -> StoreResult<HashSet<String>> {
+        self.imports.sources(id).await
+    }
+
+    async fn record_imported(
+        &self,
+        id: &DiscussionId,
+        entries: &[(String, Slug)],
+    ) -> StoreResult<()> {
+        self.imports.record(id, entries).await
+    }
+}
