@@ -6,16 +6,19 @@
 //! windows are cut from the `{page, count}` list, cursor windows start at the first page whose
 //! `last_key` follows the cursor. See docs/ARCHITECTURE.md for why this holds under concurrency.
 
+mod headers;
 pub mod hints;
 mod kept;
 mod known;
 mod moving;
+mod offsets;
 mod pages;
 mod push;
 mod shapes;
 mod stored;
+mod streams;
+mod threaded;
 mod threads;
-mod windows;
 mod write;
 
 use std::collections::HashMap;
