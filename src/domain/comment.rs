@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::votes::Votes;
 use super::{
     text, DiscussionId, DiscussionKey, DomainError, FullSlug, Layout, Micros, ModerationMode, Slug,
-    SlugPart, SortKey, Standing,
+    SlugPart, Standing,
 };
 
 /// Who wrote a comment, from the poster's token.
@@ -87,6 +87,18 @@ impl Comment {
     pub fn depth(&self) -> usize {
         self.slug.depth()
     }
+}
+
+/// What orders a comment in either listing: its posting time and slug (chronological), and its
+/// full slug (threaded). Read from a decoded comment, or from a stored one before decoding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SortKey<'a> {
+    /// When it was posted.
+    pub posted: Micros,
+    /// Its slug.
+    pub slug: &'a str,
+    /// Its full slug.
+    pub full_slug: &'a str,
 }
 
 /// A discussion: the container of one comment thread.
@@ -185,10 +197,6 @@ impl Debug for LayoutHints {
     }
 }
 
-/// A validated discussion title: 1 to 300 characters, not blank, one line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiscussionTitle(String);
-
 impl Discussion {
     /// The most comments a discussion may have pinned at once.
     pub const MAX_PINNED: usize = 5;
@@ -196,39 +204,6 @@ impl Discussion {
     /// Whether the comment `slug` is pinned.
     pub fn is_pinned(&self, slug: &Slug) -> bool {
         self.pinned.contains(slug)
-    }
-}
-
-impl DiscussionTitle {
-    /// Longest title accepted.
-    pub const MAX_CHARS: usize = 300;
-
-    /// Validates a client-supplied title (surrounding white space is trimmed). It follows the
-    /// text rules of [`CommentText`], on one line: blank titles (only white space or invisible
-    /// characters), titles over [`Self::MAX_CHARS`] characters and control characters (newline
-    /// and tab included) are refused; bidirectional controls left open are closed at its end.
-    pub fn parse(raw: &str) -> Result<Self, DomainError> {
-        let title = raw.trim();
-        if text::is_blank(title) {
-            return Err(DomainError::bad_input(
-                "title must not be empty (white space and invisible characters alone are empty)",
-            ));
-        }
-        if title.chars().count() > Self::MAX_CHARS {
-            return Err(DomainError::bad_input(format!(
-                "title is longer than {} characters",
-                Self::MAX_CHARS
-            )));
-        }
-        text::check_characters(title, "title", &[])?;
-        let mut title = title.to_owned();
-        text::close_bidi(&mut title);
-        Ok(Self(title))
-    }
-
-    /// The title.
-    pub fn into_inner(self) -> String {
-        self.0
     }
 }
 
@@ -425,39 +400,6 @@ mod tests {
         assert_eq!(
             CommentText::parse("a\u{200B}b\u{200F}", 10).map(|t| t.0),
             Ok("a\u{200B}b\u{200F}".into())
-        );
-    }
-
-    #[test]
-    fn titles_follow_the_text_rules_on_one_line() {
-        let title = |raw: &str| DiscussionTitle::parse(raw).map(DiscussionTitle::into_inner);
-        assert_eq!(title("  A title  "), Ok("A title".into()));
-        for bad in [
-            "",
-            "   ",
-            "nul\0",
-            "\u{1b}[2J",
-            "two\nlines",
-            "a\tb",
-            "del\u{7F}",
-            "\u{200B}",
-            "\u{200B}\u{FEFF}\u{3164}\u{2800}",
-        ] {
-            assert!(
-                matches!(title(bad), Err(DomainError::BadInput(_))),
-                "{bad:?}"
-            );
-        }
-        assert!(title(&"é".repeat(DiscussionTitle::MAX_CHARS)).is_ok());
-        assert!(title(&"é".repeat(DiscussionTitle::MAX_CHARS + 1)).is_err());
-        assert!(title("👩\u{200D}💻 עברית\u{200F}").is_ok());
-        assert_eq!(
-            title("rtl\u{202E}gpj.exe"),
-            Ok("rtl\u{202E}gpj.exe\u{202C}".into())
-        );
-        assert_eq!(
-            title("\u{2067}isolate\u{2069}"),
-            Ok("\u{2067}isolate\u{2069}".into())
         );
     }
 

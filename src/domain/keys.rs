@@ -1,9 +1,47 @@
 //! What ties a discussion to the host's page: its key (the page's own identifier) and the
-//! page's URL, with their rules, and what a new discussion is made of.
+//! page's URL, with their rules, its title, and what a new discussion is made of.
 
 use std::fmt;
 
-use super::{DiscussionId, DiscussionTitle, DomainError, Layout, Micros};
+use super::{text, DiscussionId, DomainError, Layout, Micros};
+
+/// A validated discussion title: 1 to 300 characters, not blank, one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscussionTitle(String);
+
+impl DiscussionTitle {
+    /// Longest title accepted.
+    pub const MAX_CHARS: usize = 300;
+
+    /// Validates a client-supplied title (surrounding white space is trimmed). It follows the
+    /// text rules of [`CommentText`](super::CommentText), on one line: blank titles (only white
+    /// space or invisible characters), titles over [`Self::MAX_CHARS`] characters and control
+    /// characters (newline and tab included) are refused; bidirectional controls left open are
+    /// closed at its end.
+    pub fn parse(raw: &str) -> Result<Self, DomainError> {
+        let title = raw.trim();
+        if text::is_blank(title) {
+            return Err(DomainError::bad_input(
+                "title must not be empty (white space and invisible characters alone are empty)",
+            ));
+        }
+        if title.chars().count() > Self::MAX_CHARS {
+            return Err(DomainError::bad_input(format!(
+                "title is longer than {} characters",
+                Self::MAX_CHARS
+            )));
+        }
+        text::check_characters(title, "title", &[])?;
+        let mut title = title.to_owned();
+        text::close_bidi(&mut title);
+        Ok(Self(title))
+    }
+
+    /// The title.
+    pub fn into_inner(self) -> String {
+        self.0
+    }
+}
 
 /// A discussion's key: the host page's own identifier for it (an article id, a path, a URL).
 /// 1 to 512 characters, no control characters; compared exactly (no trimming, no case folding,
@@ -237,5 +275,38 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn titles_follow_the_text_rules_on_one_line() {
+        let title = |raw: &str| DiscussionTitle::parse(raw).map(DiscussionTitle::into_inner);
+        assert_eq!(title("  A title  "), Ok("A title".into()));
+        for bad in [
+            "",
+            "   ",
+            "nul\0",
+            "\u{1b}[2J",
+            "two\nlines",
+            "a\tb",
+            "del\u{7F}",
+            "\u{200B}",
+            "\u{200B}\u{FEFF}\u{3164}\u{2800}",
+        ] {
+            assert!(
+                matches!(title(bad), Err(DomainError::BadInput(_))),
+                "{bad:?}"
+            );
+        }
+        assert!(title(&"é".repeat(DiscussionTitle::MAX_CHARS)).is_ok());
+        assert!(title(&"é".repeat(DiscussionTitle::MAX_CHARS + 1)).is_err());
+        assert!(title("👩\u{200D}💻 עברית\u{200F}").is_ok());
+        assert_eq!(
+            title("rtl\u{202E}gpj.exe"),
+            Ok("rtl\u{202E}gpj.exe\u{202C}".into())
+        );
+        assert_eq!(
+            title("\u{2067}isolate\u{2069}"),
+            Ok("\u{2067}isolate\u{2069}".into())
+        );
     }
 }

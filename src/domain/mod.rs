@@ -9,23 +9,25 @@ pub mod lifecycle;
 pub mod markdown;
 pub mod moderation;
 pub mod paging;
+pub mod ranking;
 pub mod slug;
+pub mod standing;
 pub mod text;
 pub mod tree;
 pub mod votes;
 pub mod words;
 
 pub use comment::{
-    Author, Comment, CommentText, Discussion, DiscussionTitle, LayoutHints, NewComment, Placement,
-    Revision,
+    Author, Comment, CommentText, Discussion, LayoutHints, NewComment, Placement, Revision, SortKey,
 };
 pub use error::DomainError;
 pub use ids::{DiscussionId, Layout};
-pub use keys::{DiscussionKey, DiscussionUrl, NewDiscussion};
+pub use keys::{DiscussionKey, DiscussionTitle, DiscussionUrl, NewDiscussion};
 pub use lifecycle::{Actor, Change, EditRules};
 pub use moderation::{Ban, LogEntry, Logged, ModerationAction, Reason, UserId};
-pub use moderation::{CommentStatus, Held, ModerationMode, Queue, ReportReason, Standing};
-pub use paging::{Cursor, CursorKind, Page, PageArgs, Paged, Paging, SortKey, Span, Window};
+pub use moderation::{Held, Queue, ReportReason};
+pub use paging::{Cursor, CursorKind, Page, PageArgs, Paged, Paging, Span, Window};
 pub use slug::{FullSlug, Micros, Slug, SlugPart};
+pub use standing::{CommentStatus, ModerationMode, Standing};
 pub use votes::{Rank, RankKey, Vote, Votes};
 pub use words::{ListError, Screening, WordList, WordLists};

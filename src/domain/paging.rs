@@ -1,15 +1,14 @@
 //! Paging: client arguments, validated windows (offset or keyset, forward or backward), opaque
 //! cursors, pages, where a window lies in a list of known length (the arithmetic every
-//! layout's bounded reads share), and a window of a ranked list held in memory.
+//! layout's bounded reads share).
 
-use std::cmp::Ordering;
 use std::collections::VecDeque;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 
-use super::votes::{key_of, ranked_in, Rank, RankKey};
-use super::{Comment, Discussion, DiscussionId, DomainError, FullSlug, Micros, Slug};
+use super::votes::{Rank, RankKey};
+use super::{Comment, Discussion, DiscussionId, DomainError, FullSlug, Micros, Slug, SortKey};
 
 /// Items in a page when a client gives neither `first` nor `last`.
 pub const DEFAULT_PAGE_SIZE: usize = 20;
@@ -337,18 +336,6 @@ impl Cursor {
 
 fn shorten(text: &str) -> String {
     text.chars().take(60).collect()
-}
-
-/// What orders a comment in either listing: its posting time and slug (chronological), and its
-/// full slug (threaded). Read from a decoded comment, or from a stored one before decoding it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SortKey<'a> {
-    /// When it was posted.
-    pub posted: Micros,
-    /// Its slug.
-    pub slug: &'a str,
-    /// Its full slug.
-    pub full_slug: &'a str,
 }
 
 /// A validated window into a list, in the list's stored order (oldest first, threaded, or
@@ -744,59 +731,6 @@ impl Paging {
             has_previous_page,
         }
     }
-}
-
-/// A window of a ranked list whose items are all in memory (an embedded discussion, a comment's
-/// replies), with the walk its cursors belong to. `items` is the whole list, in any order. A
-/// cursor window keeps only comments whose votes have not changed since its walk began, so a
-/// walk never shows a comment twice; a window without a cursor starts a walk at the latest vote
-/// number among the items.
-pub fn window_in_memory(rank: Rank, items: Vec<Comment>, window: &Window) -> (Page<Comment>, u64) {
-    let from = window.cursor().and_then(Cursor::rank_key);
-    let walk = match &from {
-        Some((_, walk)) => *walk,
-        None => items.iter().map(|c| c.votes.seq).max().unwrap_or(0),
-    };
-    let mut items: Vec<Comment> = items
-        .into_iter()
-        .filter(|c| ranked_in(c) && (from.is_none() || c.votes.seq <= walk))
-        .collect();
-    items.sort_by(|a, b| key_of(rank, a).order(&key_of(rank, b)));
-    let more = usize::try_from(window.more()).unwrap_or(usize::MAX);
-    let picked: Vec<Comment> = match (window, &from) {
-        (Window::Offset { skip, .. }, _) => items
-            .into_iter()
-            .skip(usize::try_from(*skip).unwrap_or(usize::MAX))
-            .take(more)
-            .collect(),
-        (Window::After { .. }, Some((at, _))) => items
-            .into_iter()
-            .filter(|c| key_of(rank, c).order(at) == Ordering::Greater)
-            .take(more)
-            .collect(),
-        (Window::After { .. }, None) => items.into_iter().take(more).collect(),
-        (Window::Before { .. }, Some((at, _))) => {
-            let before: Vec<Comment> = items
-                .into_iter()
-                .filter(|c| key_of(rank, c).order(at) == Ordering::Less)
-                .collect();
-            last_of(before, 0, more)
-        }
-        (Window::FromEnd { skip, .. }, _) => {
-            last_of(items, usize::try_from(*skip).unwrap_or(usize::MAX), more)
-        }
-        (Window::Before { .. }, None) => Vec::new(),
-    };
-    (window.page(picked), walk)
-}
-
-/// The `more` items that end `skip` items before the end of `items`.
-fn last_of(mut items: Vec<Comment>, skip: usize, more: usize) -> Vec<Comment> {
-    let end = items.len().saturating_sub(skip);
-    items.truncate(end);
-    let start = end.saturating_sub(more);
-    items.drain(..start);
-    items
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
 //! Votes and the ranked orders they give: a comment's counters, the three rank formulas, and
-//! the order every ranked list follows (highest value first, ties oldest first).
+//! the order every ranked list follows (highest value first, ties oldest first). What ranks a
+//! comment, and who may vote on it, is `ranking`.
 
 use std::cmp::Ordering;
 
-use super::{Comment, DomainError, Micros};
+use super::Micros;
 
 /// One user's vote on a comment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -129,11 +130,6 @@ impl Rank {
         }
     }
 
-    /// The value of a comment.
-    pub fn of(self, comment: &Comment) -> f64 {
-        self.value(comment.votes.up, comment.votes.down)
-    }
-
     /// Every ranked order.
     pub const ALL: [Rank; 3] = [Rank::Top, Rank::Best, Rank::Controversial];
 }
@@ -158,48 +154,6 @@ impl RankKey<'_> {
             .then(self.posted.cmp(&other.posted))
             .then(self.slug.cmp(other.slug))
     }
-}
-
-/// The rank key of a comment.
-pub fn key_of(rank: Rank, comment: &Comment) -> RankKey<'_> {
-    RankKey {
-        value: rank.of(comment),
-        posted: comment.posted,
-        slug: comment.slug.as_str(),
-    }
-}
-
-/// Whether the user with id `voter` may vote on `comment`: not on their own comment
-/// (`FORBIDDEN`), not on a deleted one (`COMMENT_DELETED`), and not on a placeholder, which only
-/// its author and moderators see (`NOT_FOUND`).
-pub fn may_vote(comment: &Comment, voter: &str) -> Result<(), DomainError> {
-    let name = || {
-        format!(
-            "comment {} in discussion {}",
-            comment.slug, comment.discussion_id
-        )
-    };
-    if !comment.standing.is_public() {
-        return Err(DomainError::not_found(format!("no {}", name())));
-    }
-    if comment.deleted {
-        return Err(DomainError::CommentDeleted(format!(
-            "{} was deleted: it takes no votes",
-            name()
-        )));
-    }
-    if comment.author.id == voter {
-        return Err(DomainError::Forbidden(format!(
-            "{} is your own: you cannot vote on it",
-            name()
-        )));
-    }
-    Ok(())
-}
-
-/// Whether a comment is in ranked lists: only public ones are (a placeholder is not).
-pub fn ranked_in(comment: &Comment) -> bool {
-    comment.standing.is_public()
 }
 
 #[cfg(test)]

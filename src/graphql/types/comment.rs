@@ -6,8 +6,7 @@ use async_graphql::{Context, Object, SimpleObject, ID};
 use chrono::{DateTime, Utc};
 
 use super::{CommentConnection, CommentOrder, CommentStatus, Total, VoteValue};
-use crate::domain::paging::window_in_memory;
-use crate::domain::votes::ranked_in;
+use crate::domain::ranking::{ranked_in, window_in_memory};
 use crate::domain::{
     Comment, CursorKind, Discussion, Held, Page, PageArgs, Paging, Rank, Slug, Window,
 };

@@ -47,7 +47,7 @@ pub trait VoteStore: Send + Sync {
     /// `slug`: the vote, the comment's counters (where its layout keeps it), its tally and the
     /// discussion's ranking change in one transaction. Voting as one already voted changes
     /// nothing. Returns the comment as it is afterwards. Whether the voter may vote is
-    /// [`crate::domain::votes::may_vote`]; a locked discussion is the caller's to refuse.
+    /// [`crate::domain::ranking::may_vote`]; a locked discussion is the caller's to refuse.
     async fn vote(
         &self,
         discussion: &Discussion,

@@ -53,7 +53,7 @@ pub(crate) async fn cast(
                 ))
             })?;
         if checked {
-            crate::domain::votes::may_vote(&current, voter)?;
+            crate::domain::ranking::may_vote(&current, voter)?;
         }
         let mut session = writer
             .client

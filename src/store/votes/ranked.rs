@@ -21,9 +21,9 @@ use std::cmp::Ordering;
 use std::collections::HashSet;
 
 use super::book::{Ranking, Scope, VoteBook};
-use crate::domain::paging::window_in_memory;
+use crate::domain::ranking::{ranked_in, window_in_memory};
 use crate::domain::tree::Listing;
-use crate::domain::votes::{ranked_in, RankKey};
+use crate::domain::votes::RankKey;
 use crate::domain::{Comment, Cursor, Discussion, Micros, Rank, Slug, Window};
 use crate::store::api::{CommentStore, Ranked, RankedOf, RankedPage};
 use crate::store::shared::error::StoreResult;
