@@ -1,5 +1,5 @@
 //! `threadql migrate`: moves discussions between layouts from the command line, with a progress
-//! bar, while servers keep serving them (see `store::migrate`).
+//! bar, while servers keep serving them (see `store::moves`).
 
 use std::time::Duration;
 

@@ -12,12 +12,12 @@ use crate::store::shared::error::StoreResult;
 /// Imports: moves that add comments, and the record of the source ids imported.
 #[async_trait]
 pub trait ImportStore: Send + Sync {
-    /// Moves discussion `id` to layout `to`, another than its own, as [`MoveStore::migrate`]
-    /// does, and adds on the way the comments of `adding` whose slugs it does not hold: an
-    /// import of comments with their original times and slugs, which posts cannot make (a post
-    /// takes the current time). The discussion's numbers, counts and pages come out as if every
-    /// comment had been posted in time order; posts made meanwhile wait for the move and are
-    /// kept. Run again after an interruption, it adds nothing twice.
+    /// Moves discussion `id` to layout `to`, another than its own, as
+    /// [`super::MoveStore::migrate`] does, and adds on the way the comments of `adding` whose
+    /// slugs it does not hold: an import of comments with their original times and slugs, which
+    /// posts cannot make (a post takes the current time). The discussion's numbers, counts and
+    /// pages come out as if every comment had been posted in time order; posts made meanwhile
+    /// wait for the move and are kept. Run again after an interruption, it adds nothing twice.
     async fn import(
         &self,
         id: &DiscussionId,
