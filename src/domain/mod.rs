@@ -3,6 +3,7 @@
 
 pub mod comment;
 pub mod error;
+pub mod events;
 pub mod ids;
 pub mod keys;
 pub mod lifecycle;
@@ -20,6 +21,7 @@ pub use comment::{
     Revision,
 };
 pub use error::DomainError;
+pub use events::{Acted, CommentRef, Event, EventType};
 pub use ids::{DiscussionId, Layout};
 pub use keys::{DiscussionKey, DiscussionUrl, NewDiscussion};
 pub use lifecycle::{Actor, Change, EditRules};

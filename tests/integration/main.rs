@@ -15,6 +15,7 @@ mod cors;
 mod costs;
 mod embed;
 mod embedded;
+mod events;
 mod faults;
 mod federation;
 mod formatting;
