@@ -14,16 +14,17 @@ use threadql::config::Config;
 use threadql::domain::{Layout, Vote};
 use threadql::store::embedded_db::EmbeddedDb;
 
-use crate::bans::moderator_token;
 use crate::live::{await_subscribers, Protocol, Ws};
-use crate::support::{layout_name, metric, post_graphql, token, unique_db, Running, Settings};
+use crate::support::{
+    layout_name, metric, moderator_token, post_graphql, token, unique_db, Running, Settings,
+};
 use crate::votes::{vote_value, VOTE};
 
 /// Longest wait for anything a test waits for.
 const WAIT: Duration = Duration::from_secs(20);
 /// Random operations of the model test, per layout.
 const OPS: usize = 60;
-/// Sets the model test's seed (a number), to replay a run.
+/// Sets the model test's model_seed (a number), to replay a run.
 const SEED_VAR: &str = "THREADQL_CACHE_SEED";
 /// How many times a write refused with `CONFLICT` is sent again.
 const RESENDS: u32 = 3;
@@ -129,7 +130,7 @@ const CHANGED: &str = "subscription($d: ID!) { commentChanged(discussionId: $d) 
 const USERS: [(&str, &str); 4] = [("u1", "Ada"), ("u2", "Lin"), ("u3", "Bo"), ("u4", "Cy")];
 
 /// A server's configuration on `database` with the read cache on (its default size) or off.
-fn config(database: &str, layout: Layout, cached: bool) -> Config {
+fn cache_config(database: &str, layout: Layout, cached: bool) -> Config {
     let mut config = Settings::new(layout).config(database);
     if !cached {
         config.cache_bytes = 0;
@@ -729,7 +730,7 @@ async fn seed_discussion(
 }
 
 /// The seed of a model run: `THREADQL_CACHE_SEED` if set, else `default`.
-fn seed(default: u64) -> u64 {
+fn model_seed(default: u64) -> u64 {
     std::env::var(SEED_VAR).map_or(default, |s| {
         s.parse()
             .unwrap_or_else(|_| panic!("{SEED_VAR} is not a number: {s}"))
@@ -742,10 +743,10 @@ async fn model_case(layout: Layout, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
     let database = unique_db("cache_model");
     let servers = [
-        Running::start(config(&database, layout, true)).await,
-        Running::start(config(&database, layout, true)).await,
+        Running::start(cache_config(&database, layout, true)).await,
+        Running::start(cache_config(&database, layout, true)).await,
     ];
-    let oracle = Running::start(config(&database, layout, false)).await;
+    let oracle = Running::start(cache_config(&database, layout, false)).await;
     let cached = [&servers[0], &servers[1]];
     let names = ["A", "B"];
     let client = reqwest::Client::new();
@@ -870,19 +871,19 @@ async fn model_case(layout: Layout, seed: u64) {
 /// as the server without the cache does; and both served reads from their cache meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cached_servers_answer_as_the_database_does_per_comment() {
-    model_case(Layout::PerComment, seed(1)).await;
+    model_case(Layout::PerComment, model_seed(1)).await;
 }
 
 /// [`cached_servers_answer_as_the_database_does_per_comment`] on the embedded layout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cached_servers_answer_as_the_database_does_embedded() {
-    model_case(Layout::Embedded, seed(2)).await;
+    model_case(Layout::Embedded, model_seed(2)).await;
 }
 
 /// [`cached_servers_answer_as_the_database_does_per_comment`] on the bucketed layout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cached_servers_answer_as_the_database_does_bucketed() {
-    model_case(Layout::Bucketed, seed(3)).await;
+    model_case(Layout::Bucketed, model_seed(3)).await;
 }
 
 /// What viewers see differently of a discussion's comments: their votes, placeholders' texts,
@@ -910,7 +911,7 @@ struct Sees {
 }
 
 /// The node of `slug` in a list of nodes.
-fn node<'a>(nodes: &'a Value, slug: &str) -> &'a Value {
+fn node_in<'a>(nodes: &'a Value, slug: &str) -> &'a Value {
     nodes
         .as_array()
         .expect("nodes")
@@ -929,8 +930,8 @@ fn node<'a>(nodes: &'a Value, slug: &str) -> &'a Value {
 async fn each_viewer_sees_their_own_view_of_cached_reads() {
     for layout in Layout::ALL {
         let database = unique_db("cache_viewers");
-        let server = Running::start(config(&database, layout, true)).await;
-        let oracle = Running::start(config(&database, layout, false)).await;
+        let server = Running::start(cache_config(&database, layout, true)).await;
+        let oracle = Running::start(cache_config(&database, layout, false)).await;
         let client = reqwest::Client::new();
         let d = server
             .mutate(
@@ -1040,13 +1041,20 @@ async fn each_viewer_sees_their_own_view_of_cached_reads() {
             }
             let discussion = &answers[0]["data"]["discussion"];
             let nodes = &discussion["comments"]["nodes"];
-            let reply = &node(&discussion["threads"]["nodes"], &a)["replies"]["nodes"];
+            let reply = &node_in(&discussion["threads"]["nodes"], &a)["replies"]["nodes"];
             for (slug, vote) in [(&a, &expected.votes[0]), (&c, &expected.votes[1])] {
-                assert_eq!(&node(nodes, slug)["viewerVote"], vote, "{context}: {slug}");
-                assert_eq!(&node(&discussion["top"]["nodes"], slug)["viewerVote"], vote);
+                assert_eq!(
+                    &node_in(nodes, slug)["viewerVote"],
+                    vote,
+                    "{context}: {slug}"
+                );
+                assert_eq!(
+                    &node_in(&discussion["top"]["nodes"], slug)["viewerVote"],
+                    vote
+                );
             }
-            assert_eq!(&node(reply, &c)["viewerVote"], &expected.votes[1]);
-            let rejected = node(nodes, &b);
+            assert_eq!(&node_in(reply, &c)["viewerVote"], &expected.votes[1]);
+            let rejected = node_in(nodes, &b);
             assert_eq!(rejected["status"], "REJECTED");
             let (text, reason, name) = match expected.placeholder {
                 true => (json!("second"), json!("off topic"), "Lin"),
@@ -1058,7 +1066,7 @@ async fn each_viewer_sees_their_own_view_of_cached_reads() {
                 "{context}"
             );
             assert_eq!(rejected["author"]["name"], name, "{context}");
-            let first = node(nodes, &a);
+            let first = node_in(nodes, &a);
             assert_eq!(first["text"], "first, edited");
             assert_eq!(
                 first["revisions"].is_array(),
@@ -1071,7 +1079,7 @@ async fn each_viewer_sees_their_own_view_of_cached_reads() {
             };
             assert_eq!(first["reportCount"], reports, "{context}");
             assert_eq!(discussion["pendingCount"], pending, "{context}");
-            assert_eq!(node(nodes, &e)["author"]["id"], deleter, "{context}");
+            assert_eq!(node_in(nodes, &e)["author"]["id"], deleter, "{context}");
             assert!(
                 nodes
                     .as_array()
@@ -1138,7 +1146,7 @@ async fn a_database_outage_empties_the_cache_and_fresh_reads_follow() {
     let layout = Layout::Embedded;
     let database = unique_db("cache_outage");
     let on_db = |cached: bool| {
-        let mut config = config(&database, layout, cached);
+        let mut config = cache_config(&database, layout, cached);
         config.mongodb_uri = Some(db.uri());
         config
     };
@@ -1265,8 +1273,8 @@ const CRAWL: &str =
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cold_discussions_read_once_stay_out_of_the_cache() {
     let database = unique_db("cache_crawler");
-    let writer = Running::start(config(&database, Layout::PerComment, false)).await;
-    let server = Running::start(config(&database, Layout::PerComment, true)).await;
+    let writer = Running::start(cache_config(&database, Layout::PerComment, false)).await;
+    let server = Running::start(cache_config(&database, Layout::PerComment, true)).await;
     // Its feed is open, so the cache counts reads (it is bypassed until then).
     until("the cached server opens its change feed", || async {
         metric(&server, STREAMS).await >= 1

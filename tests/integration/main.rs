@@ -19,6 +19,7 @@ mod faults;
 mod federation;
 mod formatting;
 mod held;
+mod helper_names;
 mod hostile;
 mod http;
 mod identity;

@@ -1066,7 +1066,7 @@ impl<'r> Case<'r> {
             got == expected,
             "{}: {what} differs from the model: {}\n  got:      {}\n  expected: {}\n  the operations so far:\n    {}",
             self.at(),
-            difference(got, expected),
+            describe_difference(got, expected),
             cut(got),
             cut(expected),
             self.log.join("\n    ")
@@ -1396,7 +1396,7 @@ impl<'r> Case<'r> {
                             "{who}: the direct link comment(discussionId, slug: {})",
                             c.slug
                         ),
-                        &outcome(&response, &format!("q{j}")),
+                        &aliased_outcome(&response, &format!("q{j}")),
                         &expected,
                     );
                 }
@@ -1594,14 +1594,14 @@ impl Run {
 }
 
 /// Where two reads first differ, briefly.
-fn difference(got: &Value, expected: &Value) -> String {
+fn describe_difference(got: &Value, expected: &Value) -> String {
     match (got, expected) {
         (Value::Array(g), Value::Array(e)) => match g.iter().zip(e).position(|(a, b)| a != b) {
             Some(i) => format!(
                 "item {i} of {} (expected {}): {}",
                 g.len(),
                 e.len(),
-                difference(&g[i], &e[i])
+                describe_difference(&g[i], &e[i])
             ),
             None => format!("{} items, expected {}", g.len(), e.len()),
         },
@@ -1615,7 +1615,7 @@ fn difference(got: &Value, expected: &Value) -> String {
                         g.get(k).cloned().unwrap_or(Value::Null),
                         e.get(k).cloned().unwrap_or(Value::Null),
                     );
-                    format!("{k}: {}", difference(&a, &b))
+                    format!("{k}: {}", describe_difference(&a, &b))
                 })
                 .collect();
             let slug = e.get("slug").or_else(|| g.get("slug"));
@@ -1640,7 +1640,7 @@ fn cut(value: &Value) -> String {
 }
 
 /// What a caller gets for one aliased field: the comment, or its error's code.
-fn outcome(response: &Value, alias: &str) -> Value {
+fn aliased_outcome(response: &Value, alias: &str) -> Value {
     let error = response["errors"].as_array().and_then(|errors| {
         errors
             .iter()

@@ -199,7 +199,7 @@ pub(crate) async fn newest_and_backward_pages_match_the_model_case(settings: Set
 }
 
 /// The commands a query sends.
-async fn cost(app: &TestApp, query: &str, vars: Value) -> u64 {
+async fn query_commands(app: &TestApp, query: &str, vars: Value) -> u64 {
     let before = app.commands();
     let data = app.ok(&format!("{query} {CONN}"), vars).await;
     assert!(data.is_object());
@@ -223,7 +223,7 @@ async fn cursors(app: &TestApp, query: &str, vars: Value, path: &[&str]) -> Vec<
 async fn same_cost(app: &TestApp, what: &str, query: &str, pages: &[(&str, Value)]) {
     let mut costs = Vec::new();
     for (name, vars) in pages {
-        costs.push((*name, cost(app, query, vars.clone()).await));
+        costs.push((*name, query_commands(app, query, vars.clone()).await));
     }
     let forward = costs[0].1;
     for (name, n) in &costs {

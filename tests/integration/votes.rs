@@ -953,7 +953,7 @@ pub(crate) async fn ranked_cursors_belong_to_their_order_case(settings: Settings
 }
 
 /// Reads what a move must keep: every comment's counters, two users' votes, and the TOP order.
-async fn snapshot(app: &TestApp, d: &str) -> (Vec<Listed>, Vec<Value>, Vec<String>) {
+async fn what_a_move_keeps(app: &TestApp, d: &str) -> (Vec<Listed>, Vec<Value>, Vec<String>) {
     let all = listed(app, d).await;
     let mut votes = Vec::new();
     for user in ["v1", "v2"] {
@@ -988,7 +988,7 @@ async fn votes_survive_a_move() {
     let model = build_tree(&app, &d, 25, 3, 7).await;
     cast_patterns(&app, &d, &model.slugs, 5).await;
     app.ok(DELETE, json!({ "d": d, "s": model.slugs[3] })).await;
-    let mut before = snapshot(&app, &d).await;
+    let mut before = what_a_move_keeps(&app, &d).await;
     let target = model.slugs[1].clone();
     let counts = |all: &[Listed]| {
         let c = all.iter().find(|c| c.slug == target).expect("the target");
@@ -1010,7 +1010,7 @@ async fn votes_survive_a_move() {
             layout_name(layout),
             "{moved:#}"
         );
-        let after = snapshot(&app, &d).await;
+        let after = what_a_move_keeps(&app, &d).await;
         assert_eq!(after.0, before.0, "counters after the move to {layout:?}");
         assert_eq!(after.1, before.1, "viewerVote after the move to {layout:?}");
         assert_eq!(after.2, before.2, "TOP after the move to {layout:?}");
@@ -1040,7 +1040,7 @@ async fn votes_survive_a_move() {
             );
             assert_eq!(answer["viewerVote"], "DOWN");
         }
-        before = snapshot(&app, &d).await;
+        before = what_a_move_keeps(&app, &d).await;
     }
 }
 
