@@ -25,6 +25,7 @@ mod http;
 mod identity;
 mod keys;
 mod lifecycle;
+mod links;
 mod live;
 mod logs;
 mod migrate;
