@@ -149,8 +149,12 @@ impl<T: Default> Capped<T> {
         }
     }
 
-    /// Runs `f` on the series of `value` (made when the budget allows, else [`OTHER`]'s).
+    /// Runs `f` on the series of `value` (made when the budget allows, else [`OTHER`]'s; the
+    /// value [`OTHER`] itself is counted there too, so that no two series share a label).
     pub fn with<R>(&self, value: &str, f: impl FnOnce(&T) -> R) -> R {
+        if value == OTHER {
+            return f(&self.other);
+        }
         {
             let known = self.known.read().unwrap_or_else(PoisonError::into_inner);
             if let Some(series) = known.get(value) {
@@ -427,7 +431,7 @@ t_cpu_seconds_total 0.5
             Capped::<Counter>::new(budget.clone()),
             Capped::<Counter>::new(budget),
         );
-        for value in ["x", "y", "x", "z"] {
+        for value in ["x", OTHER, "y", "x", "z"] {
             a.with(value, Counter::inc);
         }
         b.with("x", Counter::inc);
@@ -438,7 +442,7 @@ t_cpu_seconds_total 0.5
                 Ok::<(), ()>(())
             });
         }
-        let expected: Vec<(String, u64)> = [("x", 2), ("y", 1), (OTHER, 1), ("b:other", 1)]
+        let expected: Vec<(String, u64)> = [("x", 2), ("y", 1), (OTHER, 2), ("b:other", 1)]
             .into_iter()
             .map(|(v, n)| (v.to_owned(), n))
             .collect();

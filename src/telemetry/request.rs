@@ -206,9 +206,13 @@ impl RequestMetrics {
             counter.inc();
         }
         if let Some(durations) = self.durations.get(of_type) {
-            match &outcome.operation {
-                Some(name) => durations.named.with(name, |h| h.observe(elapsed)),
-                None => durations.anonymous.observe(elapsed),
+            // An operation named `anonymous` is counted with the unnamed ones: a series of its
+            // own would repeat their labels.
+            match outcome.operation.as_deref() {
+                Some(name) if name != ANONYMOUS => {
+                    durations.named.with(name, |h| h.observe(elapsed));
+                }
+                _ => durations.anonymous.observe(elapsed),
             }
         }
         for error in &outcome.errors {
@@ -406,6 +410,39 @@ fn log(status: StatusCode, elapsed: Duration, outcome: Option<&Outcome>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::telemetry::metrics::OTHER;
+
+    #[test]
+    fn operations_named_like_the_shared_series_join_them() {
+        let metrics = Arc::new(RequestMetrics::new(1));
+        let query = |name: Option<&str>| {
+            let outcome = Outcome::answered(OperationType::Query, name.map(Name::new), vec![]);
+            metrics.record(&outcome, Duration::from_millis(1));
+        };
+        for name in [
+            None,
+            Some(ANONYMOUS),
+            Some("Read"),
+            Some("Later"),
+            Some(OTHER),
+        ] {
+            query(name);
+        }
+        let mut page = Exposition::new();
+        metrics.write(&mut page);
+        let text = page.into_text();
+        let count = |operation: &str| {
+            let series = format!(
+                "threadql_request_duration_seconds_count{{operation_type=\"query\",operation=\"{operation}\"}} "
+            );
+            text.lines()
+                .filter_map(|l| l.strip_prefix(&series))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(count(ANONYMOUS), ["2"], "{text}");
+        assert_eq!(count("Read"), ["1"], "{text}");
+        assert_eq!(count(OTHER), ["2"], "{text}");
+    }
 
     #[test]
     fn sane_request_ids_are_kept_and_others_replaced() {
