@@ -31,22 +31,21 @@ const MOVE: &str =
     "mutation($d: ID!, $l: StorageLayout!) { migrateDiscussion(id: $d, layout: $l) { layout } }";
 const LOG: &str = "{ moderationLog(first: 50) { nodes { action moderator { id } discussionId slug userId reason detail } } }";
 
-/// Runs `query` as `token` and returns its data, failing on errors.
-async fn data_as(app: &TestApp, token: &str, query: &str, variables: Value) -> Value {
-    let response = app.exec_as(Some(token), query, variables).await;
-    assert!(response.get("errors").is_none(), "{response:#}");
-    response["data"].clone()
-}
-
 /// Posts `text` to `d` as `token` (under `parent`); returns the comment's slug and status.
-async fn post_in(app: &TestApp, token: &str, d: &str, parent: Option<&str>, text: &str) -> Value {
+async fn post_comment_as(
+    app: &TestApp,
+    token: &str,
+    d: &str,
+    parent: Option<&str>,
+    text: &str,
+) -> Value {
     let vars = json!({ "d": d, "p": parent, "t": text });
-    data_as(app, token, POST, vars).await["postComment"].clone()
+    app.ok_as(Some(token), POST, vars).await["postComment"].clone()
 }
 
 /// An event as the test compares it: its kind, its actor, the discussion and comment it names,
 /// and what else it says.
-fn shown(event: &Event) -> String {
+fn event_line(event: &Event) -> String {
     let comment = event
         .comment()
         .map(|c| format!(" {} by {}", c.slug, c.author))
@@ -85,12 +84,12 @@ fn shown(event: &Event) -> String {
     )
 }
 
-/// Every event received so far, as [`shown`] writes them.
-fn drain(events: &mut tokio::sync::broadcast::Receiver<Arc<Event>>) -> Vec<String> {
+/// Every event received so far, as [`event_line`] writes them.
+fn received(events: &mut tokio::sync::broadcast::Receiver<Arc<Event>>) -> Vec<String> {
     let mut seen = Vec::new();
     loop {
         match events.try_recv() {
-            Ok(event) => seen.push(shown(&event)),
+            Ok(event) => seen.push(event_line(&event)),
             Err(TryRecvError::Empty) => return seen,
             Err(other) => panic!("the event feed failed: {other}"),
         }
@@ -106,7 +105,9 @@ pub(crate) async fn every_workflow_emits_its_events_in_order_case(settings: Sett
     let m = app.moderator_token("mod", "Mo");
     let mut events = app.api.events();
 
-    let created = data_as(&app, &ada, CREATE, json!({ "t": "Events" })).await;
+    let created = app
+        .ok_as(Some(&ada), CREATE, json!({ "t": "Events" }))
+        .await;
     let d = created["createDiscussion"]["id"]
         .as_str()
         .unwrap()
@@ -115,58 +116,66 @@ pub(crate) async fn every_workflow_emits_its_events_in_order_case(settings: Sett
         .as_str()
         .unwrap()
         .to_owned();
-    let c1 = post_in(&app, &ada, &d, None, "first").await["slug"]
+    let c1 = post_comment_as(&app, &ada, &d, None, "first").await["slug"]
         .as_str()
         .unwrap()
         .to_owned();
-    let r1 = post_in(&app, &bob, &d, Some(&c1), "a reply").await["slug"]
+    let r1 = post_comment_as(&app, &bob, &d, Some(&c1), "a reply").await["slug"]
         .as_str()
         .unwrap()
         .to_owned();
-    data_as(
-        &app,
-        &ada,
+    app.ok_as(
+        Some(&ada),
         EDIT,
         json!({ "d": d, "s": c1, "t": "first, edited" }),
     )
     .await;
-    data_as(&app, &bob, DELETE, json!({ "d": d, "s": r1 })).await;
+    app.ok_as(Some(&bob), DELETE, json!({ "d": d, "s": r1 }))
+        .await;
     // Deleting a tombstone again changes nothing, and says nothing.
-    data_as(&app, &bob, DELETE, json!({ "d": d, "s": r1 })).await;
-    data_as(&app, &m, PIN, json!({ "d": d, "s": c1, "p": true })).await;
-    data_as(&app, &m, MODE, json!({ "d": d, "m": "PRE" })).await;
-    let c2 = post_in(&app, &bob, &d, None, "held, then approved").await;
+    app.ok_as(Some(&bob), DELETE, json!({ "d": d, "s": r1 }))
+        .await;
+    app.ok_as(Some(&m), PIN, json!({ "d": d, "s": c1, "p": true }))
+        .await;
+    app.ok_as(Some(&m), MODE, json!({ "d": d, "m": "PRE" }))
+        .await;
+    let c2 = post_comment_as(&app, &bob, &d, None, "held, then approved").await;
     assert_eq!(c2["status"], "PENDING");
     let c2 = c2["slug"].as_str().unwrap().to_owned();
-    data_as(&app, &m, APPROVE, json!({ "d": d, "s": c2 })).await;
-    let c3 = post_in(&app, &bob, &d, None, "held, then rejected").await["slug"]
+    app.ok_as(Some(&m), APPROVE, json!({ "d": d, "s": c2 }))
+        .await;
+    let c3 = post_comment_as(&app, &bob, &d, None, "held, then rejected").await["slug"]
         .as_str()
         .unwrap()
         .to_owned();
-    data_as(
-        &app,
-        &m,
+    app.ok_as(
+        Some(&m),
         REJECT,
         json!({ "d": d, "s": c3, "r": "off topic" }),
     )
     .await;
-    data_as(&app, &m, MODE, json!({ "d": d, "m": "POST" })).await;
+    app.ok_as(Some(&m), MODE, json!({ "d": d, "m": "POST" }))
+        .await;
     assert_eq!(
-        data_as(&app, &bob, REPORT, json!({ "d": d, "s": c1 })).await["reportComment"],
+        app.ok_as(Some(&bob), REPORT, json!({ "d": d, "s": c1 }))
+            .await["reportComment"],
         true
     );
     // A repeated report changes nothing, and says nothing.
-    data_as(&app, &bob, REPORT, json!({ "d": d, "s": c1 })).await;
-    data_as(&app, &m, LOCK, json!({ "d": d, "l": true })).await;
-    data_as(&app, &m, BAN, json!({ "u": "bob", "r": "spam" })).await;
-    data_as(&app, &m, UNBAN, json!({ "u": "bob" })).await;
+    app.ok_as(Some(&bob), REPORT, json!({ "d": d, "s": c1 }))
+        .await;
+    app.ok_as(Some(&m), LOCK, json!({ "d": d, "l": true }))
+        .await;
+    app.ok_as(Some(&m), BAN, json!({ "u": "bob", "r": "spam" }))
+        .await;
+    app.ok_as(Some(&m), UNBAN, json!({ "u": "bob" })).await;
     // Lifting a ban nobody has changes nothing, and says nothing.
-    data_as(&app, &m, UNBAN, json!({ "u": "bob" })).await;
+    app.ok_as(Some(&m), UNBAN, json!({ "u": "bob" })).await;
     let to = match layout.as_str() {
         "EMBEDDED" => "BUCKETED",
         _ => "EMBEDDED",
     };
-    data_as(&app, &m, MOVE, json!({ "d": d, "l": to })).await;
+    app.ok_as(Some(&m), MOVE, json!({ "d": d, "l": to })).await;
 
     let (from, to) = (layout.to_lowercase(), to.to_lowercase());
     let expected = vec![
@@ -188,10 +197,10 @@ pub(crate) async fn every_workflow_emits_its_events_in_order_case(settings: Sett
         "user.unbanned by mod (moderator) bob".to_owned(),
         format!("discussion.moved by mod (moderator) in {d} {from}->{to}"),
     ];
-    assert_eq!(drain(&mut events), expected);
+    assert_eq!(received(&mut events), expected);
 
     // The moderation log is the moderators' events, newest first.
-    let log = data_as(&app, &m, LOG, json!({})).await;
+    let log = app.ok_as(Some(&m), LOG, json!({})).await;
     let actions: Vec<&str> = log["moderationLog"]["nodes"]
         .as_array()
         .unwrap()
@@ -220,20 +229,31 @@ pub(crate) async fn a_locked_discussion_takes_no_held_post_case(settings: Settin
     let app = TestApp::with("locked_takes_no_held_post", settings).await;
     let (ada, bob) = (app.token("ada", "Ada"), app.token("bob", "Bob"));
     let m = app.moderator_token("mod", "Mo");
-    let created = data_as(&app, &ada, CREATE, json!({ "t": "Locked" })).await;
+    let created = app
+        .ok_as(Some(&ada), CREATE, json!({ "t": "Locked" }))
+        .await;
     let d = created["createDiscussion"]["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    let top = data_as(&app, &ada, POST, json!({ "d": d, "t": "before" })).await;
+    let top = app
+        .ok_as(Some(&ada), POST, json!({ "d": d, "t": "before" }))
+        .await;
     let top = top["postComment"]["slug"].as_str().unwrap().to_owned();
-    data_as(&app, &m, MODE, json!({ "d": d, "m": "PRE" })).await;
-    let held = data_as(&app, &bob, POST, json!({ "d": d, "t": "held" })).await;
+    app.ok_as(Some(&m), MODE, json!({ "d": d, "m": "PRE" }))
+        .await;
+    let held = app
+        .ok_as(Some(&bob), POST, json!({ "d": d, "t": "held" }))
+        .await;
     let held = held["postComment"]["slug"].as_str().unwrap().to_owned();
-    data_as(&app, &m, APPROVE, json!({ "d": d, "s": held })).await;
-    let pending = data_as(&app, &bob, POST, json!({ "d": d, "p": top, "t": "waits" })).await;
+    app.ok_as(Some(&m), APPROVE, json!({ "d": d, "s": held }))
+        .await;
+    let pending = app
+        .ok_as(Some(&bob), POST, json!({ "d": d, "p": top, "t": "waits" }))
+        .await;
     let pending = pending["postComment"]["slug"].as_str().unwrap().to_owned();
-    data_as(&app, &m, LOCK, json!({ "d": d, "l": true })).await;
+    app.ok_as(Some(&m), LOCK, json!({ "d": d, "l": true }))
+        .await;
     for (parent, what) in [
         (None, "a top-level post"),
         (Some(top.as_str()), "a reply to a public comment"),
@@ -249,7 +269,8 @@ pub(crate) async fn a_locked_discussion_takes_no_held_post_case(settings: Settin
         assert_eq!(error_code(&refused), "FORBIDDEN", "{what}: {refused:#}");
     }
     // In POST mode too, and for moderators' own posts.
-    data_as(&app, &m, MODE, json!({ "d": d, "m": "POST" })).await;
+    app.ok_as(Some(&m), MODE, json!({ "d": d, "m": "POST" }))
+        .await;
     for token in [&bob, &m] {
         let refused = app
             .exec_as(Some(token), POST, json!({ "d": d, "t": "after" }))
@@ -263,13 +284,14 @@ async fn the_event_feed_reaches_every_listener() {
     let app = TestApp::new("event_feed_listeners", Layout::PerComment).await;
     let (mut one, mut two) = (app.api.events(), app.api.events());
     let ada = app.token("ada", "Ada");
-    data_as(&app, &ada, CREATE, json!({ "t": "Two listeners" })).await;
-    assert_eq!(drain(&mut one).len(), 1);
-    assert_eq!(drain(&mut two).len(), 1);
+    app.ok_as(Some(&ada), CREATE, json!({ "t": "Two listeners" }))
+        .await;
+    assert_eq!(received(&mut one).len(), 1);
+    assert_eq!(received(&mut two).len(), 1);
     // A refused change commits nothing, and says nothing.
     let refused = app
         .exec_as(Some(&ada), LOCK, json!({ "d": "nope", "l": true }))
         .await;
     assert_eq!(error_code(&refused), "FORBIDDEN");
-    assert!(drain(&mut one).is_empty());
+    assert!(received(&mut one).is_empty());
 }
