@@ -662,6 +662,45 @@ async fn bad_files_are_refused_with_a_message_and_write_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wordpress_item_without_a_post_id_imports_by_its_link() {
+    let app = TestApp::new("import_wp_no_post_id", Layout::PerComment).await;
+    let path = import_fixture("wordpress-no-post-id.xml");
+    // `--key identifier` has nothing to key it by: the file is refused, naming the item.
+    let (ok, out, err) = import_cli(
+        &app,
+        &[&path, "--format", "wordpress", "--key", "identifier"],
+    )
+    .await;
+    assert!(!ok, "{out}");
+    assert!(err.contains("has no <wp:post_id>"), "{err}");
+    assert!(err.contains("https://wp.example.org/no-id/"), "{err}");
+    assert_eq!(app.store().discussions().count().await.expect("count"), 0);
+    // Keyed by its link (the default), it imports, and a second run adds nothing.
+    for added in [3, 0] {
+        let (ok, out, err) = import_cli(&app, &[&path, "--format", "wordpress"]).await;
+        assert!(ok, "{out}\n{err}");
+        assert!(
+            out.contains(&format!("comments: 3 ({added} added)")),
+            "{out}"
+        );
+        assert!(out.contains("problems: 0"), "{out}");
+    }
+    let lines = export(&app).await;
+    let discussions: Vec<&Value> = lines.iter().filter(|l| l["type"] == "discussion").collect();
+    assert_eq!(discussions[0]["key"], "https://wp.example.org/no-id/");
+    assert_eq!(discussions[0]["title"], "No id here");
+    assert_eq!(discussions[1]["key"], "https://wp.example.org/with-id/");
+    let link = "https://wp.example.org/no-id/";
+    let first = part_of("wordpress", link, "301");
+    let reply = lines
+        .iter()
+        .find(|l| l["text"] == "A reply.")
+        .expect("the reply");
+    assert_eq!(reply["discussion"], discussions[0]["id"]);
+    assert_eq!(reply["parentSlug"], json!(first));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_that_grew_adds_only_its_new_comments_in_their_places() {
     let app = TestApp::new("import_grew", Layout::Bucketed).await;
     let run = |n: usize| {
