@@ -13,12 +13,12 @@ use crate::auth::{JwtKeys, TokenRules, DEV_SECRET};
 use crate::config::Config;
 use crate::domain::paging::DEFAULT_PAGE_SIZE;
 use crate::domain::{EditRules, WordList, WordLists};
-use crate::graphql::closing::Stage;
 use crate::graphql::limits::DocumentLimits;
 use crate::graphql::live::LiveConfig;
 use crate::graphql::shared::SubscriptionCaps;
 use crate::graphql::{Api, Limits};
 use crate::http::{ConnectionTimeouts, Connections};
+use crate::service::closing::Stage;
 use mongodb::event::command::CommandEvent;
 use mongodb::event::EventHandler;
 

@@ -12,6 +12,7 @@ pub mod http; // axum routes
 pub mod import; // `threadql import`: comments from threadql, Disqus and WordPress files
 pub mod migrate; // `threadql migrate`: moving discussions between layouts
 pub mod rate; // rate limits per author and per client
+pub mod service; // the workflows: checked callers in, domain values and events out
 pub mod store; // CommentStore and the MongoDB layouts
 pub mod telemetry; // metrics, request ids and spans, request logs, traces over OTLP
 

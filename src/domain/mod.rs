@@ -3,6 +3,7 @@
 
 pub mod comment;
 pub mod error;
+pub mod events;
 pub mod ids;
 pub mod keys;
 pub mod lifecycle;
@@ -21,6 +22,7 @@ pub use comment::{
     Author, Comment, CommentText, Discussion, LayoutHints, NewComment, Placement, Revision, SortKey,
 };
 pub use error::DomainError;
+pub use events::{Acted, CommentRef, Event, EventType};
 pub use ids::{DiscussionId, Layout};
 pub use keys::{DiscussionKey, DiscussionTitle, DiscussionUrl, NewDiscussion};
 pub use lifecycle::{Actor, Change, EditRules};

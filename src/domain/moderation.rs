@@ -179,73 +179,70 @@ impl Ban {
     }
 }
 
-/// What a moderator did, as the moderation log records it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ModerationAction {
-    /// A held comment was published (`approveComment`).
-    Approve,
-    /// A comment was rejected (`rejectComment`).
-    Reject,
-    /// A moderator edited someone else's comment (`editComment`).
-    Edit,
-    /// A moderator deleted someone else's comment (`deleteComment`).
-    Delete,
-    /// A discussion was locked (`lockDiscussion` with `locked: true`).
-    Lock,
-    /// A discussion was unlocked (`lockDiscussion` with `locked: false`).
-    Unlock,
-    /// A discussion's moderation mode was set (`setModeration`).
-    SetModeration,
-    /// A comment was pinned (`pinComment` with `pinned: true`).
-    Pin,
-    /// A comment was unpinned (`pinComment` with `pinned: false`).
-    Unpin,
-    /// A user was banned (`banUser`).
-    Ban,
-    /// A ban was lifted (`unbanUser`).
-    Unban,
-    /// A discussion moved to another storage layout (`migrateDiscussion`).
-    Move,
+/// Lists every moderator action once, with its description (the API's too) and its stored
+/// name, for `$define` to define an enum of: [`ModerationAction`] here, and the API's enum.
+macro_rules! moderation_actions {
+    ($define:ident) => {
+        $define! {
+            /// Published a held comment (`approveComment`).
+            Approve = "approve",
+            /// Rejected a comment (`rejectComment`).
+            Reject = "reject",
+            /// Edited someone else's comment (`editComment`; a moderator editing their own comment is
+            /// not recorded).
+            Edit = "edit",
+            /// Deleted someone else's comment (`deleteComment`; a moderator deleting their own comment
+            /// is not recorded).
+            Delete = "delete",
+            /// Locked a discussion (`lockDiscussion` with `locked: true`).
+            Lock = "lock",
+            /// Unlocked a discussion (`lockDiscussion` with `locked: false`).
+            Unlock = "unlock",
+            /// Set how a discussion moderates (`setModeration`).
+            SetModeration = "set_moderation",
+            /// Pinned a comment (`pinComment` with `pinned: true`).
+            Pin = "pin",
+            /// Unpinned a comment (`pinComment` with `pinned: false`).
+            Unpin = "unpin",
+            /// Banned a user (`banUser`).
+            Ban = "ban",
+            /// Lifted a ban (`unbanUser`, when there was one to lift).
+            Unban = "unban",
+            /// Moved a discussion to another storage layout (`migrateDiscussion`).
+            Move = "move",
+        }
+    };
 }
+pub(crate) use moderation_actions;
+
+/// Defines [`ModerationAction`] from the list.
+macro_rules! define_actions {
+    ($($(#[doc = $doc:literal])* $name:ident = $stored:literal,)*) => {
+        /// What a moderator did, as the moderation log records it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ModerationAction {
+            $($(#[doc = $doc])* $name,)*
+        }
+
+        impl ModerationAction {
+            /// Every action.
+            pub const ALL: &'static [ModerationAction] = &[$(ModerationAction::$name,)*];
+
+            /// The stored name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ModerationAction::$name => $stored,)*
+                }
+            }
+        }
+    };
+}
+moderation_actions!(define_actions);
 
 impl ModerationAction {
-    /// Every action.
-    pub const ALL: [ModerationAction; 12] = [
-        ModerationAction::Approve,
-        ModerationAction::Reject,
-        ModerationAction::Edit,
-        ModerationAction::Delete,
-        ModerationAction::Lock,
-        ModerationAction::Unlock,
-        ModerationAction::SetModeration,
-        ModerationAction::Pin,
-        ModerationAction::Unpin,
-        ModerationAction::Ban,
-        ModerationAction::Unban,
-        ModerationAction::Move,
-    ];
-
-    /// The stored name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ModerationAction::Approve => "approve",
-            ModerationAction::Reject => "reject",
-            ModerationAction::Edit => "edit",
-            ModerationAction::Delete => "delete",
-            ModerationAction::Lock => "lock",
-            ModerationAction::Unlock => "unlock",
-            ModerationAction::SetModeration => "set_moderation",
-            ModerationAction::Pin => "pin",
-            ModerationAction::Unpin => "unpin",
-            ModerationAction::Ban => "ban",
-            ModerationAction::Unban => "unban",
-            ModerationAction::Move => "move",
-        }
-    }
-
     /// The action with this stored name.
     pub fn from_stored(name: &str) -> Option<ModerationAction> {
-        Self::ALL.into_iter().find(|a| a.as_str() == name)
+        Self::ALL.iter().copied().find(|a| a.as_str() == name)
     }
 }
 
@@ -500,7 +497,7 @@ mod tests {
 
     #[test]
     fn actions_round_trip_their_stored_names() {
-        for action in ModerationAction::ALL {
+        for &action in ModerationAction::ALL {
             assert_eq!(ModerationAction::from_stored(action.as_str()), Some(action));
         }
         assert_eq!(ModerationAction::from_stored("nuke"), None);

@@ -15,9 +15,9 @@ use futures::stream::{BoxStream, SplitSink, StreamExt};
 use futures::SinkExt;
 use serde_json::{json, Value};
 
-use crate::graphql::closing::{Closing, Stage};
 use crate::graphql::{Api, Connection};
 use crate::rate::ClientKey;
+use crate::service::closing::{Closing, Stage};
 
 /// The API as the WebSocket protocol runs it: each operation with its connection's identity.
 #[derive(Clone)]

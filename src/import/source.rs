@@ -18,7 +18,8 @@ pub enum KeyFrom {
 /// A discussion as a file gives it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SourceDiscussion {
-    /// The file's id for it (Disqus `dsq:id`, WordPress `wp:post_id`): what its comments name.
+    /// The file's id for it (Disqus `dsq:id`, WordPress `wp:post_id`, or the link of an item
+    /// without one): what its comments name.
     pub source_id: String,
     /// The key it gets, chosen by [`KeyFrom`]; `None` when the file gives nothing to key it by.
     pub key: Option<String>,

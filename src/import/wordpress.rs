@@ -22,13 +22,19 @@ const FORMAT: &str = "wordpress";
 /// Pingbacks and trackbacks (`wp:comment_type` `pingback`, `trackback`) are read as ordinary
 /// comments by their site. Elements are known by their usual prefixes (`wp:`, `content:`).
 ///
+/// An item without a `wp:post_id` is known by its link (its comments name it so), or by its
+/// place in the file when it has no link either; `--key identifier` cannot key it, so such an
+/// item with comments is an error then.
+///
 /// It streams: only the current item's titles and ids and the comment being read are held
-/// (an item's comments wait only if they come before its `wp:post_id`). After the first
-/// error it ends.
+/// (an item's comments wait only if they come before its `wp:post_id`, or it has none). After
+/// the first error it ends.
 pub struct WordPressReader<R: BufRead> {
     xml: XmlStream<R>,
     key: Option<KeyFrom>,
     item: Option<Item>,
+    /// How many `<item>`s have started.
+    items: usize,
     ready: VecDeque<Record>,
     /// The error that ended reading, given out after the records read before it.
     failure: Option<FormatError>,
@@ -38,6 +44,8 @@ pub struct WordPressReader<R: BufRead> {
 /// What an item gives its discussion, gathered as it is read.
 #[derive(Debug, Default)]
 struct Item {
+    /// Its place in the file (1 for the first).
+    number: usize,
     title: String,
     link: String,
     post_id: String,
@@ -55,6 +63,7 @@ impl<R: BufRead> WordPressReader<R> {
             xml: XmlStream::new(reader, FORMAT, "rss"),
             key,
             item: None,
+            items: 0,
             ready: VecDeque::new(),
             failure: None,
             done: false,
@@ -71,7 +80,13 @@ impl<R: BufRead> WordPressReader<R> {
             match event {
                 XmlEvent::Start { name, .. } => match (depth, name.as_str()) {
                     (1, _) | (2, "channel") => {}
-                    (3, "item") => self.item = Some(Item::default()),
+                    (3, "item") => {
+                        self.items += 1;
+                        self.item = Some(Item {
+                            number: self.items,
+                            ..Item::default()
+                        });
+                    }
                     (4, "title" | "link" | "wp:post_id" | "wp:post_date_gmt")
                         if self.item.is_some() =>
                     {
@@ -122,14 +137,16 @@ impl<R: BufRead> WordPressReader<R> {
         if item.waiting.is_empty() {
             return Ok(());
         }
-        if item.post_id.is_empty() {
-            return Err(self
-                .xml
-                .error("an <item> with comments has no <wp:post_id>"));
+        if item.post_id.is_empty() && self.key == Some(KeyFrom::Identifier) {
+            return Err(self.xml.error(format!(
+                "an <item> with comments has no <wp:post_id> to key it by (--key identifier): {}",
+                item.name()
+            )));
         }
         self.discussion(&mut item);
+        let source_id = item.source_id();
         for fields in std::mem::take(&mut item.waiting) {
-            self.convert(&item.post_id, &fields)?;
+            self.convert(&source_id, &fields)?;
         }
         Ok(())
     }
@@ -153,7 +170,7 @@ impl<R: BufRead> WordPressReader<R> {
             title
         };
         self.ready.push_back(Record::Discussion(SourceDiscussion {
-            source_id: item.post_id.clone(),
+            source_id: item.source_id(),
             key,
             url: link,
             title,
@@ -161,7 +178,7 @@ impl<R: BufRead> WordPressReader<R> {
         }));
     }
 
-    /// Queues one `<wp:comment>` of the discussion `post_id`.
+    /// Queues one `<wp:comment>` of the discussion whose source id is `post_id`.
     fn convert(&mut self, post_id: &str, fields: &Fields) -> Result<(), FormatError> {
         let discussion = post_id.to_owned();
         let source_id = fields
@@ -225,6 +242,28 @@ impl<R: BufRead> WordPressReader<R> {
             status,
         }));
         Ok(())
+    }
+}
+
+impl Item {
+    /// What its comments name: its `wp:post_id`, else its link, else its place in the file.
+    fn source_id(&self) -> String {
+        match (self.post_id.as_str(), self.link.as_str()) {
+            ("", "") => format!("item {}", self.number),
+            ("", link) => link.to_owned(),
+            (post_id, _) => post_id.to_owned(),
+        }
+    }
+
+    /// The item in an error: its place in the file, title and link.
+    fn name(&self) -> String {
+        let mut parts = vec![format!("item {}", self.number)];
+        for part in [&self.title, &self.link] {
+            if !part.is_empty() {
+                parts.push(format!("{part:?}"));
+            }
+        }
+        parts.join(" ")
     }
 }
 
@@ -399,6 +438,59 @@ mod tests {
     }
 
     #[test]
+    fn an_item_without_a_post_id_is_keyed_by_its_link() {
+        let comment_xml = |id: u32| {
+            format!("<wp:comment><wp:comment_id>{id}</wp:comment_id><wp:comment_approved>1</wp:comment_approved><wp:comment_date_gmt>2011-04-04 20:12:27</wp:comment_date_gmt></wp:comment>")
+        };
+        let xml = format!(
+            "<rss><channel><item><title>T</title><link>https://x.org/t</link>{}{}</item>\
+             <item><title>No link</title>{}</item>\
+             <item><link>https://x.org/u</link><wp:post_id>9</wp:post_id>{}</item></channel></rss>",
+            comment_xml(5),
+            comment_xml(6),
+            comment_xml(7),
+            comment_xml(8)
+        );
+        for key in [None, Some(KeyFrom::Link)] {
+            let records = fixtures::records(WordPressReader::new(xml.as_bytes(), key));
+            assert_eq!(
+                outline(&records),
+                [
+                    "D:https://x.org/t",
+                    "C:5",
+                    "C:6",
+                    "D:item 2",
+                    "C:7",
+                    "D:9",
+                    "C:8"
+                ]
+            );
+            let Some(Record::Discussion(first)) = records.first() else {
+                panic!("{records:?}");
+            };
+            assert_eq!(first.key.as_deref(), Some("https://x.org/t"));
+            assert_eq!(first.title, "T");
+            assert_eq!(comment(&records, "6").discussion, "https://x.org/t");
+            // With neither an id nor a link, the import reports it (it has no key).
+            let Some(Record::Discussion(second)) = records.get(3) else {
+                panic!("{records:?}");
+            };
+            assert_eq!(
+                (second.key.as_deref(), second.title.as_str()),
+                (None, "No link")
+            );
+        }
+        // `--key identifier` cannot key it: the file is refused, naming the item.
+        let results = read(xml.as_bytes(), Some(KeyFrom::Identifier));
+        let [Err(error)] = results.as_slice() else {
+            panic!("{results:?}");
+        };
+        assert!(error.message.contains("<wp:post_id>"), "{error}");
+        assert!(error.message.contains("item 1"), "{error}");
+        assert!(error.message.contains("https://x.org/t"), "{error}");
+    }
+
+    #[test]
     fn bad_files_are_errors() {
         let error = |xml: &str| match read(xml.as_bytes(), None).pop() {
             Some(Err(error)) => {
@@ -419,10 +511,6 @@ mod tests {
         assert!(
             error(&item("<wp:comment_approved>1</wp:comment_approved>")).contains("wp:comment_id")
         );
-        assert!(error(
-            "<rss><channel><item><wp:comment><wp:comment_id>5</wp:comment_id><wp:comment_date>2011-04-04 20:12:27</wp:comment_date></wp:comment></item></channel></rss>"
-        )
-        .contains("wp:post_id"));
         // Spam and trash need no date.
         let skipped = read(
             item("<wp:comment_id>5</wp:comment_id><wp:comment_approved>spam</wp:comment_approved>")

@@ -238,10 +238,7 @@ fn resolve(reference: &BytesRef<'_>) -> String {
         return c.to_string();
     }
     let name: &str = reference.as_ref();
-    match named_entity(name) {
-        Some(c) => c.to_string(),
-        None => format!("&{name};"),
-    }
+    named_entity(name).unwrap_or_else(|| format!("&{name};"))
 }
 
 /// The descendants of one element, each by its path below it (`author/name`).

@@ -1,62 +1,72 @@
 //! The process's own metrics, under the names every Prometheus client library gives them: CPU
 //! time, resident memory, open and allowed file descriptors, and start time. They are read at
-//! each scrape (`getrusage`, `getrlimit`, `/proc/self`), so requests pay nothing for them; what
-//! cannot be read (no `/proc`) is left out of the page.
+//! each scrape (`getrusage`, `getrlimit`, `/proc/self`) by a collector, so requests pay nothing
+//! for them; what cannot be read (no `/proc`) is left out of the page.
 
+use std::fmt;
 use std::sync::OnceLock;
 
 use nix::sys::resource::{getrlimit, getrusage, Resource, UsageWho};
 use nix::sys::time::TimeVal;
 use nix::unistd::{sysconf, SysconfVar};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::DescriptorEncoder;
 
-use super::metrics::{Exposition, Kind};
+use super::metrics::{counter, gauge, Exposition};
 
-/// Writes the process metrics that can be read.
+/// Adds the process metrics to the page; they are read when it is encoded.
 pub fn write(out: &mut Exposition) {
-    if let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) {
-        let secs = |t: TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
-        out.family(
-            "process_cpu_seconds_total",
-            Kind::Counter,
-            "Total user and system CPU time spent in seconds.",
-        );
-        out.sample(
-            "process_cpu_seconds_total",
-            &[],
-            secs(usage.user_time()) + secs(usage.system_time()),
-        );
-    }
-    if let Some(bytes) = resident_bytes() {
-        out.family(
-            "process_resident_memory_bytes",
-            Kind::Gauge,
-            "Resident memory size in bytes.",
-        );
-        out.sample("process_resident_memory_bytes", &[], bytes);
-    }
-    if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
-        out.family(
-            "process_open_fds",
-            Kind::Gauge,
-            "Number of open file descriptors.",
-        );
-        out.sample("process_open_fds", &[], fds.count());
-    }
-    if let Ok((soft, _)) = getrlimit(Resource::RLIMIT_NOFILE) {
-        out.family(
-            "process_max_fds",
-            Kind::Gauge,
-            "Maximum number of open file descriptors.",
-        );
-        out.sample("process_max_fds", &[], soft);
-    }
-    if let Some(start) = start_time() {
-        out.family(
-            "process_start_time_seconds",
-            Kind::Gauge,
-            "Start time of the process since unix epoch in seconds.",
-        );
-        out.sample("process_start_time_seconds", &[], start);
+    out.collect(Process);
+}
+
+/// The process metrics that can be read, at each scrape.
+#[derive(Debug)]
+struct Process;
+
+impl Collector for Process {
+    fn encode(&self, mut out: DescriptorEncoder<'_>) -> fmt::Result {
+        if let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) {
+            let secs = |t: TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+            counter(
+                &mut out,
+                "process_cpu_seconds",
+                "Total user and system CPU time spent in seconds.",
+                secs(usage.user_time()) + secs(usage.system_time()),
+            )?;
+        }
+        if let Some(bytes) = resident_bytes() {
+            gauge(
+                &mut out,
+                "process_resident_memory_bytes",
+                "Resident memory size in bytes.",
+                bytes,
+            )?;
+        }
+        if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
+            gauge(
+                &mut out,
+                "process_open_fds",
+                "Number of open file descriptors.",
+                fds.count(),
+            )?;
+        }
+        if let Ok((soft, _)) = getrlimit(Resource::RLIMIT_NOFILE) {
+            gauge(
+                &mut out,
+                "process_max_fds",
+                "Maximum number of open file descriptors.",
+                soft,
+            )?;
+        }
+        if let Some(start) = start_time() {
+            gauge(
+                &mut out,
+                "process_start_time_seconds",
+                "Start time of the process since unix epoch in seconds.",
+                start,
+            )?;
+        }
+        Ok(())
     }
 }
 

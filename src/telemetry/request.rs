@@ -6,6 +6,7 @@
 //! handler says how a request went in an [`Outcome`] it leaves in the response's extensions.
 
 use std::convert::Infallible;
+use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -16,10 +17,13 @@ use async_graphql::Name;
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, StatusCode};
 use axum::response::Response;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
 use tower::{Layer, Service};
 use tracing::Instrument as _;
 
-use super::metrics::{Budget, Capped, Counter, Exposition, Histogram, Kind};
+use super::metrics::{Budget, Capped, Counter, Exposition, Histogram};
 
 /// The header a request id travels in, both ways.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -202,9 +206,13 @@ impl RequestMetrics {
             counter.inc();
         }
         if let Some(durations) = self.durations.get(of_type) {
-            match &outcome.operation {
-                Some(name) => durations.named.with(name, |h| h.observe(elapsed)),
-                None => durations.anonymous.observe(elapsed),
+            // An operation named `anonymous` is counted with the unnamed ones: a series of its
+            // own would repeat their labels.
+            match outcome.operation.as_deref() {
+                Some(name) if name != ANONYMOUS => {
+                    durations.named.with(name, |h| h.observe(elapsed));
+                }
+                _ => durations.anonymous.observe(elapsed),
             }
         }
         for error in &outcome.errors {
@@ -217,53 +225,56 @@ impl RequestMetrics {
         self.errors.with(code, Counter::inc);
     }
 
-    /// Writes the request metrics.
-    pub fn write(&self, out: &mut Exposition) {
-        out.family(
-            "threadql_requests_total",
-            Kind::Counter,
+    /// Adds the request metrics to the page.
+    pub fn write(self: &Arc<Self>, out: &mut Exposition) {
+        out.collect(self.clone());
+    }
+}
+
+impl Collector for RequestMetrics {
+    fn encode(&self, mut out: DescriptorEncoder<'_>) -> fmt::Result {
+        let mut family = out.encode_descriptor(
+            "threadql_requests",
             "Requests to /graphql by operation type (query, mutation, subscription, batch, websocket, sse, unknown) and status (ok, error: the answer holds an error, refused: the HTTP layer refused it).",
-        );
+            None,
+            MetricType::Counter,
+        )?;
         for (of_type, by_status) in OperationType::ALL.iter().zip(&self.requests) {
             for (status, counter) in Status::ALL.iter().zip(by_status) {
-                out.sample(
-                    "threadql_requests_total",
-                    &[
-                        ("operation_type", of_type.as_str()),
-                        ("status", status.as_str()),
-                    ],
-                    counter.get(),
-                );
+                let labels = [
+                    ("operation_type", of_type.as_str()),
+                    ("status", status.as_str()),
+                ];
+                counter.encode(family.encode_family(&labels)?)?;
             }
         }
-        out.family(
+        let mut family = out.encode_descriptor(
             "threadql_request_duration_seconds",
-            Kind::Histogram,
             "Time from a /graphql request's arrival to its answer (to the start of the stream for WebSockets and SSE), by operation type and operation name (anonymous without one, other past the cap).",
-        );
+            None,
+            MetricType::Histogram,
+        )?;
         for (of_type, durations) in OperationType::ALL.iter().zip(&self.durations) {
             let mut write = |name: &str, histogram: &Histogram| {
-                if histogram.count() > 0 {
-                    out.histogram(
-                        "threadql_request_duration_seconds",
-                        &[("operation_type", of_type.as_str()), ("operation", name)],
-                        histogram,
-                    );
+                if histogram.count() == 0 {
+                    return Ok(());
                 }
+                let labels = [("operation_type", of_type.as_str()), ("operation", name)];
+                histogram.encode(family.encode_family(&labels)?)
             };
-            write(ANONYMOUS, &durations.anonymous);
-            durations.named.each(&mut write);
+            write(ANONYMOUS, &durations.anonymous)?;
+            durations.named.each(&mut write)?;
         }
-        out.family(
-            "threadql_errors_total",
-            Kind::Counter,
+        let mut family = out.encode_descriptor(
+            "threadql_errors",
             "Errors answered, by extensions.code: GraphQL errors (each one of an answer, and of every subscription event) and HTTP-level refusals.",
-        );
-        self.errors.each(|code, counter| {
-            if counter.get() > 0 {
-                out.sample("threadql_errors_total", &[("code", code)], counter.get());
-            }
-        });
+            None,
+            MetricType::Counter,
+        )?;
+        self.errors.each(|code, counter| match counter.get() {
+            0 => Ok(()),
+            _ => counter.encode(family.encode_family(&[("code", code)])?),
+        })
     }
 }
 
@@ -399,6 +410,39 @@ fn log(status: StatusCode, elapsed: Duration, outcome: Option<&Outcome>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::telemetry::metrics::OTHER;
+
+    #[test]
+    fn operations_named_like_the_shared_series_join_them() {
+        let metrics = Arc::new(RequestMetrics::new(1));
+        let query = |name: Option<&str>| {
+            let outcome = Outcome::answered(OperationType::Query, name.map(Name::new), vec![]);
+            metrics.record(&outcome, Duration::from_millis(1));
+        };
+        for name in [
+            None,
+            Some(ANONYMOUS),
+            Some("Read"),
+            Some("Later"),
+            Some(OTHER),
+        ] {
+            query(name);
+        }
+        let mut page = Exposition::new();
+        metrics.write(&mut page);
+        let text = page.into_text();
+        let count = |operation: &str| {
+            let series = format!(
+                "threadql_request_duration_seconds_count{{operation_type=\"query\",operation=\"{operation}\"}} "
+            );
+            text.lines()
+                .filter_map(|l| l.strip_prefix(&series))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(count(ANONYMOUS), ["2"], "{text}");
+        assert_eq!(count("Read"), ["1"], "{text}");
+        assert_eq!(count(OTHER), ["2"], "{text}");
+    }
 
     #[test]
     fn sane_request_ids_are_kept_and_others_replaced() {

@@ -14,7 +14,7 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use crate::support::{server_config, token, Running};
+use crate::support::{one_shot_client, outcome, outcomes, server_config, token, Running};
 
 /// The proxy header the servers here read the client's address from.
 const FORWARDED: &str = "x-forwarded-for";
@@ -26,28 +26,23 @@ const CREATE: &str = "mutation($t: String!) { createDiscussion(input: {title: $t
 const READ: &str = "{ __typename }";
 
 /// A server behind a proxy (`X-Forwarded-For`), allowing `anonymous` per client.
-fn config(label: &str, anonymous: &str) -> Config {
+fn proxy_config(label: &str, anonymous: &str) -> Config {
     let mut config = server_config(label);
     config.rate_limit_anon = anonymous.parse().expect("rate");
     config.client_ip_header = Some(FORWARDED.to_owned());
     config
 }
 
-/// A client that opens a connection per request.
-fn client() -> reqwest::Client {
-    crate::support::one_shot_client()
-}
-
 /// Posts `body` (one operation or a batch) with an `X-Forwarded-For` line per item of `from`
 /// (none: the request comes from the proxy itself) and an optional `Authorization` value;
 /// returns the status and the JSON body.
-async fn send(
+async fn send_from(
     server: &Running,
     from: &[&str],
     authorization: Option<&str>,
     body: &Value,
 ) -> (u16, Value) {
-    let mut request = client().post(server.url("/graphql")).json(body);
+    let mut request = one_shot_client().post(server.url("/graphql")).json(body);
     for line in from {
         request = request.header(FORWARDED, *line);
     }
@@ -61,27 +56,7 @@ async fn send(
 
 /// One anonymous read from `from` (one `X-Forwarded-For` line); its status and body.
 async fn read_from(server: &Running, from: &str) -> (u16, Value) {
-    send(server, &[from], None, &json!({ "query": READ })).await
-}
-
-/// `"ok"` for a response without errors, else its first error's code.
-fn outcome(response: &Value) -> String {
-    match response.get("errors") {
-        None => "ok".to_owned(),
-        Some(errors) => errors[0]["extensions"]["code"]
-            .as_str()
-            .unwrap_or("<no code>")
-            .to_owned(),
-    }
-}
-
-/// The outcomes of a batch's responses.
-fn outcomes(body: &Value) -> Vec<String> {
-    body.as_array()
-        .unwrap_or_else(|| panic!("a batch answer: {body}"))
-        .iter()
-        .map(outcome)
-        .collect()
+    send_from(server, &[from], None, &json!({ "query": READ })).await
 }
 
 /// Checks a request refused by the anonymous limit: 429, `RATE_LIMITED`, a retry hint.
@@ -98,12 +73,12 @@ fn assert_limited(status: u16, body: &Value, what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_token_is_anonymous_for_the_limits() {
-    let server = Running::start(config("anon_bogus_token", "3/3600s")).await;
+    let server = Running::start(proxy_config("anon_bogus_token", "3/3600s")).await;
     let from = ["198.51.100.1"];
     let bogus = Some("Bearer not-a-token");
 
     // A mutation with a refused token is still UNAUTHENTICATED; it counts (1).
-    let (status, body) = send(
+    let (status, body) = send_from(
         &server,
         &from,
         bogus,
@@ -112,11 +87,11 @@ async fn a_refused_token_is_anonymous_for_the_limits() {
     .await;
     assert_eq!((status, outcome(&body).as_str()), (200, "UNAUTHENTICATED"));
     // A read with a refused token runs as anonymous (2).
-    let (status, body) = send(&server, &from, bogus, &json!({ "query": READ })).await;
+    let (status, body) = send_from(&server, &from, bogus, &json!({ "query": READ })).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["__typename"], "Query", "{body}");
     // So does one over Server-Sent Events (3).
-    let events = client()
+    let events = one_shot_client()
         .post(server.url("/graphql"))
         .header(FORWARDED, from[0])
         .header("authorization", "Bearer not-a-token")
@@ -134,7 +109,7 @@ async fn a_refused_token_is_anonymous_for_the_limits() {
 
     // The allowance is spent, whatever the header says.
     for authorization in ["Bearer not-a-token", "Basic YWRhOnB3", "Bearer "] {
-        let (status, body) = send(
+        let (status, body) = send_from(
             &server,
             &from,
             Some(authorization),
@@ -145,7 +120,7 @@ async fn a_refused_token_is_anonymous_for_the_limits() {
     }
     let (status, body) = read_from(&server, from[0]).await;
     assert_limited(status, &body, "no header");
-    let sse = client()
+    let sse = one_shot_client()
         .post(server.url("/graphql"))
         .header(FORWARDED, from[0])
         .header("authorization", "Bearer not-a-token")
@@ -158,25 +133,25 @@ async fn a_refused_token_is_anonymous_for_the_limits() {
 
     // A valid token is not counted against the address.
     let ada = format!("Bearer {}", token("u1", "Ada"));
-    let (status, body) = send(&server, &from, Some(&ada), &json!({ "query": READ })).await;
+    let (status, body) = send_from(&server, &from, Some(&ada), &json!({ "query": READ })).await;
     assert_eq!((status, outcome(&body).as_str()), (200, "ok"), "{body}");
     server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_operation_of_a_batch_counts() {
-    let server = Running::start(config("anon_batch", "3/3600s")).await;
+    let server = Running::start(proxy_config("anon_batch", "3/3600s")).await;
     let batch = |n: usize| Value::Array(vec![json!({ "query": READ }); n]);
 
     // A batch of three spends the allowance: the next request is refused.
-    let (status, body) = send(&server, &["203.0.113.1"], None, &batch(3)).await;
+    let (status, body) = send_from(&server, &["203.0.113.1"], None, &batch(3)).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(outcomes(&body), ["ok", "ok", "ok"]);
     let (status, body) = read_from(&server, "203.0.113.1").await;
     assert_limited(status, &body, "after a batch of three");
 
     // In a batch of five, the fourth and fifth are refused.
-    let (status, body) = send(&server, &["203.0.113.2"], None, &batch(5)).await;
+    let (status, body) = send_from(&server, &["203.0.113.2"], None, &batch(5)).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         outcomes(&body),
@@ -189,12 +164,13 @@ async fn every_operation_of_a_batch_counts() {
     // Across requests: one, then a batch of three.
     let (status, _) = read_from(&server, "203.0.113.3").await;
     assert_eq!(status, 200);
-    let (status, body) = send(&server, &["203.0.113.3"], None, &batch(3)).await;
+    let (status, body) = send_from(&server, &["203.0.113.3"], None, &batch(3)).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(outcomes(&body), ["ok", "ok", "RATE_LIMITED"]);
 
     // A batch sent with a refused token counts the same.
-    let (status, body) = send(&server, &["203.0.113.4"], Some("Bearer forged"), &batch(4)).await;
+    let (status, body) =
+        send_from(&server, &["203.0.113.4"], Some("Bearer forged"), &batch(4)).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(outcomes(&body), ["ok", "ok", "ok", "RATE_LIMITED"]);
     server.shutdown().await;
@@ -285,7 +261,7 @@ impl Socket {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_operation_on_a_websocket_counts() {
-    let server = Running::start(config("anon_websocket", "3/3600s")).await;
+    let server = Running::start(proxy_config("anon_websocket", "3/3600s")).await;
     for (legacy, from) in [(false, "192.0.2.1"), (true, "192.0.2.2")] {
         // Opening the socket is a request (1); then two operations run (2, 3).
         let mut socket = open(&server, legacy, from, json!({}))
@@ -327,9 +303,9 @@ async fn every_operation_on_a_websocket_counts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_last_forwarded_address_is_the_client() {
-    let server = Running::start(config("anon_forwarded", "1/3600s")).await;
+    let server = Running::start(proxy_config("anon_forwarded", "1/3600s")).await;
     // The client wrote the first line, the proxy appended the second: the proxy's counts.
-    let (status, body) = send(
+    let (status, body) = send_from(
         &server,
         &["6.6.6.6", "10.0.0.1"],
         None,
@@ -337,7 +313,7 @@ async fn the_last_forwarded_address_is_the_client() {
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    let (status, body) = send(
+    let (status, body) = send_from(
         &server,
         &["7.7.7.7, 8.8.8.8", "10.0.0.1"],
         None,
@@ -348,7 +324,7 @@ async fn the_last_forwarded_address_is_the_client() {
     let (status, body) = read_from(&server, "10.0.0.1").await;
     assert_limited(status, &body, "the same address on one line");
     // A client whose first line the proxy did not follow with its own is counted apart.
-    let (status, body) = send(
+    let (status, body) = send_from(
         &server,
         &["10.0.0.1", "10.0.0.2"],
         None,
@@ -361,7 +337,7 @@ async fn the_last_forwarded_address_is_the_client() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_value_that_is_no_address_is_a_client_of_its_own() {
-    let server = Running::start(config("anon_unparsed", "1/3600s")).await;
+    let server = Running::start(proxy_config("anon_unparsed", "1/3600s")).await;
     // `address:port`, as some proxies write it, is that address.
     let (status, body) = read_from(&server, "1.2.3.4:5678").await;
     assert_eq!(status, 200, "{body}");
@@ -380,16 +356,16 @@ async fn a_value_that_is_no_address_is_a_client_of_its_own() {
     let (status, body) = read_from(&server, &long).await;
     assert_eq!(status, 200, "a long value: {body}");
     // The proxy itself (no header) still has its own allowance.
-    let (status, body) = send(&server, &[], None, &json!({ "query": READ })).await;
+    let (status, body) = send_from(&server, &[], None, &json!({ "query": READ })).await;
     assert_eq!(status, 200, "the proxy: {body}");
-    let (status, body) = send(&server, &[], None, &json!({ "query": READ })).await;
+    let (status, body) = send_from(&server, &[], None, &json!({ "query": READ })).await;
     assert_limited(status, &body, "the proxy again");
     server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ipv6_is_counted_per_64_and_mapped_ipv4_as_ipv4() {
-    let server = Running::start(config("anon_ipv6", "1/3600s")).await;
+    let server = Running::start(proxy_config("anon_ipv6", "1/3600s")).await;
     let (status, body) = read_from(&server, "2001:db8:1:2::1").await;
     assert_eq!(status, 200, "{body}");
     for same in ["2001:db8:1:2:ffff:ffff:ffff:ffff", "[2001:db8:1:2::7]:443"] {

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
 use serde_json::{json, Value};
-use threadql::auth::JwtKeys;
 
 use crate::support::{
-    diff, error_code, graphql_data, post_graphql, server_config, token, Running, SECRET,
+    diff, error_code, error_message, graphql_data, moderator_token, post_graphql, server_config,
+    token, Running,
 };
 
 const BAN: &str = "mutation($u: ID!, $until: DateTime, $r: String) { banUser(userId: $u, until: $until, reason: $r) { userId until reason by { id name } at } }";
@@ -20,11 +20,6 @@ const CREATE: &str =
     "mutation($t: String!) { createDiscussion(input: {title: $t, layout: PER_COMMENT}) { id } }";
 const POST: &str =
     "mutation($d: ID!, $t: String!) { postComment(input: {discussionId: $d, text: $t}) { slug } }";
-
-/// A moderator's token, signed as the tests' servers expect.
-pub(crate) fn moderator_token(sub: &str, name: &str) -> String {
-    JwtKeys::new(SECRET).mint(sub, name, &["moderator".to_owned()], 3600)
-}
 
 /// A server and a client to it.
 pub(crate) struct Site {
@@ -77,15 +72,8 @@ impl Site {
     }
 }
 
-/// The first error's message.
-fn message(response: &Value) -> &str {
-    response["errors"][0]["message"]
-        .as_str()
-        .unwrap_or_default()
-}
-
 /// The posted comment's slug, failing on any error.
-fn slug(response: &Value) -> String {
+fn posted_slug(response: &Value) -> String {
     assert!(response.get("errors").is_none(), "{response:#}");
     response["data"]["postComment"]["slug"]
         .as_str()
@@ -114,7 +102,7 @@ async fn every_mutation_of_a_banned_user_is_forbidden_until_the_ban_is_lifted() 
     let moderator = moderator_token("mod", "Mo");
     let troll = token("troll", "Troll");
     let d = site.discussion(&troll).await;
-    let c = slug(&site.post(&troll, &d, "before the ban").await);
+    let c = posted_slug(&site.post(&troll, &d, "before the ban").await);
 
     let data = site
         .data(
@@ -168,7 +156,7 @@ async fn every_mutation_of_a_banned_user_is_forbidden_until_the_ban_is_lifted() 
             .unwrap_or_else(|| panic!("mutation {field} is new: add it to this test"));
         let response = site.send(Some(&troll), query, vars.clone()).await;
         assert_eq!(error_code(&response), "FORBIDDEN", "{field}: {response:#}");
-        let said = message(&response);
+        let said = error_message(&response);
         assert!(
             said.contains("banned permanently (reason: spam\nagain)"),
             "{field}: {said}"
@@ -192,15 +180,15 @@ async fn every_mutation_of_a_banned_user_is_forbidden_until_the_ban_is_lifted() 
     );
 
     // Others, moderators included, go on.
-    slug(&site.post(&token("ada", "Ada"), &d, "hello").await);
-    slug(&site.post(&moderator, &d, "moderating").await);
+    posted_slug(&site.post(&token("ada", "Ada"), &d, "hello").await);
+    posted_slug(&site.post(&moderator, &d, "moderating").await);
 
     // Lifted: the user posts again; lifting again says there was nothing to lift.
     let data = site
         .data(Some(&moderator), UNBAN, json!({ "u": "troll" }))
         .await;
     assert_eq!(data["unbanUser"], true);
-    slug(&site.post(&troll, &d, "back").await);
+    posted_slug(&site.post(&troll, &d, "back").await);
     let data = site
         .data(Some(&moderator), UNBAN, json!({ "u": "troll" }))
         .await;
@@ -226,7 +214,7 @@ async fn a_ban_ends_when_its_time_comes_and_banning_again_replaces_it() {
     let refused = site.post(&troll, &d, "no").await;
     assert_eq!(error_code(&refused), "FORBIDDEN", "{refused:#}");
     assert!(
-        message(&refused).contains(&format!("banned until {hour} (reason: first)")),
+        error_message(&refused).contains(&format!("banned until {hour} (reason: first)")),
         "{refused:#}"
     );
 
@@ -243,7 +231,7 @@ async fn a_ban_ends_when_its_time_comes_and_banning_again_replaces_it() {
     assert_eq!(data["banUser"]["reason"], Value::Null);
     let refused = site.post(&troll, &d, "no").await;
     assert_eq!(error_code(&refused), "FORBIDDEN", "{refused:#}");
-    let said = message(&refused);
+    let said = error_message(&refused);
     assert!(said.contains(&format!("banned until {soon}:")), "{said}");
     assert!(!said.contains("reason"), "{said}");
 
@@ -324,7 +312,7 @@ async fn only_moderators_ban_and_bad_input_is_refused() {
     for (query, vars, says) in cases {
         let r = site.send(Some(&moderator), query, vars.clone()).await;
         assert_eq!(error_code(&r), "BAD_USER_INPUT", "{vars}: {r:#}");
-        assert!(message(&r).contains(says), "{vars}: {r:#}");
+        assert!(error_message(&r).contains(says), "{vars}: {r:#}");
     }
     // None of them banned anyone or wrote to the log.
     let log = site
@@ -335,7 +323,7 @@ async fn only_moderators_ban_and_bad_input_is_refused() {
         )
         .await;
     assert_eq!(log["moderationLog"]["nodes"], json!([]));
-    slug(
+    posted_slug(
         &site
             .post(
                 &token("troll", "Troll"),
@@ -363,7 +351,7 @@ async fn only_moderators_ban_and_bad_input_is_refused() {
     assert_eq!(data["banUser"]["userId"], "rising");
     let rising = moderator_token("rising", "Rai");
     let d = site.discussion(&rising).await;
-    slug(&site.post(&rising, &d, "a moderator now").await);
+    posted_slug(&site.post(&rising, &d, "a moderator now").await);
     let r = site
         .send(Some(&moderator), BAN, json!({ "u": "rising" }))
         .await;
@@ -383,13 +371,13 @@ async fn a_ban_check_costs_a_post_at_most_one_command() {
     let warm = token("warm", "Warm");
     let d = site.discussion(&warm).await;
     for i in 0..3 {
-        slug(&site.post(&warm, &d, &format!("warming {i}")).await);
+        posted_slug(&site.post(&warm, &d, &format!("warming {i}")).await);
     }
     let cost = |who: String, text: &'static str| {
         let (site, d) = (&site, &d);
         async move {
             let before = site.commands();
-            slug(&site.post(&who, d, text).await);
+            posted_slug(&site.post(&who, d, text).await);
             diff(&before, &site.commands())
         }
     };
@@ -426,8 +414,8 @@ async fn a_ban_made_through_one_server_applies_on_another() {
     let troll = token("troll", "Troll");
     let d = a.discussion(&moderator).await;
     // Both servers have read that the user is not banned.
-    slug(&a.post(&troll, &d, "on a").await);
-    slug(&b.post(&troll, &d, "on b").await);
+    posted_slug(&a.post(&troll, &d, "on a").await);
+    posted_slug(&b.post(&troll, &d, "on b").await);
 
     a.data(Some(&moderator), BAN, json!({ "u": "troll", "r": "spam" }))
         .await;
@@ -435,30 +423,30 @@ async fn a_ban_made_through_one_server_applies_on_another() {
     let r = a.post(&troll, &d, "on a again").await;
     assert_eq!(error_code(&r), "FORBIDDEN", "{r:#}");
     // The other within its 5 s (polled with a generous deadline).
-    let refused = until(
+    let refused = resend_until(
         || b.post(&troll, &d, "on b again"),
         |r| r.get("errors").is_some(),
     )
     .await;
     assert_eq!(error_code(&refused), "FORBIDDEN", "{refused:#}");
-    assert!(message(&refused).contains("banned permanently (reason: spam)"));
+    assert!(error_message(&refused).contains("banned permanently (reason: spam)"));
 
     // Lifting works the same way.
     let data = a
         .data(Some(&moderator), UNBAN, json!({ "u": "troll" }))
         .await;
     assert_eq!(data["unbanUser"], true);
-    slug(&a.post(&troll, &d, "a: free").await);
-    let posted = until(
+    posted_slug(&a.post(&troll, &d, "a: free").await);
+    let posted = resend_until(
         || b.post(&troll, &d, "b: free"),
         |r| r.get("errors").is_none(),
     )
     .await;
-    slug(&posted);
+    posted_slug(&posted);
 }
 
 /// Sends a request until its response is `done` (every 200 ms, for at most 30 s).
-async fn until<F, Fut>(send: F, done: impl Fn(&Value) -> bool) -> Value
+async fn resend_until<F, Fut>(send: F, done: impl Fn(&Value) -> bool) -> Value
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Value>,
@@ -488,8 +476,8 @@ async fn a_banned_user_hears_of_the_ban_before_the_rate_limit() {
     let moderator = moderator_token("mod", "Mo");
     let troll = token("troll", "Troll");
     let d = site.discussion(&moderator).await;
-    slug(&site.post(&troll, &d, "one").await);
-    slug(&site.post(&troll, &d, "two").await);
+    posted_slug(&site.post(&troll, &d, "one").await);
+    posted_slug(&site.post(&troll, &d, "two").await);
     let limited = site.post(&troll, &d, "three").await;
     assert_eq!(error_code(&limited), "RATE_LIMITED", "{limited:#}");
     site.data(Some(&moderator), BAN, json!({ "u": "troll" }))

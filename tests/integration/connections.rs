@@ -22,7 +22,7 @@ const NEVER: Duration = Duration::from_secs(20);
 
 /// A server whose settings `change` adjusts, the other timeouts left long so that only the one
 /// under test can close a connection.
-async fn start(label: &str, change: impl FnOnce(&mut Config)) -> Running {
+async fn start_with(label: &str, change: impl FnOnce(&mut Config)) -> Running {
     let mut config = server_config(label);
     config.header_timeout_secs = 3600;
     config.body_timeout_secs = 3600;
@@ -69,7 +69,7 @@ async fn metric_at(addr: SocketAddr, name: &str) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn half_sent_headers_are_closed_after_the_header_timeout() {
-    let server = start("header_timeout", |c| c.header_timeout_secs = 1).await;
+    let server = start_with("header_timeout", |c| c.header_timeout_secs = 1).await;
     // Half a request head, then nothing.
     let mut half = send_raw(
         server.addr,
@@ -96,7 +96,7 @@ async fn half_sent_headers_are_closed_after_the_header_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
-    let server = start("idle_timeout", |c| c.idle_timeout_secs = 1).await;
+    let server = start_with("idle_timeout", |c| c.idle_timeout_secs = 1).await;
     // One whole request on a keep-alive connection, answered; then silence.
     let mut socket = send_raw(
         server.addr,
@@ -111,7 +111,7 @@ async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partial_body_gets_408_and_is_closed_after_the_body_timeout() {
-    let server = start("body_timeout", |c| c.body_timeout_secs = 1).await;
+    let server = start_with("body_timeout", |c| c.body_timeout_secs = 1).await;
     // The head declares 200 bytes; 20 arrive.
     let mut socket = send_raw(
         server.addr,
@@ -128,7 +128,7 @@ async fn a_partial_body_gets_408_and_is_closed_after_the_body_timeout() {
 async fn connections_past_the_cap_wait_and_the_server_keeps_answering() {
     const CAP: u64 = 4;
     let metrics = free_addr().await;
-    let server = start("max_connections", |c| {
+    let server = start_with("max_connections", |c| {
         c.max_connections = Some(CAP as u32);
         c.metrics_listen = Some(metrics);
     })
@@ -187,7 +187,7 @@ async fn connections_past_the_cap_wait_and_the_server_keeps_answering() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn head_never_runs_a_mutation_and_sends_no_body() {
-    let server = start("head_mutation", |_| {}).await;
+    let server = start_with("head_mutation", |_| {}).await;
     let token = token("u1", "Ada");
     let body =
         json!({ "query": "mutation { createDiscussion(input: {title: \"by HEAD\"}) { id } }" })
@@ -232,7 +232,7 @@ async fn head_never_runs_a_mutation_and_sends_no_body() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transfer_encoding_with_content_length_gets_400() {
-    let server = start("te_cl", |_| {}).await;
+    let server = start_with("te_cl", |_| {}).await;
     let body = r#"{"query":"{ discussions(first: 1) { nodes { id } } }"}"#;
     let chunked = format!("{:x}\r\n{body}\r\n0\r\n\r\n", body.len());
     for headers in [
@@ -276,7 +276,7 @@ async fn transfer_encoding_with_content_length_gets_400() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_move_to_their_own_listener() {
     let metrics = free_addr().await;
-    let server = start("metrics_listen", |c| c.metrics_listen = Some(metrics)).await;
+    let server = start_with("metrics_listen", |c| c.metrics_listen = Some(metrics)).await;
     let public = reqwest::get(server.url("/metrics")).await.unwrap();
     assert_eq!(public.status().as_u16(), 404);
     let private = reqwest::get(format!("http://{metrics}/metrics"))
@@ -286,7 +286,7 @@ async fn metrics_move_to_their_own_listener() {
     let text = private.text().await.unwrap();
     assert!(text.contains("threadql_db_commands_total"), "{text}");
     // Without the setting, /metrics stays where it was.
-    let server_b = start("metrics_public", |_| {}).await;
+    let server_b = start_with("metrics_public", |_| {}).await;
     let public = reqwest::get(server_b.url("/metrics")).await.unwrap();
     assert_eq!(public.status().as_u16(), 200);
     server_b.shutdown().await;
@@ -295,7 +295,7 @@ async fn metrics_move_to_their_own_listener() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_websocket_is_closed_and_one_that_answers_pings_stays() {
-    let server = start("ws_idle", |c| c.idle_timeout_secs = 1).await;
+    let server = start_with("ws_idle", |c| c.idle_timeout_secs = 1).await;
     let open = || async {
         let mut request = format!("ws://{}/graphql", server.addr)
             .into_client_request()

@@ -86,6 +86,16 @@ macro_rules! contract_suite {
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn every_workflow_emits_its_events_in_order() {
+                crate::events::every_workflow_emits_its_events_in_order_case(settings()).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_locked_discussion_takes_no_held_post() {
+                crate::events::a_locked_discussion_takes_no_held_post_case(settings()).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn held_comments_are_hidden_until_approved() {
                 crate::held::held_comments_are_hidden_until_approved_case(settings()).await;
             }

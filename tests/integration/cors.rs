@@ -51,7 +51,7 @@ async fn preflight(server: &Running, origin: &str, request_headers: &str) -> req
 }
 
 /// The header list of a preflight answer, lowercase.
-fn listed(headers: &HeaderMap, name: &str) -> Vec<String> {
+fn header_list(headers: &HeaderMap, name: &str) -> Vec<String> {
     header(headers, name)
         .split(',')
         .map(|h| h.trim().to_ascii_lowercase())
@@ -76,8 +76,8 @@ async fn preflights_are_answered_for_the_allowed_origins_only() {
         assert_eq!(answer.status(), 200, "{origin}");
         let headers = answer.headers();
         assert_eq!(header(headers, "access-control-allow-origin"), origin);
-        assert!(listed(headers, "access-control-allow-methods").contains(&"post".to_owned()));
-        let allowed = listed(headers, "access-control-allow-headers");
+        assert!(header_list(headers, "access-control-allow-methods").contains(&"post".to_owned()));
+        let allowed = header_list(headers, "access-control-allow-headers");
         for wanted in REQUESTED.split(',') {
             assert!(
                 allowed.contains(&wanted.to_owned()),
@@ -85,7 +85,7 @@ async fn preflights_are_answered_for_the_allowed_origins_only() {
             );
         }
         assert_eq!(header(headers, "access-control-allow-credentials"), "");
-        assert!(listed(headers, "vary").contains(&"origin".to_owned()));
+        assert!(header_list(headers, "vary").contains(&"origin".to_owned()));
         assert_eq!(header(headers, "access-control-max-age"), "600");
     }
     // Other origins, a sandboxed page (`null`), the allowed host on another scheme or port, and
@@ -126,7 +126,7 @@ async fn preflights_are_answered_for_the_allowed_origins_only() {
         assert_eq!(header(&headers, "access-control-allow-origin"), allowance);
         assert_eq!(header(&headers, "access-control-allow-credentials"), "");
         if !allowance.is_empty() {
-            assert!(listed(&headers, "access-control-expose-headers")
+            assert!(header_list(&headers, "access-control-expose-headers")
                 .contains(&"retry-after".to_owned()));
         }
         let body: Value = answer.json().await.unwrap();

@@ -31,7 +31,7 @@ async fn world(mut config: Config) -> (Running, String, Vec<String>) {
 
 /// Posts `body` (one request or a batch) and returns the JSON answer, with the database
 /// commands the server sent meanwhile.
-async fn send(server: &Running, body: &Value) -> (Value, u64) {
+async fn send_counted(server: &Running, body: &Value) -> (Value, u64) {
     let client = reqwest::Client::new();
     let before = db_commands(&client, server).await;
     let response = client
@@ -80,7 +80,7 @@ async fn counts_that_read_cost_what_they_read() {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let (answer, commands) = send(
+    let (answer, commands) = send_counted(
         &server,
         &json!({ "query": aliased, "variables": { "d": d } }),
     )
@@ -99,7 +99,7 @@ async fn counts_that_read_cost_what_they_read() {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let (answer, commands) = send(
+    let (answer, commands) = send_counted(
         &server,
         &json!({ "query": hidden, "variables": { "d": d } }),
     )
@@ -142,7 +142,7 @@ async fn entities_cost_their_selection_per_representation() {
             .map(|i| json!({ "__typename": "Comment", "discussionId": d, "slug": threads[i % threads.len()] }))
             .collect::<Vec<_>>()
     };
-    let (answer, commands) = send(
+    let (answer, commands) = send_counted(
         &server,
         &json!({ "query": query, "variables": { "r": representations(2_200) } }),
     )
@@ -160,12 +160,12 @@ async fn entities_cost_their_selection_per_representation() {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let (answer, commands) = send(&server, &json!({ "query": inline })).await;
+    let (answer, commands) = send_counted(&server, &json!({ "query": inline })).await;
     assert_refused(&answer, "100 representations in the document");
     assert_eq!(commands, 0);
 
     // A gateway's ordinary fetch: a few representations, under the same limit.
-    let (answer, _) = send(
+    let (answer, _) = send_counted(
         &server,
         &json!({ "query": query, "variables": { "r": representations(3) } }),
     )
@@ -196,7 +196,7 @@ async fn a_batch_is_limited_as_a_whole() {
     let costly =
         "query($d: ID!) { discussion(id: $d) { comments(first: 50) { nodes { slug text } } } }";
     let operation = json!({ "query": costly, "variables": { "d": d } });
-    let (answer, commands) = send(&server, &Value::Array(vec![operation; 10])).await;
+    let (answer, commands) = send_counted(&server, &Value::Array(vec![operation; 10])).await;
     let answers = answer.as_array().expect("one answer per operation");
     assert_eq!(answers.len(), 10);
     for (i, answer) in answers.iter().enumerate() {
@@ -206,7 +206,7 @@ async fn a_batch_is_limited_as_a_whole() {
 
     // Aliases and root fields add up too.
     let aliased = "query($d: ID!) { a: discussion(id: $d) { t: title } }";
-    let (answer, commands) = send(
+    let (answer, commands) = send_counted(
         &server,
         &Value::Array(vec![
             json!({ "query": aliased, "variables": { "d": d } });
@@ -219,7 +219,7 @@ async fn a_batch_is_limited_as_a_whole() {
     }
     assert_eq!(commands, 0);
     let rooted = "query($d: ID!) { discussion(id: $d) { title } }";
-    let (answer, commands) = send(
+    let (answer, commands) = send_counted(
         &server,
         &Value::Array(vec![json!({ "query": rooted, "variables": { "d": d } }); 7]),
     )
@@ -231,7 +231,7 @@ async fn a_batch_is_limited_as_a_whole() {
 
     // Within every limit, the batch runs, in order; an operation refused on its own is refused
     // alone.
-    let (answer, _) = send(
+    let (answer, _) = send_counted(
         &server,
         &json!([
             { "query": rooted, "variables": { "d": d } },
@@ -261,7 +261,8 @@ async fn a_batch_is_limited_as_a_whole() {
 async fn defaults_run_a_widget_tree_and_explain_a_refusal() {
     let (server, d, _) = world(server_config("costs_defaults")).await;
     let tree = "query Tree($d: ID!) { discussion(id: $d) { threads(first: 20) { nodes { ...C replies(first: 10) { nodes { ...C replies(first: 10) { nodes { ...C replies(first: 5) { nodes { ...C } } } } } } } } } } fragment C on Comment { slug text author { name } posted replyCount }";
-    let (answer, _) = send(&server, &json!({ "query": tree, "variables": { "d": d } })).await;
+    let (answer, _) =
+        send_counted(&server, &json!({ "query": tree, "variables": { "d": d } })).await;
     assert_ran(&answer, "the widget tree");
     assert_eq!(
         answer["data"]["discussion"]["threads"]["nodes"]
@@ -271,7 +272,7 @@ async fn defaults_run_a_widget_tree_and_explain_a_refusal() {
     );
     let wide = "query Wide($d: ID!) { discussion(id: $d) { threads(first: 100) { nodes { slug replies(first: 100) { nodes { slug replies(first: 100) { nodes { slug big: replies(first: 100) { nodes { slug } } } } } } } } } }";
     let (answer, commands) =
-        send(&server, &json!({ "query": wide, "variables": { "d": d } })).await;
+        send_counted(&server, &json!({ "query": wide, "variables": { "d": d } })).await;
     assert_refused(&answer, "four levels of 100");
     assert_eq!(commands, 0, "refused before any database command");
     let error = &answer["errors"][0];

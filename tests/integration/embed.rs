@@ -62,7 +62,7 @@ const SEEDERS: [(&str, &str); 6] = [
 ];
 
 /// Posts a comment as the author of `token`; returns its slug.
-async fn post(
+async fn post_over_http(
     client: &reqwest::Client,
     server: &Running,
     token: &str,
@@ -86,7 +86,7 @@ async fn post(
 
 /// Seeds the host page's discussion; returns its id and the slugs of the seeded comments by
 /// name (`thread-01`…, `reply-1`…, `reply-1-1`…, `deep-1`, `deep-2`, `under-deleted`).
-async fn seed(client: &reqwest::Client, server: &Running, page: &str) -> (String, Value) {
+async fn seed_host_page(client: &reqwest::Client, server: &Running, page: &str) -> (String, Value) {
     let tokens: Vec<String> = SEEDERS.iter().map(|(sub, name)| token(sub, name)).collect();
     let author = |n: usize| tokens[n % tokens.len()].as_str();
     let ensured = graphql_data(
@@ -108,7 +108,7 @@ async fn seed(client: &reqwest::Client, server: &Running, page: &str) -> (String
                          parent: Option<String>,
                          text: String| {
         n += 1;
-        let slug = post(
+        let slug = post_over_http(
             client,
             server,
             author(n),
@@ -204,7 +204,7 @@ async fn seed_held(client: &reqwest::Client, server: &Running, page: &str) {
         .as_str()
         .expect("discussion id")
         .to_owned();
-    let slug = post(client, server, &author, &discussion, None, "Soon removed").await;
+    let slug = post_over_http(client, server, &author, &discussion, None, "Soon removed").await;
     let moderator =
         JwtKeys::new(SECRET).mint("mod", "A Moderator", &["moderator".to_owned()], 3600);
     for (query, variables) in [
@@ -374,7 +374,7 @@ async fn the_embed_runs_on_a_page_of_another_origin(layout: Layout, png: &str) {
 
     let client = reqwest::Client::new();
     let article_url = format!("{host_origin}/article");
-    let (discussion, slugs) = seed(&client, &server, &article_url).await;
+    let (discussion, slugs) = seed_host_page(&client, &server, &article_url).await;
     seed_held(&client, &server, &format!("{host_origin}/held")).await;
 
     let visitor = token("ada", "Ada Lovelace");

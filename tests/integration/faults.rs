@@ -29,7 +29,7 @@ struct Seen {
     failures: HashMap<String, usize>,
 }
 
-async fn post(app: &TestApp, d: &str, parent: Option<&str>, text: &str) -> Value {
+async fn try_post(app: &TestApp, d: &str, parent: Option<&str>, text: &str) -> Value {
     app.exec(
         "mutation($d: ID!, $p: String, $t: String!) { postComment(input: {discussionId: $d, parentSlug: $p, text: $t}) { slug parentSlug } }",
         json!({ "d": d, "p": parent, "t": text }),
@@ -52,7 +52,7 @@ async fn writer(
         let parent =
             (n % 2 == 0 && !mine.is_empty()).then(|| mine[(n * 7 + me) % mine.len()].clone());
         let text = format!("writer {me} post {n}");
-        let response = post(&app, &d, parent.as_deref(), &text).await;
+        let response = try_post(&app, &d, parent.as_deref(), &text).await;
         {
             let mut seen = seen.lock().unwrap();
             match response["data"]["postComment"]["slug"].as_str() {
@@ -411,7 +411,7 @@ async fn an_outage_fails_fast_and_the_server_recovers_without_a_restart() {
         "UNAVAILABLE",
         "{response:#}"
     );
-    let response = post(&test_app, &d, None, "during").await;
+    let response = try_post(&test_app, &d, None, "during").await;
     assert_eq!(
         crate::support::error_code(&response),
         "UNAVAILABLE",

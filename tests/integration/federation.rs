@@ -27,7 +27,7 @@ struct Seeded {
 }
 
 /// Posts a comment as `sub`/`name` and returns its slug.
-async fn post(
+async fn post_seeded(
     app: &TestApp,
     who: (&str, &'static str),
     discussion: &str,
@@ -58,7 +58,7 @@ async fn post(
 
 /// Creates a discussion in `layout` with a thread (two replies to the first comment, one of them
 /// answered) and an edited second thread; returns the discussion's seed entry.
-async fn seed_discussion(app: &TestApp, layout: Layout) -> Value {
+async fn seed_federated_discussion(app: &TestApp, layout: Layout) -> Value {
     let ada = ("ada", "Ada Lovelace");
     let grace = ("grace", "Grace Hopper");
     let name = layout_name(layout);
@@ -77,7 +77,7 @@ async fn seed_discussion(app: &TestApp, layout: Layout) -> Value {
         .expect("id")
         .to_owned();
 
-    let root = post(
+    let root = post_seeded(
         app,
         ada,
         &id,
@@ -85,7 +85,7 @@ async fn seed_discussion(app: &TestApp, layout: Layout) -> Value {
         &format!("{name}: the engine weaves algebra"),
     )
     .await;
-    let first = post(
+    let first = post_seeded(
         app,
         grace,
         &id,
@@ -93,7 +93,7 @@ async fn seed_discussion(app: &TestApp, layout: Layout) -> Value {
         &format!("{name}: like a loom?"),
     )
     .await;
-    let deep = post(
+    let deep = post_seeded(
         app,
         ada,
         &id,
@@ -101,7 +101,7 @@ async fn seed_discussion(app: &TestApp, layout: Layout) -> Value {
         &format!("{name}: cards for operations"),
     )
     .await;
-    let second = post(
+    let second = post_seeded(
         app,
         grace,
         &id,
@@ -109,7 +109,7 @@ async fn seed_discussion(app: &TestApp, layout: Layout) -> Value {
         &format!("{name}: and for variables"),
     )
     .await;
-    let mut other = post(app, grace, &id, None, &format!("{name}: a second thread")).await;
+    let mut other = post_seeded(app, grace, &id, None, &format!("{name}: a second thread")).await;
     let edited = format!("{name}: a second thread, edited");
     let grace_token = app.token(grace.0, grace.1);
     let response = app
@@ -166,7 +166,7 @@ async fn a_gateway_joins_threadql_entities_with_other_subgraphs_on_every_layout(
     let app = TestApp::from_parts(server.api.clone(), server.store.clone(), database, settings);
     let mut discussions = Vec::new();
     for layout in LAYOUTS {
-        discussions.push(seed_discussion(&app, layout).await);
+        discussions.push(seed_federated_discussion(&app, layout).await);
     }
     let comments: usize = discussions
         .iter()

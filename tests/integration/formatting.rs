@@ -62,7 +62,7 @@ async fn comments_render_as_sanitised_commonmark_on_every_layout() {
                     ["p", "a"].contains(&name),
                     "{layout:?}: {hostile:?} made {html:?}"
                 );
-                for (name, value) in attributes(tag) {
+                for (name, value) in tag_attributes(tag) {
                     assert!(
                         ["href", "title", "rel"].contains(&name),
                         "{layout:?}: {hostile:?} made {html:?}"
@@ -91,7 +91,7 @@ async fn comments_render_as_sanitised_commonmark_on_every_layout() {
 }
 
 /// The attributes of a tag as the sanitiser writes it (`name="value"`, space-separated).
-fn attributes(tag: &str) -> Vec<(&str, &str)> {
+fn tag_attributes(tag: &str) -> Vec<(&str, &str)> {
     let mut found = Vec::new();
     let mut rest = tag.split_once(' ').map_or("", |(_, rest)| rest);
     while let Some((name, after)) = rest.split_once("=\"") {

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 use threadql::domain::Layout;
 
-use crate::support::{error_code, open_feed, posts_reported, Settings, TestApp};
+use crate::support::{error_code, node_slugs, open_feed, posts_reported, Settings, TestApp};
 
 const SET: &str =
     "mutation($d: ID!, $m: ModerationMode!) { setModeration(id: $d, mode: $m) { moderation } }";
@@ -26,13 +26,6 @@ const PUBLIC: &str = r#"query($d: ID!, $k: [String!]!) {
   discussionsByKeys(keys: $k) { commentCount }
 }"#;
 
-/// Runs `query` as `token` and returns its data, failing on errors.
-async fn ok_as(app: &TestApp, token: &str, query: &str, variables: Value) -> Value {
-    let response = app.exec_as(Some(token), query, variables).await;
-    assert!(response.get("errors").is_none(), "{response:#}");
-    response["data"].clone()
-}
-
 /// The public reads, as an anonymous caller.
 async fn public(app: &TestApp, d: &str, key: &str) -> Value {
     let response = app
@@ -40,16 +33,6 @@ async fn public(app: &TestApp, d: &str, key: &str) -> Value {
         .await;
     assert!(response.get("errors").is_none(), "{response:#}");
     response["data"].clone()
-}
-
-/// The slugs of a connection's nodes.
-fn slugs(connection: &Value) -> Vec<String> {
-    connection["nodes"]
-        .as_array()
-        .expect("nodes")
-        .iter()
-        .map(|n| n["slug"].as_str().expect("slug").to_owned())
-        .collect()
 }
 
 /// The contract case: a PRE discussion holds posts out of every public read; the author and
@@ -62,50 +45,51 @@ pub(crate) async fn held_comments_are_hidden_until_approved_case(settings: Setti
     let author = app.token("u7", "Ann");
     let other = app.token("u8", "Bob");
     let key = "held-page";
-    let d = ok_as(
-        &app,
-        &author,
-        "mutation($k: String!) { ensureDiscussion(input: {key: $k, title: \"Held\"}) { id } }",
-        json!({ "k": key }),
-    )
-    .await["ensureDiscussion"]["id"]
+    let d = app
+        .ok_as(
+            Some(&author),
+            "mutation($k: String!) { ensureDiscussion(input: {key: $k, title: \"Held\"}) { id } }",
+            json!({ "k": key }),
+        )
+        .await["ensureDiscussion"]["id"]
         .as_str()
         .expect("id")
         .to_owned();
     let public_one = app.post(&d, None, "public before").await;
-    ok_as(&app, &moderator, SET, json!({ "d": d, "m": "PRE" })).await;
+    app.ok_as(Some(&moderator), SET, json!({ "d": d, "m": "PRE" }))
+        .await;
     let before = public(&app, &d, key).await;
 
     let mut feed = open_feed(app.store()).await;
-    let held = ok_as(
-        &app,
-        &author,
-        POST,
-        json!({ "d": d, "p": null, "t": "held top" }),
-    )
-    .await["postComment"]
+    let held = app
+        .ok_as(
+            Some(&author),
+            POST,
+            json!({ "d": d, "p": null, "t": "held top" }),
+        )
+        .await["postComment"]
         .clone();
     assert_eq!(held["status"], "PENDING", "{held:#}");
     assert_eq!(held["text"], "held top");
     let top = held["slug"].as_str().expect("slug").to_owned();
     // A reply to a public comment, and the author's reply to their own held comment.
-    let under_public = ok_as(
-        &app,
-        &author,
-        POST,
-        json!({ "d": d, "p": public_one, "t": "held reply" }),
-    )
-    .await["postComment"]
+    let under_public = app
+        .ok_as(
+            Some(&author),
+            POST,
+            json!({ "d": d, "p": public_one, "t": "held reply" }),
+        )
+        .await["postComment"]
         .clone();
     assert_eq!(under_public["status"], "PENDING");
     assert_eq!(under_public["parentSlug"], public_one.as_str());
-    let under_held = ok_as(
-        &app,
-        &author,
-        POST,
-        json!({ "d": d, "p": top, "t": "reply to my held one" }),
-    )
-    .await["postComment"]
+    let under_held = app
+        .ok_as(
+            Some(&author),
+            POST,
+            json!({ "d": d, "p": top, "t": "reply to my held one" }),
+        )
+        .await["postComment"]
         .clone();
     assert_eq!(under_held["status"], "PENDING");
     assert_eq!(under_held["parentSlug"], top.as_str());
@@ -114,7 +98,9 @@ pub(crate) async fn held_comments_are_hidden_until_approved_case(settings: Setti
 
     // Nothing of them in any public read, for anyone.
     assert_eq!(public(&app, &d, key).await, before);
-    let as_moderator = ok_as(&app, &moderator, PUBLIC, json!({ "d": d, "k": [key] })).await;
+    let as_moderator = app
+        .ok_as(Some(&moderator), PUBLIC, json!({ "d": d, "k": [key] }))
+        .await;
     assert_eq!(
         as_moderator, before,
         "moderators' lists show only public comments"
@@ -133,19 +119,21 @@ pub(crate) async fn held_comments_are_hidden_until_approved_case(settings: Setti
         assert_eq!(error_code(&response), "NOT_FOUND", "{response:#}");
     }
     for token in [&author, &moderator] {
-        let link = ok_as(&app, token, LINK, json!({ "d": d, "s": top })).await;
+        let link = app
+            .ok_as(Some(token), LINK, json!({ "d": d, "s": top }))
+            .await;
         assert_eq!(
             link["comment"],
             json!({ "slug": top, "status": "PENDING", "text": "held top", "moderationReason": null })
         );
     }
-    let counted = ok_as(
-        &app,
-        &moderator,
-        "query($d: ID!) { discussion(id: $d) { pendingCount } }",
-        json!({ "d": d }),
-    )
-    .await;
+    let counted = app
+        .ok_as(
+            Some(&moderator),
+            "query($d: ID!) { discussion(id: $d) { pendingCount } }",
+            json!({ "d": d }),
+        )
+        .await;
     assert_eq!(counted["discussion"]["pendingCount"], 3);
     let hidden = app
         .exec_as(
@@ -165,25 +153,28 @@ pub(crate) async fn held_comments_are_hidden_until_approved_case(settings: Setti
     assert!(message.contains(&top), "names the parent: {message}");
 
     // Rejection keeps it hidden, with the reason for its author and moderators only.
-    let rejected = ok_as(
-        &app,
-        &moderator,
-        REJECT,
-        json!({ "d": d, "s": reply, "r": "off topic" }),
-    )
-    .await;
+    let rejected = app
+        .ok_as(
+            Some(&moderator),
+            REJECT,
+            json!({ "d": d, "s": reply, "r": "off topic" }),
+        )
+        .await;
     assert_eq!(
         rejected["rejectComment"],
         json!({ "slug": reply, "status": "REJECTED", "moderationReason": "off topic" })
     );
-    let seen = ok_as(&app, &author, LINK, json!({ "d": d, "s": reply })).await;
+    let seen = app
+        .ok_as(Some(&author), LINK, json!({ "d": d, "s": reply }))
+        .await;
     assert_eq!(seen["comment"]["status"], "REJECTED");
     assert_eq!(seen["comment"]["moderationReason"], "off topic");
     assert_eq!(public(&app, &d, key).await, before);
 
     // Approval publishes at approval time, with every counter right and a live post event.
-    let approved = ok_as(&app, &moderator, APPROVE, json!({ "d": d, "s": top })).await
-        ["approveComment"]
+    let approved = app
+        .ok_as(Some(&moderator), APPROVE, json!({ "d": d, "s": top }))
+        .await["approveComment"]
         .clone();
     assert_eq!(approved["slug"], top.as_str(), "the slug is kept");
     assert_eq!(approved["status"], "APPROVED");
@@ -202,49 +193,54 @@ pub(crate) async fn held_comments_are_hidden_until_approved_case(settings: Setti
     assert_eq!(discussion["threads"]["totalCount"], 2);
     assert_eq!(after["discussionsByKeys"][0]["commentCount"], 2);
     assert_eq!(
-        slugs(&discussion["comments"]),
+        node_slugs(&discussion["comments"]),
         vec![public_one.clone(), top.clone()],
         "the approved comment comes after every comment posted before its approval"
     );
     assert_eq!(discussion["comments"]["totalCount"], 2);
     assert_eq!(
-        slugs(&discussion["newest"]),
+        node_slugs(&discussion["newest"]),
         vec![top.clone(), public_one.clone()]
     );
     assert_eq!(
-        slugs(&discussion["threaded"]),
+        node_slugs(&discussion["threaded"]),
         vec![public_one.clone(), top.clone()]
     );
     // The approved parent's held reply is still hidden; now it may be approved.
     assert_eq!(discussion["comments"]["nodes"][1]["replyCount"], 0);
-    let nested_ok = ok_as(&app, &moderator, APPROVE, json!({ "d": d, "s": nested })).await;
+    let nested_ok = app
+        .ok_as(Some(&moderator), APPROVE, json!({ "d": d, "s": nested }))
+        .await;
     assert_eq!(nested_ok["approveComment"]["parentSlug"], top.as_str());
     // A rejected comment may still be approved.
-    ok_as(&app, &moderator, APPROVE, json!({ "d": d, "s": reply })).await;
+    app.ok_as(Some(&moderator), APPROVE, json!({ "d": d, "s": reply }))
+        .await;
     let last = public(&app, &d, key).await;
     let discussion = &last["discussion"];
     assert_eq!(discussion["commentCount"], 4);
     assert_eq!(discussion["threads"]["totalCount"], 2);
     assert_eq!(discussion["comments"]["nodes"][0]["replyCount"], 1);
     assert_eq!(
-        slugs(&discussion["comments"]["nodes"][0]["replies"]),
+        node_slugs(&discussion["comments"]["nodes"][0]["replies"]),
         vec![reply.clone()]
     );
     assert_eq!(
-        slugs(&discussion["comments"]["nodes"][1]["subDiscussion"]),
+        node_slugs(&discussion["comments"]["nodes"][1]["subDiscussion"]),
         vec![nested.clone()]
     );
-    let counted = ok_as(
-        &app,
-        &moderator,
-        "query($d: ID!) { discussion(id: $d) { pendingCount } }",
-        json!({ "d": d }),
-    )
-    .await;
+    let counted = app
+        .ok_as(
+            Some(&moderator),
+            "query($d: ID!) { discussion(id: $d) { pendingCount } }",
+            json!({ "d": d }),
+        )
+        .await;
     assert_eq!(counted["discussion"]["pendingCount"], 0);
     // Approved once: nothing is held under that slug any more; approving the public comment
     // again returns it as it is.
-    let again = ok_as(&app, &moderator, APPROVE, json!({ "d": d, "s": top })).await;
+    let again = app
+        .ok_as(Some(&moderator), APPROVE, json!({ "d": d, "s": top }))
+        .await;
     assert_eq!(again["approveComment"]["status"], "APPROVED");
     assert_eq!(again["approveComment"]["text"], "held top");
 }
@@ -257,11 +253,13 @@ async fn pre_first_trusts_an_author_after_one_approval() {
     let moderator = app.moderator_token("m", "Mo");
     let author = app.token("u9", "Cy");
     let d = app.discussion("first").await;
-    ok_as(&app, &moderator, SET, json!({ "d": d, "m": "PRE_FIRST" })).await;
+    app.ok_as(Some(&moderator), SET, json!({ "d": d, "m": "PRE_FIRST" }))
+        .await;
     let post = |text: &'static str| {
         let (app, author, d) = (&app, &author, &d);
         async move {
-            ok_as(app, author, POST, json!({ "d": d, "p": null, "t": text })).await["postComment"]
+            app.ok_as(Some(author), POST, json!({ "d": d, "p": null, "t": text }))
+                .await["postComment"]
                 .clone()
         }
     };
@@ -269,9 +267,8 @@ async fn pre_first_trusts_an_author_after_one_approval() {
     assert_eq!(first["status"], "PENDING");
     let second = post("second").await;
     assert_eq!(second["status"], "PENDING", "still untrusted");
-    ok_as(
-        &app,
-        &moderator,
+    app.ok_as(
+        Some(&moderator),
         APPROVE,
         json!({ "d": d, "s": first["slug"] }),
     )
@@ -289,7 +286,8 @@ async fn pre_first_trusts_an_author_after_one_approval() {
         json!({ "commentCount": 2, "comments": { "nodes": [{ "text": "first" }, { "text": "third" }] } })
     );
     // PRE holds even trusted authors.
-    ok_as(&app, &moderator, SET, json!({ "d": d, "m": "PRE" })).await;
+    app.ok_as(Some(&moderator), SET, json!({ "d": d, "m": "PRE" }))
+        .await;
     assert_eq!(post("fourth").await["status"], "PENDING");
 }
 
@@ -301,14 +299,15 @@ async fn approving_and_rejecting_refuse_bad_inputs() {
     let author = app.token("u2", "Lin");
     let d = app.discussion("refusals").await;
     app.post(&d, None, "public").await;
-    ok_as(&app, &moderator, SET, json!({ "d": d, "m": "PRE" })).await;
-    let held = ok_as(
-        &app,
-        &author,
-        POST,
-        json!({ "d": d, "p": null, "t": "held" }),
-    )
-    .await["postComment"]["slug"]
+    app.ok_as(Some(&moderator), SET, json!({ "d": d, "m": "PRE" }))
+        .await;
+    let held = app
+        .ok_as(
+            Some(&author),
+            POST,
+            json!({ "d": d, "p": null, "t": "held" }),
+        )
+        .await["postComment"]["slug"]
         .as_str()
         .expect("slug")
         .to_owned();
@@ -356,7 +355,9 @@ async fn approving_and_rejecting_refuse_bad_inputs() {
         .await;
     assert_eq!(error_code(&pin), "BAD_USER_INPUT", "{pin:#}");
     // Nothing changed: still pending, still hidden.
-    let link = ok_as(&app, &author, LINK, json!({ "d": d, "s": held })).await;
+    let link = app
+        .ok_as(Some(&author), LINK, json!({ "d": d, "s": held }))
+        .await;
     assert_eq!(link["comment"]["status"], "PENDING");
     let read = app
         .ok(

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::support::{post_graphql, server_config, token, Running};
+use crate::support::{post_graphql, server_config, sha256_hex, token, Running};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_contract_over_a_real_socket() {
@@ -429,16 +429,6 @@ async fn a_document_sent_again_runs_with_its_own_variables() {
     let status = client.get(url).send().await.unwrap().status().as_u16();
     assert_eq!(status, 405);
     server.shutdown().await;
-}
-
-/// A document's SHA-256 in hex, as automatic persisted queries name it.
-fn sha256_hex(text: &str) -> String {
-    use std::fmt::Write as _;
-    let digest = <sha2::Sha256 as sha2::Digest>::digest(text.as_bytes());
-    digest.iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }
 
 fn urlencode(text: &str) -> String {

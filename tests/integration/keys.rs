@@ -10,8 +10,8 @@ use threadql::domain::Layout;
 use threadql::store::Discussions;
 
 use crate::support::{
-    cost, error_code, graphql_data, layout_name, post_graphql, server_config, server_uri, Running,
-    Settings, TestApp,
+    cost, error_code, error_message, graphql_data, layout_name, post_graphql, server_config,
+    server_uri, Running, Settings, TestApp,
 };
 
 const CREATE: &str = "mutation($t: String!, $k: String, $u: String, $l: StorageLayout) { createDiscussion(input: {title: $t, key: $k, url: $u, layout: $l}) { id title key url layout commentCount } }";
@@ -24,13 +24,6 @@ const BY_KEYS: &str =
 /// The one `find` a key lookup costs.
 fn one_find() -> BTreeMap<String, u64> {
     BTreeMap::from([("find".to_owned(), 1)])
-}
-
-/// The first error's message.
-fn message(response: &Value) -> &str {
-    response["errors"][0]["message"]
-        .as_str()
-        .unwrap_or_default()
 }
 
 /// The contract case: a discussion with a key and a URL keeps them in every read, through
@@ -86,7 +79,10 @@ pub(crate) async fn keyed_discussions_keep_their_key_everywhere_case(settings: S
         .exec(CREATE, json!({ "t": "Another", "k": key, "l": name }))
         .await;
     assert_eq!(error_code(&again), "BAD_USER_INPUT", "{again:#}");
-    assert!(message(&again).contains("ensureDiscussion"), "{again:#}");
+    assert!(
+        error_message(&again).contains("ensureDiscussion"),
+        "{again:#}"
+    );
     let other_layout = if layout == Layout::Bucketed {
         "PER_COMMENT"
     } else {
@@ -210,17 +206,23 @@ async fn bad_keys_urls_and_lists_get_clear_errors() {
                 "{what}: {response:#}"
             );
             assert!(
-                message(&response).contains("key"),
+                error_message(&response).contains("key"),
                 "{what}: unclear message {response:#}"
             );
         }
     }
     let response = app.exec(BY_KEYS, json!({ "k": ["fine", ""] })).await;
-    assert!(message(&response).contains("keys[1]"), "{response:#}");
+    assert!(error_message(&response).contains("keys[1]"), "{response:#}");
     // One key is named as its own argument, not as a list's first element.
     let response = app.exec(BY_KEY, json!({ "k": "" })).await;
-    assert!(message(&response).starts_with("key: "), "{response:#}");
-    assert!(!message(&response).contains("keys[0]"), "{response:#}");
+    assert!(
+        error_message(&response).starts_with("key: "),
+        "{response:#}"
+    );
+    assert!(
+        !error_message(&response).contains("keys[0]"),
+        "{response:#}"
+    );
 
     // Values that are not strings, or absent.
     let cases: Vec<(&str, &str, Value, &str)> = vec![
@@ -313,7 +315,10 @@ async fn bad_keys_urls_and_lists_get_clear_errors() {
                 "BAD_USER_INPUT",
                 "{url:?}: {response:#}"
             );
-            assert!(message(&response).contains("url"), "{url:?}: {response:#}");
+            assert!(
+                error_message(&response).contains("url"),
+                "{url:?}: {response:#}"
+            );
         }
     }
 
@@ -322,7 +327,7 @@ async fn bad_keys_urls_and_lists_get_clear_errors() {
     let before = app.commands();
     let response = app.exec(BY_KEYS, keys(101)).await;
     assert_eq!(error_code(&response), "BAD_USER_INPUT", "{response:#}");
-    assert!(message(&response).contains("100"), "{response:#}");
+    assert!(error_message(&response).contains("100"), "{response:#}");
     assert_eq!(app.commands(), before, "a refused list sends no command");
     let (data, spent) = cost(&app, BY_KEYS, keys(100)).await;
     assert_eq!(data["discussionsByKeys"], json!(vec![Value::Null; 100]));

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
-use threadql::config::Config;
 use threadql::domain::Layout;
 use threadql::store::embedded_db::EmbeddedDb;
 use tokio::net::TcpStream;
@@ -15,7 +14,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use crate::support::{metric, token, unique_db, Running, Settings};
+use crate::support::{layout_config, metric, metric_from, token, Running};
 
 /// Longest wait for one message.
 pub(crate) const WAIT: Duration = Duration::from_secs(20);
@@ -168,8 +167,14 @@ pub(crate) fn text_json(message: &Message) -> Value {
 /// Waits until the server has `count` live subscriptions in place: from then on, every change
 /// reaches them.
 pub(crate) async fn await_subscribers(server: &Running, count: u64) {
+    await_subscribers_at(&server.url("/metrics"), count).await;
+}
+
+/// Waits until the server whose /metrics is at `metrics` has `count` live subscriptions in
+/// place.
+pub(crate) async fn await_subscribers_at(metrics: &str, count: u64) {
     let deadline = tokio::time::Instant::now() + WAIT;
-    while metric(server, "threadql_live_subscribers").await != count {
+    while metric_from(metrics, "threadql_live_subscribers").await != count {
         assert!(
             tokio::time::Instant::now() < deadline,
             "{count} subscriptions never got in place"
@@ -178,18 +183,13 @@ pub(crate) async fn await_subscribers(server: &Running, count: u64) {
     }
 }
 
-/// Runs a mutation over HTTP and returns its data, failing on errors.
-fn config(label: &str, layout: Layout) -> Config {
-    Settings::new(layout).config(&unique_db(label))
-}
-
 /// Two servers on one database: what is written through one reaches subscribers of the other,
 /// for one discussion only, in both protocols and on every layout; one change stream serves
 /// every subscriber of a process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changes_written_through_one_server_reach_subscribers_of_another() {
     for layout in [Layout::PerComment, Layout::Embedded, Layout::Bucketed] {
-        let config = config("live_two", layout);
+        let config = layout_config("live_two", layout);
         let a = Running::start(config.clone()).await;
         let b = Running::start(config).await;
         let ada = token("u1", "Ada");
@@ -277,7 +277,7 @@ async fn changes_written_through_one_server_reach_subscribers_of_another() {
 /// of that operation only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_init_carries_the_caller() {
-    let server = Running::start(config("live_auth", Layout::PerComment)).await;
+    let server = Running::start(layout_config("live_auth", Layout::PerComment)).await;
     let ada = token("u1", "Ada");
     let d = server.discussion(&ada, Layout::PerComment).await;
 
@@ -383,7 +383,7 @@ async fn connection_init_carries_the_caller() {
 /// One connection runs at most the configured number of operations at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_runs_a_bounded_number_of_operations() {
-    let mut config = config("live_bound", Layout::PerComment);
+    let mut config = layout_config("live_bound", Layout::PerComment);
     config.max_ws_operations = 2;
     let server = Running::start(config).await;
     let ada = token("u1", "Ada");
@@ -442,7 +442,7 @@ pub(crate) async fn sse_events(
 /// events; a query gives one `next` and `complete`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_sent_events_stream_results() {
-    let server = Running::start(config("live_sse", Layout::Bucketed)).await;
+    let server = Running::start(layout_config("live_sse", Layout::Bucketed)).await;
     let ada = token("u1", "Ada");
     let d = server.discussion(&ada, Layout::Bucketed).await;
     let client = reqwest::Client::new();
@@ -498,7 +498,7 @@ async fn the_change_stream_resumes_after_a_database_outage() {
     let dir = tempfile::tempdir().unwrap();
     let db = EmbeddedDb::start(&binary, dir.path()).await.unwrap();
     let port = db.port();
-    let mut config = config("live_resume", Layout::PerComment);
+    let mut config = layout_config("live_resume", Layout::PerComment);
     config.mongodb_uri = Some(db.uri());
     let writer = Running::start(config.clone()).await;
     // The subscriber's server gives up on the database quickly and waits long before reopening

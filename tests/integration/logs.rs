@@ -26,7 +26,7 @@ fn threadql(args: &[&str]) -> tokio::process::Command {
     command
 }
 
-async fn run(args: &[&str]) -> Output {
+async fn run_threadql(args: &[&str]) -> Output {
     let out = threadql(args).output().await.expect("run threadql");
     assert!(
         out.status.success(),
@@ -38,7 +38,7 @@ async fn run(args: &[&str]) -> Output {
 
 #[tokio::test]
 async fn token_prints_the_token_alone() {
-    let out = run(&["token", "--sub", "u", "--name", "N"]).await;
+    let out = run_threadql(&["token", "--sub", "u", "--name", "N"]).await;
     let stdout = String::from_utf8(out.stdout).expect("utf-8");
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 1, "{stdout}");
@@ -50,7 +50,7 @@ async fn token_prints_the_token_alone() {
 
 #[tokio::test]
 async fn print_schema_prints_the_schema_alone() {
-    let out = run(&["print-schema"]).await;
+    let out = run_threadql(&["print-schema"]).await;
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         threadql::graphql::sdl()

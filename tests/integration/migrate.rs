@@ -232,7 +232,7 @@ async fn check_old_storage_gone(app: &TestApp, id: &str, now: Layout) {
     assert!(!raw.contains_key("moving"), "the fence is gone");
 }
 
-fn moderator(app: &TestApp) -> String {
+fn moderator_of(app: &TestApp) -> String {
     app.moderator_token("mod-1", "Moderator")
 }
 
@@ -254,7 +254,7 @@ async fn write_while(
     running: Arc<AtomicBool>,
     changes: Arc<Mutex<Changes>>,
 ) {
-    let token = moderator(&app);
+    let token = moderator_of(&app);
     let mut rng = Rng::new(7 + k as u64);
     let mine: Vec<&String> = existing.iter().skip(k).step_by(n).collect();
     let mut next = 0;
@@ -322,7 +322,7 @@ async fn move_under_writes(from: Layout, to: Layout) {
     );
     let d = app.discussion("moving").await;
     let model = build_tree(&app, &d, 500, 5, 11).await;
-    let token = moderator(&app);
+    let token = moderator_of(&app);
     // Edits and tombstones from before the move travel with it.
     for slug in model.slugs.iter().step_by(37) {
         let r = app
@@ -473,7 +473,7 @@ async fn only_moderators_move_and_bad_input_is_refused() {
         .exec_as(None, MIGRATE, json!({ "d": d, "l": "BUCKETED" }))
         .await;
     assert_eq!(error_code(&r), "UNAUTHENTICATED", "{r:#}");
-    let token = moderator(&app);
+    let token = moderator_of(&app);
     let r = app
         .exec_as(
             Some(&token),
@@ -510,7 +510,7 @@ async fn a_discussion_too_large_for_one_document_is_not_moved_to_embedded() {
     let app = TestApp::with("mv_too_large", settings).await;
     let d = app.discussion("big").await;
     build_tree(&app, &d, 120, 3, 5).await;
-    let token = moderator(&app);
+    let token = moderator_of(&app);
     let r = app
         .exec_as(Some(&token), MIGRATE, json!({ "d": d, "l": "EMBEDDED" }))
         .await;
@@ -533,7 +533,7 @@ async fn a_full_embedded_discussion_is_promoted_under_concurrent_posts() {
     let app = Arc::new(TestApp::with("mv_promote", settings).await);
     let d = app.discussion("promoted").await;
     let first = app.post(&d, None, "the first").await;
-    let token = moderator(&app);
+    let token = moderator_of(&app);
     let posters: Vec<_> = (0..6)
         .map(|k| {
             let (app, d, first, token) = (app.clone(), d.clone(), first.clone(), token.clone());
@@ -609,7 +609,7 @@ async fn a_move_killed_mid_copy_runs_again_and_a_second_move_is_refused_meanwhil
     .await;
     let d = app.discussion("crash").await;
     let model = build_tree(&app, &d, 600, 4, 3).await;
-    let token = moderator(&app);
+    let token = moderator_of(&app);
     // The moderator's first mutation records them (a write made once): made now, it does not
     // widen the window between the copy's progress line and the kill below.
     let r = app
@@ -708,7 +708,7 @@ async fn two_moves_of_one_discussion_do_not_both_proceed() {
     let app = Arc::new(TestApp::new("mv_twice", Layout::PerComment).await);
     let d = app.discussion("twice").await;
     build_tree(&app, &d, 300, 3, 9).await;
-    let token = moderator(&app);
+    let token = moderator_of(&app);
     let runs: Vec<_> = LAYOUTS
         .iter()
         .filter(|l| **l != Layout::PerComment)

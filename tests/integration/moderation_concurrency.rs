@@ -13,8 +13,7 @@ use serde_json::{json, Value};
 use threadql::domain::Layout;
 use tokio::sync::mpsc;
 
-use crate::bans::moderator_token;
-use crate::support::{post_graphql, token, unique_db, Running, Settings};
+use crate::support::{moderator_token, post_graphql, token, unique_db, Running, Settings};
 
 const SET: &str =
     "mutation($d: ID!, $m: ModerationMode!) { setModeration(id: $d, mode: $m) { moderation } }";
@@ -361,7 +360,7 @@ struct Seen {
 
 /// Walks every page of a connection read by `query` (its `after` the cursor) at `path`; returns
 /// the nodes, and the `totalCount` each page gave.
-async fn walk(
+async fn walk_pages(
     run: &Run<'_>,
     s: usize,
     token: Option<&str>,
@@ -592,7 +591,7 @@ async fn counters_are_exact_under_concurrency_case(layout: Layout) {
 
     for s in 0..2 {
         // The chronological list, every page.
-        let (nodes, totals, first) = walk(
+        let (nodes, totals, first) = walk_pages(
             run,
             s,
             Some(&boss),
@@ -694,7 +693,7 @@ async fn counters_are_exact_under_concurrency_case(layout: Layout) {
         for (queue, wanted) in &queues {
             let vars = json!({ "q": queue, "d": run.d });
             let (nodes, totals, _) =
-                walk(run, s, Some(&boss), QUEUE, vars, &["moderationQueue"]).await;
+                walk_pages(run, s, Some(&boss), QUEUE, vars, &["moderationQueue"]).await;
             let walked: Vec<String> = nodes
                 .iter()
                 .map(|n| n["slug"].as_str().unwrap().to_owned())
@@ -734,7 +733,7 @@ async fn counters_are_exact_under_concurrency_case(layout: Layout) {
         );
 
         // The public sees the placeholders in place, without their text and author.
-        let (public, totals, _) = walk(
+        let (public, totals, _) = walk_pages(
             run,
             s,
             None,
@@ -765,7 +764,7 @@ async fn counters_are_exact_under_concurrency_case(layout: Layout) {
         }
 
         // Top-level comments, every page.
-        let (threads, totals, _) = walk(
+        let (threads, totals, _) = walk_pages(
             run,
             s,
             Some(&boss),
@@ -789,7 +788,7 @@ async fn counters_are_exact_under_concurrency_case(layout: Layout) {
 
         // Each comment with replies: its replies, every page.
         for (slug, comment) in seen.iter().filter(|(_, c)| c.reply_count > 0) {
-            let (replies, totals, first) = walk(
+            let (replies, totals, first) = walk_pages(
                 run,
                 s,
                 Some(&boss),

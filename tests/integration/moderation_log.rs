@@ -11,8 +11,8 @@ use chrono::{DateTime, Utc};
 use mongodb::bson::doc;
 use serde_json::{json, Value};
 
-use crate::bans::{moderator_token, Site};
-use crate::support::{diff, error_code, server_uri, token};
+use crate::bans::Site;
+use crate::support::{diff, error_code, moderator_token, server_uri, token};
 
 const LOG: &str = "query($first: Int, $after: String, $last: Int, $before: String) { moderationLog(first: $first, after: $after, last: $last, before: $before) { edges { cursor node { id at moderator { id name } action discussionId slug userId reason detail } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }";
 const POST: &str =
@@ -26,7 +26,7 @@ const BAN: &str = "mutation($u: ID!, $r: String) { banUser(userId: $u, reason: $
 const UNBAN: &str = "mutation($u: ID!) { unbanUser(userId: $u) }";
 
 /// One page of the log: its entries and its page info.
-async fn page(site: &Site, moderator: &str, args: Value) -> (Vec<Value>, Value) {
+async fn log_page(site: &Site, moderator: &str, args: Value) -> (Vec<Value>, Value) {
     let data = site.data(Some(moderator), LOG, args).await;
     let log = &data["moderationLog"];
     let entries = log["edges"]
@@ -47,7 +47,8 @@ async fn forward(site: &Site, moderator: &str, size: i32) -> Vec<Value> {
     let mut all = Vec::new();
     let mut after = Value::Null;
     loop {
-        let (entries, info) = page(site, moderator, json!({ "first": size, "after": after })).await;
+        let (entries, info) =
+            log_page(site, moderator, json!({ "first": size, "after": after })).await;
         assert!(entries.len() <= size as usize);
         assert_eq!(info["hasPreviousPage"], !after.is_null(), "{info}");
         all.extend(entries);
@@ -64,7 +65,7 @@ async fn backward(site: &Site, moderator: &str, size: i32) -> Vec<Value> {
     let mut before = Value::Null;
     loop {
         let (mut entries, info) =
-            page(site, moderator, json!({ "last": size, "before": before })).await;
+            log_page(site, moderator, json!({ "last": size, "before": before })).await;
         assert!(entries.len() <= size as usize);
         assert_eq!(info["hasNextPage"], !before.is_null(), "{info}");
         entries.append(&mut all);
@@ -105,7 +106,7 @@ async fn every_moderator_action_is_logged_once_newest_first() {
         "postComment",
     );
 
-    let (empty, info) = page(&site, &moderator, json!({ "first": 10 })).await;
+    let (empty, info) = log_page(&site, &moderator, json!({ "first": 10 })).await;
     assert!(empty.is_empty());
     assert_eq!(info["hasNextPage"], false);
 
@@ -172,7 +173,7 @@ async fn every_moderator_action_is_logged_once_newest_first() {
         .await;
     assert_eq!(data["unbanUser"], true);
 
-    let (entries, info) = page(&site, &moderator, json!({ "first": 50 })).await;
+    let (entries, info) = log_page(&site, &moderator, json!({ "first": 50 })).await;
     assert_eq!(info["hasNextPage"], false);
     let mo = json!({ "id": "mod", "name": "Mo" });
     let entry = |action: &str,
@@ -264,12 +265,12 @@ async fn pages_forward_and_backward_hold_every_entry_once() {
     // Each page is one bounded range of entry numbers: a first page also reads where the log
     // ends (two commands), a page from a cursor reads just its range (one).
     let before = site.commands();
-    let (first, info) = page(&site, &moderator, json!({ "first": 5 })).await;
+    let (first, info) = log_page(&site, &moderator, json!({ "first": 5 })).await;
     let spent = diff(&before, &site.commands());
     assert_eq!(spent, [("find".to_owned(), 2)].into(), "{spent:?}");
     assert_eq!(users(&first), newest_first[..5]);
     let before = site.commands();
-    let (next, _) = page(
+    let (next, _) = log_page(
         &site,
         &moderator,
         json!({ "first": 5, "after": info["endCursor"] }),
@@ -279,7 +280,7 @@ async fn pages_forward_and_backward_hold_every_entry_once() {
     assert_eq!(spent, [("find".to_owned(), 1)].into(), "{spent:?}");
     assert_eq!(users(&next), newest_first[5..10]);
     // Back from the second page's first entry: the newer ones just before it.
-    let (back, info) = page(
+    let (back, info) = log_page(
         &site,
         &moderator,
         json!({ "last": 3, "before": next[0]["cursor"] }),
@@ -340,7 +341,7 @@ async fn the_log_is_for_moderators_and_refuses_bad_paging() {
 
     site.data(Some(&moderator), BAN, json!({ "u": "troll" }))
         .await;
-    let (entries, _) = page(&site, &moderator, json!({ "first": 1 })).await;
+    let (entries, _) = log_page(&site, &moderator, json!({ "first": 1 })).await;
     let good = entries[0]["cursor"].clone();
     site.discussion(&moderator).await;
     let listed = site
@@ -386,7 +387,7 @@ async fn the_log_is_for_moderators_and_refuses_bad_paging() {
         ),
         (json!({ "last": 5, "before": forged("l|500") }), 0),
     ] {
-        let (entries, info) = page(&site, &moderator, args.clone()).await;
+        let (entries, info) = log_page(&site, &moderator, args.clone()).await;
         assert_eq!(entries.len(), found, "{args}");
         assert_eq!(
             info["hasNextPage"],
@@ -412,7 +413,7 @@ async fn concurrent_first_actions_each_get_their_entry() {
     for response in futures::future::join_all(bans).await {
         assert!(response.get("errors").is_none(), "{response:#}");
     }
-    let (entries, _) = page(&site, &moderator, json!({ "first": 20 })).await;
+    let (entries, _) = log_page(&site, &moderator, json!({ "first": 20 })).await;
     let ids: BTreeSet<u64> = entries
         .iter()
         .map(|e| e["id"].as_str().unwrap().parse().unwrap())

@@ -26,7 +26,7 @@ const LIMITED: &str = "threadql_rate_limited_total";
 
 /// Posts a GraphQL body (one operation or a batch) with optional token and request id; returns
 /// the status, the `x-request-id` answered and the body.
-async fn send(
+async fn send_with_request_id(
     server: &Running,
     token: Option<&str>,
     body: Value,
@@ -142,7 +142,7 @@ async fn metrics_count_a_known_sequence_of_requests() {
     let before = Scrape::of(&server).await;
 
     // A named mutation (it takes one of the two named series).
-    let (status, _, body) = send(
+    let (status, _, body) = send_with_request_id(
         &server,
         Some(&ada),
         json!({ "query": "mutation CreateIt { createDiscussion(input: {title: \"observed\"}) { id } }" }),
@@ -164,11 +164,11 @@ async fn metrics_count_a_known_sequence_of_requests() {
         read("Q3"),
         read("Q1"),
     ] {
-        let (status, _, answer) = send(&server, Some(&ada), body, None).await;
+        let (status, _, answer) = send_with_request_id(&server, Some(&ada), body, None).await;
         assert!(status == 200 && answer.get("errors").is_none(), "{answer}");
     }
     // An error with a known code (a page larger than the largest), named past the cap.
-    let (status, _, answer) = send(
+    let (status, _, answer) = send_with_request_id(
         &server,
         Some(&ada),
         json!({ "query": "query Bad($d: ID!) { discussion(id: $d) { comments(first: 1000) { totalCount } } }", "variables": { "d": d } }),
@@ -181,7 +181,7 @@ async fn metrics_count_a_known_sequence_of_requests() {
         "{answer}"
     );
     // A batch.
-    let (status, _, answer) = send(
+    let (status, _, answer) = send_with_request_id(
         &server,
         Some(&ada),
         json!([{ "query": "{ __typename }" }, { "query": "{ __typename }" }]),
@@ -192,10 +192,11 @@ async fn metrics_count_a_known_sequence_of_requests() {
     // Two anonymous requests pass; the third is over the client's allowance.
     for _ in 0..2 {
         let (status, _, answer) =
-            send(&server, None, json!({ "query": "{ __typename }" }), None).await;
+            send_with_request_id(&server, None, json!({ "query": "{ __typename }" }), None).await;
         assert_eq!(status, 200, "{answer}");
     }
-    let (status, _, answer) = send(&server, None, json!({ "query": "{ __typename }" }), None).await;
+    let (status, _, answer) =
+        send_with_request_id(&server, None, json!({ "query": "{ __typename }" }), None).await;
     assert_eq!(status, 429, "{answer}");
     assert_eq!(answer["errors"][0]["extensions"]["code"], "RATE_LIMITED");
 
@@ -357,7 +358,7 @@ async fn metrics_count_change_events_streams_and_limits() {
     let events = sse_events(&mut live, 3).await;
     assert!(events.iter().all(|(e, _)| e == "next"), "{events:?}");
     // A second post by an author inside the window is over the author's allowance.
-    let (status, _, answer) = send(
+    let (status, _, answer) = send_with_request_id(
         &server,
         Some(&token("u1", "u1")),
         json!({ "query": "mutation($d: ID!) { postComment(input: {discussionId: $d, text: \"again\"}) { slug } }", "variables": { "d": d } }),
@@ -435,15 +436,15 @@ async fn raw_request(server: &Running, header: &[u8]) -> String {
 async fn request_ids_are_echoed_or_made() {
     let server = Running::start(server_config("observe_ids")).await;
     let query = || json!({ "query": "{ __typename }" });
-    let (_, id, _) = send(&server, None, query(), Some("trace-42 / A:b")).await;
+    let (_, id, _) = send_with_request_id(&server, None, query(), Some("trace-42 / A:b")).await;
     assert_eq!(id, "trace-42 / A:b");
     let longest = "r".repeat(128);
-    let (_, id, _) = send(&server, None, query(), Some(&longest)).await;
+    let (_, id, _) = send_with_request_id(&server, None, query(), Some(&longest)).await;
     assert_eq!(id, longest);
     let fresh = |id: &str| id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit());
     let mut made = std::collections::HashSet::new();
     for _ in 0..20 {
-        let (_, id, _) = send(&server, None, query(), None).await;
+        let (_, id, _) = send_with_request_id(&server, None, query(), None).await;
         assert!(fresh(&id), "{id}");
         assert!(made.insert(id), "request ids are unique");
     }

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::process::{Child, Command};
 
-use crate::support::{token, SECRET};
+use crate::support::{graphql_data_at, token, SECRET};
 
 /// How long a start or a stop may take before the test gives up.
 const DEADLINE: Duration = Duration::from_secs(120);
@@ -47,7 +47,7 @@ fn free_port() -> u16 {
 
 /// Starts `threadql serve` with its own development database in `data_dir`, and waits until it
 /// answers `/healthz`. Returns the process and its base URL.
-async fn serve(data_dir: &Path) -> (Child, String) {
+async fn serve_process(data_dir: &Path) -> (Child, String) {
     let port = free_port();
     let child = Command::new(env!("CARGO_BIN_EXE_threadql"))
         .arg("serve")
@@ -76,22 +76,6 @@ async fn serve(data_dir: &Path) -> (Child, String) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     (child, base)
-}
-
-/// Runs one GraphQL operation as a signed-in user and returns its `data`.
-async fn graphql(base: &str, query: &str, variables: Value) -> Value {
-    let response: Value = reqwest::Client::new()
-        .post(format!("{base}/graphql"))
-        .bearer_auth(token("orphans", "Orphans"))
-        .json(&json!({ "query": query, "variables": variables }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert!(response["errors"].is_null(), "{response:#}");
-    response["data"].clone()
 }
 
 /// Waits until `check` holds, failing after the deadline.
@@ -126,9 +110,10 @@ async fn a_killed_threadql_leaves_no_second_database_and_keeps_its_data() {
     let data_dir = dir.path().canonicalize().unwrap().join("data");
     let _cleanup = Cleanup(&data_dir);
 
-    let (mut first, base) = serve(&data_dir).await;
-    let created = graphql(
-        &base,
+    let (mut first, base) = serve_process(&data_dir).await;
+    let created = graphql_data_at(
+        &format!("{base}/graphql"),
+        &token("orphans", "Orphans"),
         "mutation($t: String!) { createDiscussion(input: {title: $t}) { id } }",
         json!({ "t": "still here" }),
     )
@@ -144,12 +129,13 @@ async fn a_killed_threadql_leaves_no_second_database_and_keeps_its_data() {
     let leftover = databases_on(&data_dir);
     assert_eq!(leftover.len(), 1, "kill -9 cannot stop the database itself");
 
-    let (mut second, base) = serve(&data_dir).await;
+    let (mut second, base) = serve_process(&data_dir).await;
     let running = databases_on(&data_dir);
     assert_eq!(running.len(), 1, "exactly one database runs: {running:?}");
     assert_ne!(running, leftover, "the leftover was stopped");
-    let read = graphql(
-        &base,
+    let read = graphql_data_at(
+        &format!("{base}/graphql"),
+        &token("orphans", "Orphans"),
         "query($d: ID!) { discussion(id: $d) { title } }",
         json!({ "d": id }),
     )

@@ -3,17 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::support::{db_commands, server_config, Running};
-
-/// A document's SHA-256 in hex, as automatic persisted queries name it.
-fn sha256_hex(text: &str) -> String {
-    use std::fmt::Write as _;
-    let digest = <sha2::Sha256 as sha2::Digest>::digest(text.as_bytes());
-    digest.iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
+use crate::support::{db_commands, error_code, server_config, sha256_hex, Running};
 
 /// Sends `query` with its hash (`with_text`) or its hash alone; returns the answer and the
 /// database commands the server sent meanwhile.
@@ -35,12 +25,6 @@ async fn persisted(server: &Running, query: &str, with_text: bool) -> (Value, u6
         .await
         .expect("json");
     (answer, db_commands(&client, server).await - before)
-}
-
-fn code(answer: &Value) -> &str {
-    answer["errors"][0]["extensions"]["code"]
-        .as_str()
-        .unwrap_or("")
 }
 
 /// A document refused by a limit (aliases, root fields, depth, cost) used to be kept before it
@@ -72,14 +56,14 @@ async fn a_refused_document_is_not_persisted() {
     for (limit, query) in &refused {
         let (answer, commands) = persisted(&server, query, true).await;
         assert_eq!(
-            code(&answer),
+            error_code(&answer),
             "GRAPHQL_VALIDATION_FAILED",
             "{limit}: {answer:#}"
         );
         assert_eq!(commands, 0, "{limit}");
         let (answer, commands) = persisted(&server, query, false).await;
         assert_eq!(
-            code(&answer),
+            error_code(&answer),
             "PERSISTED_QUERY_NOT_FOUND",
             "{limit}: {answer:#}"
         );
@@ -112,7 +96,11 @@ async fn the_persisted_cache_is_bounded_in_bytes() {
         assert!(answer.get("errors").is_none(), "{answer:#}");
     }
     let (answer, _) = persisted(&server, &document(1), false).await;
-    assert_eq!(code(&answer), "PERSISTED_QUERY_NOT_FOUND", "{answer:#}");
+    assert_eq!(
+        error_code(&answer),
+        "PERSISTED_QUERY_NOT_FOUND",
+        "{answer:#}"
+    );
     for n in [2, 3] {
         let (answer, _) = persisted(&server, &document(n), false).await;
         assert!(
@@ -124,7 +112,11 @@ async fn the_persisted_cache_is_bounded_in_bytes() {
     persisted(&server, &document(2), false).await;
     persisted(&server, &document(4), true).await;
     let (answer, _) = persisted(&server, &document(3), false).await;
-    assert_eq!(code(&answer), "PERSISTED_QUERY_NOT_FOUND", "{answer:#}");
+    assert_eq!(
+        error_code(&answer),
+        "PERSISTED_QUERY_NOT_FOUND",
+        "{answer:#}"
+    );
     for n in [2, 4] {
         let (answer, _) = persisted(&server, &document(n), false).await;
         assert!(
@@ -147,7 +139,11 @@ async fn the_persisted_cache_is_bounded_in_bytes() {
         "{answer:#}"
     );
     let (answer, _) = persisted(&server, &large, false).await;
-    assert_eq!(code(&answer), "PERSISTED_QUERY_NOT_FOUND", "{answer:#}");
+    assert_eq!(
+        error_code(&answer),
+        "PERSISTED_QUERY_NOT_FOUND",
+        "{answer:#}"
+    );
     let (answer, _) = persisted(&server, &document(4), false).await;
     assert!(
         answer["data"]["discussions"]["nodes"].is_array(),

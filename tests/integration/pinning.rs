@@ -27,7 +27,7 @@ async fn pinned(app: &TestApp, d: &str) -> Vec<String> {
 }
 
 /// The slugs at `at`, in that order.
-fn pick(slugs: &[String], at: &[usize]) -> Vec<String> {
+fn slugs_at(slugs: &[String], at: &[usize]) -> Vec<String> {
     at.iter().map(|&i| slugs[i].clone()).collect()
 }
 
@@ -91,7 +91,7 @@ async fn moderators_pin_up_to_five_comments_in_order_on_every_layout() {
         assert_eq!(r["data"]["pinComment"]["pinned"], true, "{layout:?}: {r:#}");
         assert_eq!(
             pinned(&app, &d).await,
-            pick(&slugs, &[2, 0, 5]),
+            slugs_at(&slugs, &[2, 0, 5]),
             "{layout:?}"
         );
         let data = app
@@ -121,7 +121,7 @@ async fn moderators_pin_up_to_five_comments_in_order_on_every_layout() {
         pin(&app, &moderator, &d, &slugs[1], true).await;
         assert_eq!(
             pinned(&app, &d).await,
-            pick(&slugs, &[0, 5, 6, 7, 1]),
+            slugs_at(&slugs, &[0, 5, 6, 7, 1]),
             "{layout:?}"
         );
 
@@ -152,7 +152,7 @@ async fn moderators_pin_up_to_five_comments_in_order_on_every_layout() {
         .await;
         assert_eq!(
             pinned(&app, &d).await,
-            pick(&slugs, &[5, 6, 7, 1]),
+            slugs_at(&slugs, &[5, 6, 7, 1]),
             "{layout:?}"
         );
         pin(&app, &moderator, &d, &slugs[0], false).await;
@@ -178,7 +178,7 @@ async fn moderators_pin_up_to_five_comments_in_order_on_every_layout() {
         );
         assert_eq!(
             pinned(&app, &d).await,
-            pick(&slugs, &[5, 6, 7, 1]),
+            slugs_at(&slugs, &[5, 6, 7, 1]),
             "{layout:?} moved to {to:?}"
         );
     }

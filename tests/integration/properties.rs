@@ -274,7 +274,7 @@ struct Seeded {
     cursors: Vec<String>,
 }
 
-async fn seed(layout: Layout) -> Seeded {
+async fn seed_lookups(layout: Layout) -> Seeded {
     let app = TestApp::new("prop_lookup", layout).await;
     let d = app.discussion("lookups").await;
     let a = app.post(&d, None, "a").await;
@@ -386,7 +386,7 @@ fn any_id_slug_cursor_or_page_gets_data_or_bad_input_or_not_found() {
     let seeded: Vec<Seeded> = rt.block_on(async {
         let mut seeded = Vec::new();
         for layout in LAYOUTS {
-            seeded.push(seed(layout).await);
+            seeded.push(seed_lookups(layout).await);
         }
         seeded
     });

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 use threadql::domain::Layout;
 
-use crate::support::{error_code, Settings, TestApp};
+use crate::support::{error_code, node_slugs, Settings, TestApp};
 
 const REJECT: &str = "mutation($d: ID!, $s: String!, $r: String) { rejectComment(discussionId: $d, slug: $s, reason: $r) { slug status text moderationReason } }";
 const APPROVE: &str = "mutation($d: ID!, $s: String!) { approveComment(discussionId: $d, slug: $s) { slug status text reportCount } }";
@@ -29,13 +29,6 @@ const READS: &str = r#"query($d: ID!) {
   }
 }"#;
 
-/// Runs `query` as `token` (anonymous without) and returns its data, failing on errors.
-async fn ok_as(app: &TestApp, token: Option<&str>, query: &str, variables: Value) -> Value {
-    let response = app.exec_as(token, query, variables).await;
-    assert!(response.get("errors").is_none(), "{response:#}");
-    response["data"].clone()
-}
-
 /// Runs `query` as `token` and returns the first error's code.
 async fn code_as(app: &TestApp, token: Option<&str>, query: &str, variables: Value) -> String {
     error_code(&app.exec_as(token, query, variables).await)
@@ -51,24 +44,14 @@ fn node<'a>(connection: &'a Value, slug: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("{slug} is not in {connection:#}"))
 }
 
-/// The slugs of a connection's nodes, in order.
-fn slugs(connection: &Value) -> Vec<String> {
-    connection["nodes"]
-        .as_array()
-        .expect("nodes")
-        .iter()
-        .map(|n| n["slug"].as_str().expect("slug").to_owned())
-        .collect()
-}
-
 /// The slugs of a queue (one discussion's, or all), walked one at a time.
 async fn queue(app: &TestApp, moderator: &str, which: &str, d: Option<&str>) -> Vec<String> {
     let mut found = Vec::new();
     let mut after: Option<String> = None;
     loop {
         let vars = json!({ "q": which, "d": d, "f": 1, "a": after });
-        let page = ok_as(app, Some(moderator), QUEUE, vars).await["moderationQueue"].clone();
-        found.extend(slugs(&page));
+        let page = app.ok_as(Some(moderator), QUEUE, vars).await["moderationQueue"].clone();
+        found.extend(node_slugs(&page));
         if page["pageInfo"]["hasNextPage"] != true {
             return found;
         }
@@ -88,21 +71,21 @@ pub(crate) async fn rejected_comments_stay_in_place_case(settings: Settings) {
     let a = app.post_as(&author, &d, None, "rude words").await;
     let b = app.post(&d, Some(&a), "a reply").await;
     let c = app.post_as(&author, &d, None, "fine words").await;
-    let before = ok_as(&app, None, READS, json!({ "d": d })).await;
+    let before = app.ok_as(None, READS, json!({ "d": d })).await;
 
-    let rejected = ok_as(
-        &app,
-        Some(&moderator),
-        REJECT,
-        json!({ "d": d, "s": a, "r": "rude" }),
-    )
-    .await["rejectComment"]
+    let rejected = app
+        .ok_as(
+            Some(&moderator),
+            REJECT,
+            json!({ "d": d, "s": a, "r": "rude" }),
+        )
+        .await["rejectComment"]
         .clone();
     assert_eq!(rejected["status"], "REJECTED");
     assert_eq!(rejected["moderationReason"], "rude");
 
     for viewer in [None, Some(reader.as_str())] {
-        let after = ok_as(&app, viewer, READS, json!({ "d": d })).await;
+        let after = app.ok_as(viewer, READS, json!({ "d": d })).await;
         let discussion = &after["discussion"];
         assert_eq!(
             discussion["commentCount"], 3,
@@ -110,8 +93,8 @@ pub(crate) async fn rejected_comments_stay_in_place_case(settings: Settings) {
         );
         for list in ["comments", "threaded", "newest"] {
             assert_eq!(
-                slugs(&discussion[list]),
-                slugs(&before["discussion"][list]),
+                node_slugs(&discussion[list]),
+                node_slugs(&before["discussion"][list]),
                 "{list}: same places"
             );
         }
@@ -129,20 +112,24 @@ pub(crate) async fn rejected_comments_stay_in_place_case(settings: Settings) {
         assert_eq!(node(&discussion["threaded"], &a)["text"], Value::Null);
         assert_eq!(node(&discussion["threads"], &a)["text"], Value::Null);
         assert_eq!(
-            slugs(&node(&discussion["threads"], &a)["replies"]),
+            node_slugs(&node(&discussion["threads"], &a)["replies"]),
             vec![b.clone()]
         );
-        let link = ok_as(&app, viewer, LINK, json!({ "d": d, "s": a })).await;
+        let link = app.ok_as(viewer, LINK, json!({ "d": d, "s": a })).await;
         assert_eq!(link["comment"]["text"], Value::Null);
         assert_eq!(link["comment"]["status"], "REJECTED");
     }
     // Its author sees the text and why; moderators see everything.
-    let own = ok_as(&app, Some(&author), LINK, json!({ "d": d, "s": a })).await;
+    let own = app
+        .ok_as(Some(&author), LINK, json!({ "d": d, "s": a }))
+        .await;
     assert_eq!(own["comment"]["text"], "rude words");
     assert_eq!(own["comment"]["moderationReason"], "rude");
     assert_eq!(own["comment"]["reportCount"], Value::Null);
     assert_eq!(own["comment"]["author"]["name"], "Lin");
-    let seen = ok_as(&app, Some(&moderator), LINK, json!({ "d": d, "s": a })).await;
+    let seen = app
+        .ok_as(Some(&moderator), LINK, json!({ "d": d, "s": a }))
+        .await;
     assert_eq!(seen["comment"]["text"], "rude words");
     assert_eq!(seen["comment"]["reportCount"], 0);
     assert_eq!(
@@ -156,20 +143,21 @@ pub(crate) async fn rejected_comments_stay_in_place_case(settings: Settings) {
     // A reply to the placeholder is public, like a reply to a tombstone.
     let under = app.post_as(&reader, &d, Some(&a), "still replying").await;
     assert_eq!(
-        ok_as(&app, None, LINK, json!({ "d": d, "s": under })).await["comment"]["text"],
+        app.ok_as(None, LINK, json!({ "d": d, "s": under })).await["comment"]["text"],
         "still replying"
     );
     // Rejecting again replaces the reason; approving restores it in place.
-    ok_as(
-        &app,
+    app.ok_as(
         Some(&moderator),
         REJECT,
         json!({ "d": d, "s": a, "r": "very rude" }),
     )
     .await;
-    let approved = ok_as(&app, Some(&moderator), APPROVE, json!({ "d": d, "s": a })).await;
+    let approved = app
+        .ok_as(Some(&moderator), APPROVE, json!({ "d": d, "s": a }))
+        .await;
     assert_eq!(approved["approveComment"]["status"], "APPROVED");
-    let restored = ok_as(&app, None, READS, json!({ "d": d })).await;
+    let restored = app.ok_as(None, READS, json!({ "d": d })).await;
     let comments = &restored["discussion"]["comments"];
     assert_eq!(node(comments, &a)["text"], "rude words");
     assert_eq!(node(comments, &a)["author"]["name"], "Lin");
@@ -204,18 +192,20 @@ pub(crate) async fn reports_hold_a_comment_at_the_threshold_case(mut settings: S
     let report = |s: &str| json!({ "d": d, "s": s, "r": "SPAM", "n": "ads" });
 
     assert_eq!(
-        ok_as(&app, Some(&r1), REPORT, report(&x)).await["reportComment"],
+        app.ok_as(Some(&r1), REPORT, report(&x)).await["reportComment"],
         true
     );
     assert_eq!(
-        ok_as(&app, Some(&r1), REPORT, report(&x)).await["reportComment"],
+        app.ok_as(Some(&r1), REPORT, report(&x)).await["reportComment"],
         false,
         "a repeat is a no-op"
     );
-    let seen = ok_as(&app, Some(&moderator), LINK, json!({ "d": d, "s": x })).await;
+    let seen = app
+        .ok_as(Some(&moderator), LINK, json!({ "d": d, "s": x }))
+        .await;
     assert_eq!(seen["comment"]["reportCount"], 1);
     assert_eq!(seen["comment"]["status"], "APPROVED");
-    let public = ok_as(&app, Some(&r1), LINK, json!({ "d": d, "s": x })).await;
+    let public = app.ok_as(Some(&r1), LINK, json!({ "d": d, "s": x })).await;
     assert_eq!(public["comment"]["reportCount"], Value::Null);
     assert_eq!(public["comment"]["text"], "spammy");
     assert_eq!(
@@ -224,16 +214,18 @@ pub(crate) async fn reports_hold_a_comment_at_the_threshold_case(mut settings: S
     );
 
     assert_eq!(
-        ok_as(&app, Some(&r2), REPORT, report(&x)).await["reportComment"],
+        app.ok_as(Some(&r2), REPORT, report(&x)).await["reportComment"],
         true
     );
-    let held = ok_as(&app, None, READS, json!({ "d": d })).await;
+    let held = app.ok_as(None, READS, json!({ "d": d })).await;
     let comments = &held["discussion"]["comments"];
     assert_eq!(node(comments, &x)["status"], "PENDING");
     assert_eq!(node(comments, &x)["text"], Value::Null);
     assert_eq!(node(comments, &y)["text"], "a reply");
     assert_eq!(held["discussion"]["commentCount"], 2);
-    let own = ok_as(&app, Some(&author), LINK, json!({ "d": d, "s": x })).await;
+    let own = app
+        .ok_as(Some(&author), LINK, json!({ "d": d, "s": x }))
+        .await;
     assert_eq!(own["comment"]["moderationReason"], "reported by 2 users");
     assert_eq!(
         queue(&app, &moderator, "PENDING", Some(&d)).await,
@@ -242,17 +234,21 @@ pub(crate) async fn reports_hold_a_comment_at_the_threshold_case(mut settings: S
     assert!(queue(&app, &moderator, "REPORTED", Some(&d))
         .await
         .is_empty());
-    let pending = ok_as(&app, Some(&moderator), PENDING_COUNT, json!({ "d": d })).await;
+    let pending = app
+        .ok_as(Some(&moderator), PENDING_COUNT, json!({ "d": d }))
+        .await;
     assert_eq!(pending["discussion"]["pendingCount"], 1);
     // A placeholder is with the moderators already: there is nothing public to report.
     assert_eq!(
         code_as(&app, Some(&r3), REPORT, report(&x)).await,
         "NOT_FOUND"
     );
-    let hidden = ok_as(&app, Some(&r1), PENDING_COUNT, json!({ "d": d })).await;
+    let hidden = app.ok_as(Some(&r1), PENDING_COUNT, json!({ "d": d })).await;
     assert_eq!(hidden["discussion"]["pendingCount"], Value::Null);
 
-    let approved = ok_as(&app, Some(&moderator), APPROVE, json!({ "d": d, "s": x })).await;
+    let approved = app
+        .ok_as(Some(&moderator), APPROVE, json!({ "d": d, "s": x }))
+        .await;
     assert_eq!(approved["approveComment"]["status"], "APPROVED");
     assert_eq!(approved["approveComment"]["reportCount"], 0);
     for which in ["PENDING", "REPORTED", "REJECTED"] {
@@ -263,14 +259,16 @@ pub(crate) async fn reports_hold_a_comment_at_the_threshold_case(mut settings: S
     }
     // Reports since the approval count afresh; earlier reporters stay counted once.
     assert_eq!(
-        ok_as(&app, Some(&r2), REPORT, report(&x)).await["reportComment"],
+        app.ok_as(Some(&r2), REPORT, report(&x)).await["reportComment"],
         false
     );
     assert_eq!(
-        ok_as(&app, Some(&r3), REPORT, report(&x)).await["reportComment"],
+        app.ok_as(Some(&r3), REPORT, report(&x)).await["reportComment"],
         true
     );
-    let seen = ok_as(&app, Some(&moderator), LINK, json!({ "d": d, "s": x })).await;
+    let seen = app
+        .ok_as(Some(&moderator), LINK, json!({ "d": d, "s": x }))
+        .await;
     assert_eq!(seen["comment"]["reportCount"], 1);
     assert_eq!(seen["comment"]["status"], "APPROVED");
 
@@ -350,16 +348,21 @@ pub(crate) async fn listed_words_hold_posts_and_edits_case(mut settings: Setting
     let clean = app.post_as(&author, &d, None, "hello").await;
     let posted = |t: &str| json!({ "d": d, "t": t });
 
-    let banned = ok_as(&app, Some(&author), POST, posted("BUY  Now!")).await["postComment"].clone();
+    let banned = app.ok_as(Some(&author), POST, posted("BUY  Now!")).await["postComment"].clone();
     assert_eq!(banned["status"], "REJECTED");
     assert_eq!(banned["moderationReason"], "banned word");
-    let suspect =
-        ok_as(&app, Some(&author), POST, posted("ＣＲＹＰＴＯ gains")).await["postComment"].clone();
+    let suspect = app
+        .ok_as(Some(&author), POST, posted("ＣＲＹＰＴＯ gains"))
+        .await["postComment"]
+        .clone();
     assert_eq!(suspect["status"], "PENDING");
     assert_eq!(suspect["moderationReason"], "suspect word");
     let word = |v: &Value| v["slug"].as_str().expect("slug").to_owned();
-    let reads = ok_as(&app, None, READS, json!({ "d": d })).await;
-    assert_eq!(slugs(&reads["discussion"]["comments"]), vec![clean.clone()]);
+    let reads = app.ok_as(None, READS, json!({ "d": d })).await;
+    assert_eq!(
+        node_slugs(&reads["discussion"]["comments"]),
+        vec![clean.clone()]
+    );
     assert_eq!(reads["discussion"]["commentCount"], 1);
     assert_eq!(
         queue(&app, &moderator, "REJECTED", Some(&d)).await,
@@ -369,48 +372,42 @@ pub(crate) async fn listed_words_hold_posts_and_edits_case(mut settings: Setting
         queue(&app, &moderator, "PENDING", Some(&d)).await,
         vec![word(&suspect)]
     );
-    let own = ok_as(
-        &app,
-        Some(&author),
-        LINK,
-        json!({ "d": d, "s": word(&banned) }),
-    )
-    .await;
+    let own = app
+        .ok_as(Some(&author), LINK, json!({ "d": d, "s": word(&banned) }))
+        .await;
     assert_eq!(own["comment"]["moderationReason"], "banned word");
     // Moderators are not screened.
-    let theirs =
-        ok_as(&app, Some(&moderator), POST, posted("buy now")).await["postComment"].clone();
+    let theirs = app.ok_as(Some(&moderator), POST, posted("buy now")).await["postComment"].clone();
     assert_eq!(theirs["status"], "APPROVED");
     // Whole words only.
-    let fine =
-        ok_as(&app, Some(&author), POST, posted("cryptography")).await["postComment"].clone();
+    let fine = app.ok_as(Some(&author), POST, posted("cryptography")).await["postComment"].clone();
     assert_eq!(fine["status"], "APPROVED");
 
     // An edit with a suspect word holds the public comment in place; a banned one rejects it.
-    let edited = ok_as(
-        &app,
-        Some(&author),
-        EDIT,
-        json!({ "d": d, "s": clean, "t": "hello crypto" }),
-    )
-    .await["editComment"]
+    let edited = app
+        .ok_as(
+            Some(&author),
+            EDIT,
+            json!({ "d": d, "s": clean, "t": "hello crypto" }),
+        )
+        .await["editComment"]
         .clone();
     assert_eq!(edited["status"], "PENDING");
     assert_eq!(edited["moderationReason"], "suspect word");
-    let reads = ok_as(&app, None, READS, json!({ "d": d })).await;
+    let reads = app.ok_as(None, READS, json!({ "d": d })).await;
     let placeholder = node(&reads["discussion"]["comments"], &clean);
     assert_eq!(placeholder["status"], "PENDING");
     assert_eq!(placeholder["text"], Value::Null);
     assert!(queue(&app, &moderator, "PENDING", Some(&d))
         .await
         .contains(&clean));
-    let edited = ok_as(
-        &app,
-        Some(&author),
-        EDIT,
-        json!({ "d": d, "s": clean, "t": "buy now" }),
-    )
-    .await["editComment"]
+    let edited = app
+        .ok_as(
+            Some(&author),
+            EDIT,
+            json!({ "d": d, "s": clean, "t": "buy now" }),
+        )
+        .await["editComment"]
         .clone();
     assert_eq!(edited["status"], "REJECTED");
     assert_eq!(edited["moderationReason"], "banned word");
@@ -434,18 +431,18 @@ async fn queues_page_oldest_first_across_discussions() {
     let mut discussions = Vec::new();
     for title in ["one", "two"] {
         let d = app.discussion(title).await;
-        ok_as(&app, Some(&moderator), set, json!({ "d": d })).await;
+        app.ok_as(Some(&moderator), set, json!({ "d": d })).await;
         discussions.push(d);
     }
     for i in 0..6 {
         let d = &discussions[i % 2];
-        let data = ok_as(
-            &app,
-            Some(&author),
-            POST,
-            json!({ "d": d, "t": format!("held {i}") }),
-        )
-        .await;
+        let data = app
+            .ok_as(
+                Some(&author),
+                POST,
+                json!({ "d": d, "t": format!("held {i}") }),
+            )
+            .await;
         held.push(
             data["postComment"]["slug"]
                 .as_str()
@@ -459,35 +456,32 @@ async fn queues_page_oldest_first_across_discussions() {
         queue(&app, &moderator, "PENDING", Some(&discussions[0])).await,
         in_one
     );
-    let page = ok_as(
-        &app,
-        Some(&moderator),
-        QUEUE,
-        json!({ "q": "PENDING", "f": 4 }),
-    )
-    .await["moderationQueue"]
+    let page = app
+        .ok_as(Some(&moderator), QUEUE, json!({ "q": "PENDING", "f": 4 }))
+        .await["moderationQueue"]
         .clone();
     assert_eq!(page["totalCount"], 6);
-    assert_eq!(slugs(&page), held[..4].to_vec());
+    assert_eq!(node_slugs(&page), held[..4].to_vec());
     assert_eq!(page["pageInfo"]["hasNextPage"], true);
     assert_eq!(page["pageInfo"]["hasPreviousPage"], false);
     assert_eq!(
         node(&page, &held[1])["discussionId"],
         discussions[1].as_str()
     );
-    let pending = ok_as(
-        &app,
-        Some(&moderator),
-        PENDING_COUNT,
-        json!({ "d": discussions[1] }),
-    )
-    .await;
+    let pending = app
+        .ok_as(
+            Some(&moderator),
+            PENDING_COUNT,
+            json!({ "d": discussions[1] }),
+        )
+        .await;
     assert_eq!(pending["discussion"]["pendingCount"], 3);
     // Rejected, they enter the REJECTED queue in the order they were rejected; rejecting again
     // keeps a comment's place there.
     for slug in [&held[3], &held[0], &held[3]] {
         let d = &discussions[held.iter().position(|h| h == slug).expect("held") % 2];
-        ok_as(&app, Some(&moderator), REJECT, json!({ "d": d, "s": slug })).await;
+        app.ok_as(Some(&moderator), REJECT, json!({ "d": d, "s": slug }))
+            .await;
     }
     assert_eq!(
         queue(&app, &moderator, "REJECTED", None).await,
@@ -505,13 +499,13 @@ async fn queues_page_oldest_first_across_discussions() {
 
     // Bad inputs.
     let reader = app.token("u3", "Kim");
-    let log = ok_as(
-        &app,
-        Some(&moderator),
-        "{ moderationLog(first: 1) { pageInfo { endCursor } } }",
-        json!({}),
-    )
-    .await;
+    let log = app
+        .ok_as(
+            Some(&moderator),
+            "{ moderationLog(first: 1) { pageInfo { endCursor } } }",
+            json!({}),
+        )
+        .await;
     let log_cursor = log["moderationLog"]["pageInfo"]["endCursor"].clone();
     let cases = [
         (

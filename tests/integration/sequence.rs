@@ -18,7 +18,7 @@ const POSTS: usize = 20;
 
 /// Every slug of a listing (`comments` or `threads`, `comments(order: THREADED)` with the field
 /// `threaded`), read through the API seven at a time, by offset or by cursor.
-async fn walk(
+async fn listing_slugs(
     client: &reqwest::Client,
     server: &Running,
     d: &str,
@@ -190,13 +190,13 @@ async fn numbers_are_dense_and_chronological_under_concurrent_writers() {
         .collect();
     for by_offset in [true, false] {
         assert_eq!(
-            walk(&client, &servers[1], &d, "comments", by_offset).await,
+            listing_slugs(&client, &servers[1], &d, "comments", by_offset).await,
             chronological
         );
     }
     // `threads` pages by cursor only.
     assert_eq!(
-        walk(&client, &servers[0], &d, "threads", false).await,
+        listing_slugs(&client, &servers[0], &d, "threads", false).await,
         top_level
     );
     // Threaded pages, read from the thread counts, are the `full_slug` order.
@@ -208,7 +208,7 @@ async fn numbers_are_dense_and_chronological_under_concurrent_writers() {
     let threaded: Vec<String> = threaded.into_iter().map(|(_, s)| s.to_owned()).collect();
     for by_offset in [true, false] {
         assert_eq!(
-            walk(&client, &servers[1], &d, "threaded", by_offset).await,
+            listing_slugs(&client, &servers[1], &d, "threaded", by_offset).await,
             threaded
         );
     }

@@ -16,9 +16,9 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::live::{Protocol, Ws, POSTED, WAIT};
+use crate::live::{await_subscribers_at, Protocol, Ws, POSTED, WAIT};
 use crate::orphans::{databases_on, Cleanup};
-use crate::support::{error_code, metric_from, server_uri, token, unique_db, Process, TestApp};
+use crate::support::{error_code, graphql_data_at, server_uri, token, unique_db, Process, TestApp};
 use threadql::domain::Layout;
 
 /// What the process may take beyond its grace period to exit: the issue's own bound.
@@ -27,43 +27,15 @@ const MARGIN: Duration = Duration::from_secs(5);
 const POST: &str =
     "mutation($d: ID!, $t: String!) { postComment(input: {discussionId: $d, text: $t}) { slug } }";
 
-/// Runs one GraphQL operation as a signed-in user and returns its `data`, failing on errors.
-async fn graphql(process: &Process, query: &str, variables: Value) -> Value {
-    let response: Value = reqwest::Client::new()
-        .post(process.url("/graphql"))
-        .bearer_auth(token("shutdown", "Shutdown"))
-        .json(&json!({ "query": query, "variables": variables }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert!(response["errors"].is_null(), "{response:#}");
-    response["data"].clone()
-}
-
 async fn create_discussion(process: &Process) -> String {
-    let data = graphql(
-        process,
+    let data = graphql_data_at(
+        &process.url("/graphql"),
+        &token("shutdown", "Shutdown"),
         "mutation { createDiscussion(input: {title: \"shutdown\"}) { id } }",
         json!({}),
     )
     .await;
     data["createDiscussion"]["id"].as_str().unwrap().to_owned()
-}
-
-/// Waits until the server has `count` subscriptions in place.
-async fn await_subscribers(process: &Process, count: u64) {
-    let deadline = Instant::now() + WAIT;
-    let url = process.url("/metrics");
-    while metric_from(&url, "threadql_live_subscribers").await != count {
-        assert!(
-            Instant::now() < deadline,
-            "{count} subscriptions never got in place"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// What a WebSocket subscriber heard, in order, until its socket ended.
@@ -160,8 +132,9 @@ async fn stored_slugs(process: &Process, d: &str) -> (Vec<String>, u64) {
     let mut slugs = Vec::new();
     let mut after = Value::Null;
     loop {
-        let data = graphql(
-            process,
+        let data = graphql_data_at(
+            &process.url("/graphql"),
+            &token("shutdown", "Shutdown"),
             "query($d: ID!, $a: String) { discussion(id: $d) { commentCount comments(first: 100, after: $a) { nodes { slug } pageInfo { hasNextPage endCursor } } } }",
             json!({ "d": d, "a": after }),
         )
@@ -226,7 +199,7 @@ async fn sigterm_completes_every_subscription_and_keeps_every_acknowledged_write
         streams.push(tokio::spawn(events_to_the_end(response)));
     }
     let subscriptions = PER_PROTOCOL * 2 + SSE;
-    await_subscribers(&process, subscriptions as u64).await;
+    await_subscribers_at(&process.url("/metrics"), subscriptions as u64).await;
 
     // Writers post all along; the signal comes while they do.
     let acknowledged = Arc::new(AtomicUsize::new(0));

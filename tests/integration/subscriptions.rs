@@ -7,26 +7,14 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{json, Value};
-use threadql::config::Config;
 use threadql::domain::Layout;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::live::{await_subscribers, sse_events, text_json, Protocol, Ws, POSTED};
-use crate::support::{now, sign, token, unique_db, Claims, Running, Settings};
-
-fn config(label: &str) -> Config {
-    Settings::new(Layout::PerComment).config(&unique_db(label))
-}
+use crate::support::{error_code, layout_config, now, sign, token, Claims, Running};
 
 fn bearer(token: &str) -> Value {
     json!({ "Authorization": format!("Bearer {token}") })
-}
-
-/// The code of the first error of an operation's result.
-fn code(payload: &Value) -> &str {
-    payload["errors"][0]["extensions"]["code"]
-        .as_str()
-        .unwrap_or_else(|| panic!("expected an error with a code: {payload}"))
 }
 
 /// Starts an operation that must be refused at once: its error's code, after checking that the
@@ -36,7 +24,7 @@ async fn refused(ws: &mut Ws, id: &str, query: &str, variables: Value) -> String
     let (errored, payload) = ws.next().await;
     assert_eq!(errored, id);
     assert!(payload["data"].is_null(), "{payload}");
-    let code = code(&payload).to_owned();
+    let code = error_code(&payload);
     assert_eq!(ws.message().await, json!({ "type": "complete", "id": id }));
     code
 }
@@ -61,7 +49,7 @@ fn spent(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> u64 {
 /// the connection stays usable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscriptions_are_capped_per_client() {
-    let mut config = config("subs_client_cap");
+    let mut config = layout_config("subs_client_cap", Layout::PerComment);
     config.max_subscriptions_per_client = 2;
     let server = Running::start(config).await;
     let ada = token("u1", "Ada");
@@ -123,7 +111,7 @@ async fn subscriptions_are_capped_per_client() {
 /// is RATE_LIMITED.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscriptions_are_capped_per_process() {
-    let mut config = config("subs_process_cap");
+    let mut config = layout_config("subs_process_cap", Layout::PerComment);
     config.max_subscriptions = 3;
     let server = Running::start(config).await;
     let ada = token("u1", "Ada");
@@ -159,7 +147,7 @@ async fn subscriptions_are_capped_per_process() {
         .unwrap();
     let events = sse_events(&mut refused_sse, 2).await;
     let result: Value = serde_json::from_str(&events[0].1).unwrap();
-    assert_eq!(code(&result), "RATE_LIMITED");
+    assert_eq!(error_code(&result), "RATE_LIMITED");
     assert_eq!(events[1].0, "complete");
 
     // An ended subscription (the SSE response dropped) makes room.
@@ -177,7 +165,7 @@ async fn subscriptions_are_capped_per_process() {
 /// command; a flat selection is accepted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn costly_subscription_selections_are_refused_before_the_database() {
-    let mut config = config("subs_cost");
+    let mut config = layout_config("subs_cost", Layout::PerComment);
     config.max_subscription_complexity = 20;
     // Refusals are counted in database commands: without the read cache's change feed, which
     // sends commands of its own.
@@ -241,7 +229,7 @@ async fn identical_subscribers_are_resolved_once_per_event() {
     const K: usize = 40;
     // Costs are counted in database commands: without the read cache, whose hits would spare
     // some reads of one run and not of the other.
-    let mut config = config("subs_fanout");
+    let mut config = layout_config("subs_fanout", Layout::PerComment);
     config.cache_bytes = 0;
     let server = Running::start(config).await;
     let ada = token("u1", "Ada");
@@ -320,7 +308,7 @@ async fn identical_subscribers_are_resolved_once_per_event() {
 /// anonymous one with the same selection does not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shared_resolution_keeps_each_viewers_fields() {
-    let server = Running::start(config("subs_viewers")).await;
+    let server = Running::start(layout_config("subs_viewers", Layout::PerComment)).await;
     let ada = token("u1", "Ada");
     let d = server.discussion(&ada, Layout::PerComment).await;
     let slug = server.post(&ada, &d, None, "first").await;
@@ -361,7 +349,7 @@ async fn shared_resolution_keeps_each_viewers_fields() {
 /// Reads messages until the server closes the socket, checking that nothing it sent ran the
 /// operation `id` as its caller; returns how it closed: the close code, or `None` after a
 /// legacy `connection_error`.
-async fn until_closed(ws: &mut Ws, id: &str) -> Option<u16> {
+async fn until_closed_refusing(ws: &mut Ws, id: &str) -> Option<u16> {
     let mut refused = false;
     loop {
         let message = match tokio::time::timeout(crate::live::WAIT, ws.socket_next()).await {
@@ -383,7 +371,7 @@ async fn until_closed(ws: &mut Ws, id: &str) -> Option<u16> {
                     }
                     Some("next" | "data") if message["id"] == id => {
                         assert!(message["payload"]["data"].is_null(), "{message}");
-                        assert_eq!(code(&message["payload"]), "UNAUTHENTICATED");
+                        assert_eq!(error_code(&message["payload"]), "UNAUTHENTICATED");
                         refused = true;
                     }
                     Some("complete") if message["id"] == id => assert!(refused, "{message}"),
@@ -402,7 +390,7 @@ async fn until_closed(ws: &mut Ws, id: &str) -> Option<u16> {
 /// `connection_error` (graphql-ws); an SSE subscription with a token ends with UNAUTHENTICATED.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_token_stops_working_on_an_open_connection() {
-    let mut config = config("subs_expiry");
+    let mut config = layout_config("subs_expiry", Layout::PerComment);
     config.jwt_leeway_secs = 0;
     let server = Running::start(config).await;
     let ada = token("u1", "Ada");
@@ -441,7 +429,7 @@ async fn an_expired_token_stops_working_on_an_open_connection() {
     }
     for (protocol, ws, mutation) in &mut sockets {
         ws.start("late", mutation, json!({ "d": d })).await;
-        let closed = until_closed(ws, "late").await;
+        let closed = until_closed_refusing(ws, "late").await;
         match protocol {
             Protocol::TransportWs => assert_eq!(closed, Some(4403)),
             Protocol::LegacyGraphqlWs => assert_eq!(closed, None),
@@ -450,7 +438,7 @@ async fn an_expired_token_stops_working_on_an_open_connection() {
     let events = sse_events(&mut sse, 2).await;
     assert_eq!(events[0].0, "next");
     let result: Value = serde_json::from_str(&events[0].1).unwrap();
-    assert_eq!(code(&result), "UNAUTHENTICATED", "{result}");
+    assert_eq!(error_code(&result), "UNAUTHENTICATED", "{result}");
     assert_eq!(events[1].0, "complete");
 
     // Nothing the expired tokens asked for happened.
@@ -472,7 +460,7 @@ async fn an_expired_token_stops_working_on_an_open_connection() {
 /// UNAUTHENTICATED, whatever the transport does with the socket.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operations_of_a_connection_after_its_token_expired_are_unauthenticated() {
-    let mut config = config("subs_expiry_ops");
+    let mut config = layout_config("subs_expiry_ops", Layout::PerComment);
     config.jwt_leeway_secs = 0;
     let server = Running::start(config).await;
     let ada = token("u1", "Ada");
@@ -496,7 +484,7 @@ async fn operations_of_a_connection_after_its_token_expired_are_unauthenticated(
         .await;
     assert_eq!(responses.len(), 1);
     let response = serde_json::to_value(&responses[0]).unwrap();
-    assert_eq!(code(&response), "UNAUTHENTICATED", "{response}");
+    assert_eq!(error_code(&response), "UNAUTHENTICATED", "{response}");
     server.shutdown().await;
 }
 
@@ -504,7 +492,7 @@ async fn operations_of_a_connection_after_its_token_expired_are_unauthenticated(
 /// its error: every one of them hears NOT_FOUND and ends, and none stays held.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn identical_failing_subscriptions_each_get_the_error() {
-    let server = Running::start(config("subs_failing")).await;
+    let server = Running::start(layout_config("subs_failing", Layout::PerComment)).await;
     let mut ws = Ws::connect(&server, Protocol::TransportWs, json!({})).await;
     let vars = json!({ "d": "000000000000000000000000" });
     for i in 0..8 {
@@ -516,7 +504,7 @@ async fn identical_failing_subscriptions_each_get_the_error() {
         let id = message["id"].as_str().unwrap().to_owned();
         match message["type"].as_str() {
             Some("next") => {
-                assert_eq!(code(&message["payload"]), "NOT_FOUND", "{message}");
+                assert_eq!(error_code(&message["payload"]), "NOT_FOUND", "{message}");
                 assert!(errored.insert(id));
             }
             Some("complete") => {
@@ -540,7 +528,7 @@ async fn identical_failing_subscriptions_each_get_the_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn persisted_subscriptions_share_only_the_same_document() {
     use sha2::{Digest, Sha256};
-    let server = Running::start(config("subs_persisted")).await;
+    let server = Running::start(layout_config("subs_persisted", Layout::PerComment)).await;
     let ada = token("u1", "Ada");
     let d = server.discussion(&ada, Layout::PerComment).await;
     let slugs = "subscription($d: ID!) { commentPosted(discussionId: $d) { slug } }";

@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Document};
-use serde_json::{json, Value};
+use serde_json::json;
 use threadql::domain::{FullSlug, Layout, Window};
 use threadql::store::{ReadScope, Storage};
 
-use crate::support::{finds, load_discussion, sent, server_uri, Settings, TestApp};
+use crate::support::{finds, load_discussion, node_slugs, sent, server_uri, Settings, TestApp};
 
 const SUB: &str = "query($d: ID!, $s: String!, $f: Int, $a: String) { comment(discussionId: $d, slug: $s) { subDiscussion(first: $f, after: $a) { totalCount nodes { slug fullSlug } pageInfo { hasNextPage endCursor } } } }";
 
@@ -54,18 +54,9 @@ fn below(comments: &BTreeMap<String, Document>, root: &str) -> Vec<String> {
     found.into_iter().map(|(_, s)| s.to_owned()).collect()
 }
 
-fn slugs(connection: &Value) -> Vec<String> {
-    connection["nodes"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{connection}"))
-        .iter()
-        .map(|n| n["slug"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 /// Every page of the connection `field` of the comment `slug` by cursor (`first` at a time,
 /// with `query`), with the `command`s each page cost.
-async fn pages(
+async fn comment_pages(
     app: &TestApp,
     (query, field, command): (&str, &str, &str),
     d: &str,
@@ -81,7 +72,7 @@ async fn pages(
             .await;
         costs.push(sent(app, command) - before);
         let connection = &data["comment"][field];
-        seen.extend(slugs(connection));
+        seen.extend(node_slugs(connection));
         if connection["pageInfo"]["hasNextPage"] != json!(true) {
             return (seen, costs);
         }
@@ -92,8 +83,13 @@ async fn pages(
 }
 
 /// Every page of `root`'s sub-discussion by cursor, with the `find`s each page cost.
-async fn walk(app: &TestApp, d: &str, root: &str, first: usize) -> (Vec<String>, Vec<u64>) {
-    pages(app, (SUB, "subDiscussion", "find"), d, root, first).await
+async fn sub_discussion_pages(
+    app: &TestApp,
+    d: &str,
+    root: &str,
+    first: usize,
+) -> (Vec<String>, Vec<u64>) {
+    comment_pages(app, (SUB, "subDiscussion", "find"), d, root, first).await
 }
 
 /// A thread whose first reply holds most of it: `root` → `a` (3 replies of 110 replies each),
@@ -134,7 +130,7 @@ async fn sub_discussion_pages_end_where_the_subtree_sizes_say() {
     for sub in [&root, &a] {
         let expected = below(&comments, sub);
         for first in [50, 7] {
-            let (seen, costs) = walk(&app, &d, sub, first).await;
+            let (seen, costs) = sub_discussion_pages(&app, &d, sub, first).await;
             assert_eq!(seen, expected, "{sub} by {first}");
             // The discussion, the comment (its replies' sizes come with it), the cursor's
             // ancestors (none on a first page), at most four levels looked into, the page.
@@ -215,7 +211,7 @@ async fn sub_discussion_pages_end_where_the_subtree_sizes_say() {
         .await
         .unwrap();
     let expected = below(&comments, &root);
-    let (seen, _) = walk(&app, &d, &root, 50).await;
+    let (seen, _) = sub_discussion_pages(&app, &d, &root, 50).await;
     assert_eq!(seen, expected);
 
     // A discussion that does not keep sizes (from before they were kept) is read the general
@@ -227,7 +223,7 @@ async fn sub_discussion_pages_end_where_the_subtree_sizes_say() {
         )
         .await
         .unwrap();
-    let (seen, costs) = walk(&app, &d, &root, 50).await;
+    let (seen, costs) = sub_discussion_pages(&app, &d, &root, 50).await;
     assert_eq!(seen, expected);
     assert!(costs.iter().all(|&c| c == 3), "{costs:?}");
 }
@@ -298,7 +294,7 @@ async fn a_move_into_the_layout_counts_subtree_sizes() {
         flag(discussions.find_one(doc! { "_id": &d }).await.unwrap()),
         Some(true)
     );
-    let (seen, _) = walk(&app, &d, &root, 50).await;
+    let (seen, _) = sub_discussion_pages(&app, &d, &root, 50).await;
     assert_eq!(seen, below(&comments, &root));
     // Posts after the move keep counting.
     app.post(&d, Some(&root), "after the move").await;
@@ -321,7 +317,7 @@ async fn reply_pages(
     parent: &str,
     first: usize,
 ) -> (Vec<String>, Vec<u64>) {
-    pages(app, (REPLIES, "replies", "aggregate"), d, parent, first).await
+    comment_pages(app, (REPLIES, "replies", "aggregate"), d, parent, first).await
 }
 
 /// A page of a comment's replies stops reading at the reply after it, which the comment's

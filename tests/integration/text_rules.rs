@@ -1,21 +1,13 @@
 //! The text rules over a real socket: titles and comment text refuse control characters, text
 //! made only of invisible characters is blank, and bidirectional controls stay inside the text.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::support::{graphql_data, post_graphql, server_config, token, Running};
+use crate::support::{graphql_data, outcome, post_graphql, server_config, token, Running};
 
 const CREATE: &str = "mutation($t: String!) { createDiscussion(input: {title: $t}) { id title } }";
 const POST: &str =
     "mutation($d: ID!, $t: String!) { postComment(input: {discussionId: $d, text: $t}) { slug text } }";
-
-/// The first error's code, or `"ok"`.
-fn outcome(body: &Value) -> &str {
-    match body.get("errors") {
-        None => "ok",
-        Some(errors) => errors[0]["extensions"]["code"].as_str().unwrap_or("<none>"),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn titles_and_text_follow_the_text_rules() {
@@ -36,7 +28,7 @@ async fn titles_and_text_follow_the_text_rules() {
         let (status, body) =
             post_graphql(&client, &server, Some(&ada), CREATE, json!({ "t": title })).await;
         assert_eq!(
-            (status, outcome(&body)),
+            (status, outcome(&body).as_str()),
             (200, "BAD_USER_INPUT"),
             "title {title:?}: {body}"
         );
@@ -82,7 +74,7 @@ async fn titles_and_text_follow_the_text_rules() {
         )
         .await;
         assert_eq!(
-            (status, outcome(&body)),
+            (status, outcome(&body).as_str()),
             (200, "BAD_USER_INPUT"),
             "text {text:?}: {body}"
         );

@@ -21,13 +21,6 @@ const MODE: &str =
 const REJECT: &str = "mutation($d: ID!, $s: String!, $r: String) { rejectComment(discussionId: $d, slug: $s, reason: $r) { slug } }";
 const LOCK: &str = "mutation($d: ID!) { lockDiscussion(id: $d, locked: true) { id } }";
 
-/// Runs a mutation as `token`, failing the test on errors; returns `data`.
-async fn ok_as(app: &TestApp, token: &str, query: &str, vars: Value) -> Value {
-    let r = app.exec_as(Some(token), query, vars).await;
-    assert!(r["errors"].is_null(), "{r:#}");
-    r["data"].clone()
-}
-
 /// A discussion with everything an export carries: a tree four deep, an edit with its
 /// revision, a tombstone with a reply, votes, pins, a held and a rejected comment, a
 /// moderator's rejection of a public one, a moderation mode and a lock.
@@ -35,9 +28,7 @@ async fn populate(app: &TestApp, layout: Layout, n: usize) {
     let ada = app.token("u1", "Ada");
     let bob = app.token("u2", "Bob Ünïcödé");
     let moderator = app.moderator_token("m1", "Mod");
-    let d = ok_as(
-        app,
-        &ada,
+    let d = app.ok_as(Some(&ada),
         CREATE,
         json!({ "t": format!("Round trip {n}"), "l": layout_name(layout), "k": format!("page-{n}"), "u": format!("https://example.com/{n}") }),
     )
@@ -48,8 +39,12 @@ async fn populate(app: &TestApp, layout: Layout, n: usize) {
     let post = |token: String, parent: Option<String>, text: String| {
         let d = d.clone();
         async move {
-            ok_as(app, &token, POST, json!({ "d": d, "p": parent, "t": text })).await["postComment"]
-                ["slug"]
+            app.ok_as(
+                Some(&token),
+                POST,
+                json!({ "d": d, "p": parent, "t": text }),
+            )
+            .await["postComment"]["slug"]
                 .as_str()
                 .expect("slug")
                 .to_owned()
@@ -62,38 +57,42 @@ async fn populate(app: &TestApp, layout: Layout, n: usize) {
     let gone = post(bob.clone(), None, "to be deleted".into()).await;
     let _under = post(ada.clone(), Some(gone.clone()), "under a tombstone".into()).await;
     let other = post(bob.clone(), None, "second thread".into()).await;
-    ok_as(
-        app,
-        &ada,
+    app.ok_as(
+        Some(&ada),
         EDIT,
         json!({ "d": d, "s": a, "t": "first words, edited" }),
     )
     .await;
-    ok_as(app, &bob, DELETE, json!({ "d": d, "s": gone })).await;
-    ok_as(app, &bob, VOTE, json!({ "d": d, "s": a, "v": "UP" })).await;
-    ok_as(app, &ada, VOTE, json!({ "d": d, "s": b, "v": "DOWN" })).await;
-    ok_as(app, &moderator, VOTE, json!({ "d": d, "s": a, "v": "UP" })).await;
-    ok_as(app, &moderator, PIN, json!({ "d": d, "s": other })).await;
-    ok_as(app, &moderator, PIN, json!({ "d": d, "s": a })).await;
-    ok_as(
-        app,
-        &moderator,
+    app.ok_as(Some(&bob), DELETE, json!({ "d": d, "s": gone }))
+        .await;
+    app.ok_as(Some(&bob), VOTE, json!({ "d": d, "s": a, "v": "UP" }))
+        .await;
+    app.ok_as(Some(&ada), VOTE, json!({ "d": d, "s": b, "v": "DOWN" }))
+        .await;
+    app.ok_as(Some(&moderator), VOTE, json!({ "d": d, "s": a, "v": "UP" }))
+        .await;
+    app.ok_as(Some(&moderator), PIN, json!({ "d": d, "s": other }))
+        .await;
+    app.ok_as(Some(&moderator), PIN, json!({ "d": d, "s": a }))
+        .await;
+    app.ok_as(
+        Some(&moderator),
         REJECT,
         json!({ "d": d, "s": c, "r": "off topic" }),
     )
     .await;
-    ok_as(app, &moderator, MODE, json!({ "d": d, "m": "PRE" })).await;
+    app.ok_as(Some(&moderator), MODE, json!({ "d": d, "m": "PRE" }))
+        .await;
     let held = post(bob.clone(), Some(a.clone()), "waits for a moderator".into()).await;
     let refused = post(bob.clone(), None, "refused while held".into()).await;
-    ok_as(
-        app,
-        &moderator,
+    app.ok_as(
+        Some(&moderator),
         REJECT,
         json!({ "d": d, "s": refused, "r": "spam" }),
     )
     .await;
     let _ = held;
-    ok_as(app, &moderator, LOCK, json!({ "d": d })).await;
+    app.ok_as(Some(&moderator), LOCK, json!({ "d": d })).await;
 }
 
 /// The export of everything in `app`, without its header (which carries the time).
@@ -385,23 +384,23 @@ async fn posts_made_during_an_import_are_kept() {
     for layout in Layout::ALL {
         let app = TestApp::new(&format!("import_live_{}", layout.as_str()), layout).await;
         let ada = app.token("u1", "Ada");
-        let d = ok_as(
-            &app,
-            &ada,
-            CREATE,
-            json!({ "t": "Live", "l": layout_name(layout), "k": "live-page" }),
-        )
-        .await["createDiscussion"]["id"]
+        let d = app
+            .ok_as(
+                Some(&ada),
+                CREATE,
+                json!({ "t": "Live", "l": layout_name(layout), "k": "live-page" }),
+            )
+            .await["createDiscussion"]["id"]
             .as_str()
             .expect("id")
             .to_owned();
-        let before = ok_as(
-            &app,
-            &ada,
-            POST,
-            json!({ "d": d, "t": "before the import" }),
-        )
-        .await;
+        let before = app
+            .ok_as(
+                Some(&ada),
+                POST,
+                json!({ "d": d, "t": "before the import" }),
+            )
+            .await;
         let before = before["postComment"]["slug"]
             .as_str()
             .expect("slug")
@@ -416,13 +415,13 @@ async fn posts_made_during_an_import_are_kept() {
         });
         let mut posted = vec![before];
         for i in 0..15 {
-            let r = ok_as(
-                &app,
-                &ada,
-                POST,
-                json!({ "d": d, "t": format!("during {i}") }),
-            )
-            .await;
+            let r = app
+                .ok_as(
+                    Some(&ada),
+                    POST,
+                    json!({ "d": d, "t": format!("during {i}") }),
+                )
+                .await;
             posted.push(r["postComment"]["slug"].as_str().expect("slug").to_owned());
         }
         let report = importing.await.expect("join").expect("import");
@@ -452,7 +451,7 @@ async fn posts_made_during_an_import_are_kept() {
     }
 }
 
-fn fixture(name: &str) -> String {
+fn import_fixture(name: &str) -> String {
     format!(
         "{}/tests/fixtures/import/{name}",
         env!("CARGO_MANIFEST_DIR")
@@ -545,14 +544,14 @@ async fn disqus_and_wordpress_files_import_as_their_trees_on_every_layout() {
     ];
     for (format, file, threads) in cases {
         let expected: Value = serde_json::from_str(
-            &std::fs::read_to_string(fixture(&file.replace(".xml", ".expected.json")))
+            &std::fs::read_to_string(import_fixture(&file.replace(".xml", ".expected.json")))
                 .expect("read"),
         )
         .expect("json");
         let report = &expected["report"];
         for layout in Layout::ALL {
             let app = TestApp::new(&format!("fixture_{format}_{}", layout.as_str()), layout).await;
-            let path = fixture(file);
+            let path = import_fixture(file);
             let args = [
                 path.as_str(),
                 "--format",
@@ -593,7 +592,7 @@ async fn disqus_and_wordpress_files_import_as_their_trees_on_every_layout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dry_run_writes_nothing_and_reports_the_same() {
     let app = TestApp::new("import_dry", Layout::PerComment).await;
-    let path = fixture("disqus.xml");
+    let path = import_fixture("disqus.xml");
     let (ok, out, err) = import_cli(&app, &[&path, "--format", "disqus", "--dry-run"]).await;
     assert!(ok, "{out}\n{err}");
     assert!(out.contains("dry run: nothing was written"), "{out}");
@@ -631,8 +630,8 @@ async fn bad_files_are_refused_with_a_message_and_write_nothing() {
         &format!("{{\"format\":\"threadql\",\"version\":9,\"exported\":\"x\"}}\n{discussion}\n"),
     );
     let garbage = write("garbage.xml", "<disqus><thread dsq:id=\"1\"><id>a</id>");
-    let truncated = fixture("disqus-truncated.xml");
-    let disqus = fixture("disqus.xml");
+    let truncated = import_fixture("disqus-truncated.xml");
+    let disqus = import_fixture("disqus.xml");
     let cases: [(&[&str], &str); 6] = [
         (&[&truncated, "--format", "disqus"], "disqus file, at byte"),
         (&[&garbage, "--format", "disqus"], "disqus file"),
@@ -660,6 +659,45 @@ async fn bad_files_are_refused_with_a_message_and_write_nothing() {
     let (ok, _, err) = import_cli(&app, &["/nonexistent/file.xml", "--format", "disqus"]).await;
     assert!(!ok);
     assert!(err.contains("cannot open the file"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wordpress_item_without_a_post_id_imports_by_its_link() {
+    let app = TestApp::new("import_wp_no_post_id", Layout::PerComment).await;
+    let path = import_fixture("wordpress-no-post-id.xml");
+    // `--key identifier` has nothing to key it by: the file is refused, naming the item.
+    let (ok, out, err) = import_cli(
+        &app,
+        &[&path, "--format", "wordpress", "--key", "identifier"],
+    )
+    .await;
+    assert!(!ok, "{out}");
+    assert!(err.contains("has no <wp:post_id>"), "{err}");
+    assert!(err.contains("https://wp.example.org/no-id/"), "{err}");
+    assert_eq!(app.store().discussions().count().await.expect("count"), 0);
+    // Keyed by its link (the default), it imports, and a second run adds nothing.
+    for added in [3, 0] {
+        let (ok, out, err) = import_cli(&app, &[&path, "--format", "wordpress"]).await;
+        assert!(ok, "{out}\n{err}");
+        assert!(
+            out.contains(&format!("comments: 3 ({added} added)")),
+            "{out}"
+        );
+        assert!(out.contains("problems: 0"), "{out}");
+    }
+    let lines = export(&app).await;
+    let discussions: Vec<&Value> = lines.iter().filter(|l| l["type"] == "discussion").collect();
+    assert_eq!(discussions[0]["key"], "https://wp.example.org/no-id/");
+    assert_eq!(discussions[0]["title"], "No id here");
+    assert_eq!(discussions[1]["key"], "https://wp.example.org/with-id/");
+    let link = "https://wp.example.org/no-id/";
+    let first = part_of("wordpress", link, "301");
+    let reply = lines
+        .iter()
+        .find(|l| l["text"] == "A reply.")
+        .expect("the reply");
+    assert_eq!(reply["discussion"], discussions[0]["id"]);
+    assert_eq!(reply["parentSlug"], json!(first));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

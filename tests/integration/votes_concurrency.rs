@@ -20,7 +20,7 @@ const RESENDS: usize = 10;
 /// Sends `query` through `server` as `token` (anonymous without). A vote refused with
 /// `CONFLICT` (it kept meeting concurrent writes and wrote nothing) is sent again, as its
 /// message tells clients to; any other error fails the test.
-async fn send(
+async fn send_resending(
     client: &reqwest::Client,
     server: &Running,
     token: Option<&str>,
@@ -73,7 +73,7 @@ async fn last_votes_count_case(layout: Layout, seed: u64) {
                 };
                 let server = &servers[(u + step) % 2];
                 let vars = json!({ "d": d, "s": target, "v": vote_value(vote) });
-                let data = send(client, server, Some(&token), VOTE, vars, seed).await;
+                let data = send_resending(client, server, Some(&token), VOTE, vars, seed).await;
                 assert_eq!(
                     data["voteComment"]["viewerVote"],
                     vote_value(vote),
@@ -92,7 +92,7 @@ async fn last_votes_count_case(layout: Layout, seed: u64) {
     let (up, down) = tally.counts();
 
     for server in &servers {
-        let data = send(
+        let data = send_resending(
             &client,
             server,
             None,
@@ -108,7 +108,7 @@ async fn last_votes_count_case(layout: Layout, seed: u64) {
             "seed {seed}: counters on {layout:?}"
         );
         assert_eq!(c["score"], json!(up as i64 - down as i64));
-        let list = send(
+        let list = send_resending(
             &client,
             server,
             None,
@@ -146,7 +146,7 @@ async fn last_votes_count_case(layout: Layout, seed: u64) {
         async move {
             let token = token(user, user);
             for server in [&servers[u % 2], &servers[(u + 1) % 2]] {
-                let data = send(
+                let data = send_resending(
                     client,
                     server,
                     Some(&token),

@@ -12,7 +12,7 @@ use threadql::domain::Screening;
 
 use crate::support::{server_config, server_uri, Process, Running};
 
-fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, bytes).unwrap();
     path
@@ -28,12 +28,12 @@ fn banned(matched: &str) -> Screening {
 async fn the_lists_reach_the_api() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = server_config("words_loaded");
-    config.banned_words = Some(write(
+    config.banned_words = Some(write_file(
         dir.path(),
         "banned.txt",
         "# sold here\r\nbuy now\r\n\r\n  ＳＰＡＭ  \r\n".as_bytes(),
     ));
-    config.suspect_words = Some(write(dir.path(), "suspect.txt", b"crypto\nspam\n"));
+    config.suspect_words = Some(write_file(dir.path(), "suspect.txt", b"crypto\nspam\n"));
     let running = Running::start(config).await;
     let words = running.api.word_lists().clone();
     assert_eq!((words.banned_len(), words.suspect_len()), (2, 2));
@@ -59,10 +59,10 @@ async fn the_lists_reach_the_api() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_that_cannot_be_used_stops_the_start() {
     let dir = tempfile::tempdir().unwrap();
-    let good = write(dir.path(), "good.txt", b"spam\n");
-    let not_utf8 = write(dir.path(), "latin1.txt", b"spam\n# fine\ncaf\xe9\n");
-    let no_word = write(dir.path(), "punctuation.txt", b"spam\n  !!!  \nham\n");
-    let invisible = write(dir.path(), "invisible.txt", "\u{FEFF}\u{200B}\n".as_bytes());
+    let good = write_file(dir.path(), "good.txt", b"spam\n");
+    let not_utf8 = write_file(dir.path(), "latin1.txt", b"spam\n# fine\ncaf\xe9\n");
+    let no_word = write_file(dir.path(), "punctuation.txt", b"spam\n  !!!  \nham\n");
+    let invisible = write_file(dir.path(), "invisible.txt", "\u{FEFF}\u{200B}\n".as_bytes());
     let missing = dir.path().join("missing.txt");
     let folder = dir.path().to_path_buf();
     for (banned, suspect, expected) in [
@@ -118,8 +118,8 @@ async fn a_list_that_cannot_be_used_stops_the_start() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_logs_its_lists_and_refuses_a_bad_one() {
     let dir = tempfile::tempdir().unwrap();
-    let banned = write(dir.path(), "banned.txt", b"spam\nbuy now\n# a comment\n");
-    let suspect = write(dir.path(), "suspect.txt", b"crypto\n");
+    let banned = write_file(dir.path(), "banned.txt", b"spam\nbuy now\n# a comment\n");
+    let suspect = write_file(dir.path(), "suspect.txt", b"crypto\n");
     let mut served = Process::serve(&[
         ("THREADQL_MONGODB_URI", server_uri().to_owned()),
         ("THREADQL_BANNED_WORDS", banned.display().to_string()),
@@ -138,7 +138,7 @@ async fn the_server_logs_its_lists_and_refuses_a_bad_one() {
         "{loaded}"
     );
 
-    let bad = write(dir.path(), "bad.txt", b"spam\n***\n");
+    let bad = write_file(dir.path(), "bad.txt", b"spam\n***\n");
     let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_threadql"))
         .arg("serve")
         .env("THREADQL_LISTEN", "127.0.0.1:0")

@@ -38,37 +38,18 @@ impl BanNode {
     }
 }
 
-/// What a moderator did.
-#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
-#[graphql(remote = "crate::domain::ModerationAction")]
-pub enum ModerationAction {
-    /// Published a held comment (`approveComment`).
-    Approve,
-    /// Rejected a comment (`rejectComment`).
-    Reject,
-    /// Edited someone else's comment (`editComment`; a moderator editing their own comment is
-    /// not recorded).
-    Edit,
-    /// Deleted someone else's comment (`deleteComment`; a moderator deleting their own comment
-    /// is not recorded).
-    Delete,
-    /// Locked a discussion (`lockDiscussion` with `locked: true`).
-    Lock,
-    /// Unlocked a discussion (`lockDiscussion` with `locked: false`).
-    Unlock,
-    /// Set how a discussion moderates (`setModeration`).
-    SetModeration,
-    /// Pinned a comment (`pinComment` with `pinned: true`).
-    Pin,
-    /// Unpinned a comment (`pinComment` with `pinned: false`).
-    Unpin,
-    /// Banned a user (`banUser`).
-    Ban,
-    /// Lifted a ban (`unbanUser`, when there was one to lift).
-    Unban,
-    /// Moved a discussion to another storage layout (`migrateDiscussion`).
-    Move,
+/// Defines the API's moderator actions from the domain's list.
+macro_rules! api_actions {
+    ($($(#[doc = $doc:literal])* $name:ident = $stored:literal,)*) => {
+        /// What a moderator did.
+        #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+        #[graphql(remote = "crate::domain::ModerationAction")]
+        pub enum ModerationAction {
+            $($(#[doc = $doc])* $name,)*
+        }
+    };
 }
+crate::domain::moderation::moderation_actions!(api_actions);
 
 /// One recorded moderator action.
 pub struct ModerationLogEntry(pub LogEntry);

@@ -15,6 +15,7 @@
 
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
+use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -32,10 +33,13 @@ use mongodb::event::cmap::CmapEvent;
 use mongodb::event::EventHandler;
 use mongodb::options::{ReturnDocument, UpdateModifications};
 use mongodb::{ClientSession, Collection, Database, IndexModel};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::telemetry::metrics::{Counter, Exposition, Histogram, Kind};
+use crate::telemetry::metrics::{gauge, Counter, Exposition, Histogram};
 
 /// Label of the commands the driver sends on its own (the rest of a cursor, closing one).
 pub(crate) const OTHER: &str = "other";
@@ -124,6 +128,64 @@ impl Tally {
     }
 }
 
+impl Collector for Tally {
+    fn encode(&self, mut out: DescriptorEncoder<'_>) -> fmt::Result {
+        let mut family = out.encode_descriptor(
+            "threadql_db_command_duration_seconds",
+            "Time from sending a database command to having its reply (a cursor's first batch), as the store awaits it, by command name; a cursor's later batches (getMore) are not timed.",
+            None,
+            MetricType::Histogram,
+        )?;
+        for (command, histogram) in Command::ALL.iter().zip(&self.durations) {
+            if histogram.count() > 0 {
+                histogram.encode(family.encode_family(&[("command", command.name())])?)?;
+            }
+        }
+        let checkouts = self.checkouts.load(Ordering::Relaxed);
+        let checkins = self.checkins.load(Ordering::Relaxed);
+        gauge(
+            &mut out,
+            "threadql_db_pool_connections_in_use",
+            "Database connections checked out of the pool now.",
+            checkouts.saturating_sub(checkins),
+        )?;
+        gauge(
+            &mut out,
+            "threadql_db_pool_connections_max",
+            "Most database connections the pool opens (THREADQL_DB_POOL_SIZE).",
+            self.pool_size.load(Ordering::Relaxed),
+        )?;
+        self.checkout_wait.encode(out.encode_descriptor(
+            "threadql_db_pool_wait_seconds",
+            "Time each connection checkout took: near zero with a free connection, else the wait for one to come back or to be opened.",
+            None,
+            MetricType::Histogram,
+        )?)?;
+        self.checkout_failures.encode(out.encode_descriptor(
+            "threadql_db_pool_checkout_failures",
+            "Connection checkouts that failed (the wait ran out, or a connection could not be opened).",
+            None,
+            MetricType::Counter,
+        )?)?;
+        self.change_events.encode(out.encode_descriptor(
+            "threadql_change_events",
+            "Change events this process read from its change stream (one per write that marked a discussion).",
+            None,
+            MetricType::Counter,
+        )?)?;
+        if self.change_events.get() > 0 {
+            let lag = self.change_lag_micros.load(Ordering::Relaxed) as f64 / 1e6;
+            gauge(
+                &mut out,
+                "threadql_change_stream_lag_seconds",
+                "For the last change event read: seconds from its time on the database (wallTime, else clusterTime) to when this process read it; includes any clock difference between the two machines.",
+                lag,
+            )?;
+        }
+        Ok(())
+    }
+}
+
 impl CommandCounter {
     /// A counter starting at zero.
     pub fn new() -> Self {
@@ -148,7 +210,9 @@ impl CommandCounter {
             CmapEvent::ConnectionCheckedIn(_) => {
                 inner.checkins.fetch_add(1, Ordering::Relaxed);
             }
-            CmapEvent::ConnectionCheckoutFailed(_) => inner.checkout_failures.inc(),
+            CmapEvent::ConnectionCheckoutFailed(_) => {
+                inner.checkout_failures.inc();
+            }
             _ => {}
         })
     }
@@ -173,78 +237,10 @@ impl CommandCounter {
         }
     }
 
-    /// Writes the store's metrics but the command counts: command durations, the pool and the
-    /// change feed.
+    /// Adds the store's metrics but the command counts to the page: command durations, the
+    /// pool and the change feed.
     pub fn write(&self, out: &mut Exposition) {
-        let tally = &self.inner;
-        out.family(
-            "threadql_db_command_duration_seconds",
-            Kind::Histogram,
-            "Time from sending a database command to having its reply (a cursor's first batch), as the store awaits it, by command name; a cursor's later batches (getMore) are not timed.",
-        );
-        for (command, histogram) in Command::ALL.iter().zip(&tally.durations) {
-            if histogram.count() > 0 {
-                out.histogram(
-                    "threadql_db_command_duration_seconds",
-                    &[("command", command.name())],
-                    histogram,
-                );
-            }
-        }
-        let checkouts = tally.checkouts.load(Ordering::Relaxed);
-        let checkins = tally.checkins.load(Ordering::Relaxed);
-        out.family(
-            "threadql_db_pool_connections_in_use",
-            Kind::Gauge,
-            "Database connections checked out of the pool now.",
-        );
-        out.sample(
-            "threadql_db_pool_connections_in_use",
-            &[],
-            checkouts.saturating_sub(checkins),
-        );
-        out.family(
-            "threadql_db_pool_connections_max",
-            Kind::Gauge,
-            "Most database connections the pool opens (THREADQL_DB_POOL_SIZE).",
-        );
-        out.sample(
-            "threadql_db_pool_connections_max",
-            &[],
-            tally.pool_size.load(Ordering::Relaxed),
-        );
-        out.family(
-            "threadql_db_pool_wait_seconds",
-            Kind::Histogram,
-            "Time each connection checkout took: near zero with a free connection, else the wait for one to come back or to be opened.",
-        );
-        out.histogram("threadql_db_pool_wait_seconds", &[], &tally.checkout_wait);
-        out.family(
-            "threadql_db_pool_checkout_failures_total",
-            Kind::Counter,
-            "Connection checkouts that failed (the wait ran out, or a connection could not be opened).",
-        );
-        out.sample(
-            "threadql_db_pool_checkout_failures_total",
-            &[],
-            tally.checkout_failures.get(),
-        );
-        out.family(
-            "threadql_change_events_total",
-            Kind::Counter,
-            "Change events this process read from its change stream (one per write that marked a discussion).",
-        );
-        let events = tally.change_events.get();
-        out.sample("threadql_change_events_total", &[], events);
-        if events > 0 {
-            out.family(
-                "threadql_change_stream_lag_seconds",
-                Kind::Gauge,
-                "For the last change event read: seconds from its time on the database (wallTime, else clusterTime) to when this process read it; includes any clock difference between the two machines.",
-            );
-            let lag = tally.change_lag_micros.load(Ordering::Relaxed) as f64 / 1e6;
-            out.sample("threadql_change_stream_lag_seconds", &[], lag);
-        }
+        out.collect(self.inner.clone());
     }
 
     /// Records that the store sends a `name` command.

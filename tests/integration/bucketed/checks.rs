@@ -77,16 +77,6 @@ pub(super) async fn lively_threads(app: &TestApp, d: &str) -> (Vec<String>, Vec<
     (heads, last_reply)
 }
 
-/// The slugs of a connection's nodes.
-pub(super) fn node_slugs(connection: &serde_json::Value) -> Vec<&str> {
-    connection["nodes"]
-        .as_array()
-        .expect("nodes")
-        .iter()
-        .map(|n| n["slug"].as_str().expect("slug"))
-        .collect()
-}
-
 /// The slugs of the discussion's comments in threaded order (by full slug), from its pages.
 pub(super) fn threaded_order(pages: &[Document]) -> Vec<String> {
     let mut threaded: Vec<(String, String)> = pages

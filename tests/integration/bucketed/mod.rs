@@ -21,8 +21,8 @@ use threadql::store::{Listing, ReadScope, Storage, Store};
 
 use crate::model::build_tree;
 use crate::support::{
-    diff, load_discussion, open_feed, post_in, posts_reported, server_uri, store_config, Settings,
-    TestApp,
+    diff, load_discussion, node_slugs, open_feed, post_in, posts_reported, server_uri,
+    store_config, Settings, TestApp,
 };
 use checks::*;
 

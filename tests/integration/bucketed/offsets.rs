@@ -4,7 +4,7 @@
 use super::*;
 
 /// A stored comment element as the layout writes it.
-fn element(posted: i64, slug: &str) -> Document {
+fn stored_element(posted: i64, slug: &str) -> Document {
     doc! {
         "slug": slug, "full_slug": format!("{posted:016}:{slug}"), "parent": Bson::Null,
         "posted": posted, "author": { "id": "u1", "name": "Ada" }, "text": format!("text {slug}"),
@@ -19,7 +19,7 @@ fn page_doc(d: &str, page: i64, items: &[(i64, String)]) -> Document {
         "discussion_id": d, "page": page, "count": items.len() as i64,
         "roots": items.len() as i64, "thread_total": items.len() as i64,
         "first_key": key(&items[0]), "last_key": key(&items[items.len() - 1]),
-        "comments": items.iter().map(|(p, s)| Bson::Document(element(*p, s))).collect::<Vec<_>>(),
+        "comments": items.iter().map(|(p, s)| Bson::Document(stored_element(*p, s))).collect::<Vec<_>>(),
     }
 }
 

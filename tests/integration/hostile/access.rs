@@ -5,7 +5,7 @@ use super::requests::*;
 use super::*;
 
 /// Adds the cases of this group, in order.
-pub(super) fn cases(w: &World, cases: &mut Vec<Case>) {
+pub(super) fn access_cases(w: &World, cases: &mut Vec<Case>) {
     use Expect::{Code, Engine};
     let d = w.d.as_str();
     let unauthenticated = || Code(200, "UNAUTHENTICATED");
@@ -25,25 +25,25 @@ pub(super) fn cases(w: &World, cases: &mut Vec<Case>) {
         )
         .auth(&sign_with(
             Algorithm::HS256,
-            &claims("alice", "Alice"),
+            &hostile_claims("alice", "Alice"),
             "not-the-secret",
         )),
     );
     cases.push(
         Case::new("expired token", create(), unauthenticated()).auth(&sign(&Claims {
             exp: now() - 3_600,
-            ..claims("alice", "Alice")
+            ..hostile_claims("alice", "Alice")
         })),
     );
     cases.push(
         Case::new("token not valid yet", create(), unauthenticated()).auth(&sign(&Claims {
             nbf: Some(now() + 3_600),
-            ..claims("alice", "Alice")
+            ..hostile_claims("alice", "Alice")
         })),
     );
     cases.push(
         Case::new("alg: none token", create(), unauthenticated())
-            .auth(&unsigned(&claims("alice", "Alice"))),
+            .auth(&unsigned(&hostile_claims("alice", "Alice"))),
     );
     cases.push(
         Case::new(
@@ -53,24 +53,25 @@ pub(super) fn cases(w: &World, cases: &mut Vec<Case>) {
         )
         .auth(&sign_with(
             Algorithm::HS384,
-            &claims("alice", "Alice"),
+            &hostile_claims("alice", "Alice"),
             SECRET,
         )),
     );
     cases.push(
         Case::new("token for another audience", create(), unauthenticated()).auth(&sign(&Claims {
             aud: Some("someone-else".into()),
-            ..claims("alice", "Alice")
+            ..hostile_claims("alice", "Alice")
         })),
     );
     cases.push(
         Case::new("token without an audience", create(), unauthenticated()).auth(&sign(&Claims {
             aud: None,
-            ..claims("alice", "Alice")
+            ..hostile_claims("alice", "Alice")
         })),
     );
     cases.push(
-        Case::new("token with an empty sub", create(), unauthenticated()).auth(&user("", "Nobody")),
+        Case::new("token with an empty sub", create(), unauthenticated())
+            .auth(&hostile_user("", "Nobody")),
     );
     let roles_string = json!({
         "sub": "alice", "name": "Alice", "roles": "moderator", "exp": now() + 600, "aud": AUDIENCE,
@@ -98,7 +99,7 @@ pub(super) fn cases(w: &World, cases: &mut Vec<Case>) {
             Algorithm::HS256,
             &Claims {
                 roles: vec!["moderator".into()],
-                ..claims("mallory", "Mallory")
+                ..hostile_claims("mallory", "Mallory")
             },
             "guessed",
         )),

@@ -5,7 +5,7 @@ use super::requests::*;
 use super::*;
 
 /// Adds the cases of this group, in order.
-pub(super) fn cases(w: &World, cases: &mut Vec<Case>) {
+pub(super) fn document_cases(w: &World, cases: &mut Vec<Case>) {
     use Expect::{Code, Engine};
     let d = w.d.as_str();
     let http_bad = || Code(400, "BAD_USER_INPUT");

@@ -17,10 +17,10 @@ use serde_json::{json, Value};
 use threadql::config::Config;
 
 use crate::support::{
-    db_commands, graphql_data, now, server_config, sign, sign_with, unsigned, Claims, Running,
-    SECRET,
+    db_commands, graphql_data, now, one_shot_client, server_config, sign, sign_with, unsigned,
+    Claims, Running, SECRET,
 };
-use requests::{check, post_json, send, Case};
+use requests::{check, post_json, send_outgoing, Case};
 
 /// The audience the hostile server requires in every token.
 const AUDIENCE: &str = "threadql-hostile";
@@ -39,18 +39,13 @@ const KIB: usize = 1024;
 
 // ----- the server -----
 
-fn config(label: &str) -> Config {
+fn hostile_config(label: &str) -> Config {
     let mut config = server_config(label);
     config.jwt_audience = Some(AUDIENCE.to_owned());
     // The cases count the database commands each one sends: without the read cache, whose
     // change feed sends commands of its own.
     config.cache_bytes = 0;
     config
-}
-
-/// A client that opens a connection per request.
-fn client() -> reqwest::Client {
-    crate::support::one_shot_client()
 }
 
 async fn assert_healthy(client: &reqwest::Client, server: &Running, after: &str) {
@@ -66,21 +61,21 @@ async fn assert_healthy(client: &reqwest::Client, server: &Running, after: &str)
 // ----- tokens -----
 
 /// Valid claims for the hostile server (its audience).
-fn claims(sub: &str, name: &str) -> Claims {
+fn hostile_claims(sub: &str, name: &str) -> Claims {
     Claims {
         aud: Some(AUDIENCE.to_owned()),
         ..Claims::new(sub, name)
     }
 }
 
-fn user(sub: &str, name: &str) -> String {
-    sign(&claims(sub, name))
+fn hostile_user(sub: &str, name: &str) -> String {
+    sign(&hostile_claims(sub, name))
 }
 
-fn moderator(sub: &str, name: &str) -> String {
+fn hostile_moderator(sub: &str, name: &str) -> String {
     sign(&Claims {
         roles: vec!["moderator".to_owned()],
-        ..claims(sub, name)
+        ..hostile_claims(sub, name)
     })
 }
 
@@ -129,9 +124,9 @@ struct World {
 }
 
 async fn setup(client: &reqwest::Client, server: &Running) -> World {
-    let alice = user("alice", "Alice");
-    let bob = user("bob", "Bob");
-    let moderator = moderator("mo", "Mo");
+    let alice = hostile_user("alice", "Alice");
+    let bob = hostile_user("bob", "Bob");
+    let moderator = hostile_moderator("mo", "Mo");
     let created = graphql_data(
         client,
         server,
@@ -266,12 +261,13 @@ fn cursor(raw: &str) -> String {
     URL_SAFE_NO_PAD.encode(raw)
 }
 
-fn cases(w: &World) -> Vec<Case> {
+/// Every case of every group, in order.
+fn every_case(w: &World) -> Vec<Case> {
     let mut cases = Vec::new();
-    transport::cases(w, &mut cases);
-    documents::cases(w, &mut cases);
-    arguments::cases(w, &mut cases);
-    access::cases(w, &mut cases);
+    transport::transport_cases(w, &mut cases);
+    documents::document_cases(w, &mut cases);
+    arguments::argument_cases(w, &mut cases);
+    access::access_cases(w, &mut cases);
     cases
 }
 
@@ -281,10 +277,10 @@ const ZERO_WIDTH: &str = "e\u{301}\u{327} a\u{200d}b \u{feff}x \u{200b}y";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_requests_get_clear_refusals_and_the_server_stays_up() {
-    let server = Running::start(config("hostile")).await;
-    let client = client();
+    let server = Running::start(hostile_config("hostile")).await;
+    let client = one_shot_client();
     let world = setup(&client, &server).await;
-    let cases = cases(&world);
+    let cases = every_case(&world);
     let mut names = std::collections::HashSet::new();
     for case in &cases {
         assert!(
@@ -298,7 +294,7 @@ async fn hostile_requests_get_clear_refusals_and_the_server_stays_up() {
     let mut failures = Vec::new();
     for case in &cases {
         let before = db_commands(&client, &server).await;
-        let answer = send(&client, &server, &case.send).await;
+        let answer = send_outgoing(&client, &server, &case.send).await;
         let after = db_commands(&client, &server).await;
         let mut verdict = check(case, &answer);
         if verdict.is_ok() && case.no_db && after != before {
@@ -357,9 +353,9 @@ async fn hostile_requests_get_clear_refusals_and_the_server_stays_up() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_answer_in_order() {
-    let server = Running::start(config("hostile_batch")).await;
-    let client = client();
-    let alice = user("alice", "Alice");
+    let server = Running::start(hostile_config("hostile_batch")).await;
+    let client = one_shot_client();
+    let alice = hostile_user("alice", "Alice");
     let created = graphql_data(
         &client,
         &server,
@@ -370,7 +366,7 @@ async fn batches_answer_in_order() {
     .await;
     let d = created["createDiscussion"]["id"].as_str().expect("id");
 
-    let answer = send(
+    let answer = send_outgoing(
         &client,
         &server,
         &post_json(&json!([
@@ -393,7 +389,7 @@ async fn batches_answer_in_order() {
     // The largest batch allowed, with one failing operation in the middle: one result each.
     let mut batch = vec![json!({ "query": SIMPLE }); 10];
     batch[4] = json!({ "query": DISCUSSION, "variables": { "d": ".*" } });
-    let answer = send(&client, &server, &post_json(&Value::Array(batch))).await;
+    let answer = send_outgoing(&client, &server, &post_json(&Value::Array(batch))).await;
     assert_eq!(answer.status, 200, "{}", answer.text);
     let results = answer.body.as_array().expect("an array of results");
     assert_eq!(results.len(), 10);

@@ -5,19 +5,19 @@ use serde_json::{json, Value};
 use threadql::domain::{DiscussionTitle, Layout};
 use threadql::store::Storage;
 
-use super::requests::{gql, send};
+use super::requests::{gql, send_outgoing};
 use super::*;
-use crate::support::{error_code, post_in, Settings, TestApp};
+use crate::support::{one_shot_client, outcome, post_in, Settings, TestApp};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_limits_stop_floods_per_author_and_per_address() {
-    let mut config = config("hostile_rate");
+    let mut config = hostile_config("hostile_rate");
     config.rate_limit = "3/60s".parse().expect("rate");
     config.rate_limit_anon = "5/60s".parse().expect("rate");
     let server = Running::start(config).await;
-    let client = client();
-    let alice = user("alice", "Alice");
-    let bob = user("bob", "Bob");
+    let client = one_shot_client();
+    let alice = hostile_user("alice", "Alice");
+    let bob = hostile_user("bob", "Bob");
 
     let create = |token: &str| {
         let mut request = client
@@ -55,10 +55,10 @@ async fn rate_limits_stop_floods_per_author_and_per_address() {
 
     // Anonymous requests are counted per address: the 6th is refused with 429.
     for n in 1..=5 {
-        let answer = send(&client, &server, &gql(SIMPLE, json!({}))).await;
+        let answer = send_outgoing(&client, &server, &gql(SIMPLE, json!({}))).await;
         assert_eq!(answer.status, 200, "anonymous request {n}: {}", answer.text);
     }
-    let answer = send(&client, &server, &gql(SIMPLE, json!({}))).await;
+    let answer = send_outgoing(&client, &server, &gql(SIMPLE, json!({}))).await;
     assert_eq!(answer.status, 429, "{}", answer.text);
     assert_eq!(
         answer.body["errors"][0]["extensions"]["code"],
@@ -77,23 +77,9 @@ async fn rate_limits_stop_floods_per_author_and_per_address() {
     assert_healthy(&client, &server, "the 6th anonymous request").await;
 
     // A signed-in read is not counted against the address.
-    let answer = send(&client, &server, &gql(SIMPLE, json!({})).with_auth(&bob)).await;
+    let answer = send_outgoing(&client, &server, &gql(SIMPLE, json!({})).with_auth(&bob)).await;
     assert_eq!(answer.status, 200, "{}", answer.text);
     server.shutdown().await;
-}
-
-/// The outcome of each response: `"ok"` when it has no errors, otherwise its first error's code.
-fn outcomes(responses: &[Value]) -> Vec<String> {
-    responses
-        .iter()
-        .map(|response| {
-            if response.get("errors").is_none() {
-                "ok".to_owned()
-            } else {
-                error_code(response)
-            }
-        })
-        .collect()
 }
 
 /// Sends `mutations` (document, variables) together as `token` and checks that `allowed` of them
@@ -113,7 +99,7 @@ async fn spend_together(
             .map(|(document, variables)| app.exec_as(Some(token), document, variables)),
     )
     .await;
-    let outcomes = outcomes(&responses);
+    let outcomes: Vec<String> = responses.iter().map(outcome).collect();
     let ok = outcomes.iter().filter(|o| *o == "ok").count();
     let limited = outcomes.iter().filter(|o| *o == "RATE_LIMITED").count();
     assert_eq!(

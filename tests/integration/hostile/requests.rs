@@ -165,7 +165,11 @@ impl Answer {
     }
 }
 
-pub(super) async fn send(client: &reqwest::Client, server: &Running, send: &Outgoing) -> Answer {
+pub(super) async fn send_outgoing(
+    client: &reqwest::Client,
+    server: &Running,
+    send: &Outgoing,
+) -> Answer {
     match send {
         Outgoing::Post { headers, body } => {
             let mut request = client.post(server.url("/graphql")).body(body.clone());

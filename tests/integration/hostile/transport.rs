@@ -5,7 +5,7 @@ use super::requests::*;
 use super::*;
 
 /// Adds the cases of this group, in order.
-pub(super) fn cases(w: &World, cases: &mut Vec<Case>) {
+pub(super) fn transport_cases(w: &World, cases: &mut Vec<Case>) {
     use Expect::Code;
     let bad = || Code(200, "BAD_USER_INPUT");
     let d = w.d.as_str();

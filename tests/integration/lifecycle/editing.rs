@@ -280,7 +280,7 @@ pub(crate) async fn edits_validate_their_text_case(mut settings: Settings) {
                 "BAD_USER_INPUT",
                 &format!("{what} text by {who:?}"),
             );
-            assert!(!message(&response).is_empty());
+            assert!(!error_message(&response).is_empty());
         }
     }
     let now = api.read(Who::Ada, &d, &c).await;

@@ -240,7 +240,7 @@ async fn embedded_edits_past_the_size_cap_are_refused() {
             "DISCUSSION_TOO_LARGE",
             &format!("{who:?}'s long edit near the cap"),
         );
-        let message = message(&response);
+        let message = error_message(&response);
         assert!(!message.is_empty());
     }
     assert_eq!(

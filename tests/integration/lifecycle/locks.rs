@@ -39,7 +39,7 @@ pub(crate) async fn locked_discussions_refuse_posts_case(settings: Settings) {
             let what = format!("{who:?} posts under {parent:?} while locked");
             assert_code(&response, "FORBIDDEN", &what);
             assert!(
-                message(&response).to_lowercase().contains("locked"),
+                error_message(&response).to_lowercase().contains("locked"),
                 "{what}: the message says why: {response:#}"
             );
         }
@@ -85,7 +85,7 @@ pub(crate) async fn locked_discussions_refuse_posts_case(settings: Settings) {
 // ---------------------------------------------------------------------------------------------
 // 6. Bad inputs
 
-pub(crate) async fn bad_inputs_get_clear_errors_case(settings: Settings) {
+pub(crate) async fn bad_lifecycle_inputs_get_clear_errors_case(settings: Settings) {
     let app = TestApp::with("lc_bad_inputs", settings).await;
     let api = Calls::new(&app);
     let d = app.discussion("bad inputs").await;
@@ -140,10 +140,10 @@ pub(crate) async fn bad_inputs_get_clear_errors_case(settings: Settings) {
         for (what, discussion, slug, code) in &cases {
             let response = api.edit(who, discussion, slug, "new text").await;
             assert_code(&response, code, &format!("edit, {what}, by {who:?}"));
-            assert!(!message(&response).is_empty());
+            assert!(!error_message(&response).is_empty());
             let response = api.delete(who, discussion, slug).await;
             assert_code(&response, code, &format!("delete, {what}, by {who:?}"));
-            assert!(!message(&response).is_empty());
+            assert!(!error_message(&response).is_empty());
         }
     }
     for (what, id, code) in [

@@ -12,12 +12,14 @@ mod tombstones;
 use serde_json::{json, Value};
 use threadql::domain::Layout;
 
-use crate::support::{error_code, Settings, TestApp};
+use crate::support::{error_code, error_message, Settings, TestApp};
 pub(crate) use editing::{
     edits_validate_their_text_case, revisions_keep_every_earlier_version_case,
     who_may_edit_and_delete_case,
 };
-pub(crate) use locks::{bad_inputs_get_clear_errors_case, locked_discussions_refuse_posts_case};
+pub(crate) use locks::{
+    bad_lifecycle_inputs_get_clear_errors_case, locked_discussions_refuse_posts_case,
+};
 pub(crate) use races::edits_racing_replies_lose_nothing_case;
 pub(crate) use round_trips::edits_and_deletes_have_bounded_round_trips_case;
 pub(crate) use tombstones::tombstones_keep_their_place_in_every_read_case;
@@ -59,7 +61,7 @@ macro_rules! lifecycle_suite {
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn bad_inputs_get_clear_errors() {
-                bad_inputs_get_clear_errors_case(settings()).await;
+                bad_lifecycle_inputs_get_clear_errors_case(settings()).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -181,13 +183,6 @@ fn assert_code(response: &Value, code: &str, what: &str) {
         "{what}: expected {code}, but it succeeded: {response:#}"
     );
     assert_eq!(error_code(response), code, "{what}: {response:#}");
-}
-
-fn message(response: &Value) -> String {
-    response["errors"][0]["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
 }
 
 struct Calls<'a> {

@@ -206,11 +206,25 @@ impl TestApp {
         response["data"].clone()
     }
 
+    /// Runs a query as `token` (anonymous without) and returns `data`, failing the test on any
+    /// error.
+    pub(crate) async fn ok_as(&self, token: Option<&str>, query: &str, variables: Value) -> Value {
+        let response = self.exec_as(token, query, variables).await;
+        assert!(response.get("errors").is_none(), "{response:#}");
+        response["data"].clone()
+    }
+
     /// Runs a query that must fail; returns the first error's `extensions.code`.
     pub(crate) async fn err_code(&self, query: &str, variables: Value) -> String {
         let response = self.exec(query, variables).await;
         error_code(&response)
     }
+}
+
+/// A server's configuration for `layout` over a fresh database, every other setting the tests'
+/// default.
+pub(crate) fn layout_config(label: &str, layout: Layout) -> Config {
+    Settings::new(layout).config(&unique_db(label))
 }
 
 /// The first error's `extensions.code` of a response (fails if there is none).

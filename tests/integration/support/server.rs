@@ -117,6 +117,38 @@ pub(crate) async fn graphql_data(
     body["data"].clone()
 }
 
+/// Runs one GraphQL operation at the endpoint `url` as `token`; returns its `data`, failing the
+/// test on errors.
+pub(crate) async fn graphql_data_at(
+    url: &str,
+    token: &str,
+    query: &str,
+    variables: Value,
+) -> Value {
+    let response: Value = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .json(&json!({ "query": query, "variables": variables }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(response["errors"].is_null(), "{response:#}");
+    response["data"].clone()
+}
+
+/// A document's SHA-256 in hex, as automatic persisted queries name it.
+pub(crate) fn sha256_hex(text: &str) -> String {
+    use std::fmt::Write as _;
+    let digest = <sha2::Sha256 as sha2::Digest>::digest(text.as_bytes());
+    digest.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
 /// A gauge or counter from the server's /metrics.
 pub(crate) async fn metric(server: &Running, name: &str) -> u64 {
     metric_from(&server.url("/metrics"), name).await

@@ -1,28 +1,29 @@
-//! What moderators' and reporters' mutations do to a comment, whichever layout holds it: screen
-//! a text against the word lists, publish a held comment, turn a public comment into a held or
-//! rejected placeholder and back, and count reports. Every step that hides a public comment puts
-//! it in its queue first, so a crash in between leaves a comment a moderator can still find.
+//! Moderation workflows, whichever layout holds the comment: screen a text against the word
+//! lists, approve (publish a held comment, restore a placeholder, dismiss reports), reject,
+//! report, ban and unban. Every step that hides a public comment puts it in its queue first, so
+//! a crash in between leaves a comment a moderator can still find.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_graphql::Context;
+use chrono::{DateTime, Utc};
 
-use super::Limits;
+use super::{acted, public_comment, Caller, Services};
 use crate::domain::{
-    Comment, CommentStatus, CommentText, Discussion, DiscussionId, DomainError, Held, Micros,
-    NewComment, Queue, Screening, Slug, Standing,
+    Ban, Comment, CommentRef, CommentStatus, CommentText, Discussion, DiscussionId, DomainError,
+    Event, Held, Micros, NewComment, Queue, Reason, ReportReason, Screening, Slug, Standing,
+    UserId, WordLists,
 };
-use crate::store::{Claim, DynStorage, ReadScope, Report};
+use crate::store::{Claim, DynStorage, Report};
 
 /// What the word lists make of a text posted or edited by a non-moderator: `None` when it goes
 /// through as the discussion's mode says; a pending standing for a suspect word, a rejected
 /// one for a banned word.
-pub(super) fn screened(ctx: &Context<'_>, moderator: bool, text: &CommentText) -> Option<Standing> {
+pub(super) fn screened(words: &WordLists, moderator: bool, text: &CommentText) -> Option<Standing> {
     if moderator {
         return None;
     }
-    match super::screen(ctx, text) {
+    match words.screen(text.as_str()) {
         Screening::Clean => None,
         Screening::Suspect { .. } => Some(Standing {
             status: CommentStatus::Pending,
@@ -56,22 +57,8 @@ pub(super) fn stricter(current: &Standing, screened: &Standing) -> Standing {
     }
 }
 
-/// The comment `slug` of a discussion's layout, if there is one.
-async fn public_comment(
-    storage: &DynStorage,
-    discussion: &Discussion,
-    slug: &Slug,
-) -> Result<Option<Comment>, DomainError> {
-    let layout = storage.layout(discussion.layout)?;
-    Ok(layout
-        .by_slugs(&ReadScope::new(), discussion, std::slice::from_ref(slug))
-        .await?
-        .into_iter()
-        .next())
-}
-
 /// What approving did.
-pub(super) struct Approved {
+pub struct Approved {
     /// The discussion as it is now.
     pub discussion: Arc<Discussion>,
     /// The comment as it is now.
@@ -83,7 +70,7 @@ pub(super) struct Approved {
 /// Approves a comment: a held one is published (see [`publish`]); a placeholder is restored in
 /// place; a public comment's reports are dismissed. `NOT_FOUND` when the discussion has no
 /// such comment, held or public.
-pub(super) async fn approve(
+async fn approve(
     storage: DynStorage,
     discussion: Arc<Discussion>,
     slug: Slug,
@@ -219,7 +206,7 @@ async fn publish(
 /// Rejects a comment: a held one stays hidden, REJECTED; a public one becomes a REJECTED
 /// placeholder in place (its replies kept). Rejecting again replaces the reason. `NOT_FOUND`
 /// when the discussion has no such comment; `COMMENT_DELETED` for a tombstone.
-pub(super) async fn reject(
+async fn reject(
     storage: DynStorage,
     discussion: Arc<Discussion>,
     slug: Slug,
@@ -259,14 +246,22 @@ pub(super) async fn reject(
         .await
 }
 
-/// Counts a report of a public comment by `reporter`: false for a repeat (which changes
-/// nothing). At `hold_at` reports (0: never) a public comment becomes a PENDING placeholder.
-pub(super) async fn report(
+/// What a report did.
+pub(super) enum Reported {
+    /// A repeat: nothing changed.
+    Repeat,
+    /// Counted: the comment as it is now, and whether it was public before.
+    Counted(Box<Comment>, bool),
+}
+
+/// Counts a report of a public comment by `reporter`. At `hold_at` reports (0: never) a public
+/// comment becomes a PENDING placeholder.
+async fn report(
     storage: DynStorage,
     discussion: Arc<Discussion>,
     report: Report,
     hold_at: u64,
-) -> Result<bool, DomainError> {
+) -> Result<Reported, DomainError> {
     let (id, slug) = (&discussion.id, &report.slug);
     let current = public_comment(&storage, &discussion, slug)
         .await?
@@ -286,7 +281,7 @@ pub(super) async fn report(
         )));
     }
     if !storage.held().report(&report).await? {
-        return Ok(false);
+        return Ok(Reported::Repeat);
     }
     // In its queue before it changes: reported, or pending once this report holds it.
     let reports = current.standing.reports.saturating_add(1);
@@ -313,12 +308,12 @@ pub(super) async fn report(
             ..current.clone()
         }))
     };
-    match storage
+    let comment = match storage
         .posting()
         .change_comment(&discussion, slug, &counted)
         .await
     {
-        Ok(_) => {}
+        Ok(comment) => comment,
         Err(err) => {
             // Not counted: take the report back, so that sending it again counts it.
             if let Err(undo) = storage.held().unreport(&report).await {
@@ -327,12 +322,15 @@ pub(super) async fn report(
             settle_queue(&storage, &discussion, slug).await;
             return Err(err);
         }
-    }
+    };
     // A concurrent report may have held it after this one queued it as reported, or a
     // moderator approved it meanwhile: its entry follows the comment as it is now (one more
     // read; reports are rare next to reads).
     settle_queue(&storage, &discussion, slug).await;
-    Ok(true)
+    Ok(Reported::Counted(
+        Box::new(comment),
+        current.standing.is_public(),
+    ))
 }
 
 /// Brings the queue entry of a public comment in line with the comment as it is now read:
@@ -342,7 +340,7 @@ pub(super) async fn report(
 /// queue (never out of a stricter one, which only an approval leaves). What is left is narrow:
 /// an approval racing a report can leave a reported comment out of the REPORTED queue until its
 /// next report, or a stale entry that approving clears. Failures are logged.
-pub(super) async fn settle_queue(storage: &DynStorage, discussion: &Discussion, slug: &Slug) {
+async fn settle_queue(storage: &DynStorage, discussion: &Discussion, slug: &Slug) {
     let settle = async {
         let queue = public_comment(storage, discussion, slug)
             .await?
@@ -371,9 +369,167 @@ fn not_found(discussion: &DiscussionId, slug: &Slug) -> DomainError {
     DomainError::not_found(format!("no comment {slug} in discussion {discussion}"))
 }
 
-/// The server's report threshold, from the schema data.
-pub(super) fn hold_at(ctx: &Context<'_>) -> u64 {
-    ctx.data_unchecked::<Limits>().reports_to_hold
+impl Services {
+    /// Approves a comment (see [`approve`]). Moderators only. `CommentApproved` when it changed
+    /// something.
+    pub async fn approve(
+        &self,
+        caller: &Caller,
+        id: DiscussionId,
+        slug: Slug,
+    ) -> Result<Approved, DomainError> {
+        caller.must_moderate()?;
+        let discussion = self.read_discussion(&id).await?;
+        let storage = self.storage.clone();
+        let max = self.rules.max_text_chars;
+        let acted = acted(caller);
+        let write = async move {
+            let approved = approve(storage, discussion, slug, max).await?;
+            let events = match approved.changed {
+                true => vec![Event::CommentApproved {
+                    acted,
+                    comment: CommentRef::of(&approved.comment),
+                }],
+                false => Vec::new(),
+            };
+            Ok((approved, events))
+        };
+        let span = tracing::debug_span!("store.approve");
+        Ok(self.run(caller, span, write).await?.value)
+    }
+
+    /// Rejects a comment, with an optional reason its author sees (see [`reject`]). Moderators
+    /// only.
+    pub async fn reject(
+        &self,
+        caller: &Caller,
+        id: DiscussionId,
+        slug: Slug,
+        reason: Option<Reason>,
+    ) -> Result<(Arc<Discussion>, Comment), DomainError> {
+        caller.must_moderate()?;
+        let discussion = self.read_discussion(&id).await?;
+        let storage = self.storage.clone();
+        let target = discussion.clone();
+        let acted = acted(caller);
+        let write = async move {
+            let kept = reason.as_ref().map(|r| r.as_str().to_owned());
+            let comment = reject(storage, target, slug, kept).await?;
+            let event = Event::CommentRejected {
+                acted,
+                comment: CommentRef::of(&comment),
+                reason,
+            };
+            Ok((comment, vec![event]))
+        };
+        let span = tracing::debug_span!("store.reject");
+        let comment = self.run(caller, span, write).await?.value;
+        Ok((discussion, comment))
+    }
+
+    /// Reports a public comment to the moderators, once per user and comment: true when the
+    /// report counted, false for a repeat (which changes nothing). Not one's own comment.
+    /// `CommentReported` when it counted, then `CommentHeld` when it held the comment.
+    pub async fn report(
+        &self,
+        caller: &Caller,
+        id: DiscussionId,
+        slug: Slug,
+        reason: ReportReason,
+        note: Option<Reason>,
+    ) -> Result<bool, DomainError> {
+        let discussion = self.read_discussion(&id).await?;
+        let report_of = Report {
+            discussion: discussion.id.clone(),
+            slug,
+            reporter: caller.author().id.clone(),
+            reason,
+            note: note.map(|n| n.as_str().to_owned()),
+            at: Micros::now(),
+        };
+        let storage = self.storage.clone();
+        let hold_at = self.rules.reports_to_hold;
+        let acted = acted(caller);
+        let write = async move {
+            let (comment, was_public) =
+                match report(storage, discussion, report_of, hold_at).await? {
+                    Reported::Repeat => return Ok((false, Vec::new())),
+                    Reported::Counted(comment, was_public) => (*comment, was_public),
+                };
+            let on = CommentRef::of(&comment);
+            let mut events = vec![Event::CommentReported {
+                acted: acted.clone(),
+                comment: on.clone(),
+                reason,
+            }];
+            if was_public && !comment.standing.is_public() {
+                events.push(Event::CommentHeld {
+                    acted,
+                    comment: on,
+                    reason: comment.standing.reason.clone(),
+                });
+            }
+            Ok((true, events))
+        };
+        let span = tracing::debug_span!("store.report");
+        Ok(self.run(caller, span, write).await?.value)
+    }
+
+    /// Bans a user until `until` (a time in the future), or for good without it. Banning a
+    /// banned user replaces their ban. Not a user a moderator token has acted with
+    /// (`BAD_USER_INPUT`). Moderators only.
+    pub async fn ban(
+        &self,
+        caller: &Caller,
+        user: UserId,
+        until: Option<DateTime<Utc>>,
+        reason: Option<Reason>,
+    ) -> Result<Ban, DomainError> {
+        caller.must_moderate()?;
+        let until = until.map(|until| Micros(until.timestamp_micros()));
+        let ban = Ban::new(user, until, reason, caller.author().clone(), Micros::now())?;
+        let storage = self.storage.clone();
+        let acted = super::Acted {
+            at: ban.at,
+            ..acted(caller)
+        };
+        let write = async move {
+            let moderation = storage.moderation();
+            if moderation.is_moderator(&ban.user).await? {
+                return Err(DomainError::bad_input(format!(
+                    "moderators cannot be banned: {} has acted as a moderator on this service",
+                    ban.user
+                )));
+            }
+            moderation.ban(&ban).await?;
+            let event = Event::UserBanned {
+                acted,
+                ban: ban.clone(),
+            };
+            Ok((ban, vec![event]))
+        };
+        let span = tracing::debug_span!("store.ban");
+        Ok(self.run(caller, span, write).await?.value)
+    }
+
+    /// Lifts a user's ban: true when they were banned, false when they were not (or their ban
+    /// had already ended), which changes nothing. Moderators only.
+    pub async fn unban(&self, caller: &Caller, user: UserId) -> Result<bool, DomainError> {
+        caller.must_moderate()?;
+        let storage = self.storage.clone();
+        let acted = acted(caller);
+        let write = async move {
+            let removed = storage.moderation().unban(&user).await?;
+            let lifted = removed.is_some_and(|ban| ban.applies_at(acted.at));
+            let events = match lifted {
+                true => vec![Event::UserUnbanned { acted, user }],
+                false => Vec::new(),
+            };
+            Ok((lifted, events))
+        };
+        let span = tracing::debug_span!("store.unban");
+        Ok(self.run(caller, span, write).await?.value)
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,202 @@
+//! The command line: the subcommands and their arguments, and the names flags give layouts,
+//! moderation modes and log formats.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use super::Config;
+use crate::domain::{Layout, ModerationMode};
+
+/// The threadql command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "threadql",
+    version,
+    about = "A GraphQL API for threaded comments on MongoDB"
+)]
+pub struct Cli {
+    /// What to do (default: serve).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Server and database settings.
+    #[command(flatten)]
+    pub config: Config,
+}
+
+impl Cli {
+    /// The tracing filter of this run: `THREADQL_LOG` when set, else `info` for `serve` (its
+    /// start-up lines say how it runs) and `warn` for the other subcommands, which print only
+    /// what they exist for.
+    pub fn log_filter(&self) -> &str {
+        match (&self.config.log, &self.command) {
+            (Some(filter), _) => filter,
+            (None, None | Some(Command::Serve)) => "info",
+            (None, Some(_)) => "warn",
+        }
+    }
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the GraphQL server (the default).
+    Serve,
+    /// Print the GraphQL schema (SDL) to standard output.
+    PrintSchema,
+    /// Mint a development JWT signed with the configured secret.
+    Token(TokenArgs),
+    /// Move discussions to another storage layout while the servers keep running (safe to run
+    /// again after an interruption).
+    Migrate(MigrateArgs),
+    /// Write discussions, comments and votes to a threadql file (JSON Lines; gzipped when the
+    /// name ends in `.gz`).
+    Export(ExportArgs),
+    /// Read discussions and comments from a threadql, Disqus or WordPress file (safe to run
+    /// again: what is there already is not added twice).
+    Import(ImportArgs),
+    /// Shard threadql's collections on a sharded cluster (connect to a mongos): every shard key
+    /// starts with the discussion, so each request reaches one shard.
+    ShardSetup,
+}
+
+/// Arguments of `threadql migrate`.
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["discussion", "all_from"])))]
+pub struct MigrateArgs {
+    /// The discussion to move (its id).
+    #[arg(long)]
+    pub discussion: Option<String>,
+    /// Move every discussion that has this layout.
+    #[arg(long, value_enum)]
+    pub all_from: Option<LayoutArg>,
+    /// The layout to move to.
+    #[arg(long, value_enum)]
+    pub to: LayoutArg,
+}
+
+/// Arguments of `threadql export`.
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("which").args(["discussion", "key"])))]
+pub struct ExportArgs {
+    /// Export this discussion only (its id).
+    #[arg(long)]
+    pub discussion: Option<String>,
+    /// Export the discussion with this key only.
+    #[arg(long)]
+    pub key: Option<String>,
+    /// Where to write: a file (gzipped when it ends in `.gz`), or `-` for standard output
+    /// (the default).
+    #[arg(long)]
+    pub out: Option<String>,
+}
+
+/// The formats `threadql import` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportFormat {
+    /// A `threadql export` file (JSON Lines, gzipped or not).
+    Threadql,
+    /// A Disqus XML export.
+    Disqus,
+    /// A WordPress WXR export.
+    Wordpress,
+}
+
+/// What keys an imported discussion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportKey {
+    /// The source's identifier (Disqus `<id>`, WordPress `wp:post_id`).
+    Identifier,
+    /// The page's link.
+    Link,
+}
+
+/// Arguments of `threadql import`.
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// The file to read (`-` for standard input).
+    pub file: String,
+    /// Its format.
+    #[arg(long, value_enum)]
+    pub format: ImportFormat,
+    /// The layout of the discussions it creates (default: `THREADQL_DEFAULT_LAYOUT`; a
+    /// threadql file's own layouts when it is not given).
+    #[arg(long, value_enum)]
+    pub layout: Option<LayoutArg>,
+    /// What keys a discussion (default: Disqus `<id>` when it has one, else the link;
+    /// WordPress the link).
+    #[arg(long, value_enum)]
+    pub key: Option<ImportKey>,
+    /// Read the file and print the report without writing anything.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Arguments of `threadql token`.
+#[derive(Debug, Clone, Args)]
+pub struct TokenArgs {
+    /// Author id (`sub` claim).
+    #[arg(long)]
+    pub sub: String,
+    /// Author display name (`name` claim).
+    #[arg(long)]
+    pub name: String,
+    /// Roles to grant (repeatable), e.g. `--role moderator`.
+    #[arg(long = "role")]
+    pub roles: Vec<String>,
+    /// Lifetime of the token in seconds.
+    #[arg(long, default_value_t = 86_400)]
+    pub ttl_secs: u64,
+}
+
+/// A storage layout as named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum LayoutArg {
+    /// One document per comment.
+    PerComment,
+    /// All comments in the discussion document.
+    Embedded,
+    /// Buckets of comments.
+    Bucketed,
+}
+
+impl From<LayoutArg> for Layout {
+    fn from(arg: LayoutArg) -> Self {
+        match arg {
+            LayoutArg::PerComment => Layout::PerComment,
+            LayoutArg::Embedded => Layout::Embedded,
+            LayoutArg::Bucketed => Layout::Bucketed,
+        }
+    }
+}
+
+/// A moderation mode as named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum ModerationArg {
+    /// Publish at once.
+    Post,
+    /// Hold every comment for review.
+    Pre,
+    /// Hold a comment until its author has had one approved.
+    PreFirst,
+}
+
+impl From<ModerationArg> for ModerationMode {
+    fn from(arg: ModerationArg) -> Self {
+        match arg {
+            ModerationArg::Post => ModerationMode::Post,
+            ModerationArg::Pre => ModerationMode::Pre,
+            ModerationArg::PreFirst => ModerationMode::PreFirst,
+        }
+    }
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}

@@ -1,0 +1,314 @@
+//! Settings parsed from text of their own: rate limits and the web origins CORS allows.
+
+use std::fmt;
+
+/// A rate limit: `count` per `per`, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateLimit {
+    /// No limit.
+    Off,
+    /// At most `count` in any `per`.
+    Every {
+        /// How many.
+        count: u32,
+        /// In how long.
+        per: std::time::Duration,
+    },
+}
+
+impl std::str::FromStr for RateLimit {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || {
+            format!(
+                "{s:?} is not a rate limit: expected `<count>/<seconds>s` (e.g. 10/10s) or `off`"
+            )
+        };
+        if s.trim().eq_ignore_ascii_case("off") {
+            return Ok(RateLimit::Off);
+        }
+        let (count, per) = s.trim().split_once('/').ok_or_else(bad)?;
+        let count: u32 = count.trim().parse().map_err(|_| bad())?;
+        let secs: u64 = per
+            .trim()
+            .strip_suffix('s')
+            .ok_or_else(bad)?
+            .parse()
+            .map_err(|_| bad())?;
+        if count == 0 || secs == 0 {
+            return Err(bad());
+        }
+        Ok(RateLimit::Every {
+            count,
+            per: std::time::Duration::from_secs(secs),
+        })
+    }
+}
+
+/// The origins allowed to call the API from a browser (`THREADQL_CORS_ORIGINS`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CorsOrigins {
+    /// Any origin (`*`).
+    Any,
+    /// These origins.
+    List(Vec<Origin>),
+}
+
+impl CorsOrigins {
+    /// Whether a page of `origin` may call the API.
+    pub fn allows(&self, origin: &Origin) -> bool {
+        match self {
+            CorsOrigins::Any => true,
+            CorsOrigins::List(origins) => origins.contains(origin),
+        }
+    }
+}
+
+impl std::str::FromStr for CorsOrigins {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let entries: Vec<&str> = s
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .collect();
+        if entries.contains(&"*") {
+            return match entries.len() {
+                1 => Ok(CorsOrigins::Any),
+                _ => Err(format!(
+                    "THREADQL_CORS_ORIGINS (--cors-origins) {s:?}: `*` allows every origin, so it stands alone"
+                )),
+            };
+        }
+        entries
+            .into_iter()
+            .map(|entry| {
+                entry.parse::<Origin>().map_err(|why| {
+                    format!(
+                        "THREADQL_CORS_ORIGINS (--cors-origins): {entry:?} is not an origin ({why}); \
+                         write scheme://host[:port] (e.g. https://blog.example.com), separate \
+                         origins with commas, or write * for any origin"
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(CorsOrigins::List)
+    }
+}
+
+/// A web origin, `scheme://host[:port]`, as browsers write it in the `Origin` header: scheme
+/// and host in lowercase, no port when it is the scheme's default (80 for http, 443 for https).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    scheme: String,
+    host: String,
+    port: Option<u16>,
+}
+
+/// The port of a scheme when none is written (`None` when it has none).
+fn default_port(scheme: &str) -> Option<u16> {
+    match scheme {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    }
+}
+
+impl Origin {
+    /// The port, the scheme's default when none is written.
+    fn effective_port(&self) -> Option<u16> {
+        self.port.or(default_port(&self.scheme))
+    }
+
+    /// Whether a request with this `Origin` was sent to the `Host` `host` (`host[:port]`): the
+    /// page is the server's own (the same host and port; the scheme cannot be told from here,
+    /// behind a proxy that ends TLS).
+    pub fn is_host(&self, host: &str) -> bool {
+        let (name, port) = split_port(host);
+        let Ok(port) = port.map(str::parse::<u16>).transpose() else {
+            return false;
+        };
+        name.eq_ignore_ascii_case(&self.host)
+            && port.or(self.effective_port()) == self.effective_port()
+    }
+}
+
+/// `host[:port]` split at the port (an IPv6 host keeps its brackets).
+fn split_port(authority: &str) -> (&str, Option<&str>) {
+    let after_host = match authority.strip_prefix('[') {
+        Some(rest) => rest.find(']').map_or(authority.len(), |end| end + 2),
+        None => authority.find(':').unwrap_or(authority.len()),
+    };
+    let (host, rest) = authority.split_at(after_host.min(authority.len()));
+    (host, rest.strip_prefix(':'))
+}
+
+impl std::str::FromStr for Origin {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (scheme, authority) = s.split_once("://").ok_or("it has no scheme:// in front")?;
+        let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        if !scheme_ok {
+            return Err(format!("{scheme:?} is not a scheme"));
+        }
+        if let Some(c) = authority.chars().find(|c| matches!(c, '/' | '?' | '#')) {
+            return Err(format!(
+                "an origin has no path, query or fragment (found {c:?}; not even a final /)"
+            ));
+        }
+        if authority.contains('@') {
+            return Err("an origin has no user name or password".into());
+        }
+        let (host, port) = split_port(authority);
+        let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            Some(ipv6) => ipv6.parse::<std::net::Ipv6Addr>().is_ok(),
+            None => {
+                !host.is_empty()
+                    && host
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.'))
+            }
+        };
+        if !host_ok {
+            return Err(format!(
+                "{host:?} is not a host name or address (names outside ASCII are written in punycode)"
+            ));
+        }
+        let port = match port {
+            None => None,
+            Some(port) => match port.parse::<u16>() {
+                Ok(0) | Err(_) => return Err(format!("{port:?} is not a port (1 to 65535)")),
+                Ok(port) => Some(port),
+            },
+        };
+        let scheme = scheme.to_ascii_lowercase();
+        let port = port.filter(|port| Some(*port) != default_port(&scheme));
+        Ok(Origin {
+            scheme,
+            host: host.to_ascii_lowercase(),
+            port,
+        })
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}://{}", self.scheme, self.host)?;
+        match self.port {
+            Some(port) => write!(f, ":{port}"),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Cli;
+    use clap::Parser;
+
+    #[test]
+    fn cors_origins_are_origins_or_a_lone_star() {
+        let parse = |s: &str| s.parse::<CorsOrigins>();
+        let list = |s: &str| -> Vec<String> {
+            match parse(s) {
+                Ok(CorsOrigins::List(origins)) => origins.iter().map(Origin::to_string).collect(),
+                other => panic!("{s:?}: {other:?}"),
+            }
+        };
+        assert_eq!(parse("*"), Ok(CorsOrigins::Any));
+        assert_eq!(parse(" * "), Ok(CorsOrigins::Any));
+        assert_eq!(
+            list("https://Blog.Example.com, http://localhost:3000,,HTTP://[::1]:8080"),
+            vec![
+                "https://blog.example.com",
+                "http://localhost:3000",
+                "http://[::1]:8080"
+            ]
+        );
+        // Default ports are dropped, as browsers drop them.
+        assert_eq!(
+            list("https://a.example:443,http://a.example:80,https://a.example:80"),
+            vec![
+                "https://a.example",
+                "http://a.example",
+                "https://a.example:80"
+            ]
+        );
+        assert_eq!(
+            list("app://local,capacitor://localhost"),
+            vec!["app://local", "capacitor://localhost"]
+        );
+        assert_eq!(list(""), Vec::<String>::new());
+        for bad in [
+            "example.com",
+            "https://example.com/",
+            "https://example.com/path",
+            "https://example.com?x",
+            "https://example.com#x",
+            "https://user@example.com",
+            "https://",
+            "https://:8080",
+            "https://example.com:0",
+            "https://example.com:65536",
+            "https://example.com:http",
+            "https://exa mple.com",
+            "https://bücher.example",
+            "https://[::1",
+            "https://[nothost]",
+            "1http://example.com",
+            "null",
+            "*, https://example.com",
+            "https://a.example,nope",
+        ] {
+            let err = parse(bad).expect_err(bad);
+            assert!(err.contains("THREADQL_CORS_ORIGINS"), "{bad}: {err}");
+        }
+        let cli = Cli::try_parse_from(["threadql", "--cors-origins", "https://ok.example,bad"]);
+        let err = cli
+            .map(|_| ())
+            .expect_err("a bad origin stops start-up")
+            .to_string();
+        assert!(
+            err.contains("THREADQL_CORS_ORIGINS") && err.contains("\"bad\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_origin_is_the_hosts_own_when_host_and_port_match() {
+        let origin = |s: &str| s.parse::<Origin>().unwrap();
+        assert!(origin("http://127.0.0.1:8080").is_host("127.0.0.1:8080"));
+        assert!(origin("https://api.example").is_host("API.example"));
+        assert!(origin("https://api.example").is_host("api.example:443"));
+        assert!(origin("http://api.example").is_host("api.example"));
+        assert!(origin("http://[::1]:3000").is_host("[::1]:3000"));
+        assert!(!origin("http://127.0.0.1:8081").is_host("127.0.0.1:8080"));
+        assert!(!origin("http://evil.example").is_host("api.example"));
+        assert!(!origin("https://api.example").is_host("api.example:8443"));
+        assert!(!origin("http://api.example").is_host("api.example:x"));
+        assert!(!origin("http://[::1]:3000").is_host("[::2]:3000"));
+    }
+
+    #[test]
+    fn rate_limits_parse() {
+        use std::time::Duration;
+        assert_eq!("off".parse(), Ok(RateLimit::Off));
+        assert_eq!(
+            "10/10s".parse(),
+            Ok(RateLimit::Every {
+                count: 10,
+                per: Duration::from_secs(10)
+            })
+        );
+        for bad in ["", "10", "10/10", "0/10s", "10/0s", "x/1s", "-1/1s"] {
+            assert!(bad.parse::<RateLimit>().is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,393 @@
+//! What happened: one [`Event`] per committed change, with who made it, when, and the discussion,
+//! comment or user it concerns. Services emit them after commit; the moderation log is the view
+//! of those a moderator made ([`Event::logged`]).
+
+use super::moderation::{Ban, Logged, ModerationAction, Reason, ReportReason, UserId};
+use super::{Author, Comment, DiscussionId, Layout, Micros, ModerationMode, Slug};
+
+/// Who made a change, and when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Acted {
+    /// The caller, as an author.
+    pub by: Author,
+    /// Whether the caller acted as a moderator.
+    pub moderator: bool,
+    /// When the change was committed (as the service saw it).
+    pub at: Micros,
+}
+
+/// A comment an event concerns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommentRef {
+    /// Its discussion.
+    pub discussion: DiscussionId,
+    /// Its slug.
+    pub slug: Slug,
+    /// Its author.
+    pub author: UserId,
+}
+
+impl CommentRef {
+    /// The reference to `comment`.
+    pub fn of(comment: &Comment) -> Self {
+        Self {
+            discussion: comment.discussion_id.clone(),
+            slug: comment.slug.clone(),
+            author: UserId::from_stored(comment.author.id.clone()),
+        }
+    }
+}
+
+/// One committed change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A comment was published as it was posted (a held one is [`Event::CommentHeld`]).
+    CommentPosted {
+        /// Who posted it (its author), and when.
+        acted: Acted,
+        /// The comment.
+        comment: CommentRef,
+        /// The comment it replies to.
+        parent: Option<Slug>,
+    },
+    /// A comment's text was replaced.
+    CommentEdited {
+        /// Who edited it, and when.
+        acted: Acted,
+        /// The comment.
+        comment: CommentRef,
+    },
+    /// A comment became a tombstone.
+    CommentDeleted {
+        /// Who deleted it, and when.
+        acted: Acted,
+        /// The comment.
+        comment: CommentRef,
+    },
+    /// A comment waits for a moderator (pending) or was refused by a word list (rejected): held
+    /// when posted, or made a placeholder by an edit or by reports.
+    CommentHeld {
+        /// Whose change held it, and when.
+        acted: Acted,
+        /// The comment.
+        comment: CommentRef,
+        /// Why it was held.
+        reason: Option<String>,
+    },
+    /// A moderator approved a comment: published a held one, restored a placeholder, or
+    /// dismissed a public comment's reports.
+    CommentApproved {
+        /// The moderator, and when.
+        acted: Acted,
+        /// The comment.
+        comment: CommentRef,
+    },
+    /// A moderator rejected a comment.
+    CommentRejected {
+        /// The moderator, and when.
+        acted: Acted,
+        /// The comment.
+        comment: CommentRef,
+        /// Why, as the moderator wrote it.
+        reason: Option<Reason>,
+    },
+    /// A user's report of a comment counted.
+    CommentReported {
+        /// The reporter, and when.
+        acted: Acted,
+        /// The comment.
+        comment: CommentRef,
+        /// Why it was reported.
+        reason: ReportReason,
+    },
+    /// A moderator pinned or unpinned a comment.
+    CommentPinned {
+        /// The moderator, and when.
+        acted: Acted,
+        /// The comment.
+        comment: CommentRef,
+        /// Pinned (true) or unpinned.
+        pinned: bool,
+    },
+    /// A discussion was created.
+    DiscussionCreated {
+        /// Who created it, and when.
+        acted: Acted,
+        /// The discussion.
+        discussion: DiscussionId,
+    },
+    /// A moderator locked or unlocked a discussion.
+    DiscussionLocked {
+        /// The moderator, and when.
+        acted: Acted,
+        /// The discussion.
+        discussion: DiscussionId,
+        /// Locked (true) or unlocked.
+        locked: bool,
+    },
+    /// A moderator set how a discussion moderates new comments.
+    ModerationChanged {
+        /// The moderator, and when.
+        acted: Acted,
+        /// The discussion.
+        discussion: DiscussionId,
+        /// The mode from now on.
+        mode: ModerationMode,
+    },
+    /// A discussion moved to another storage layout.
+    DiscussionMoved {
+        /// Who moved it, and when.
+        acted: Acted,
+        /// The discussion.
+        discussion: DiscussionId,
+        /// The layout it had.
+        from: Layout,
+        /// The layout it has now.
+        to: Layout,
+    },
+    /// A moderator banned a user.
+    UserBanned {
+        /// The moderator, and when.
+        acted: Acted,
+        /// The ban.
+        ban: Ban,
+    },
+    /// A moderator lifted a user's ban.
+    UserUnbanned {
+        /// The moderator, and when.
+        acted: Acted,
+        /// The user.
+        user: UserId,
+    },
+}
+
+/// The kinds of event, by the names other services know them by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventType {
+    /// `comment.posted`
+    CommentPosted,
+    /// `comment.edited`
+    CommentEdited,
+    /// `comment.deleted`
+    CommentDeleted,
+    /// `comment.held`
+    CommentHeld,
+    /// `comment.approved`
+    CommentApproved,
+    /// `comment.rejected`
+    CommentRejected,
+    /// `comment.reported`
+    CommentReported,
+    /// `comment.pinned`
+    CommentPinned,
+    /// `discussion.created`
+    DiscussionCreated,
+    /// `discussion.locked`
+    DiscussionLocked,
+    /// `discussion.moderation_changed`
+    ModerationChanged,
+    /// `discussion.moved`
+    DiscussionMoved,
+    /// `user.banned`
+    UserBanned,
+    /// `user.unbanned`
+    UserUnbanned,
+}
+
+impl EventType {
+    /// The name other services know it by (Standard Webhooks style).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::CommentPosted => "comment.posted",
+            EventType::CommentEdited => "comment.edited",
+            EventType::CommentDeleted => "comment.deleted",
+            EventType::CommentHeld => "comment.held",
+            EventType::CommentApproved => "comment.approved",
+            EventType::CommentRejected => "comment.rejected",
+            EventType::CommentReported => "comment.reported",
+            EventType::CommentPinned => "comment.pinned",
+            EventType::DiscussionCreated => "discussion.created",
+            EventType::DiscussionLocked => "discussion.locked",
+            EventType::ModerationChanged => "discussion.moderation_changed",
+            EventType::DiscussionMoved => "discussion.moved",
+            EventType::UserBanned => "user.banned",
+            EventType::UserUnbanned => "user.unbanned",
+        }
+    }
+}
+
+impl Event {
+    /// Who made the change, and when.
+    pub fn acted(&self) -> &Acted {
+        match self {
+            Event::CommentPosted { acted, .. }
+            | Event::CommentEdited { acted, .. }
+            | Event::CommentDeleted { acted, .. }
+            | Event::CommentHeld { acted, .. }
+            | Event::CommentApproved { acted, .. }
+            | Event::CommentRejected { acted, .. }
+            | Event::CommentReported { acted, .. }
+            | Event::CommentPinned { acted, .. }
+            | Event::DiscussionCreated { acted, .. }
+            | Event::DiscussionLocked { acted, .. }
+            | Event::ModerationChanged { acted, .. }
+            | Event::DiscussionMoved { acted, .. }
+            | Event::UserBanned { acted, .. }
+            | Event::UserUnbanned { acted, .. } => acted,
+        }
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> EventType {
+        match self {
+            Event::CommentPosted { .. } => EventType::CommentPosted,
+            Event::CommentEdited { .. } => EventType::CommentEdited,
+            Event::CommentDeleted { .. } => EventType::CommentDeleted,
+            Event::CommentHeld { .. } => EventType::CommentHeld,
+            Event::CommentApproved { .. } => EventType::CommentApproved,
+            Event::CommentRejected { .. } => EventType::CommentRejected,
+            Event::CommentReported { .. } => EventType::CommentReported,
+            Event::CommentPinned { .. } => EventType::CommentPinned,
+            Event::DiscussionCreated { .. } => EventType::DiscussionCreated,
+            Event::DiscussionLocked { .. } => EventType::DiscussionLocked,
+            Event::ModerationChanged { .. } => EventType::ModerationChanged,
+            Event::DiscussionMoved { .. } => EventType::DiscussionMoved,
+            Event::UserBanned { .. } => EventType::UserBanned,
+            Event::UserUnbanned { .. } => EventType::UserUnbanned,
+        }
+    }
+
+    /// The comment it concerns, if any.
+    pub fn comment(&self) -> Option<&CommentRef> {
+        match self {
+            Event::CommentPosted { comment, .. }
+            | Event::CommentEdited { comment, .. }
+            | Event::CommentDeleted { comment, .. }
+            | Event::CommentHeld { comment, .. }
+            | Event::CommentApproved { comment, .. }
+            | Event::CommentRejected { comment, .. }
+            | Event::CommentReported { comment, .. }
+            | Event::CommentPinned { comment, .. } => Some(comment),
+            _ => None,
+        }
+    }
+
+    /// The discussion it concerns, if any.
+    pub fn discussion(&self) -> Option<&DiscussionId> {
+        match self {
+            Event::DiscussionCreated { discussion, .. }
+            | Event::DiscussionLocked { discussion, .. }
+            | Event::ModerationChanged { discussion, .. }
+            | Event::DiscussionMoved { discussion, .. } => Some(discussion),
+            _ => self.comment().map(|c| &c.discussion),
+        }
+    }
+
+    /// The moderation log's entry for it: the changes moderators make (an edit or delete only
+    /// of someone else's comment). `None` for everything else.
+    pub fn logged(&self) -> Option<Logged> {
+        let acted = self.acted();
+        if !acted.moderator {
+            return None;
+        }
+        let entry = |action| Logged::new(acted.by.clone(), action, acted.at);
+        let on =
+            |action, c: &CommentRef| entry(action).comment(c.discussion.clone(), c.slug.clone());
+        let others = |c: &CommentRef| c.author.as_str() != acted.by.id;
+        Some(match self {
+            Event::CommentEdited { comment, .. } if others(comment) => {
+                on(ModerationAction::Edit, comment).user(comment.author.clone())
+            }
+            Event::CommentDeleted { comment, .. } if others(comment) => {
+                on(ModerationAction::Delete, comment).user(comment.author.clone())
+            }
+            Event::CommentApproved { comment, .. } => {
+                on(ModerationAction::Approve, comment).user(comment.author.clone())
+            }
+            Event::CommentRejected {
+                comment, reason, ..
+            } => on(ModerationAction::Reject, comment)
+                .user(comment.author.clone())
+                .reason(reason.clone()),
+            Event::CommentPinned {
+                comment, pinned, ..
+            } => match pinned {
+                true => on(ModerationAction::Pin, comment),
+                false => on(ModerationAction::Unpin, comment),
+            },
+            Event::DiscussionLocked {
+                discussion, locked, ..
+            } => match locked {
+                true => entry(ModerationAction::Lock),
+                false => entry(ModerationAction::Unlock),
+            }
+            .discussion(discussion.clone()),
+            Event::ModerationChanged {
+                discussion, mode, ..
+            } => entry(ModerationAction::SetModeration)
+                .discussion(discussion.clone())
+                .detail(mode.as_str().to_uppercase()),
+            Event::DiscussionMoved { discussion, to, .. } => entry(ModerationAction::Move)
+                .discussion(discussion.clone())
+                .detail(to.as_str().to_uppercase()),
+            Event::UserBanned { ban, .. } => entry(ModerationAction::Ban)
+                .user(ban.user.clone())
+                .reason(ban.reason.clone())
+                .detail(ban.term()),
+            Event::UserUnbanned { user, .. } => entry(ModerationAction::Unban).user(user.clone()),
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acted(moderator: bool) -> Acted {
+        Acted {
+            by: Author {
+                id: "m".into(),
+                name: "M".into(),
+            },
+            moderator,
+            at: Micros(1),
+        }
+    }
+
+    fn comment(author: &str) -> CommentRef {
+        CommentRef {
+            discussion: DiscussionId::generate(),
+            slug: Slug::parse("abcdefgh").expect("a slug"),
+            author: UserId::from_stored(author.to_owned()),
+        }
+    }
+
+    #[test]
+    fn the_log_holds_moderators_changes_of_others_comments_only() {
+        let edit = |moderator, author| Event::CommentEdited {
+            acted: acted(moderator),
+            comment: comment(author),
+        };
+        assert!(edit(true, "m").logged().is_none(), "own comment");
+        assert!(edit(false, "x").logged().is_none(), "not a moderator");
+        let logged = edit(true, "x").logged().expect("logged");
+        assert_eq!(logged.action, ModerationAction::Edit);
+        assert_eq!(logged.user, Some(UserId::from_stored("x".into())));
+        let posted = Event::CommentPosted {
+            acted: acted(true),
+            comment: comment("m"),
+            parent: None,
+        };
+        assert!(posted.logged().is_none());
+    }
+
+    #[test]
+    fn every_kind_has_a_dotted_name() {
+        assert_eq!(
+            EventType::ModerationChanged.as_str(),
+            "discussion.moderation_changed"
+        );
+        assert_eq!(EventType::UserUnbanned.as_str(), "user.unbanned");
+    }
+}

@@ -1,0 +1,56 @@
+//! What one request has read: its dataloaders and the store's read scope, forgotten at once
+//! after a write.
+
+use std::sync::{Arc, Mutex};
+
+use super::*;
+use crate::store::{DynStorage, ReadScope};
+
+/// What one request has read: its dataloader (with its cache) and the store's read scope.
+pub struct Reads {
+    /// The request's dataloader.
+    pub loader: loaders::Loaders,
+    /// The store's per-request memo, which the loader shares.
+    pub scope: Arc<ReadScope>,
+}
+
+/// The reads of one request, forgotten all at once after a write.
+pub struct RequestReads {
+    storage: DynStorage,
+    batches: Arc<batch::Batches>,
+    current: Mutex<Arc<Reads>>,
+}
+
+impl RequestReads {
+    pub(super) fn new(storage: DynStorage, batches: Arc<batch::Batches>) -> Self {
+        let current = Mutex::new(Self::fresh(&storage, &batches));
+        Self {
+            storage,
+            batches,
+            current,
+        }
+    }
+
+    fn fresh(storage: &DynStorage, batches: &Arc<batch::Batches>) -> Arc<Reads> {
+        let scope = Arc::new(ReadScope::new());
+        Arc::new(Reads {
+            loader: loaders::request_loaders(storage.clone(), scope.clone(), batches.clone()),
+            scope,
+        })
+    }
+
+    /// The reads in effect now.
+    pub fn current(&self) -> Arc<Reads> {
+        self.current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Forgets everything read so far (after a write, so later fields see it): the loader and
+    /// the scope are replaced, so no cache can be left behind.
+    pub fn invalidate(&self) {
+        let fresh = Self::fresh(&self.storage, &self.batches);
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = fresh;
+    }
+}

@@ -1,0 +1,172 @@
+//! The workflows: every change a transport asks for (GraphQL, the CLI's import, later the
+//! console and background jobs) goes through one service call here, with a checked caller. A
+//! service decides (permission, rate, ban, hold or publish), makes the store calls, and hands
+//! what it committed to the event sink as [`Event`]s.
+
+pub mod caller;
+pub mod closing;
+mod comments;
+mod discussions;
+mod moderation;
+pub mod sink;
+mod votes;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tracing::Instrument as _;
+
+use crate::config::RateLimit;
+use crate::domain::{
+    Acted, Comment, Discussion, DomainError, EditRules, Event, Layout, Micros, ModerationMode,
+    Slug, WordLists,
+};
+use crate::rate::Limiter;
+use crate::store::{DynStorage, ReadScope};
+
+pub use caller::{Allowance, Caller};
+pub use comments::{NewPost, Posted};
+pub use discussions::Creating;
+pub use moderation::Approved;
+pub use sink::{EventFeed, EventSink, ModerationLog, Sinks};
+
+/// The rules the workflows follow, from config.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules {
+    /// Longest comment text, in characters.
+    pub max_text_chars: usize,
+    /// Layout of discussions created without one.
+    pub default_layout: Layout,
+    /// How discussions moderate until a moderator sets it for one.
+    pub default_moderation: ModerationMode,
+    /// Reports that hold a public comment (0: never).
+    pub reports_to_hold: u64,
+    /// How long authors may edit their comments.
+    pub edit_rules: EditRules,
+    /// Changes (posts, edits, every mutation but votes) per author.
+    pub change_rate: RateLimit,
+    /// Votes per user.
+    pub vote_rate: RateLimit,
+}
+
+/// What a service call committed: its result and the events handed to the sink.
+#[derive(Debug)]
+pub struct Committed<T> {
+    /// The result, as the store has it now.
+    pub value: T,
+    /// What happened, in the order it happened.
+    pub events: Vec<Event>,
+}
+
+/// The workflows over one store, shared by every transport of a process (cloning shares it).
+#[derive(Clone)]
+pub struct Services {
+    storage: DynStorage,
+    rules: Rules,
+    words: Arc<WordLists>,
+    changes: Arc<Limiter<String>>,
+    votes: Arc<Limiter<String>>,
+    closing: closing::Closing,
+    sink: Arc<dyn EventSink>,
+}
+
+impl Services {
+    /// The workflows over `storage`, screening texts against `words`, handing events to `sink`.
+    pub fn new(
+        storage: DynStorage,
+        rules: Rules,
+        words: Arc<WordLists>,
+        sink: Arc<dyn EventSink>,
+    ) -> Self {
+        Self {
+            storage,
+            rules,
+            words,
+            changes: Arc::new(Limiter::new(rules.change_rate)),
+            votes: Arc::new(Limiter::new(rules.vote_rate)),
+            closing: closing::Closing::default(),
+            sink,
+        }
+    }
+
+    /// The rules the workflows follow.
+    pub fn rules(&self) -> &Rules {
+        &self.rules
+    }
+
+    /// The word lists posts and edits are screened against.
+    pub fn word_lists(&self) -> &Arc<WordLists> {
+        &self.words
+    }
+
+    /// The shutdown state: the writes the process waits for.
+    pub fn closing(&self) -> &closing::Closing {
+        &self.closing
+    }
+
+    /// Changes refused by the per-author rate so far.
+    pub fn changes_refused(&self) -> u64 {
+        self.changes.refused()
+    }
+
+    /// Runs a workflow in a task of its own: once started, it completes (or fails) whatever
+    /// happens to the transport that asked for it (a client that hangs up drops its request,
+    /// and so does a shutdown whose grace period ran out; without this the write would stop
+    /// halfway). The write is counted until it ends, and the process waits for it before it
+    /// stops the embedded database; once that wait has begun, a write is refused with
+    /// `UNAVAILABLE` instead. The task stays in the caller's span (its trace). Its events go to
+    /// the sink in the same task, after the write.
+    async fn run<T, F>(
+        &self,
+        _checked: &Caller,
+        span: tracing::Span,
+        write: F,
+    ) -> Result<Committed<T>, DomainError>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<(T, Vec<Event>), DomainError>> + Send + 'static,
+    {
+        let counted = self.closing.start_write()?;
+        let sink = self.sink.clone();
+        let work = async move {
+            let result = match write.await {
+                Ok((value, events)) => match sink.deliver(&events).await {
+                    Ok(()) => Ok(Committed { value, events }),
+                    Err(err) => Err(err),
+                },
+                Err(err) => Err(err),
+            };
+            drop(counted);
+            result
+        };
+        match tokio::spawn(work.instrument(span).in_current_span()).await {
+            Ok(result) => result,
+            Err(err) => Err(DomainError::Internal(format!("a write task failed: {err}"))),
+        }
+    }
+}
+
+/// Who made a change, now.
+fn acted(caller: &Caller) -> Acted {
+    Acted {
+        by: caller.author().clone(),
+        moderator: caller.moderator(),
+        at: Micros::now(),
+    }
+}
+
+/// The comment `slug` of a discussion's layout, if there is one (public comments and
+/// placeholders; held comments are in the held store).
+#[tracing::instrument(level = "debug", name = "store.comments", skip_all)]
+async fn public_comment(
+    storage: &DynStorage,
+    discussion: &Discussion,
+    slug: &Slug,
+) -> Result<Option<Comment>, DomainError> {
+    let layout = storage.layout(discussion.layout)?;
+    Ok(layout
+        .by_slugs(&ReadScope::new(), discussion, std::slice::from_ref(slug))
+        .await?
+        .into_iter()
+        .next())
+}
