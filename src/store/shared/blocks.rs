@@ -3,8 +3,8 @@
 
 use mongodb::bson::Document;
 
-use crate::store::shared::bson::{as_i64, corrupt, to_count};
-use crate::store::shared::error::StoreResult;
+use super::bson::{as_i64, corrupt, to_count};
+use super::error::StoreResult;
 
 /// The stored counts as a list indexed by block (a block with no count reads as 0).
 pub(crate) fn parse(field: &str, stored: &Document) -> StoreResult<Vec<u64>> {

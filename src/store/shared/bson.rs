@@ -2,7 +2,7 @@
 
 use mongodb::bson::{Bson, Document};
 
-use crate::store::shared::error::{StoreError, StoreResult};
+use super::error::{StoreError, StoreResult};
 
 /// A stored document that does not have the expected shape.
 pub(crate) fn corrupt(err: impl std::fmt::Display) -> StoreError {

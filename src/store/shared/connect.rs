@@ -9,9 +9,9 @@ use mongodb::event::EventHandler;
 use mongodb::options::{Acknowledgment, ClientOptions, IndexOptions, WriteConcern};
 use mongodb::{Client, Database, IndexModel};
 
+use super::error::{StoreError, StoreResult};
+use super::metrics::{Command, CommandCounter};
 use crate::store::api::MoveTiming;
-use crate::store::shared::error::{StoreError, StoreResult};
-use crate::store::shared::metrics::{Command, CommandCounter};
 
 /// What the store needs to know to connect and to shape comments.
 #[derive(Debug, Clone)]

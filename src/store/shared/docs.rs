@@ -3,11 +3,11 @@
 use mongodb::bson::{doc, from_document, from_slice, to_bson, Bson, Document, RawBsonRef};
 use serde::{Deserialize, Serialize};
 
+use super::bson::corrupt;
+use super::error::StoreResult;
 use crate::domain::{
     Author, Comment, CommentStatus, DiscussionId, FullSlug, Micros, Revision, Slug, Standing, Votes,
 };
-use crate::store::shared::bson::corrupt;
-use crate::store::shared::error::StoreResult;
 
 /// An author as stored.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -329,8 +329,7 @@ impl<T: Send + Sync> Counted<T> {
             "update": self.coll.name(), "updates": statements, "ordered": true,
         };
         if let Some(concern) = self.coll.write_concern().filter(|_| !in_transaction) {
-            let concern =
-                mongodb::bson::to_document(concern).map_err(crate::store::shared::bson::corrupt)?;
+            let concern = mongodb::bson::to_document(concern).map_err(super::bson::corrupt)?;
             command.insert("writeConcern", concern);
         }
         self.commands.sent("update");

@@ -9,12 +9,12 @@ use mongodb::bson::Document;
 use mongodb::error::TRANSIENT_TRANSACTION_ERROR;
 use mongodb::Client;
 
+use super::error::{StoreError, StoreResult};
+use super::metrics::{CommandCounter, Counted};
 use super::transactions::{abort, commit};
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{DiscussionId, Slug};
 use crate::store::discussions::Discussions;
-use crate::store::shared::error::{StoreError, StoreResult};
-use crate::store::shared::metrics::{CommandCounter, Counted};
 
 /// Where posts write: a client to open sessions on, and whether writes that span documents run
 /// in a transaction (a replica set or a sharded cluster; a standalone server cannot).
