@@ -3,8 +3,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use super::Config;
-use crate::domain::{Layout, ModerationMode};
+use super::{Config, LayoutArg};
 
 /// The threadql command line.
 #[derive(Debug, Parser)]
@@ -147,56 +146,11 @@ pub struct TokenArgs {
     pub ttl_secs: u64,
 }
 
-/// A storage layout as named on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-#[value(rename_all = "snake_case")]
-pub enum LayoutArg {
-    /// One document per comment.
-    PerComment,
-    /// All comments in the discussion document.
-    Embedded,
-    /// Buckets of comments.
-    Bucketed,
-}
-
-impl From<LayoutArg> for Layout {
-    fn from(arg: LayoutArg) -> Self {
-        match arg {
-            LayoutArg::PerComment => Layout::PerComment,
-            LayoutArg::Embedded => Layout::Embedded,
-            LayoutArg::Bucketed => Layout::Bucketed,
-        }
+impl Config {
+    /// The settings of `threadql` run with no flags: the defaults, with the `THREADQL_*`
+    /// variables of the environment applied (an error when one is not valid). Tools and tests
+    /// start from here and change what they need.
+    pub fn defaults() -> Result<Self, clap::Error> {
+        Cli::try_parse_from(["threadql"]).map(|cli| cli.config)
     }
-}
-
-/// A moderation mode as named on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-#[value(rename_all = "snake_case")]
-pub enum ModerationArg {
-    /// Publish at once.
-    Post,
-    /// Hold every comment for review.
-    Pre,
-    /// Hold a comment until its author has had one approved.
-    PreFirst,
-}
-
-impl From<ModerationArg> for ModerationMode {
-    fn from(arg: ModerationArg) -> Self {
-        match arg {
-            ModerationArg::Post => ModerationMode::Post,
-            ModerationArg::Pre => ModerationMode::Pre,
-            ModerationArg::PreFirst => ModerationMode::PreFirst,
-        }
-    }
-}
-
-/// How log lines are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-#[value(rename_all = "snake_case")]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
 }

@@ -2,11 +2,10 @@
 
 mod cli; // the command line: subcommands, their arguments, the flags' value names
 mod settings; // `Config`: every setting with its default and range, printed without secrets
-mod values; // rate limits and CORS origins, parsed from text
+mod values; // rate limits, CORS origins and the value names of flags, parsed from text
 
 pub use cli::{
-    Cli, Command, ExportArgs, ImportArgs, ImportFormat, ImportKey, LayoutArg, LogFormat,
-    MigrateArgs, ModerationArg, TokenArgs,
+    Cli, Command, ExportArgs, ImportArgs, ImportFormat, ImportKey, MigrateArgs, TokenArgs,
 };
 pub use settings::{Config, DEFAULT_SERVICE_NAME};
-pub use values::{CorsOrigins, Origin, RateLimit};
+pub use values::{CorsOrigins, LayoutArg, LogFormat, ModerationArg, Origin, RateLimit};

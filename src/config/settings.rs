@@ -5,9 +5,9 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::{Args, Parser};
+use clap::Args;
 
-use super::{Cli, CorsOrigins, LayoutArg, LogFormat, ModerationArg, RateLimit};
+use super::{CorsOrigins, LayoutArg, LogFormat, ModerationArg, RateLimit};
 
 /// Every setting, read once at start and passed down.
 #[derive(Clone, Args)]
@@ -454,13 +454,6 @@ impl Config {
         let set = |v: &Option<String>| v.as_deref().is_some_and(|v| !v.trim().is_empty());
         !self.otel_sdk_disabled && (set(&self.otlp_endpoint) || set(&self.otlp_traces_endpoint))
     }
-
-    /// The settings of `threadql` run with no flags: the defaults, with the `THREADQL_*`
-    /// variables of the environment applied (an error when one is not valid). Tools and tests
-    /// start from here and change what they need.
-    pub fn defaults() -> Result<Self, clap::Error> {
-        Cli::try_parse_from(["threadql"]).map(|cli| cli.config)
-    }
 }
 
 impl fmt::Debug for Config {
@@ -552,6 +545,8 @@ impl fmt::Debug for Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Cli;
+    use clap::Parser as _;
 
     #[test]
     fn the_embedded_size_cap_stays_under_mongodbs_limit() {

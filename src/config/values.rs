@@ -1,6 +1,11 @@
-//! Settings parsed from text of their own: rate limits and the web origins CORS allows.
+//! Settings parsed from text of their own: rate limits, the web origins CORS allows, and the
+//! names of layouts, moderation modes and log formats on the command line.
 
 use std::fmt;
+
+use clap::ValueEnum;
+
+use crate::domain::{Layout, ModerationMode};
 
 /// A rate limit: `count` per `per`, or none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,6 +210,60 @@ impl fmt::Display for Origin {
             None => Ok(()),
         }
     }
+}
+
+/// A storage layout as named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum LayoutArg {
+    /// One document per comment.
+    PerComment,
+    /// All comments in the discussion document.
+    Embedded,
+    /// Buckets of comments.
+    Bucketed,
+}
+
+impl From<LayoutArg> for Layout {
+    fn from(arg: LayoutArg) -> Self {
+        match arg {
+            LayoutArg::PerComment => Layout::PerComment,
+            LayoutArg::Embedded => Layout::Embedded,
+            LayoutArg::Bucketed => Layout::Bucketed,
+        }
+    }
+}
+
+/// A moderation mode as named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum ModerationArg {
+    /// Publish at once.
+    Post,
+    /// Hold every comment for review.
+    Pre,
+    /// Hold a comment until its author has had one approved.
+    PreFirst,
+}
+
+impl From<ModerationArg> for ModerationMode {
+    fn from(arg: ModerationArg) -> Self {
+        match arg {
+            ModerationArg::Post => ModerationMode::Post,
+            ModerationArg::Pre => ModerationMode::Pre,
+            ModerationArg::PreFirst => ModerationMode::PreFirst,
+        }
+    }
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 #[cfg(test)]

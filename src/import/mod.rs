@@ -5,14 +5,10 @@ pub mod disqus;
 pub mod engine;
 #[cfg(test)]
 mod fixtures;
-mod from_source;
-mod from_threadql;
 pub mod html;
 pub mod source;
-mod spill;
 pub mod threadql;
 pub mod wordpress;
-mod write;
 mod xml;
 
 use std::io::{BufRead, IsTerminal as _};

@@ -2,11 +2,14 @@
 
 use std::sync::Arc;
 
-use async_graphql::{Context, Object, ID};
+use async_graphql::{ComplexObject, Context, Object, SimpleObject, ID};
 use chrono::{DateTime, Utc};
 use tracing::Instrument as _;
 
-use super::{CommentConnection, CommentNode, CommentOrder, ModerationMode, StorageLayout, Total};
+use super::{
+    CommentConnection, CommentNode, CommentOrder, ModerationMode, PageInfo, StorageLayout, Total,
+};
+use crate::domain::paging::Cursor;
 use crate::domain::{CursorKind, Discussion, DomainError, PageArgs, Paging, Rank, Slug};
 use crate::graphql::error::OrGql;
 use crate::graphql::loaders::{CommentKey, DiscussionRef};
@@ -316,5 +319,65 @@ pub async fn comment_by_slug(
             discussion.id
         )))
         .gql(),
+    }
+}
+
+/// A page of discussions.
+#[derive(SimpleObject)]
+#[graphql(complex)]
+pub struct DiscussionConnection {
+    /// Where this page stands.
+    pub page_info: PageInfo,
+    /// The discussions of the page, in order.
+    #[graphql(skip)]
+    pub items: Vec<Arc<Discussion>>,
+}
+
+/// One discussion in a page, with its cursor.
+pub struct DiscussionEdge {
+    discussion: Arc<Discussion>,
+}
+
+#[Object]
+impl DiscussionEdge {
+    /// Pass it as `after` to continue after this discussion, or as `before` to page back from it.
+    async fn cursor(&self) -> String {
+        Cursor::of_discussion(&self.discussion).encode()
+    }
+
+    /// The discussion.
+    async fn node(&self) -> DiscussionNode {
+        DiscussionNode(self.discussion.clone())
+    }
+}
+
+#[ComplexObject]
+impl DiscussionConnection {
+    /// The discussions with their cursors.
+    async fn edges(&self) -> Vec<DiscussionEdge> {
+        self.items
+            .iter()
+            .map(|d| DiscussionEdge {
+                discussion: d.clone(),
+            })
+            .collect()
+    }
+
+    /// The discussions.
+    async fn nodes(&self) -> Vec<DiscussionNode> {
+        self.items
+            .iter()
+            .map(|d| DiscussionNode(d.clone()))
+            .collect()
+    }
+
+    /// How many discussions exist.
+    async fn total_count(&self, ctx: &Context<'_>) -> async_graphql::Result<u64> {
+        store(ctx)
+            .discussions()
+            .count()
+            .instrument(tracing::debug_span!("store.discussionCount"))
+            .await
+            .gql()
     }
 }

@@ -1,7 +1,6 @@
 //! GraphQL object types: Discussion, Comment, Author, connections and enums.
 
 mod comment;
-mod connection;
 mod discussion;
 mod moderation;
 
@@ -9,11 +8,10 @@ use async_graphql::Enum;
 
 use crate::domain::{CursorKind, DomainError, Rank};
 
-pub use comment::{Author, CommentNode, Revision};
-pub use connection::{
-    CommentConnection, CommentEdge, DiscussionConnection, DiscussionEdge, PageInfo, Total,
+pub use comment::{Author, CommentConnection, CommentEdge, CommentNode, PageInfo, Revision, Total};
+pub use discussion::{
+    comment_by_slug, visible_held, DiscussionConnection, DiscussionEdge, DiscussionNode,
 };
-pub use discussion::{comment_by_slug, visible_held, DiscussionNode};
 pub use moderation::{
     BanNode, ModerationAction, ModerationLogConnection, ModerationLogEdge, ModerationLogEntry,
 };

@@ -5,7 +5,11 @@ use std::sync::Arc;
 use async_graphql::{Context, Object, SimpleObject, ID};
 use chrono::{DateTime, Utc};
 
-use super::{CommentConnection, CommentOrder, CommentStatus, Total, VoteValue};
+mod connection;
+
+pub use connection::{CommentConnection, CommentEdge, PageInfo, Total};
+
+use super::{CommentOrder, CommentStatus, VoteValue};
 use crate::domain::ranking::{ranked_in, window_in_memory};
 use crate::domain::{
     Comment, CursorKind, Discussion, Held, Page, PageArgs, Paging, Rank, Slug, Window,

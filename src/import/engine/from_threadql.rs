@@ -2,13 +2,13 @@
 
 use std::collections::HashMap;
 
-use super::engine::{Options, Prepared, Report};
 use super::spill::Spilled;
-use super::threadql::{parse_time, DiscussionLine};
+use super::{Options, Prepared, Report};
 use crate::domain::{
     Comment, CommentStatus, DiscussionId, DiscussionKey, DiscussionTitle, DiscussionUrl, FullSlug,
     ModerationMode, NewDiscussion, Revision, Slug, Standing, Vote, Votes,
 };
+use crate::import::threadql::{parse_time, DiscussionLine};
 
 /// A threadql discussion: everything kept as the file has it.
 pub(super) fn prepare_line(

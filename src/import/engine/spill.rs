@@ -7,9 +7,9 @@ use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use super::engine::{Item, Report};
-use super::source::{FormatError, Record, SkipReason, SourceComment, SourceDiscussion};
-use super::threadql::{CommentLine, DiscussionLine, Line, VoteLine};
+use super::{Item, Report};
+use crate::import::source::{FormatError, Record, SkipReason, SourceComment, SourceDiscussion};
+use crate::import::threadql::{CommentLine, DiscussionLine, Line, VoteLine};
 
 /// A comment or vote set aside by the first pass.
 #[derive(Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::engine::{Options, Prepared};
+use super::{Options, Prepared};
 use crate::domain::{Comment, Discussion, DiscussionId, DiscussionKey, Held, Layout, Slug};
 use crate::store::{Step, Storage, StoreError};
 

@@ -3,13 +3,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::engine::{Options, Prepared, Report};
-use super::source::{SourceComment, SourceDiscussion};
 use super::spill::Spilled;
+use super::{Options, Prepared, Report};
 use crate::domain::{
     Comment, CommentStatus, DiscussionId, DiscussionKey, DiscussionTitle, DiscussionUrl, FullSlug,
     Micros, NewDiscussion, Slug, SlugPart, Standing, Votes,
 };
+use crate::import::source::{SourceComment, SourceDiscussion};
 
 /// Orders comments by time, then by source id (numerically when both are numbers).
 fn source_order(a: (Micros, &str), b: (Micros, &str)) -> std::cmp::Ordering {

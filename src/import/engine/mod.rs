@@ -14,16 +14,21 @@
 //! The steps have modules of their own: `spill` (the first pass), `from_source` and
 //! `from_threadql` (a discussion prepared), `write` (a discussion written).
 
+mod from_source;
+mod from_threadql;
+mod spill;
+mod write;
+
 use std::time::Duration;
 
-use super::from_source::prepare_source;
-use super::from_threadql::prepare_line;
 use super::source::{FormatError, Record};
-use super::spill::{first_pass, read_back, Head, Plan};
 use super::threadql::Line;
-use super::write::{write, Refused};
 use crate::domain::{Comment, Layout, ModerationMode, NewDiscussion, Slug, Vote};
 use crate::store::Storage;
+use from_source::prepare_source;
+use from_threadql::prepare_line;
+use spill::{first_pass, read_back, Head, Plan};
+use write::{write, Refused};
 
 /// One item of a file, from any reader.
 pub enum Item {

@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use async_graphql::{ComplexObject, Context, Object, SimpleObject};
+use async_graphql::{Context, Object, SimpleObject};
 use tracing::Instrument as _;
 
-use super::{CommentNode, DiscussionNode};
+use super::CommentNode;
 use crate::domain::paging::Cursor;
 use crate::domain::{Comment, CursorKind, Discussion, DiscussionId, Page, Paging, Queue, Rank};
 use crate::graphql::error::OrGql;
@@ -42,7 +42,7 @@ pub struct CommentConnection {
 
 impl CommentConnection {
     /// The connection of a page a store read for `paging` (in stored order).
-    pub(super) fn new(
+    pub(in crate::graphql) fn new(
         discussion: &Arc<Discussion>,
         page: Page<Comment>,
         kind: CursorKind,
@@ -234,65 +234,5 @@ impl CommentConnection {
                 Ok(listed.saturating_sub(hidden as u64))
             }
         }
-    }
-}
-
-/// A page of discussions.
-#[derive(SimpleObject)]
-#[graphql(complex)]
-pub struct DiscussionConnection {
-    /// Where this page stands.
-    pub page_info: PageInfo,
-    /// The discussions of the page, in order.
-    #[graphql(skip)]
-    pub items: Vec<Arc<Discussion>>,
-}
-
-/// One discussion in a page, with its cursor.
-pub struct DiscussionEdge {
-    discussion: Arc<Discussion>,
-}
-
-#[Object]
-impl DiscussionEdge {
-    /// Pass it as `after` to continue after this discussion, or as `before` to page back from it.
-    async fn cursor(&self) -> String {
-        Cursor::of_discussion(&self.discussion).encode()
-    }
-
-    /// The discussion.
-    async fn node(&self) -> DiscussionNode {
-        DiscussionNode(self.discussion.clone())
-    }
-}
-
-#[ComplexObject]
-impl DiscussionConnection {
-    /// The discussions with their cursors.
-    async fn edges(&self) -> Vec<DiscussionEdge> {
-        self.items
-            .iter()
-            .map(|d| DiscussionEdge {
-                discussion: d.clone(),
-            })
-            .collect()
-    }
-
-    /// The discussions.
-    async fn nodes(&self) -> Vec<DiscussionNode> {
-        self.items
-            .iter()
-            .map(|d| DiscussionNode(d.clone()))
-            .collect()
-    }
-
-    /// How many discussions exist.
-    async fn total_count(&self, ctx: &Context<'_>) -> async_graphql::Result<u64> {
-        store(ctx)
-            .discussions()
-            .count()
-            .instrument(tracing::debug_span!("store.discussionCount"))
-            .await
-            .gql()
     }
 }
