@@ -19,11 +19,12 @@ use crate::graphql::shared::SubscriptionCaps;
 use crate::graphql::{Api, Limits};
 use crate::http::{ConnectionTimeouts, Connections};
 use crate::service::closing::Stage;
+use crate::service::{EventSink, ModerationLog, Rules, Services};
 use mongodb::event::command::CommandEvent;
 use mongodb::event::EventHandler;
 
 use crate::store::embedded_db::EmbeddedDb;
-use crate::store::{MoveTiming, Storage, Store, StoreConfig};
+use crate::store::{DynStorage, MoveTiming, Storage, Store, StoreConfig};
 
 /// Connections the metrics listener takes at once (scrapers and an operator's curl).
 const METRICS_CONNECTIONS: usize = 16;
@@ -167,6 +168,24 @@ fn log_jwt_keys(config: &Config, keys: &JwtKeys) {
     tracing::info!(keys = %keys.describe(), "bearer tokens are verified");
 }
 
+/// The workflows over `storage` with the rules of `config`, screening texts against `words`;
+/// their events go to the moderation log (and this process's feed).
+pub fn services(config: &Config, storage: DynStorage, words: Arc<WordLists>) -> Services {
+    let rules = Rules {
+        max_text_chars: config.max_text_chars,
+        default_layout: config.default_layout.into(),
+        default_moderation: config.moderation.into(),
+        reports_to_hold: config.reports_to_hold,
+        edit_rules: EditRules {
+            window_secs: config.edit_window_secs,
+        },
+        change_rate: config.rate_limit,
+        vote_rate: config.vote_rate_limit,
+    };
+    let log: Arc<dyn EventSink> = Arc::new(ModerationLog(storage.clone()));
+    Services::new(storage, rules, words, vec![log])
+}
+
 impl From<&Config> for Limits {
     fn from(config: &Config) -> Self {
         Limits {
@@ -254,7 +273,8 @@ impl App {
         let (store, embedded) = connect_observed(config, events).await?;
         let keys = jwt_keys(config)?;
         log_jwt_keys(config, &keys);
-        let api = Api::new(store.clone(), keys, config.into(), config.rate_limit, words);
+        let services = services(config, store.clone(), words);
+        let api = Api::new(store.clone(), keys, config.into(), services);
         let connections = Connections::new(connection_cap(config));
         let router = crate::http::router(api.clone(), config.into(), connections.clone());
         let listener = TcpListener::bind(config.listen)

@@ -8,11 +8,10 @@ use tracing::Instrument as _;
 
 use super::*;
 use crate::auth::{AuthState, JwtKeys};
-use crate::config::RateLimit;
 use crate::domain::{DomainError, WordLists};
 use crate::rate::{retry_after_secs, ClientKey, Limiter};
 use crate::service::closing::{Closing, Stage};
-use crate::service::{EventFeed, EventSink, ModerationLog, Rules, Services, Sinks};
+use crate::service::Services;
 use crate::store::{DynStorage, StoreResult};
 use crate::telemetry::metrics::Counter;
 use crate::telemetry::request::RequestMetrics;
@@ -39,8 +38,6 @@ pub struct Api {
     pub(super) closing: Closing,
     /// The workflows every change goes through.
     pub(super) services: Services,
-    /// The events this process commits.
-    pub(super) events: EventFeed,
     /// Requests, their durations and errors, as `/metrics` shows them.
     pub(super) metrics: Arc<RequestMetrics>,
     /// Operations refused because their WebSocket ran as many as it may at once.
@@ -61,36 +58,10 @@ pub struct RateLimited {
 }
 
 impl Api {
-    /// Builds the schema over a storage, with its limits, the mutation rate per author and the
-    /// word lists posts and edits are screened against.
-    pub fn new(
-        storage: DynStorage,
-        keys: JwtKeys,
-        limits: Limits,
-        author_rate: RateLimit,
-        words: Arc<WordLists>,
-    ) -> Self {
+    /// Builds the schema over a storage and its services, with its limits.
+    pub fn new(storage: DynStorage, keys: JwtKeys, limits: Limits, services: Services) -> Self {
         let live = Arc::new(live::Live::new(storage.clone(), limits.live));
-        let events = EventFeed::new();
-        let sinks: Vec<Arc<dyn EventSink>> = vec![
-            Arc::new(ModerationLog(storage.clone())),
-            Arc::new(events.clone()),
-        ];
-        let rules = Rules {
-            max_text_chars: limits.max_text_chars,
-            default_layout: limits.default_layout,
-            default_moderation: limits.default_moderation,
-            reports_to_hold: limits.reports_to_hold,
-            edit_rules: limits.edit_rules,
-            change_rate: author_rate,
-            vote_rate: limits.vote_rate,
-        };
-        let services = Services::new(
-            storage.clone(),
-            rules,
-            words.clone(),
-            Arc::new(Sinks(sinks)),
-        );
+        let words = services.word_lists().clone();
         let closing = services.closing().clone();
         let mut builder = schema_builder()
             .limit_depth(limits.max_query_depth)
@@ -131,7 +102,6 @@ impl Api {
             client: None,
             closing,
             services,
-            events,
             metrics: Arc::new(RequestMetrics::new(limits.metric_operations)),
             socket_refused: Arc::default(),
         }
@@ -144,7 +114,7 @@ impl Api {
 
     /// Every event this process commits from now on.
     pub fn events(&self) -> tokio::sync::broadcast::Receiver<Arc<crate::domain::Event>> {
-        self.events.subscribe()
+        self.services.events()
     }
 
     /// The word lists posts and edits are screened against.

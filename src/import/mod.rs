@@ -17,8 +17,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use std::sync::Arc;
+
 use crate::app;
 use crate::config::{Config, ImportArgs, ImportFormat, ImportKey};
+use crate::domain::WordLists;
 use engine::{Item, Options, Report};
 use source::{FormatError, KeyFrom};
 
@@ -55,7 +58,8 @@ pub async fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<()> {
         .await
     } else {
         let (store, embedded) = app::connect(config).await?;
-        let report = engine::import(Some(store.as_ref()), items, &options, &|done, total| {
+        let services = app::services(config, store.clone(), Arc::new(WordLists::default()));
+        let report = engine::import(Some(&services), items, &options, &|done, total| {
             progress.show(done, total)
         })
         .await;

@@ -68,16 +68,21 @@ pub struct Services {
     votes: Arc<Limiter<String>>,
     closing: closing::Closing,
     sink: Arc<dyn EventSink>,
+    feed: EventFeed,
 }
 
 impl Services {
-    /// The workflows over `storage`, screening texts against `words`, handing events to `sink`.
+    /// The workflows over `storage`, screening texts against `words`, handing events to each
+    /// of `sinks` in turn, then to this process's feed (see [`Services::events`]).
     pub fn new(
         storage: DynStorage,
         rules: Rules,
         words: Arc<WordLists>,
-        sink: Arc<dyn EventSink>,
+        sinks: Vec<Arc<dyn EventSink>>,
     ) -> Self {
+        let feed = EventFeed::new();
+        let mut sinks = sinks;
+        sinks.push(Arc::new(feed.clone()));
         Self {
             storage,
             rules,
@@ -85,8 +90,14 @@ impl Services {
             changes: Arc::new(Limiter::new(rules.change_rate)),
             votes: Arc::new(Limiter::new(rules.vote_rate)),
             closing: closing::Closing::default(),
-            sink,
+            sink: Arc::new(Sinks(sinks)),
+            feed,
         }
+    }
+
+    /// Every event committed through these services from now on.
+    pub fn events(&self) -> tokio::sync::broadcast::Receiver<Arc<Event>> {
+        self.feed.subscribe()
     }
 
     /// The rules the workflows follow.
@@ -102,6 +113,12 @@ impl Services {
     /// The shutdown state: the writes the process waits for.
     pub fn closing(&self) -> &closing::Closing {
         &self.closing
+    }
+
+    /// The storage, for the bulk steps of an import, which have no workflow of their own
+    /// (bringing in comments with their own times, restoring held comments and votes).
+    pub(crate) fn store(&self) -> &DynStorage {
+        &self.storage
     }
 
     /// Changes refused by the per-author rate so far.

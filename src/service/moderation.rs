@@ -370,7 +370,8 @@ fn not_found(discussion: &DiscussionId, slug: &Slug) -> DomainError {
 }
 
 impl Services {
-    /// Approves a comment (see [`approve`]). Moderators only. `CommentApproved` when it changed
+    /// Approves a comment: publishes a held one, restores a placeholder, or dismisses a public
+    /// comment's reports. Moderators only. `CommentApproved` when it changed
     /// something.
     pub async fn approve(
         &self,
@@ -398,7 +399,8 @@ impl Services {
         Ok(self.run(caller, span, write).await?.value)
     }
 
-    /// Rejects a comment, with an optional reason its author sees (see [`reject`]). Moderators
+    /// Rejects a comment (a held one stays hidden; a public one becomes a placeholder), with an
+    /// optional reason its author sees. Moderators
     /// only.
     pub async fn reject(
         &self,

@@ -131,7 +131,7 @@ fn options(format: &'static str, layout: Option<Layout>) -> Options {
 async fn import(app: &TestApp, format: ImportFormat, bytes: Vec<u8>, options: &Options) -> Report {
     let input: Box<dyn std::io::BufRead + Send> = Box::new(std::io::Cursor::new(bytes));
     let items = threadql::import::items(format, input, None);
-    engine::import(Some(app.store().as_ref()), items, options, &|_, _| {})
+    engine::import(Some(app.api.services()), items, options, &|_, _| {})
         .await
         .expect("import")
 }
@@ -409,9 +409,9 @@ async fn posts_made_during_an_import_are_kept() {
             .into_iter()
             .map(|r| Ok(threadql::import::engine::Item::Source(r)));
         let options = options("disqus", Some(layout));
-        let store = app.store().clone();
+        let services = app.api.services().clone();
         let importing = tokio::spawn(async move {
-            engine::import(Some(store.as_ref()), items, &options, &|_, _| {}).await
+            engine::import(Some(&services), items, &options, &|_, _| {}).await
         });
         let mut posted = vec![before];
         for i in 0..15 {
@@ -707,16 +707,11 @@ async fn a_file_that_grew_adds_only_its_new_comments_in_their_places() {
         let items = records("88", n)
             .into_iter()
             .map(|r| Ok(threadql::import::engine::Item::Source(r)));
-        let store = app.store().clone();
+        let services = app.api.services().clone();
         async move {
-            engine::import(
-                Some(store.as_ref()),
-                items,
-                &options("disqus", None),
-                &|_, _| {},
-            )
-            .await
-            .expect("import")
+            engine::import(Some(&services), items, &options("disqus", None), &|_, _| {})
+                .await
+                .expect("import")
         }
     };
     // The records' comments are numbered by time: a file of 40 holds those of 25 and 15 more.

@@ -24,7 +24,7 @@ use std::time::Duration;
 use super::source::{FormatError, Record};
 use super::threadql::Line;
 use crate::domain::{Comment, Layout, ModerationMode, NewDiscussion, Slug, Vote};
-use crate::store::Storage;
+use crate::service::Services;
 use from_source::prepare_source;
 use from_threadql::prepare_line;
 use spill::{first_pass, read_back, Head, Plan};
@@ -115,10 +115,11 @@ pub(super) struct Prepared {
     pub(super) moderation: Option<ModerationMode>,
 }
 
-/// Runs an import of `items` into `store` (nothing is written in a dry run; `store` may then
-/// be `None`). `progress` hears of each discussion done (done, total).
+/// Runs an import of `items` through `services` (nothing is written in a dry run; `services`
+/// may then be `None`), as the installation's operator. `progress` hears of each discussion
+/// done (done, total).
 pub async fn import(
-    store: Option<&dyn Storage>,
+    services: Option<&Services>,
     items: impl Iterator<Item = Result<Item, FormatError>>,
     options: &Options,
     progress: &(dyn Fn(u64, u64) + Send + Sync),
@@ -129,6 +130,7 @@ pub async fn import(
         mut spill,
     } = first_pass(items, &mut report)?;
     let total = discussions.len() as u64;
+    let operator = services.map(|s| s.operator("import"));
     for (n, planned) in discussions.into_iter().enumerate() {
         let entries = read_back(&mut spill, &planned.entries)?;
         let prepared = match &planned.head {
@@ -144,8 +146,8 @@ pub async fn import(
         };
         report.comments += (prepared.comments.len() + prepared.held.len()) as u64;
         report.votes += prepared.votes.len() as u64;
-        if let (Some(store), false) = (store, options.dry_run) {
-            match write(store, prepared, options).await {
+        if let (Some(services), Some(operator), false) = (services, &operator, options.dry_run) {
+            match write(services, operator, prepared, options).await {
                 Ok(0) => {}
                 Ok(added) => {
                     report.added += added;

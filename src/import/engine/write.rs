@@ -4,7 +4,10 @@
 use std::time::Duration;
 
 use super::{Options, Prepared};
-use crate::domain::{Comment, Discussion, DiscussionId, DiscussionKey, Held, Layout, Slug};
+use crate::domain::{
+    Comment, Discussion, DiscussionId, DiscussionKey, DomainError, Held, Layout, Slug,
+};
+use crate::service::{Caller, Creating, Services};
 use crate::store::{Step, Storage, StoreError};
 
 /// A discussion the import leaves out, and why.
@@ -22,13 +25,23 @@ impl From<StoreError> for Refused {
     }
 }
 
-/// Writes one discussion; returns how many comments it added.
+impl From<DomainError> for Refused {
+    fn from(err: DomainError) -> Self {
+        Refused(err.to_string())
+    }
+}
+
+/// Writes one discussion as `operator`; returns how many comments it added. Creating it and
+/// its settings (pins, the moderation mode, the lock) are the services' workflows, with their
+/// events; the comments, held comments and votes come in through the store's import steps.
 pub(super) async fn write(
-    store: &dyn Storage,
+    services: &Services,
+    operator: &Caller,
     mut prepared: Prepared,
     options: &Options,
 ) -> Result<u64, Refused> {
-    let discussion = find_or_create(store, &prepared).await?;
+    let store = services.store().as_ref();
+    let discussion = find_or_create(services, operator, &prepared).await?;
     let id = discussion.id.clone();
     for (_, comment) in prepared.comments.iter_mut().chain(prepared.held.iter_mut()) {
         comment.discussion_id = id.clone();
@@ -81,16 +94,18 @@ pub(super) async fn write(
         }
         for slug in &prepared.pinned {
             if !discussion.pinned.contains(slug) {
-                store.discussions().set_pinned(&id, slug, true).await?;
+                services
+                    .pin_comment(operator, id.clone(), slug.clone(), true)
+                    .await?;
             }
         }
         if let Some(mode) = prepared.moderation {
             if discussion.moderation != Some(mode) {
-                store.discussions().set_moderation(&id, mode).await?;
+                services.set_moderation(operator, id.clone(), mode).await?;
             }
         }
         if prepared.locked && !discussion.locked {
-            store.discussions().set_locked(&id, true).await?;
+            services.lock_discussion(operator, id.clone(), true).await?;
         }
     }
     store.imports().record_imported(&id, &entries).await?;
@@ -109,12 +124,18 @@ async fn by_id(store: &dyn Storage, id: &DiscussionId) -> Result<Discussion, Ref
 
 /// The discussion the file's discussion goes to: found by its key (or kept id), or created in
 /// another layout than its own, so that the import's move brings the comments into its own.
-async fn find_or_create(store: &dyn Storage, prepared: &Prepared) -> Result<Discussion, Refused> {
+async fn find_or_create(
+    services: &Services,
+    operator: &Caller,
+    prepared: &Prepared,
+) -> Result<Discussion, Refused> {
+    let store = services.store().as_ref();
     let mut new = prepared.new.clone();
     new.layout = store.imports().import_scratch(prepared.new.layout);
     // A threadql discussion keeps the id the file gives it.
     let Some(id) = &prepared.new.id else {
-        return Ok(store.discussions().ensure(new).await?);
+        let how = Creating::UnlessKeyed;
+        return Ok(services.create_discussion(operator, new, how).await?);
     };
     // A threadql discussion keeps its id; another discussion with its id or its key is not it.
     let by_id = store
@@ -133,11 +154,14 @@ async fn find_or_create(store: &dyn Storage, prepared: &Prepared) -> Result<Disc
         }
         return Ok(found);
     }
-    match store.discussions().add(new).await {
+    match services
+        .create_discussion(operator, new, Creating::Always)
+        .await
+    {
         Ok(created) => Ok(created),
-        Err(StoreError::KeyTaken(key)) => Err(Refused(format!(
-            "discussion {id}: another discussion has its key {key}: not imported"
-        ))),
+        Err(DomainError::BadInput(why)) => {
+            Err(Refused(format!("discussion {id}: {why}: not imported")))
+        }
         Err(err) => Err(err.into()),
     }
 }
