@@ -35,6 +35,7 @@ mod moderation;
 mod moderation_concurrency;
 mod moderation_leak;
 mod moderation_log;
+mod module_map;
 mod node;
 mod observability;
 mod orphans;
