@@ -1,4 +1,4 @@
-//! Connections: pages of comments and of discussions, their edges and page info.
+//! Pages of comments: their edges, their page info and where their total comes from.
 
 use std::sync::Arc;
 
