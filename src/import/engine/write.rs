@@ -31,9 +31,9 @@ impl From<DomainError> for Refused {
     }
 }
 
-/// Writes one discussion as `operator`; returns how many comments it added. Creating it and
-/// its settings (pins, the moderation mode, the lock) are the services' workflows, with their
-/// events; the comments, held comments and votes come in through the store's import steps.
+/// Writes one discussion as `operator`; returns how many comments it added. Creating it, its
+/// moderation mode and its lock are the services' workflows, with their events; the comments,
+/// held comments, votes and pins are restored through the store's import steps.
 pub(super) async fn write(
     services: &Services,
     operator: &Caller,
@@ -92,11 +92,11 @@ pub(super) async fn write(
                 .await
                 .map_err(|e| Refused(format!("a vote on {slug} in discussion {id}: {e}")))?;
         }
+        // Pins are restored as they were, like votes: a file may pin what the API no longer
+        // pins (a comment deleted after it was pinned keeps its pin).
         for slug in &prepared.pinned {
             if !discussion.pinned.contains(slug) {
-                services
-                    .pin_comment(operator, id.clone(), slug.clone(), true)
-                    .await?;
+                store.discussions().set_pinned(&id, slug, true).await?;
             }
         }
         if let Some(mode) = prepared.moderation {
