@@ -100,6 +100,21 @@ pub struct PageInfo {
     pub(super) thread_pages: Option<Document>,
 }
 
+/// A page list entry of `count` comments (`roots` of them top-level, each thread within the
+/// page), for the window tests.
+#[cfg(test)]
+pub(super) fn test_page(page: i64, count: i64, roots: i64) -> PageInfo {
+    PageInfo {
+        page,
+        count,
+        roots,
+        thread_total: count,
+        thread_pages: None,
+        first_key: String::new(),
+        last_key: String::new(),
+    }
+}
+
 impl PageInfo {
     pub(super) fn weight(&self, top_level: bool) -> u64 {
         u64::try_from(if top_level { self.roots } else { self.count }).unwrap_or(0)

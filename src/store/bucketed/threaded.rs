@@ -228,18 +228,7 @@ pub(super) fn thread_span_before(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn page(page: i64, count: i64, roots: i64) -> PageInfo {
-        PageInfo {
-            page,
-            count,
-            roots,
-            thread_total: count,
-            thread_pages: None,
-            first_key: String::new(),
-            last_key: String::new(),
-        }
-    }
+    use crate::store::bucketed::shapes::test_page as page;
 
     #[test]
     fn thread_spans_cover_the_window() {
