@@ -220,6 +220,7 @@ impl From<&Config> for Limits {
             },
             max_ws_operations: config.max_ws_operations as usize,
             anonymous_rate: config.rate_limit_anon,
+            signed_in_rate: config.rate_limit_reads,
             subscription_caps: SubscriptionCaps {
                 max_total: config.max_subscriptions as usize,
                 max_per_client: config.max_subscriptions_per_client as usize,

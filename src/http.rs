@@ -439,10 +439,11 @@ async fn metrics(State(state): State<HttpState>) -> impl IntoResponse {
     page.family(
         "threadql_rate_limited_total",
         Kind::Counter,
-        "Operations refused by a rate limit, by limit: anonymous (per client), author (mutations per token sub), subscriptions (per process or client), socket_operations (at once on one WebSocket).",
+        "Operations refused by a rate limit, by limit: anonymous (per client), signed_in (operations per user), author (mutations per token sub), subscriptions (per process or client), socket_operations (at once on one WebSocket).",
     );
     for (limit, count) in [
         ("anonymous", limited.anonymous),
+        ("signed_in", limited.signed_in),
         ("author", limited.author),
         ("subscriptions", limited.subscriptions),
         ("socket_operations", limited.socket_operations),

@@ -18,6 +18,8 @@ const RETAIN_AFTER: usize = 10_000;
 /// A rate limit per key, or none.
 pub struct Limiter<K: Hash + Eq + Clone> {
     limiter: Option<DefaultKeyedRateLimiter<K>>,
+    /// The most events one check may count at once: the burst.
+    burst: NonZeroU32,
     clock: DefaultClock,
     /// Events refused so far.
     refused: Counter,
@@ -26,16 +28,18 @@ pub struct Limiter<K: Hash + Eq + Clone> {
 impl<K: Hash + Eq + Clone> Limiter<K> {
     /// A limiter for a configured rate: `count` in any window of `per`, with bursts of `count`.
     pub fn new(limit: RateLimit) -> Self {
-        let limiter = match limit {
-            RateLimit::Off => None,
+        let (limiter, burst) = match limit {
+            RateLimit::Off => (None, NonZeroU32::MIN),
             RateLimit::Every { count, per } => {
                 let count = NonZeroU32::new(count).unwrap_or(NonZeroU32::MIN);
-                Quota::with_period(per / count.get())
-                    .map(|quota| DefaultKeyedRateLimiter::keyed(quota.allow_burst(count)))
+                let limiter = Quota::with_period(per / count.get())
+                    .map(|quota| DefaultKeyedRateLimiter::keyed(quota.allow_burst(count)));
+                (limiter, count)
             }
         };
         Self {
             limiter,
+            burst,
             clock: DefaultClock::default(),
             refused: Counter::default(),
         }
@@ -49,16 +53,32 @@ impl<K: Hash + Eq + Clone> Limiter<K> {
     /// Counts one event for `key`: `Ok` when it is allowed, otherwise how long until the next
     /// one would be.
     pub fn check(&self, key: &K) -> Result<(), Duration> {
+        self.check_n(key, 1)
+    }
+
+    /// Counts `n` events for `key` at once (at most the burst: a weight past it counts as the
+    /// whole burst), all or none: `Ok` when they are allowed, otherwise how long until they
+    /// would be.
+    pub fn check_n(&self, key: &K, n: u32) -> Result<(), Duration> {
         let Some(limiter) = &self.limiter else {
             return Ok(());
         };
         if limiter.len() > RETAIN_AFTER {
             limiter.retain_recent();
         }
-        limiter.check_key(key).map_err(|not_until| {
-            self.refused.inc();
-            not_until.wait_time_from(self.clock.now())
-        })
+        let n = NonZeroU32::new(n.min(self.burst.get())).unwrap_or(NonZeroU32::MIN);
+        match limiter.check_key_n(key, n) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(not_until)) => {
+                self.refused.inc();
+                Err(not_until.wait_time_from(self.clock.now()))
+            }
+            // Never: `n` is at most the burst.
+            Err(_) => {
+                self.refused.inc();
+                Err(Duration::from_secs(1))
+            }
+        }
     }
 }
 
@@ -149,6 +169,25 @@ mod tests {
         assert_eq!(retry_after_secs(Duration::from_millis(1)), 1);
         assert_eq!(retry_after_secs(Duration::from_millis(2500)), 3);
         assert_eq!(retry_after_secs(Duration::from_secs(2)), 2);
+    }
+
+    #[test]
+    fn weighted_checks_spend_their_weight_all_or_none() {
+        let limiter = Limiter::new(RateLimit::Every {
+            count: 10,
+            per: Duration::from_secs(60),
+        });
+        assert!(limiter.check_n(&"ann", 7).is_ok());
+        assert!(limiter.check_n(&"ann", 4).is_err(), "7 + 4 is past 10");
+        assert!(
+            limiter.check_n(&"ann", 3).is_ok(),
+            "a refused weight spent nothing"
+        );
+        assert!(limiter.check(&"ann").is_err());
+        // A weight past the burst counts as the whole burst.
+        assert!(limiter.check_n(&"bob", 50).is_ok());
+        assert!(limiter.check(&"bob").is_err());
+        assert_eq!(limiter.refused(), 3);
     }
 
     #[test]

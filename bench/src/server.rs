@@ -78,6 +78,7 @@ impl Server {
             // The harness loads data and measures throughput: no rate limits.
             .env("THREADQL_RATE_LIMIT", "off")
             .env("THREADQL_RATE_LIMIT_ANON", "off")
+            .env("THREADQL_RATE_LIMIT_READS", "off")
             .env("THREADQL_VOTE_RATE_LIMIT", "off")
             // The tree read (20 threads, 4 levels of 10 replies) may return 222 220 comments in
             // principle, far past the default cost limit that protects a public server.

@@ -159,9 +159,10 @@ pub struct Config {
     /// Highest query cost, summed over the operations of a batch: every field counts 1, a
     /// connection's items once per item it may return (`first`, or the default page size), a
     /// `totalCount` that counts on demand (a sub-discussion's, the discussions') as much as the
-    /// largest page, `_entities` its selection once per representation and `discussionsByKeys`
-    /// once per key. The default runs a comment widget's tree (20 threads, replies 10, 10 and 5
-    /// deep: about 78 000) three times over, and refuses `first: 100` four levels deep.
+    /// largest page, `_entities` its selection once per representation, `discussionsByKeys`
+    /// once per key, and a ranked `offset` each comment it skips. The default runs a comment
+    /// widget's tree (20 threads, replies 10, 10 and 5 deep: about 78 000) three times over,
+    /// and refuses `first: 100` four levels deep.
     #[arg(
         long,
         env = "THREADQL_MAX_COMPLEXITY",
@@ -258,6 +259,16 @@ pub struct Config {
         global = true
     )]
     pub rate_limit_anon: RateLimit,
+    /// Operations per signed-in user (token `sub`): `<count>/<seconds>s`, or `off`. Every
+    /// operation counts one, over every transport; one that costs more than a tenth of
+    /// `THREADQL_MAX_COMPLEXITY` counts one more for each further tenth (up to 10).
+    #[arg(
+        long,
+        env = "THREADQL_RATE_LIMIT_READS",
+        default_value = "1200/60s",
+        global = true
+    )]
+    pub rate_limit_reads: RateLimit,
     /// Header that holds the client's address when threadql runs behind a proxy (e.g.
     /// `x-forwarded-for`): its lines are read in order as one list and the last entry counts
     /// (the one the nearest proxy wrote; `address:port` is that address, and a value that is no
@@ -496,6 +507,7 @@ impl fmt::Debug for Config {
             .field("rate_limit", &self.rate_limit)
             .field("vote_rate_limit", &self.vote_rate_limit)
             .field("rate_limit_anon", &self.rate_limit_anon)
+            .field("rate_limit_reads", &self.rate_limit_reads)
             .field("client_ip_header", &self.client_ip_header)
             .field("banned_words", &self.banned_words)
             .field("suspect_words", &self.suspect_words)

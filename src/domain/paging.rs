@@ -29,6 +29,12 @@ pub struct PageArgs {
     pub offset: Option<i32>,
 }
 
+/// The deepest `offset` a ranked list (TOP, BEST, CONTROVERSIAL) takes. No index holds a
+/// comment's place in a ranked order, so an offset is read from the list's start: this bounds
+/// what one page of it reads (and holds) to about a thousand comments, whatever the size of the
+/// discussion. Cursors page on past it, each page a bounded read.
+pub const MAX_RANKED_OFFSET: i32 = 1_000;
+
 /// The order a cursor belongs to; a cursor from one order is refused by another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CursorKind {
@@ -682,6 +688,14 @@ impl Paging {
                         "`offset` must not be negative (got {n})"
                     )))
                 }
+                Some(n) if matches!(kind, CursorKind::Ranked(_)) && n > MAX_RANKED_OFFSET => {
+                    return Err(DomainError::bad_input(format!(
+                        "`offset` on {} is at most {MAX_RANKED_OFFSET} (got {n}): a ranked \
+                         list is read from its start, so page on with `after` and the last \
+                         cursor instead",
+                        kind.name()
+                    )))
+                }
                 Some(n) => {
                     let skip = n as u64;
                     let window = match reversed {
@@ -763,6 +777,33 @@ mod tests {
             posted: Micros(posted),
             slug: Slug::from_stored(slug.to_owned()),
         }
+    }
+
+    #[test]
+    fn ranked_offsets_are_capped_and_the_cap_is_named() {
+        let top = CursorKind::Ranked(Rank::Top);
+        let at_cap = paging(&args(Some(10), None, Some(MAX_RANKED_OFFSET)), top);
+        assert_eq!(
+            at_cap.map(|p| p.window),
+            Ok(Window::Offset {
+                skip: MAX_RANKED_OFFSET as u64,
+                limit: 10
+            })
+        );
+        let over = paging(&args(Some(1), None, Some(MAX_RANKED_OFFSET + 1)), top);
+        let Err(DomainError::BadInput(message)) = over else {
+            panic!("an offset past the cap was taken: {over:?}");
+        };
+        assert!(
+            message.contains("at most 1000") && message.contains("TOP"),
+            "{message}"
+        );
+        // Orders an index serves take any offset.
+        let deep = paging(
+            &args(Some(1), None, Some(19_990)),
+            CursorKind::Chronological,
+        );
+        assert!(deep.is_ok());
     }
 
     #[test]

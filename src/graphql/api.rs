@@ -31,6 +31,8 @@ pub struct Api {
     pub(super) parsed: documents::ParsedDocuments,
     /// Operations of callers that are not signed in, per client.
     pub(super) anonymous: Arc<Limiter<ClientKey>>,
+    /// Operations of signed-in callers, per user, weighted by cost.
+    pub(super) signed_in: Arc<Limiter<String>>,
     /// The client this handle serves (see [`Api::for_client`]); `None` in process.
     pub(super) client: Option<ClientKey>,
     pub(super) subscriptions: Arc<shared::Subscriptions>,
@@ -49,6 +51,8 @@ pub struct Api {
 pub struct RateLimited {
     /// Operations of callers that are not signed in, past their client's allowance.
     pub anonymous: u64,
+    /// Operations of signed-in callers, past their user's allowance.
+    pub signed_in: u64,
     /// Mutations past their author's allowance.
     pub author: u64,
     /// Subscriptions past the process's or the client's cap.
@@ -99,6 +103,7 @@ impl Api {
             }),
             parsed: documents::ParsedDocuments::default(),
             anonymous: Arc::new(Limiter::new(limits.anonymous_rate)),
+            signed_in: Arc::new(Limiter::new(limits.signed_in_rate)),
             client: None,
             closing,
             services,
@@ -131,6 +136,7 @@ impl Api {
     pub fn rate_limited(&self) -> RateLimited {
         RateLimited {
             anonymous: self.anonymous.refused(),
+            signed_in: self.signed_in.refused(),
             author: self.services.changes_refused(),
             subscriptions: self.subscriptions.refused(),
             socket_operations: self.socket_refused.get(),
@@ -196,6 +202,32 @@ impl Api {
                 retry_after_secs: secs,
             }
         })
+    }
+
+    /// Counts one admitted operation of a signed-in caller against its user's allowance, weighted
+    /// by its cost ([`weight`]): `RATE_LIMITED` past it. Callers that are not signed in are
+    /// counted per client ([`Api::count_anonymous`]).
+    pub(super) fn count_signed_in(
+        &self,
+        auth: &AuthState,
+        checked: &limits::Checked,
+    ) -> Result<(), DomainError> {
+        let AuthState::Authenticated(viewer) = auth else {
+            return Ok(());
+        };
+        let spends = weight(checked.usage.cost, self.document.max_cost);
+        self.signed_in
+            .check_n(&viewer.author.id, spends)
+            .map_err(|wait| {
+                let secs = retry_after_secs(wait);
+                DomainError::RateLimited {
+                    message: format!(
+                        "too many operations for this user: try again in {secs} s (an operation \
+                         that costs more counts more)"
+                    ),
+                    retry_after_secs: secs,
+                }
+            })
     }
 
     /// What the engine does not check, checked before it runs a request: the document's tokens,
@@ -358,6 +390,9 @@ impl Api {
         checked: &limits::Checked,
         auth: AuthState,
     ) -> async_graphql::Response {
+        if let Err(limited) = self.count_signed_in(&auth, checked) {
+            return error::response(limited);
+        }
         let span = spans::operation(&mut request);
         self.run_operation(request, checked, auth)
             .instrument(span)
@@ -393,5 +428,28 @@ impl Api {
         checked.code_engine_errors(&mut response);
         error::ensure_codes(&mut response);
         response
+    }
+}
+
+/// What an operation of `cost` spends of its user's allowance: 1, and one more for each tenth of
+/// the cost limit `max_cost` it costs past the first (so at most 10 under the limit).
+fn weight(cost: usize, max_cost: usize) -> u32 {
+    let tenth = (max_cost / 10).max(1);
+    u32::try_from(cost.div_ceil(tenth).clamp(1, 10)).unwrap_or(10)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::weight;
+
+    #[test]
+    fn an_operation_spends_one_more_for_each_further_tenth_of_the_cost_limit() {
+        assert_eq!(weight(0, 250_000), 1);
+        assert_eq!(weight(25_000, 250_000), 1);
+        assert_eq!(weight(25_001, 250_000), 2);
+        assert_eq!(weight(50_000, 250_000), 2);
+        assert_eq!(weight(249_999, 250_000), 10);
+        assert_eq!(weight(250_000, 250_000), 10);
+        assert_eq!(weight(7, 5), 7, "a limit under ten counts each unit");
     }
 }

@@ -6,7 +6,8 @@
 //! the default page size. A `totalCount` that is counted when asked for (see [`COUNTED`])
 //! costs as much as a page of the largest size, also under `first: 0`; the other counts are
 //! kept with the data and cost 1. `_entities` costs its selection once per representation,
-//! `discussionsByKeys` once per key (see [`PER_ITEM`]). Depth counts nested fields as the engine
+//! `discussionsByKeys` once per key (see [`PER_ITEM`]). An `offset` on a ranked order costs
+//! each comment it skips (see [`RANKED`]). Depth counts nested fields as the engine
 //! does (`__typename` neither costs nor nests).
 
 use std::collections::HashMap;
@@ -32,6 +33,9 @@ pub const PER_ITEM: [(&str, &str); 2] = [
     ("_entities", "representations"),
     ("discussionsByKeys", "keys"),
 ];
+
+/// The orders whose `offset` costs each comment it skips (see `Walk::ranked_offset`).
+pub const RANKED: [&str; 3] = ["TOP", "BEST", "CONTROVERSIAL"];
 
 /// What a field of an object type returns, as far as costs go.
 #[derive(Debug)]
@@ -385,15 +389,19 @@ impl<'a> Walk<'a, '_> {
             self.list_length(field, items).saturating_mul(each)
         } else if shape.is_some_and(|s| s.paged) {
             let items = self.items(field);
+            let skipped = self.ranked_offset(field);
             let page = Scope::Page {
                 items,
                 counted: ty.is_some_and(|ty| COUNTED.contains(&(ty, name))),
             };
             if self.record.is_none() {
                 self.set(selection, below, deeper, page)
+                    .saturating_add(skipped)
             } else {
                 self.chain.push(self.label(field, items));
-                let cost = self.set(selection, below, deeper, page);
+                let cost = self
+                    .set(selection, below, deeper, page)
+                    .saturating_add(skipped);
                 let chain = self.chain.clone();
                 self.chain.pop();
                 if let Some(record) = self.record.as_deref_mut() {
@@ -460,6 +468,23 @@ impl<'a> Walk<'a, '_> {
         match (size("first"), size("last")) {
             (None, None) => self.prices.default_page_size,
             (first, last) => first.unwrap_or(0).max(last.unwrap_or(0)),
+        }
+    }
+
+    /// The comments a ranked list's `offset` reads and skips: its `offset` when the field's
+    /// `order` is one of [`RANKED`] (no index holds a place in a ranked order, so each skipped
+    /// comment is read), else 0 (every other order's offset is an index range).
+    fn ranked_offset(&self, field: &Field) -> usize {
+        let ranked = matches!(
+            self.argument(field, "order"),
+            Some(Value::Enum(order)) if RANKED.contains(&order.as_str())
+        );
+        match self.argument(field, "offset") {
+            Some(Value::Number(n)) if ranked => n
+                .as_i64()
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or(0),
+            _ => 0,
         }
     }
 
@@ -594,6 +619,33 @@ mod tests {
             (0..30).map(alias).collect::<Vec<_>>().join(" ")
         );
         assert_eq!(cost(&thirty, serde_json::json!({})), Err(Over::Cost));
+    }
+
+    #[test]
+    fn a_ranked_offset_costs_each_comment_it_skips() {
+        let ranked = r#"query($o: Int) { discussion(id: "x") { comments(order: TOP, first: 1, offset: $o) { nodes { slug } } } }"#;
+        let page = 1 + 1 + 1 + 1;
+        assert_eq!(
+            cost(ranked, serde_json::json!({ "o": 990 })),
+            Ok(page + 990)
+        );
+        assert_eq!(cost(ranked, serde_json::json!({})), Ok(page));
+        // Other orders' offsets are index ranges.
+        let chronological =
+            r#"{ discussion(id: "x") { comments(first: 1, offset: 19990) { nodes { slug } } } }"#;
+        assert_eq!(cost(chronological, serde_json::json!({})), Ok(page));
+        // The finding's shape: thirty aliases at the cap cost thirty thousand comments.
+        let thirty = format!(
+            r#"{{ discussion(id: "x") {{ {} }} }}"#,
+            (0..30)
+                .map(|i| format!("t{i}: threads(order: CONTROVERSIAL, first: 1, offset: 1000) {{ nodes {{ slug }} }}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        assert_eq!(
+            cost(&thirty, serde_json::json!({})),
+            Ok(1 + 30 * (1 + 1 + 1 + 1000))
+        );
     }
 
     #[test]

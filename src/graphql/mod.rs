@@ -79,6 +79,8 @@ pub struct Limits {
     pub max_ws_operations: usize,
     /// Operations per client address of callers that are not signed in.
     pub anonymous_rate: RateLimit,
+    /// Operations per signed-in user, weighted by cost.
+    pub signed_in_rate: RateLimit,
     /// Subscriptions held at once, per process and per client.
     pub subscription_caps: shared::SubscriptionCaps,
     /// Highest cost of a subscription's selection.

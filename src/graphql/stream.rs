@@ -103,6 +103,9 @@ impl Api {
                 Ok(admitted) => admitted,
                 Err(refused) => return futures::stream::once(async { refused }).boxed(),
             };
+            if let Err(limited) = api.count_signed_in(&connection.auth, &checked) {
+                return refusal(limited).boxed();
+            }
             if !is_subscription(&mut request) {
                 return api.run_stream(request, checked, connection.auth, None);
             }

@@ -94,6 +94,7 @@ impl Settings {
         config.vote_rate_limit = self.vote_rate_limit;
         config.promote_embedded = self.promote_embedded;
         config.rate_limit_anon = RateLimit::Off;
+        config.rate_limit_reads = RateLimit::Off;
         config.reports_to_hold = self.reports_to_hold;
         config.banned_words = self.banned_words.clone();
         config.suspect_words = self.suspect_words.clone();

@@ -16,7 +16,7 @@ use super::database::{server_uri, unique_db};
 use super::tokens::SECRET;
 
 /// The server's defaults on a loopback port over a fresh database, signing with [`SECRET`],
-/// without rate limits (votes included).
+/// without rate limits (votes and signed-in operations included).
 pub(crate) fn server_config(label: &str) -> Config {
     let mut config = defaults();
     config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
@@ -25,6 +25,7 @@ pub(crate) fn server_config(label: &str) -> Config {
     config.jwt_secret = Some(SECRET.to_owned());
     config.rate_limit = RateLimit::Off;
     config.rate_limit_anon = RateLimit::Off;
+    config.rate_limit_reads = RateLimit::Off;
     config.vote_rate_limit = RateLimit::Off;
     config
 }

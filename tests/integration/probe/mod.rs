@@ -1,0 +1,4 @@
+//! The findings of an adversarial probe, each over a real socket: what it cost before, refused
+//! or bounded now.
+
+mod offsets;
