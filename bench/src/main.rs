@@ -9,6 +9,7 @@ mod import;
 mod load;
 mod measure;
 mod plan;
+mod probe;
 mod reads;
 mod report;
 mod server;
@@ -182,6 +183,16 @@ struct Args {
     /// each import's time and peak memory go to `--out` as JSON and to standard output.
     #[arg(long)]
     import_throughput: bool,
+    /// Measure only the ranked deep-offset probe: per layout, a discussion of
+    /// `--ranked-comments` comments with votes, on a server of its own; the server's peak memory
+    /// above idle and the time of one request of thirty aliases of `comments(order: TOP,
+    /// first: 1)` at the deepest offset it takes (19 990, or the cap), and of one such alias
+    /// against the same offset in chronological order. Results go to `--out` and standard output.
+    #[arg(long)]
+    ranked_offset: bool,
+    /// Comments of the ranked deep-offset probe's discussion [default: 20000; quick: 2000].
+    #[arg(long)]
+    ranked_comments: Option<usize>,
     /// Comments of the import throughput's file [default: 100000; quick: 2000].
     #[arg(long)]
     import_comments: Option<usize>,
@@ -309,6 +320,7 @@ async fn main() -> std::process::ExitCode {
         (None, Some(counts)) => run_fanout(&args, counts).await,
         (None, None) if args.vote_throughput => run_votes(&args).await,
         (None, None) if args.import_throughput => run_import(&args).await,
+        (None, None) if args.ranked_offset => run_ranked_offset(&args).await,
         (None, None) if args.hot_discussion => run_hot(&args).await,
         (None, None) => run(args).await,
     };
@@ -623,6 +635,60 @@ async fn run_votes(args: &Args) -> anyhow::Result<()> {
     std::fs::write(&args.out, serde_json::to_string_pretty(&saved)?)
         .with_context(|| format!("cannot write {}", args.out.display()))?;
     println!("{}", votes::markdown(&results));
+    eprintln!("results written to {}", args.out.display());
+    Ok(())
+}
+
+/// Measures the ranked deep-offset probe only (`--ranked-offset`).
+async fn run_ranked_offset(args: &Args) -> anyhow::Result<()> {
+    let server_bin = server::locate(args.server_bin.as_deref())?;
+    let database = Database::open(args).await?;
+    let described = database.describe();
+    let comments = args
+        .ranked_comments
+        .unwrap_or(if args.quick { 2_000 } else { 20_000 });
+    let measured = async {
+        let (store, db_name) = database.store("threadql_bench_ranked").await?;
+        let secret = new_secret();
+        let http = client::http_client()?;
+        let mut results = Vec::new();
+        for layout in args.layouts() {
+            if store.layout(layout).is_err() {
+                eprintln!("skipping the {layout} layout: this build does not have it");
+                continue;
+            }
+            let loaded = probe::load(&store, layout, comments, args.seed).await?;
+            let server = Server::start(
+                &server_bin,
+                &database.uri,
+                &db_name,
+                &secret,
+                &args.server_log,
+                http.clone(),
+            )
+            .await?;
+            let result = probe::measure(server, http.clone(), layout, loaded).await?;
+            eprint!("{}", probe::markdown(std::slice::from_ref(&result)));
+            results.push(result);
+        }
+        anyhow::Ok(results)
+    };
+    let results = tokio::select! {
+        results = measured => results,
+        () = threadql::app::shutdown_signal() => Err(anyhow::anyhow!("interrupted")),
+    };
+    database.close().await;
+    let results = results?;
+    let saved = serde_json::json!({
+        "command": std::env::args().collect::<Vec<_>>().join(" "),
+        "machine": Machine::detect(),
+        "database": described,
+        "seed": args.seed,
+        "results": results,
+    });
+    std::fs::write(&args.out, serde_json::to_string_pretty(&saved)?)
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    println!("{}", probe::markdown(&results));
     eprintln!("results written to {}", args.out.display());
     Ok(())
 }
