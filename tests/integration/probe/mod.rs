@@ -1,0 +1,3 @@
+//! Probes of issue 45: each finding, shown over real sockets.
+
+mod guests;
