@@ -211,11 +211,14 @@ pub async fn key_guest_ids(storage: &dyn Storage, key: &ServerKey) -> anyhow::Re
     if server.guest_ids_keyed().await? {
         return Ok(());
     }
-    tracing::info!("keying the imported guest ids stored unkeyed (once; see docs/operations.md)");
+    tracing::debug!("keying the imported guest ids stored unkeyed (once; see docs/operations.md)");
     let keyed = server
         .key_guest_ids(&GuestIds::new(key), &|_| {})
         .await
         .context("cannot key the imported guest ids (run `threadql key-guest-ids` to retry)")?;
+    if keyed.ids == 0 {
+        return Ok(());
+    }
     tracing::info!(
         discussions = keyed.discussions,
         documents = keyed.documents,
