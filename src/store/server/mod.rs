@@ -66,15 +66,25 @@ impl ServerDocs {
         Ok(found.is_some_and(|d| d.get_bool("done").unwrap_or(false)))
     }
 
-    /// Records that the migration `name` ran to its end.
+    /// Records that the migration `name` ran to its end (an upsert, once more when a racing
+    /// one inserted the record first).
     pub(crate) async fn record_done(&self, name: &str) -> StoreResult<()> {
-        self.coll
-            .update_one(
-                doc! { "_id": name },
-                doc! { "$set": { "done": true, "at": Micros::now().0 } },
-            )
-            .upsert(true)
-            .await?;
+        let record = || {
+            self.coll
+                .update_one(
+                    doc! { "_id": name },
+                    doc! { "$set": { "done": true, "at": Micros::now().0 } },
+                )
+                .upsert(true)
+        };
+        match record().await {
+            Err(err) if is_duplicate_key(&err) => {
+                record().await?;
+            }
+            other => {
+                other?;
+            }
+        }
         Ok(())
     }
 }
