@@ -12,7 +12,7 @@ use tokio::net::TcpListener;
 use crate::auth::{JwtKeys, TokenRules, DEV_SECRET};
 use crate::config::Config;
 use crate::domain::paging::DEFAULT_PAGE_SIZE;
-use crate::domain::{EditRules, WordList, WordLists};
+use crate::domain::{EditRules, GuestIds, ServerKey, WordList, WordLists};
 use crate::graphql::limits::DocumentLimits;
 use crate::graphql::live::LiveConfig;
 use crate::graphql::shared::SubscriptionCaps;
@@ -168,9 +168,76 @@ fn log_jwt_keys(config: &Config, keys: &JwtKeys) {
     tracing::info!(keys = %keys.describe(), "bearer tokens are verified");
 }
 
-/// The workflows over `storage` with the rules of `config`, screening texts against `words`;
-/// their events go to the moderation log (and this process's feed).
-pub fn services(config: &Config, storage: DynStorage, words: Arc<WordLists>) -> Services {
+/// The server key configured (`THREADQL_ID_KEY`), checked before anything connects: `None`
+/// when it is not set. Its value is never part of an error or a log line.
+pub fn configured_key(config: &Config) -> anyhow::Result<Option<ServerKey>> {
+    config
+        .id_key
+        .as_deref()
+        .map(|text| {
+            ServerKey::parse(text).map_err(|e| {
+                anyhow::anyhow!(
+                    "THREADQL_ID_KEY is refused: {e} (its value is not shown). Give at least {} random bytes as hex or base64, e.g. the output of `openssl rand -hex 32`, or leave it unset to use the key kept in the database",
+                    ServerKey::MIN_BYTES
+                )
+            })
+        })
+        .transpose()
+}
+
+/// The server key: the configured one, else the one kept in the database (a key generated from
+/// the operating system's random source is stored by the first start; every later start, and
+/// every racing one, reads the one stored first).
+pub async fn server_key(
+    configured: Option<ServerKey>,
+    storage: &dyn Storage,
+) -> anyhow::Result<ServerKey> {
+    match configured {
+        Some(key) => Ok(key),
+        None => storage
+            .server()
+            .server_key(&ServerKey::generate())
+            .await
+            .context("cannot read or store the server key"),
+    }
+}
+
+/// Keys the imported guest ids stored unkeyed (by a version before keyed ids), once: when the
+/// database records that they are keyed, one read and nothing else. Runs before the server
+/// serves, so no read cache holds an unkeyed id; other processes' caches hear of each changed
+/// discussion through the change feed.
+pub async fn key_guest_ids(storage: &dyn Storage, key: &ServerKey) -> anyhow::Result<()> {
+    let server = storage.server();
+    if server.guest_ids_keyed().await? {
+        return Ok(());
+    }
+    tracing::debug!("keying the imported guest ids stored unkeyed (once; see docs/operations.md)");
+    let keyed = server
+        .key_guest_ids(&GuestIds::new(key), &|_| {})
+        .await
+        .context("cannot key the imported guest ids (run `threadql key-guest-ids` to retry)")?;
+    if keyed.ids == 0 {
+        return Ok(());
+    }
+    tracing::info!(
+        discussions = keyed.discussions,
+        documents = keyed.documents,
+        ids = keyed.ids,
+        passes = keyed.passes,
+        "imported guest ids keyed"
+    );
+    Ok(())
+}
+
+/// The workflows over `storage` with the rules of `config`, screening texts against `words`
+/// and keying guest ids with `key`; their events go to the moderation log (and this process's
+/// feed).
+pub fn services(
+    config: &Config,
+    storage: DynStorage,
+    words: Arc<WordLists>,
+    key: &ServerKey,
+) -> Services {
     let rules = Rules {
         max_text_chars: config.max_text_chars,
         default_layout: config.default_layout.into(),
@@ -181,6 +248,7 @@ pub fn services(config: &Config, storage: DynStorage, words: Arc<WordLists>) -> 
         },
         change_rate: config.rate_limit,
         vote_rate: config.vote_rate_limit,
+        guest_ids: GuestIds::new(key),
     };
     let log: Arc<dyn EventSink> = Arc::new(ModerationLog(storage.clone()));
     Services::new(storage, rules, words, vec![log])
@@ -271,10 +339,13 @@ impl App {
         // Read before connecting: a bad list stops the start before a database is started.
         let words = Arc::new(word_lists(config)?);
         log_word_lists(config, &words);
+        let configured = configured_key(config)?;
         let (store, embedded) = connect_observed(config, events).await?;
+        let key = server_key(configured, store.as_ref()).await?;
+        key_guest_ids(store.as_ref(), &key).await?;
         let keys = jwt_keys(config)?;
         log_jwt_keys(config, &keys);
-        let services = services(config, store.clone(), words);
+        let services = services(config, store.clone(), words, &key);
         let api = Api::new(store.clone(), keys, config.into(), services);
         let connections = Connections::new(connection_cap(config));
         let router = crate::http::router(api.clone(), config.into(), connections.clone());

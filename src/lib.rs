@@ -10,7 +10,7 @@ pub mod graphiql; // GraphiQL at /, served from the binary
 pub mod graphql; // schema, resolvers, dataloaders, error codes
 pub mod http; // axum routes
 pub mod import; // `threadql import`: comments from threadql, Disqus and WordPress files
-pub mod migrate; // `threadql migrate`: moving discussions between layouts
+pub mod migrate; // `threadql migrate` and `key-guest-ids`: migrations of stored data
 pub mod rate; // rate limits per author and per client
 pub mod service; // the workflows: checked callers in, domain values and events out
 pub mod store; // CommentStore and the MongoDB layouts
@@ -43,6 +43,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Migrate(args) => migrate::run(&cli.config, &args).await,
         Command::Export(args) => export::run(&cli.config, &args).await,
         Command::Import(args) => import::run(&cli.config, &args).await,
+        Command::KeyGuestIds => migrate::key_guest_ids(&cli.config).await,
         Command::ShardSetup => {
             let (store, embedded) = app::connect(&cli.config).await?;
             let done = store.shard_setup().await;

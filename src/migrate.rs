@@ -1,5 +1,6 @@
 //! `threadql migrate`: moves discussions between layouts from the command line, with a progress
-//! bar, while servers keep serving them (see `store::moves`).
+//! bar, while servers keep serving them (see `store::moves`); and `threadql key-guest-ids`,
+//! which keys the imported guest ids stored unkeyed.
 
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::app;
 use crate::config::{Config, MigrateArgs};
 use crate::domain::paging::Cursor;
-use crate::domain::{Discussion, DiscussionId, Layout, Window};
+use crate::domain::{Discussion, DiscussionId, GuestIds, Layout, Window};
 use crate::store::{Step, Storage};
 
 /// Discussions listed per command with `--all-from`.
@@ -115,4 +116,36 @@ async fn move_one(
         println!("{id}: {} → {to}, {} comments", moved.from, moved.comments);
     }
     Ok(moved.discussion)
+}
+
+/// Runs `threadql key-guest-ids`: keys every imported guest id stored unkeyed, with the server
+/// key (`THREADQL_ID_KEY`, else the database's), printing how many discussions it read.
+pub async fn key_guest_ids(config: &Config) -> anyhow::Result<()> {
+    let configured = app::configured_key(config)?;
+    let (store, embedded) = app::connect(config).await?;
+    let result = async {
+        let key = app::server_key(configured, store.as_ref()).await?;
+        let keyed = store
+            .server()
+            .key_guest_ids(&GuestIds::new(&key), &|so_far| {
+                if so_far.discussions.is_multiple_of(1000) {
+                    println!(
+                        "pass {}: {} discussions read",
+                        so_far.passes, so_far.discussions
+                    );
+                }
+            })
+            .await
+            .context("keying the imported guest ids")?;
+        println!(
+            "guest ids keyed: {} ids in {} documents ({} discussions read in {} passes)",
+            keyed.ids, keyed.documents, keyed.discussions, keyed.passes
+        );
+        Ok(())
+    }
+    .await;
+    if let Some(db) = embedded {
+        db.stop().await;
+    }
+    result
 }

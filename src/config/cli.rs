@@ -52,6 +52,10 @@ pub enum Command {
     /// Read discussions and comments from a threadql, Disqus or WordPress file (safe to run
     /// again: what is there already is not added twice).
     Import(ImportArgs),
+    /// Key the imported guest ids an earlier version stored unkeyed, in every layout, held
+    /// comments, bans and the moderation log (a server does it once at its first start; safe
+    /// to run again: keyed ids are never keyed twice).
+    KeyGuestIds,
     /// Shard threadql's collections on a sharded cluster (connect to a mongos): every shard key
     /// starts with the discussion, so each request reaches one shard.
     ShardSetup,

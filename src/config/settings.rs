@@ -94,6 +94,12 @@ pub struct Config {
         global = true
     )]
     pub jwt_secret: Option<String>,
+    /// The server key: the root secret that keys imported guest ids (and every other keyed
+    /// value), at least 32 random bytes written as hex or base64 (e.g. `openssl rand -hex 32`).
+    /// Unset: a key generated on the first start is kept in the database and shared by every
+    /// process. Set it on every process or on none: another key gives other ids.
+    #[arg(long, env = "THREADQL_ID_KEY", hide_env_values = true, global = true)]
+    pub id_key: Option<String>,
     /// Tracing filter, e.g. `info` or `info,threadql=debug`; unset = `info` for
     /// `serve`, `warn` for the other subcommands.
     #[arg(long, env = "THREADQL_LOG", global = true)]
@@ -484,6 +490,7 @@ impl fmt::Debug for Config {
             .field("move_wait_secs", &self.move_wait_secs)
             .field("move_chunk", &self.move_chunk)
             .field("jwt_secret", &self.jwt_secret.as_ref().map(|_| "<set>"))
+            .field("id_key", &self.id_key.as_ref().map(|_| "<set>"))
             .field("log", &self.log)
             .field("log_format", &self.log_format)
             .field("max_depth", &self.max_depth)

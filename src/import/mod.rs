@@ -57,11 +57,17 @@ pub async fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<()> {
         })
         .await
     } else {
+        let configured = app::configured_key(config)?;
         let (store, embedded) = app::connect(config).await?;
-        let services = app::services(config, store.clone(), Arc::new(WordLists::default()));
-        let report = engine::import(Some(&services), items, &options, &|done, total| {
-            progress.show(done, total)
-        })
+        let report = async {
+            let key = app::server_key(configured, store.as_ref()).await?;
+            let words = Arc::new(WordLists::default());
+            let services = app::services(config, store.clone(), words, &key);
+            engine::import(Some(&services), items, &options, &|done, total| {
+                progress.show(done, total)
+            })
+            .await
+        }
         .await;
         if let Some(db) = embedded {
             db.stop().await;

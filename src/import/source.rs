@@ -91,8 +91,10 @@ pub struct FormatError {
     pub message: String,
 }
 
-/// The id of an author without an account at the source: `<source>-guest:` and the first 16
-/// hex digits of the SHA-256 of the lower-cased e-mail, or of the name when there is no e-mail.
+/// The unkeyed id of an author without an account at the source: `<source>-guest:` and the
+/// first 16 hex digits of the SHA-256 of the lower-cased e-mail, or of the name when there is no
+/// e-mail. It never leaves the import unkeyed: the engine keys it with the server key
+/// (`domain::GuestIds`) before anything is written.
 pub fn guest_id(source: &str, email: Option<&str>, name: &str) -> String {
     use sha2::{Digest, Sha256};
     let basis = match email.map(str::trim).filter(|e| !e.is_empty()) {

@@ -18,8 +18,8 @@ use tracing::Instrument as _;
 
 use crate::config::RateLimit;
 use crate::domain::{
-    Acted, Comment, Discussion, DomainError, EditRules, Event, Layout, Micros, ModerationMode,
-    Slug, WordLists,
+    Acted, Comment, Discussion, DomainError, EditRules, Event, GuestIds, Layout, Micros,
+    ModerationMode, Slug, WordLists,
 };
 use crate::rate::Limiter;
 use crate::store::{DynStorage, ReadScope};
@@ -31,7 +31,7 @@ pub use moderation::Approved;
 pub use sink::{EventFeed, EventSink, ModerationLog, Sinks};
 
 /// The rules the workflows follow, from config.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Rules {
     /// Longest comment text, in characters.
     pub max_text_chars: usize,
@@ -47,6 +47,8 @@ pub struct Rules {
     pub change_rate: RateLimit,
     /// Votes per user.
     pub vote_rate: RateLimit,
+    /// The ids imported guests get, keyed with the server key.
+    pub guest_ids: GuestIds,
 }
 
 /// What a service call committed: its result and the events handed to the sink.
@@ -85,10 +87,10 @@ impl Services {
         sinks.push(Arc::new(feed.clone()));
         Self {
             storage,
-            rules,
-            words,
             changes: Arc::new(Limiter::new(rules.change_rate)),
             votes: Arc::new(Limiter::new(rules.vote_rate)),
+            rules,
+            words,
             closing: closing::Closing::default(),
             sink: Arc::new(Sinks(sinks)),
             feed,

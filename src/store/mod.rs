@@ -12,14 +12,15 @@ pub mod moderation;
 mod moves;
 pub mod per_comment;
 mod router;
+mod server;
 mod shared;
 mod votes;
 
 pub use api::{
     ChangeFeed, ChangeKind, Claim, CommentChange, CommentStore, Decide, DiscussionStore,
-    DynStorage, Health, HeldStore, ImportStore, ModerationStore, MoveStore, MoveTiming, Moved,
-    PostStore, Posted, QueueEntry, Ranked, RankedOf, RankedPage, Report, Step, Storage, VoteStore,
-    Waiting, Watched,
+    DynStorage, Health, HeldStore, ImportStore, KeyedGuests, ModerationStore, MoveStore,
+    MoveTiming, Moved, PostStore, Posted, QueueEntry, Ranked, RankedOf, RankedPage, Report,
+    ServerStore, Step, Storage, VoteStore, Waiting, Watched,
 };
 pub use discussions::Discussions;
 pub use router::{shard, Store};

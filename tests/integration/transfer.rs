@@ -292,6 +292,7 @@ fn import_command(app: &TestApp, args: &[&str]) -> tokio::process::Command {
         .env("THREADQL_DATABASE", &app.database)
         .env("THREADQL_MOVE_LEASE_SECS", "1")
         .env("THREADQL_MOVE_CHUNK", "20")
+        .env("THREADQL_ID_KEY", crate::support::TEST_ID_KEY)
         .env("THREADQL_LOG", "warn")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
@@ -520,7 +521,16 @@ fn check_against(lines: &[Value], expected: &Value, format: &str, threads: &[&st
                 &want["posted"].as_str().expect("posted")[..19],
                 "{what}: time"
             );
-            assert_eq!(got["author"], want["author"], "{what}: author");
+            // Guest ids are stored keyed with the server key; the fixture lists them unkeyed.
+            let mut author = want["author"].clone();
+            let key = threadql::domain::ServerKey::parse(crate::support::TEST_ID_KEY).unwrap();
+            if let Some(keyed) = author["id"]
+                .as_str()
+                .and_then(|id| threadql::domain::GuestIds::new(&key).keyed(id))
+            {
+                author["id"] = json!(keyed);
+            }
+            assert_eq!(got["author"], author, "{what}: author");
             assert_eq!(got["deleted"], want["deleted"], "{what}");
             match want["deleted"] == true {
                 true => assert!(got["text"].is_null(), "{what}: a tombstone has no text"),

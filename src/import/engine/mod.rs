@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use super::source::{FormatError, Record};
 use super::threadql::Line;
-use crate::domain::{Comment, Layout, ModerationMode, NewDiscussion, Slug, Vote};
+use crate::domain::{Comment, GuestIds, Layout, ModerationMode, NewDiscussion, Slug, Vote};
 use crate::service::Services;
 use from_source::prepare_source;
 use from_threadql::prepare_line;
@@ -115,6 +115,26 @@ pub(super) struct Prepared {
     pub(super) moderation: Option<ModerationMode>,
 }
 
+impl Prepared {
+    /// The same, with every unkeyed imported guest id keyed (see [`GuestIds`]): the authors and
+    /// editors of its comments and the voters of its votes. A file's keyed ids stay as they are.
+    fn keyed(mut self, ids: &GuestIds) -> Self {
+        for (_, comment) in self.comments.iter_mut().chain(self.held.iter_mut()) {
+            ids.key_in_place(&mut comment.author.id);
+            if let Some(editor) = &mut comment.edited_by {
+                ids.key_in_place(&mut editor.id);
+            }
+            for revision in &mut comment.revisions {
+                ids.key_in_place(&mut revision.editor.id);
+            }
+        }
+        for (_, voter, _) in &mut self.votes {
+            ids.key_in_place(voter);
+        }
+        self
+    }
+}
+
 /// Runs an import of `items` through `services` (nothing is written in a dry run; `services`
 /// may then be `None`), as the installation's operator. `progress` hears of each discussion
 /// done (done, total).
@@ -143,6 +163,10 @@ pub async fn import(
                 report.problems.push(problem);
                 continue;
             }
+        };
+        let prepared = match services {
+            Some(services) => prepared.keyed(&services.rules().guest_ids),
+            None => prepared,
         };
         report.comments += (prepared.comments.len() + prepared.held.len()) as u64;
         report.votes += prepared.votes.len() as u64;

@@ -11,6 +11,7 @@ mod layout;
 mod moderation;
 mod moves;
 mod posting;
+mod server;
 mod storage;
 mod votes;
 
@@ -24,5 +25,6 @@ pub use layout::CommentStore;
 pub use moderation::ModerationStore;
 pub use moves::{MoveStore, MoveTiming, Moved, Step};
 pub use posting::{Decide, PostStore, Posted};
+pub use server::{KeyedGuests, ServerStore};
 pub use storage::{DynStorage, Storage};
 pub use votes::{Ranked, RankedOf, RankedPage, VoteStore};

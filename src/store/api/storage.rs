@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::{
     ChangeFeed, CommentStore, DiscussionStore, Health, HeldStore, ImportStore, ModerationStore,
-    MoveStore, PostStore, VoteStore,
+    MoveStore, PostStore, ServerStore, VoteStore,
 };
 use crate::domain::Layout;
 use crate::store::shared::error::StoreResult;
@@ -42,6 +42,9 @@ pub trait Storage: Send + Sync {
 
     /// The feed of posts and changes.
     fn changes(&self) -> &dyn ChangeFeed;
+
+    /// The installation's own settings: its key, the migrations of its data.
+    fn server(&self) -> &dyn ServerStore;
 }
 
 /// Storage as the API layer holds it.

@@ -17,9 +17,15 @@ use crate::store::moves::migrate::{Lease, Movable};
 use crate::store::shared::bson::{as_i64, corrupt};
 use crate::store::shared::docs::CommentDoc;
 use crate::store::shared::error::StoreResult;
+use crate::store::shared::metrics::Counted;
 
 #[async_trait]
 impl Movable for Bucketed {
+    /// The discussion's pages, its comments in each page's `comments`.
+    fn documents_of(&self, id: &DiscussionId) -> (&Counted<Document>, Document) {
+        (&self.pages, doc! { "discussion_id": id.as_str() })
+    }
+
     async fn clear(&self, id: &DiscussionId) -> StoreResult<()> {
         self.pages
             .delete_many(doc! { "discussion_id": id.as_str() })

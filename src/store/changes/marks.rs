@@ -41,3 +41,10 @@ pub(crate) fn mark_all(kind: ChangeKind, slugs: &[&Slug]) -> Document {
     }
     mark
 }
+
+/// The mark of a rewrite of stored data that no live subscriber is told of (the keying of guest
+/// ids): of a kind the feed reads as "the discussion changed", so every process's read cache
+/// forgets the discussion, and no comment is reported.
+pub(crate) fn rewritten_mark() -> Document {
+    doc! { "kind": "rewritten", "id": ObjectId::new() }
+}

@@ -10,4 +10,4 @@ mod feed;
 mod marks;
 
 pub(crate) use feed::feed;
-pub(crate) use marks::{change_mark, mark_all, FIELD};
+pub(crate) use marks::{change_mark, mark_all, rewritten_mark, FIELD};

@@ -20,11 +20,13 @@ use mongodb::Database;
 
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
+use crate::domain::GuestIds;
 use crate::domain::{
     Author, Comment, CommentStatus, DiscussionId, FullSlug, Held, Micros, NewComment, Placement,
     Queue, Slug, SlugPart, Standing,
 };
 use crate::store::api::{Claim, HeldStore, QueueEntry, Report, Waiting};
+use crate::store::shared::authors::{rename_ids, Rewritten};
 use crate::store::shared::connect::index_model;
 use crate::store::shared::error::{is_duplicate_key, StoreError, StoreResult};
 use crate::store::shared::metrics::{CommandCounter, Counted};
@@ -106,6 +108,18 @@ impl HeldComments {
         );
         self.coll.create_index(one).await?;
         Ok(())
+    }
+
+    /// The held comments and queue entries of a discussion (their `_id` starts with it): the
+    /// collection and the filter, for a rewrite of stored author ids.
+    pub(crate) fn documents_of(&self, id: &DiscussionId) -> (&Counted<Document>, Document) {
+        let filter = doc! { "_id": { "$gte": format!("{id}:"), "$lt": format!("{id};") } };
+        (&self.coll, filter)
+    }
+
+    /// Renames the trusted people whose ids `ids` keys (see `authors::rename_ids`).
+    pub(crate) async fn rename_trusted(&self, ids: &GuestIds) -> StoreResult<Rewritten> {
+        rename_ids(&self.people, ids).await
     }
 
     fn remember(&self, person: &str) {

@@ -29,8 +29,9 @@ use mongodb::Database;
 
 use crate::domain::moderation::{Ban, LogEntry, Logged, ModerationAction, Reason, UserId};
 use crate::domain::paging::{Cursor, Span};
-use crate::domain::{Author, DiscussionId, Micros, Page, Slug, Window};
+use crate::domain::{Author, DiscussionId, GuestIds, Micros, Page, Slug, Window};
 use crate::store::api::ModerationStore;
+use crate::store::shared::authors::{rename_ids, Rewritten};
 use crate::store::shared::bson::{as_i64, corrupt, to_count};
 use crate::store::shared::error::{is_duplicate_key, StoreError, StoreResult};
 use crate::store::shared::metrics::{CommandCounter, Counted};
@@ -48,6 +49,9 @@ const MODERATORS_KEPT: usize = 10_000;
 
 /// Tries to take a log entry's number (the first entry needs two: the counter is made between).
 const COUNTER_TRIES: usize = 3;
+
+/// Log entries read per command by a rewrite of user ids.
+const LOG_BATCH: i64 = 1_000;
 
 /// The `counters` document that numbers the log's entries.
 const LOG_COUNTER: &str = "moderation_log";
@@ -100,6 +104,55 @@ impl Moderation {
             .and_then(|c| c.get("seq"))
             .and_then(as_i64)
             .map_or(0, to_count))
+    }
+
+    /// Renames the banned users whose ids `ids` keys (see `authors::rename_ids`).
+    pub(crate) async fn rename_banned(&self, ids: &GuestIds) -> StoreResult<Rewritten> {
+        rename_ids(&self.bans, ids).await
+    }
+
+    /// Keys the users of log entries whose ids `ids` keys, reading the log in ranges of
+    /// [`LOG_BATCH`] entry numbers; each entry is changed on condition that it still names the
+    /// user read.
+    pub(crate) async fn rename_logged_users(&self, ids: &GuestIds) -> StoreResult<Rewritten> {
+        let last = i64::try_from(self.last_number().await?).unwrap_or(i64::MAX);
+        let mut done = Rewritten::default();
+        let mut from = 1_i64;
+        while from <= last {
+            let to = from.saturating_add(LOG_BATCH - 1);
+            let filter = doc! { "_id": { "$gte": from, "$lte": to } };
+            let entries: Vec<Document> = self
+                .log
+                .find(filter)
+                .projection(doc! { "user_id": 1 })
+                .await?
+                .try_collect()
+                .await?;
+            for entry in entries {
+                let (Some(number), Ok(user)) = (entry.get("_id"), entry.get_str("user_id")) else {
+                    continue;
+                };
+                let Some(new) = ids.keyed(user) else {
+                    continue;
+                };
+                let changed = self
+                    .log
+                    .update_one(
+                        doc! { "_id": number.clone(), "user_id": user },
+                        doc! { "$set": { "user_id": new } },
+                    )
+                    .await?;
+                match changed.modified_count {
+                    1 => {
+                        done.documents += 1;
+                        done.ids += 1;
+                    }
+                    _ => done.missed += 1,
+                }
+            }
+            from = to.saturating_add(1);
+        }
+        Ok(done)
     }
 
     /// The entries at the positions of `span` (position `p` is entry `p + 1`), in order; fewer

@@ -41,6 +41,10 @@ pub(crate) trait Movable: CommentStore {
         comments: &[Comment],
         lease: &Lease<'_>,
     ) -> StoreResult<Document>;
+
+    /// The documents that hold the discussion's comments: this layout's collection and the
+    /// filter of the discussion's documents in it (what a rewrite of stored author ids reads).
+    fn documents_of(&self, id: &DiscussionId) -> (&Counted<Document>, Document);
 }
 
 /// Milliseconds since the epoch.

@@ -16,6 +16,11 @@ use crate::store::shared::docs::CommentDoc;
 use crate::store::shared::error::{StoreError, StoreResult};
 #[async_trait]
 impl Movable for PerComment {
+    /// One document per comment, each naming its discussion.
+    fn documents_of(&self, id: &DiscussionId) -> (&Counted<Document>, Document) {
+        (&self.raw, doc! { "discussion_id": id.as_str() })
+    }
+
     async fn clear(&self, id: &DiscussionId) -> StoreResult<()> {
         self.coll
             .delete_many(doc! { "discussion_id": id.as_str() })

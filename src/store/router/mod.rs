@@ -8,6 +8,7 @@ mod health;
 mod moves;
 mod posting;
 pub(crate) mod registry;
+mod server;
 pub mod shard;
 mod votes;
 
@@ -22,7 +23,9 @@ use crate::domain::slug::MonotonicClock;
 use crate::domain::{Discussion, DiscussionId, Layout};
 use crate::store::api::HeldStore;
 use crate::store::api::MoveTiming;
-use crate::store::api::{ChangeFeed, Health, ImportStore, MoveStore, PostStore, VoteStore};
+use crate::store::api::{
+    ChangeFeed, Health, ImportStore, MoveStore, PostStore, ServerStore, VoteStore,
+};
 use crate::store::api::{CommentStore, DiscussionStore, ModerationStore, Storage};
 use crate::store::moderation::held::HeldComments;
 use crate::store::moderation::Moderation;
@@ -45,6 +48,7 @@ pub struct Store {
     moderation: Moderation,
     votes: VoteBook,
     imports: crate::store::moves::imports::Imports,
+    server: crate::store::server::ServerDocs,
     writer: Writer,
     commands: CommandCounter,
     clock: Arc<MonotonicClock>,
@@ -104,6 +108,7 @@ impl Store {
         let votes = VoteBook::new(&db, &commands);
         votes.ensure_indexes().await?;
         let imports = crate::store::moves::imports::Imports::new(&db, &commands);
+        let server = crate::store::server::ServerDocs::new(&db, &commands);
         imports.ensure_indexes().await?;
         let cache = ReadCache::new(config.cache_bytes).map(|cache| {
             let cache = Arc::new(cache);
@@ -125,6 +130,7 @@ impl Store {
             moderation,
             votes,
             imports,
+            server,
             writer,
             commands,
             clock,
@@ -208,6 +214,10 @@ impl Storage for Store {
     }
 
     fn changes(&self) -> &dyn ChangeFeed {
+        self
+    }
+
+    fn server(&self) -> &dyn ServerStore {
         self
     }
 }

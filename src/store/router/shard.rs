@@ -74,7 +74,7 @@ pub const SHARD_KEYS: [ShardKey; 9] = [
 
 /// The collections left unsharded, each with the reason: small, and read and written by `_id`
 /// alone (so every command goes to the one shard that holds the collection).
-pub const UNSHARDED: [(&str, &str); 6] = [
+pub const UNSHARDED: [(&str, &str); 7] = [
     (
         crate::store::moderation::held::COLLECTION,
         "comments waiting for a moderator and the queue entries of public ones: as many as \
@@ -99,6 +99,10 @@ pub const UNSHARDED: [(&str, &str); 6] = [
     (
         Moderation::COUNTERS,
         "the moderation log's last entry number, one document",
+    ),
+    (
+        crate::store::server::COLLECTION,
+        "the installation's own settings (its key, the migrations done), a few documents",
     ),
 ];
 

@@ -1,4 +1,5 @@
 //! The findings of an adversarial probe, each over a real socket: what it cost before, refused
 //! or bounded now.
 
+mod guests;
 mod offsets;

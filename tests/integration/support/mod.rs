@@ -2,13 +2,15 @@
 //! fresh database per test (`database`), the test app and its settings (`app`), servers on a
 //! real socket (`server`), `threadql serve` as a process (`process`), tokens (`tokens`), posting
 //! (`posting`), reading responses (`responses`), the change feed (`feed`), command counting
-//! (`commands`), an OpenTelemetry collector (`otlp`) and the repository's own files (`files`).
+//! (`commands`), an OpenTelemetry collector (`otlp`), the repository's own files (`files`) and
+//! imported guests' ids as stored (`guests`).
 
 mod app;
 mod commands;
 mod database;
 mod feed;
 mod files;
+mod guests;
 mod otlp;
 mod posting;
 mod process;
@@ -23,6 +25,10 @@ pub(crate) use commands::{cost, db_commands, diff, finds, sent};
 pub(crate) use database::{server_uri, unique_db};
 pub(crate) use feed::{open_feed, posts_reported};
 pub(crate) use files::{files_with_extension, repository};
+pub(crate) use guests::{
+    fixture_unkeyed_ids, import_fixture_path, keyed_guest_ids, served_guest_ids, stored_strings,
+    threadql_against, write_as_before_keyed_ids, OTHER_ID_KEY, TEST_ID_KEY,
+};
 pub(crate) use otlp::{dump, Collector, ReceivedSpan};
 pub(crate) use posting::{load_discussion, post_in};
 pub(crate) use process::Process;

@@ -1,0 +1,45 @@
+//! `ServerStore`: what the installation keeps about itself: its key, and the migrations of its
+//! stored data.
+
+use async_trait::async_trait;
+
+use crate::domain::{GuestIds, ServerKey};
+use crate::store::shared::error::StoreResult;
+
+/// What a keying of guest ids did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct KeyedGuests {
+    /// Passes over the data (the last one found nothing left to change).
+    pub passes: u64,
+    /// Discussions read (over all passes).
+    pub discussions: u64,
+    /// Documents changed.
+    pub documents: u64,
+    /// Ids changed.
+    pub ids: u64,
+}
+
+/// The installation's own settings, kept in the database.
+#[async_trait]
+pub trait ServerStore: Send + Sync {
+    /// The server key kept in the database. On the first call ever, `candidate` is stored and
+    /// returned; starts racing to store theirs all return the one stored first.
+    async fn server_key(&self, candidate: &ServerKey) -> StoreResult<ServerKey>;
+
+    /// Whether every imported guest id in the database is keyed: a keying ran to its end.
+    async fn guest_ids_keyed(&self) -> StoreResult<bool>;
+
+    /// Keys every unkeyed imported guest id stored (see [`GuestIds`]): authors and editors of
+    /// comments in every layout and of held comments, bans, trusted people and the users of
+    /// moderation log entries. Discussion by discussion, document by document, each change on
+    /// condition that the id read is still there; passes repeat until one finds nothing to
+    /// change, then that is recorded. Keyed ids are never keyed again, so running it again (or
+    /// after an interruption) changes only what is left. A discussion that moves between
+    /// layouts meanwhile is read again by the next pass; `Busy` when one keeps moving.
+    /// `progress` hears of each discussion read.
+    async fn key_guest_ids(
+        &self,
+        ids: &GuestIds,
+        progress: &(dyn Fn(KeyedGuests) + Send + Sync),
+    ) -> StoreResult<KeyedGuests>;
+}
