@@ -24,7 +24,7 @@ pub use comment::{
 pub use error::DomainError;
 pub use events::{Acted, CommentRef, Event, EventType};
 pub use ids::{DiscussionId, Layout};
-pub use keys::{DiscussionKey, DiscussionTitle, DiscussionUrl, NewDiscussion};
+pub use keys::{DiscussionKey, DiscussionTitle, DiscussionUpdate, DiscussionUrl, NewDiscussion};
 pub use lifecycle::{Actor, Change, EditRules};
 pub use moderation::{Ban, LogEntry, Logged, ModerationAction, Reason, UserId};
 pub use moderation::{Held, Queue, ReportReason};
