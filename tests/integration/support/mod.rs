@@ -2,13 +2,15 @@
 //! fresh database per test (`database`), the test app and its settings (`app`), servers on a
 //! real socket (`server`), `threadql serve` as a process (`process`), tokens (`tokens`), posting
 //! (`posting`), reading responses (`responses`), the change feed (`feed`), command counting
-//! (`commands`), an OpenTelemetry collector (`otlp`) and the repository's own files (`files`).
+//! (`commands`), live connections with chosen headers (`live_origin`), an OpenTelemetry collector
+//! (`otlp`) and the repository's own files (`files`).
 
 mod app;
 mod commands;
 mod database;
 mod feed;
 mod files;
+mod live_origin;
 mod otlp;
 mod posting;
 mod process;
@@ -23,6 +25,7 @@ pub(crate) use commands::{cost, db_commands, diff, finds, sent};
 pub(crate) use database::{server_uri, unique_db};
 pub(crate) use feed::{open_feed, posts_reported};
 pub(crate) use files::{files_with_extension, repository};
+pub(crate) use live_origin::{live_status, LiveKind};
 pub(crate) use otlp::{dump, Collector, ReceivedSpan};
 pub(crate) use posting::{load_discussion, post_in};
 pub(crate) use process::Process;

@@ -1,0 +1,3 @@
+//! Tests of the probe's findings, one file per part of the surface they cover.
+
+mod surface;
