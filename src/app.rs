@@ -10,16 +10,16 @@ use axum::Router;
 use tokio::net::TcpListener;
 
 use crate::auth::{JwtKeys, TokenRules, DEV_SECRET};
-use crate::config::Config;
+use crate::config::{own_origins, Config, CorsOrigins, Origin};
 use crate::domain::paging::DEFAULT_PAGE_SIZE;
 use crate::domain::{EditRules, GuestIds, ServerKey, WordList, WordLists};
 use crate::graphql::limits::DocumentLimits;
 use crate::graphql::live::LiveConfig;
 use crate::graphql::shared::SubscriptionCaps;
 use crate::graphql::{Api, Limits};
-use crate::http::{ConnectionTimeouts, Connections};
+use crate::http::{ConnectionTimeouts, Connections, HttpLimits};
 use crate::service::closing::Stage;
-use crate::service::{EventSink, ModerationLog, Rules, Services};
+use crate::service::{EventSink, ModerationLog, PageOrigins, Rules, Services};
 use mongodb::event::command::CommandEvent;
 use mongodb::event::EventHandler;
 
@@ -251,7 +251,39 @@ pub fn services(
         guest_ids: GuestIds::new(key),
     };
     let log: Arc<dyn EventSink> = Arc::new(ModerationLog(storage.clone()));
-    Services::new(storage, rules, words, vec![log])
+    Services::new(storage, rules, words, vec![log]).with_page_origins(page_origins(config))
+}
+
+/// The pages users who are not moderators may create discussions for: those of
+/// `THREADQL_PUBLIC_URL` and `THREADQL_PAGE_ORIGINS` (else `THREADQL_CORS_ORIGINS`); any page
+/// when none of them is set, or when the list is `*`.
+pub fn page_origins(config: &Config) -> PageOrigins {
+    let listed = config
+        .page_origins
+        .as_ref()
+        .or(config.cors_origins.as_ref());
+    let mut origins: Vec<Origin> = match listed {
+        Some(CorsOrigins::Any) => return PageOrigins::Any,
+        Some(CorsOrigins::List(origins)) => origins.clone(),
+        None if config.public_url.is_none() => return PageOrigins::Any,
+        None => Vec::new(),
+    };
+    if let Some(public) = &config.public_url {
+        if !origins.contains(public) {
+            origins.insert(0, public.clone());
+        }
+    }
+    PageOrigins::Only(origins)
+}
+
+/// The server's start-up line about the pages discussions may be created for.
+fn log_page_origins(config: &Config) {
+    let unset = config.page_origins.is_none()
+        && config.cors_origins.is_none()
+        && config.public_url.is_none();
+    if unset {
+        tracing::warn!("none of THREADQL_PAGE_ORIGINS, THREADQL_CORS_ORIGINS, THREADQL_PUBLIC_URL is set: any signed-in user may create the discussion of any page key, with their own title and url, before the site does. Set THREADQL_PAGE_ORIGINS to the sites' origins.");
+    }
 }
 
 impl From<&Config> for Limits {
@@ -345,14 +377,19 @@ impl App {
         key_guest_ids(store.as_ref(), &key).await?;
         let keys = jwt_keys(config)?;
         log_jwt_keys(config, &keys);
+        log_page_origins(config);
         let services = services(config, store.clone(), words, &key);
         let api = Api::new(store.clone(), keys, config.into(), services);
         let connections = Connections::new(connection_cap(config));
-        let router = crate::http::router(api.clone(), config.into(), connections.clone());
         let listener = TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         let addr = listener.local_addr()?;
+        let limits = HttpLimits {
+            own_origins: own_origins(config.public_url.as_ref(), addr),
+            ..HttpLimits::from(config)
+        };
+        let router = crate::http::router(api.clone(), limits, connections.clone());
         let metrics = match config.metrics_listen {
             Some(at) => {
                 let listener = TcpListener::bind(at)

@@ -103,9 +103,8 @@ async fn demo(uri: Uri) -> Response {
         ),
         _ => String::new(),
     };
-    let page = DEMO_PAGE
-        .replace("{{key}}", &escape_html(key.as_deref().unwrap_or_default()))
-        .replace("{{comments}}", &comments);
+    let escaped_key = escape_html(key.as_deref().unwrap_or_default());
+    let page = fill(DEMO_PAGE, &[("key", &escaped_key), ("comments", &comments)]);
     (
         [
             (CONTENT_TYPE, "text/html; charset=utf-8"),
@@ -116,6 +115,37 @@ async fn demo(uri: Uri) -> Response {
         page,
     )
         .into_response()
+}
+
+/// `template` with each `{{name}}` of `values` replaced by its value, in one pass over the
+/// template: what a value holds is never read as a placeholder (a key of `{{comments}}` stays
+/// text). A placeholder not in `values` is left as it is.
+fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut filled = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        filled.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let value = after.find("}}").and_then(|end| {
+            let name = &after[..end];
+            values
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, value)| (*value, end))
+        });
+        match value {
+            Some((value, end)) => {
+                filled.push_str(value);
+                rest = &after[end + 2..];
+            }
+            None => {
+                filled.push_str("{{");
+                rest = after;
+            }
+        }
+    }
+    filled.push_str(rest);
+    filled
 }
 
 /// `text` safe inside an element or a quoted attribute.
@@ -267,6 +297,28 @@ mod tests {
             let (status, _, _) = get(path).await;
             assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
         }
+    }
+
+    #[test]
+    fn placeholders_are_filled_once() {
+        let values = [("key", "{{comments}}"), ("comments", "<div>")];
+        assert_eq!(
+            fill("a{{key}}b{{comments}}c", &values),
+            "a{{comments}}b<div>c"
+        );
+        assert_eq!(fill("{{other}}{{key", &values), "{{other}}{{key");
+        assert_eq!(fill("{{{key}}}", &values), "{{{key}}}");
+        assert_eq!(fill("", &values), "");
+    }
+
+    #[tokio::test]
+    async fn a_key_naming_a_placeholder_stays_text() {
+        let (_, _, page) = get("/embed/demo?key=%7B%7Bcomments%7D%7DA%7B%7Bcomments%7D%7DB").await;
+        assert_eq!(page.matches("id=\"comments\"").count(), 1, "{page}");
+        assert!(
+            page.contains("value=\"{{comments}}A{{comments}}B\""),
+            "{page}"
+        );
     }
 
     #[test]

@@ -1,7 +1,10 @@
-//! GraphiQL at `/`, with its scripts and styles served from the binary (assets/graphiql).
+//! GraphiQL at `/`, with its scripts and styles served from the binary (assets/graphiql), under
+//! a Content-Security-Policy that lets the page load only those and never be framed.
 
 use axum::extract::Path;
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS};
+use axum::http::header::{
+    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
+};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -9,6 +12,18 @@ use axum::Router;
 
 /// Our page: GraphiQL pointed at `/graphql`, with a threaded default query.
 const PAGE: &str = include_str!("graphiql.html");
+/// The page's own script (no inline script runs): it mounts GraphiQL.
+const SCRIPT: &str = include_str!("graphiql.js");
+/// Where the page loads its script from.
+const SCRIPT_PATH: &str = "/graphiql/threadql-graphiql.js";
+
+/// What the page may load and run: scripts, styles, images and fonts from this server (the
+/// stylesheet's images and fonts are `data:` URLs), connections to this server only (`/graphql`
+/// over HTTP and WebSocket), and no frame may hold it. Inline styles are allowed: GraphiQL's
+/// dialogs add a `<style>` element and its editor sets `style` attributes; no inline script is.
+const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+     connect-src 'self'; img-src 'self' data:; font-src 'self' data:; form-action 'none'; \
+     base-uri 'none'; frame-ancestors 'none'";
 
 /// One vendored file, served at `/graphiql/<name>`.
 struct Asset {
@@ -48,16 +63,35 @@ const ASSETS: &[Asset] = &[
 pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
         .route("/", get(page))
+        .route(SCRIPT_PATH, get(script))
         .route("/graphiql/{file}", get(file))
 }
 
+/// The page, with its policy; `X-Frame-Options` too, for browsers without `frame-ancestors`.
 async fn page() -> Response {
     (
         [
             (CONTENT_TYPE, "text/html; charset=utf-8"),
             (CACHE_CONTROL, "no-cache"),
+            (CONTENT_SECURITY_POLICY, POLICY),
+            (X_FRAME_OPTIONS, "DENY"),
+            (X_CONTENT_TYPE_OPTIONS, "nosniff"),
         ],
         PAGE,
+    )
+        .into_response()
+}
+
+/// The page's script, checked again on every use (it changes with the server, its name does
+/// not).
+async fn script() -> Response {
+    (
+        [
+            (CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (CACHE_CONTROL, "no-cache"),
+            (X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        SCRIPT,
     )
         .into_response()
 }
@@ -116,8 +150,8 @@ mod tests {
             "the page names another origin"
         );
         let loaded = page_assets();
-        assert_eq!(loaded.len(), 4, "{loaded:?}");
-        for path in loaded {
+        assert_eq!(loaded.len(), 5, "{loaded:?}");
+        for path in loaded.into_iter().filter(|path| *path != SCRIPT_PATH) {
             let (status, headers, body) = get(path).await;
             assert_eq!(status, StatusCode::OK, "{path}");
             assert!(!body.is_empty(), "{path}");
@@ -132,6 +166,26 @@ mod tests {
                 "{path}"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn the_page_runs_no_inline_script_and_cannot_be_framed() {
+        let (_, headers, body) = get("/").await;
+        assert_eq!(headers[CONTENT_SECURITY_POLICY], POLICY);
+        assert!(POLICY.contains("frame-ancestors 'none'"));
+        assert!(POLICY.contains("script-src 'self';"));
+        assert_eq!(headers[X_FRAME_OPTIONS], "DENY");
+        let body = String::from_utf8(body).unwrap();
+        // Every script element loads a file; none holds code.
+        assert_eq!(body.matches("<script").count(), 4);
+        assert_eq!(body.matches("<script src=\"/graphiql/").count(), 4);
+        assert_eq!(body.matches("></script>").count(), 4);
+        let (status, headers, script) = get(SCRIPT_PATH).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(headers[CONTENT_TYPE], "text/javascript; charset=utf-8");
+        assert_eq!(headers[CACHE_CONTROL], "no-cache");
+        assert_eq!(script, SCRIPT.as_bytes());
+        assert!(SCRIPT.contains("GraphiQL.createFetcher"));
     }
 
     #[tokio::test]

@@ -31,7 +31,7 @@ use request::{is_mutation, read_get, read_post};
 use response::{respond, Format, Refusal};
 
 use crate::auth::AuthState;
-use crate::config::{Config, CorsOrigins};
+use crate::config::{Config, CorsOrigins, Origin};
 use crate::domain::DomainError;
 use crate::graphql::{observe, Api};
 use crate::rate::ClientKey;
@@ -55,6 +55,9 @@ pub struct HttpLimits {
     pub public_metrics: bool,
     /// Origins whose pages may call `/graphql` besides the server's own.
     pub cors_origins: Option<CorsOrigins>,
+    /// The server's own origins (`THREADQL_PUBLIC_URL`, else the listener's): their pages
+    /// may open WebSockets and event streams. Known once the listener is bound.
+    pub own_origins: Vec<Origin>,
 }
 
 impl From<&Config> for HttpLimits {
@@ -67,6 +70,7 @@ impl From<&Config> for HttpLimits {
             idle_timeout: Duration::from_secs(config.idle_timeout_secs.max(1)),
             public_metrics: config.metrics_listen.is_none(),
             cors_origins: config.cors_origins.clone(),
+            own_origins: config.public_url.iter().cloned().collect(),
         }
     }
 }
@@ -176,7 +180,8 @@ async fn handle(
 ) -> Result<(Response, Outcome), Refusal> {
     if format == Format::EventStream {
         let origins = state.limits.cors_origins.as_ref();
-        cors::check_origin(origins, request.headers(), "an event stream")?;
+        let own = &state.limits.own_origins;
+        cors::check_origin(origins, own, request.headers(), "an event stream")?;
     }
     let (parts, body) = request.into_parts();
     let authorization = authorization(&parts.headers);
@@ -314,7 +319,8 @@ fn is_websocket(headers: &HeaderMap) -> bool {
 /// is not signed in.
 async fn websocket(state: HttpState, request: Request) -> Result<Response, Refusal> {
     let origins = state.limits.cors_origins.as_ref();
-    cors::check_origin(origins, request.headers(), "a WebSocket")?;
+    let own = &state.limits.own_origins;
+    cors::check_origin(origins, own, request.headers(), "a WebSocket")?;
     let (mut parts, _body) = request.into_parts();
     let authorization = authorization(&parts.headers);
     let client = client_of(&state, &parts);

@@ -1,11 +1,13 @@
 //! Typed configuration: CLI flags with matching `THREADQL_*` environment variables.
 
 mod cli; // the command line: subcommands, their arguments, the flags' value names
+mod origins; // the server's own origins and the pages' origins, read from text
 mod settings; // `Config`: every setting with its default and range, printed without secrets
 mod values; // rate limits, CORS origins and the value names of flags, parsed from text
 
 pub use cli::{
     Cli, Command, ExportArgs, ImportArgs, ImportFormat, ImportKey, MigrateArgs, TokenArgs,
 };
+pub use origins::{origin_of, own_origins};
 pub use settings::{Config, DEFAULT_SERVICE_NAME};
 pub use values::{CorsOrigins, LayoutArg, LogFormat, ModerationArg, Origin, RateLimit};

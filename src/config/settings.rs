@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{CorsOrigins, LayoutArg, LogFormat, ModerationArg, RateLimit};
+use super::{CorsOrigins, LayoutArg, LogFormat, ModerationArg, Origin, RateLimit};
 
 /// Every setting, read once at start and passed down.
 #[derive(Clone, Args)]
@@ -387,6 +387,20 @@ pub struct Config {
     /// Unset: the server's own origin only.
     #[arg(long, env = "THREADQL_CORS_ORIGINS", global = true)]
     pub cors_origins: Option<CorsOrigins>,
+    /// The origin browsers reach this server at, `scheme://host[:port]` (e.g.
+    /// `https://comments.example.com`), when it is not the listener's (behind a proxy, under a
+    /// name, with TLS). WebSockets and event streams from its pages are the server's own, and
+    /// users who are not moderators may create discussions for its pages. Unset: the
+    /// listener's origins (for a loopback or unspecified address `http://127.0.0.1:PORT`,
+    /// `http://localhost:PORT` and `http://[::1]:PORT`).
+    #[arg(long, env = "THREADQL_PUBLIC_URL", value_parser = super::origins::parse_public_url, global = true)]
+    pub public_url: Option<Origin>,
+    /// Origins of the pages users who are not moderators may create discussions for (the
+    /// `url` of `ensureDiscussion` and `createDiscussion`): a comma-separated list of
+    /// `scheme://host[:port]`, or `*` for any. Unset: those of `THREADQL_CORS_ORIGINS`; with
+    /// neither (nor `THREADQL_PUBLIC_URL`) set, every origin, with a warning at start.
+    #[arg(long, env = "THREADQL_PAGE_ORIGINS", value_parser = super::origins::parse_page_origins, global = true)]
+    pub page_origins: Option<CorsOrigins>,
     // ----- read cache -----
     /// The most bytes the read cache of hot discussions holds, per process (0 turns it off).
     #[arg(long, env = "THREADQL_CACHE_BYTES", default_value_t = 64 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(0..=(1_u64 << 40)), global = true)]
@@ -533,6 +547,8 @@ impl fmt::Debug for Config {
             .field("metrics_listen", &self.metrics_listen)
             .field("metrics_operations", &self.metrics_operations)
             .field("cors_origins", &self.cors_origins)
+            .field("public_url", &self.public_url)
+            .field("page_origins", &self.page_origins)
             .field("apq_cache_bytes", &self.apq_cache_bytes)
             .field("cache_bytes", &self.cache_bytes)
             .field("max_subscriptions", &self.max_subscriptions)

@@ -3,7 +3,9 @@
 //! of those a moderator made ([`Event::logged`]).
 
 use super::moderation::{Ban, Logged, ModerationAction, Reason, ReportReason, UserId};
-use super::{Author, Comment, DiscussionId, Layout, Micros, ModerationMode, Slug};
+use super::{
+    Author, Comment, DiscussionId, DiscussionUpdate, Layout, Micros, ModerationMode, Slug,
+};
 
 /// Who made a change, and when.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,6 +127,15 @@ pub enum Event {
         /// Locked (true) or unlocked.
         locked: bool,
     },
+    /// A moderator corrected a discussion's title or page address.
+    DiscussionUpdated {
+        /// The moderator, and when.
+        acted: Acted,
+        /// The discussion.
+        discussion: DiscussionId,
+        /// What changed, as it is now.
+        update: DiscussionUpdate,
+    },
     /// A moderator set how a discussion moderates new comments.
     ModerationChanged {
         /// The moderator, and when.
@@ -184,6 +195,8 @@ pub enum EventType {
     DiscussionCreated,
     /// `discussion.locked`
     DiscussionLocked,
+    /// `discussion.updated`
+    DiscussionUpdated,
     /// `discussion.moderation_changed`
     ModerationChanged,
     /// `discussion.moved`
@@ -208,6 +221,7 @@ impl EventType {
             EventType::CommentPinned => "comment.pinned",
             EventType::DiscussionCreated => "discussion.created",
             EventType::DiscussionLocked => "discussion.locked",
+            EventType::DiscussionUpdated => "discussion.updated",
             EventType::ModerationChanged => "discussion.moderation_changed",
             EventType::DiscussionMoved => "discussion.moved",
             EventType::UserBanned => "user.banned",
@@ -230,6 +244,7 @@ impl Event {
             | Event::CommentPinned { acted, .. }
             | Event::DiscussionCreated { acted, .. }
             | Event::DiscussionLocked { acted, .. }
+            | Event::DiscussionUpdated { acted, .. }
             | Event::ModerationChanged { acted, .. }
             | Event::DiscussionMoved { acted, .. }
             | Event::UserBanned { acted, .. }
@@ -250,6 +265,7 @@ impl Event {
             Event::CommentPinned { .. } => EventType::CommentPinned,
             Event::DiscussionCreated { .. } => EventType::DiscussionCreated,
             Event::DiscussionLocked { .. } => EventType::DiscussionLocked,
+            Event::DiscussionUpdated { .. } => EventType::DiscussionUpdated,
             Event::ModerationChanged { .. } => EventType::ModerationChanged,
             Event::DiscussionMoved { .. } => EventType::DiscussionMoved,
             Event::UserBanned { .. } => EventType::UserBanned,
@@ -277,6 +293,7 @@ impl Event {
         match self {
             Event::DiscussionCreated { discussion, .. }
             | Event::DiscussionLocked { discussion, .. }
+            | Event::DiscussionUpdated { discussion, .. }
             | Event::ModerationChanged { discussion, .. }
             | Event::DiscussionMoved { discussion, .. } => Some(discussion),
             _ => self.comment().map(|c| &c.discussion),
@@ -322,6 +339,11 @@ impl Event {
                 false => entry(ModerationAction::Unlock),
             }
             .discussion(discussion.clone()),
+            Event::DiscussionUpdated {
+                discussion, update, ..
+            } => entry(ModerationAction::UpdateDiscussion)
+                .discussion(discussion.clone())
+                .detail(update.fields()),
             Event::ModerationChanged {
                 discussion, mode, ..
             } => entry(ModerationAction::SetModeration)

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use unicode_normalization::UnicodeNormalization as _;
+
 use super::{text, DiscussionId, DomainError, Layout, Micros};
 
 /// A validated discussion title: 1 to 300 characters, not blank, one line.
@@ -41,11 +43,17 @@ impl DiscussionTitle {
     pub fn into_inner(self) -> String {
         self.0
     }
+
+    /// The title as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 /// A discussion's key: the host page's own identifier for it (an article id, a path, a URL).
-/// 1 to 512 characters, no control characters; compared exactly (no trimming, no case folding,
-/// no Unicode normalisation), and unique among discussions.
+/// 1 to 512 characters in Unicode's composed form (NFC), without control characters or
+/// invisible ones other than the space; compared exactly once composed (no trimming, no case
+/// folding), and unique among discussions.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DiscussionKey(String);
 
@@ -53,10 +61,13 @@ impl DiscussionKey {
     /// Longest key accepted, in characters.
     pub const MAX_CHARS: usize = 512;
 
-    /// Validates a client-supplied key. It is kept exactly as sent: `"a"` and `"a "` are two
-    /// keys.
+    /// Validates a client-supplied key, composed (NFC): `"é"` written as `e` and a combining
+    /// accent is the key `"é"`. It is kept otherwise as sent: `"a"` and `"a "` are two keys.
+    /// Zero-width and other invisible characters (see [`text::is_invisible`]) are refused, so
+    /// two keys that look alike are one key.
     pub fn parse(raw: &str) -> Result<Self, DomainError> {
-        let chars = raw.chars().count();
+        let key: String = raw.nfc().collect();
+        let chars = key.chars().count();
         if chars == 0 {
             return Err(DomainError::bad_input(
                 "a discussion key must not be empty (1 to 512 characters)",
@@ -68,18 +79,38 @@ impl DiscussionKey {
                 Self::MAX_CHARS
             )));
         }
-        if let Some(c) = raw.chars().find(|c| c.is_control()) {
+        if let Some(c) = key.chars().find(|c| c.is_control()) {
             return Err(DomainError::bad_input(format!(
                 "a discussion key must not contain control characters (found U+{:04X})",
                 u32::from(c)
             )));
         }
-        Ok(Self(raw.to_owned()))
+        if let Some(c) = key.chars().find(|&c| c != ' ' && text::is_invisible(c)) {
+            return Err(DomainError::bad_input(format!(
+                "a discussion key must not contain invisible characters other than the space \
+                 (found U+{:04X})",
+                u32::from(c)
+            )));
+        }
+        Ok(Self(key))
+    }
+
+    /// A key as stored, composed (NFC) and not checked again: keys stored before the rules
+    /// above (a decomposed or invisible character) still read, and compare as clients send them.
+    pub fn stored(raw: &str) -> Self {
+        Self(raw.nfc().collect())
     }
 
     /// The key as text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The key in its decomposed form (NFD), when that differs: how a key sent decomposed
+    /// before keys were composed may be stored.
+    pub fn decomposed(&self) -> Option<String> {
+        let decomposed: String = self.0.nfd().collect();
+        (decomposed != self.0).then_some(decomposed)
     }
 }
 
@@ -185,6 +216,43 @@ impl NewDiscussion {
     }
 }
 
+/// A moderator's correction of a discussion's title and page address (its key stays).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DiscussionUpdate {
+    /// Its new title, if it changes.
+    pub title: Option<DiscussionTitle>,
+    /// Its new address, if it changes.
+    pub url: Option<DiscussionUrl>,
+}
+
+impl DiscussionUpdate {
+    /// Whether it names nothing to change.
+    pub fn is_empty(&self) -> bool {
+        self.title.is_none() && self.url.is_none()
+    }
+
+    /// What of it differs from a discussion with `title` and `url`: `None` when nothing does.
+    pub fn against(&self, title: &str, url: Option<&str>) -> Option<DiscussionUpdate> {
+        let changed = DiscussionUpdate {
+            title: self.title.clone().filter(|new| new.as_str() != title),
+            url: self.url.clone().filter(|new| Some(new.as_str()) != url),
+        };
+        (!changed.is_empty()).then_some(changed)
+    }
+
+    /// The names of the fields it changes, as the API names them (`title, url`).
+    pub fn fields(&self) -> String {
+        let mut fields: Vec<&str> = Vec::new();
+        if self.title.is_some() {
+            fields.push("title");
+        }
+        if self.url.is_some() {
+            fields.push("url");
+        }
+        fields.join(", ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,15 +266,28 @@ mod tests {
             "/blog/2024/01/hello-world?x=1#c",
             "https://example.com/a b",
             "文章-42",
-            "👩\u{200D}💻",
-            "\u{200B}",
+            "🦀",
+            "\u{e9}t\u{e9}",
         ] {
             assert_eq!(key(good), Ok(good.to_owned()), "{good:?}");
         }
         assert!(key(&"é".repeat(512)).is_ok());
         assert!(key(&"🦀".repeat(512)).is_ok());
+        // Composed: a decomposed key is its composed form, and 512 composed characters fit.
+        assert_eq!(key("e\u{301}t\u{e9}"), Ok("\u{e9}t\u{e9}".to_owned()));
+        assert!(key(&"e\u{301}".repeat(512)).is_ok());
         for bad in [
             String::new(),
+            "\u{200B}".into(),
+            "page\u{200B}".into(),
+            "a\u{200D}b".into(),
+            "\u{FEFF}page".into(),
+            "page\u{2060}".into(),
+            "rtl\u{202E}".into(),
+            "\u{E0041}".into(),
+            "no\u{A0}break".into(),
+            "\u{3000}".into(),
+            "\u{3164}".into(),
             "x".repeat(513),
             "🦀".repeat(513),
             "nul\0".into(),
@@ -223,6 +304,36 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn an_update_keeps_only_what_changes() {
+        let title = |t: &str| Some(DiscussionTitle::parse(t).unwrap());
+        let url = |u: &str| Some(DiscussionUrl::parse(u).unwrap());
+        let update = DiscussionUpdate {
+            title: title("New"),
+            url: url("https://a.example/x"),
+        };
+        assert_eq!(update.fields(), "title, url");
+        assert_eq!(update.against("New", Some("https://a.example/x")), None);
+        let changed = update.against("Old", Some("https://a.example/x")).unwrap();
+        assert_eq!(
+            (changed.title.is_some(), changed.url.is_none()),
+            (true, true)
+        );
+        assert_eq!(changed.fields(), "title");
+        let added = update.against("New", None).unwrap();
+        assert_eq!(added.fields(), "url");
+        assert!(DiscussionUpdate::default().is_empty());
+    }
+
+    #[test]
+    fn stored_keys_read_composed_and_unchecked() {
+        assert_eq!(DiscussionKey::stored("e\u{301}").as_str(), "\u{e9}");
+        assert_eq!(DiscussionKey::stored("a\u{200B}").as_str(), "a\u{200B}");
+        let key = DiscussionKey::parse("caf\u{e9}").unwrap();
+        assert_eq!(key.decomposed().as_deref(), Some("cafe\u{301}"));
+        assert_eq!(DiscussionKey::parse("plain").unwrap().decomposed(), None);
     }
 
     #[test]

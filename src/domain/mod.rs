@@ -27,7 +27,7 @@ pub use error::DomainError;
 pub use events::{Acted, CommentRef, Event, EventType};
 pub use guests::GuestIds;
 pub use ids::{DiscussionId, Layout};
-pub use keys::{DiscussionKey, DiscussionTitle, DiscussionUrl, NewDiscussion};
+pub use keys::{DiscussionKey, DiscussionTitle, DiscussionUpdate, DiscussionUrl, NewDiscussion};
 pub use lifecycle::{Actor, Change, EditRules};
 pub use moderation::{Ban, LogEntry, Logged, ModerationAction, Reason, UserId};
 pub use moderation::{Held, Queue, ReportReason};

@@ -210,6 +210,9 @@ macro_rules! moderation_actions {
             Unban = "unban",
             /// Moved a discussion to another storage layout (`migrateDiscussion`).
             Move = "move",
+            /// Corrected a discussion's title or page address (`updateDiscussion`; the detail
+            /// names the fields changed).
+            UpdateDiscussion = "update_discussion",
         }
     };
 }

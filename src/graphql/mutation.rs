@@ -12,8 +12,8 @@ use super::types::{
 use super::{auth, services, RequestReads};
 use crate::auth::AuthState;
 use crate::domain::{
-    DiscussionId, DiscussionKey, DiscussionTitle, DiscussionUrl, DomainError, Layout,
-    NewDiscussion, Reason, Slug, UserId,
+    DiscussionId, DiscussionKey, DiscussionTitle, DiscussionUpdate, DiscussionUrl, DomainError,
+    Layout, NewDiscussion, Reason, Slug, UserId,
 };
 use crate::service::{Allowance, Caller, Creating, NewPost, Posted};
 
@@ -82,8 +82,9 @@ pub(super) struct CreateDiscussionInput {
     pub title: String,
     /// How to store its comments; the server's default when omitted.
     pub layout: Option<StorageLayout>,
-    /// The host page's own identifier for it (1–512 characters, no control characters,
-    /// compared exactly); unique: a key in use is `BAD_USER_INPUT` (see `ensureDiscussion`).
+    /// The host page's own identifier for it (1–512 characters, no control or invisible
+    /// characters but the space, composed as Unicode's NFC, then compared exactly); unique: a
+    /// key in use is `BAD_USER_INPUT` (see `ensureDiscussion`).
     pub key: Option<String>,
     /// The address of the page it belongs to: an absolute http or https URL of at most 2 048
     /// characters, kept as the URL standard writes it.
@@ -93,8 +94,8 @@ pub(super) struct CreateDiscussionInput {
 /// The discussion of a host page, by the page's key.
 #[derive(InputObject)]
 pub(super) struct EnsureDiscussionInput {
-    /// The host page's own identifier (1–512 characters, no control characters, compared
-    /// exactly).
+    /// The host page's own identifier (1–512 characters, no control or invisible characters
+    /// but the space, composed as Unicode's NFC, then compared exactly).
     pub key: String,
     /// The title, if the discussion is created now (1–300 characters).
     pub title: String,
@@ -133,8 +134,10 @@ pub struct Mutation;
 /// the same request keep their results (GraphQL's null propagation stops at the field).
 #[Object]
 impl Mutation {
-    /// Creates a discussion. Any signed-in user may. A `key` another discussion has is
-    /// `BAD_USER_INPUT`: `ensureDiscussion` gets the discussion of a key.
+    /// Creates a discussion. Any signed-in user may; one who is not a moderator gives a `key`
+    /// or a `url` only with the url of a page of the allowed origins (`FORBIDDEN`, naming them,
+    /// otherwise). A `key` another discussion has is `BAD_USER_INPUT`: `ensureDiscussion` gets
+    /// the discussion of a key.
     async fn create_discussion(
         &self,
         ctx: &Context<'_>,
@@ -159,7 +162,9 @@ impl Mutation {
     /// The discussion of a host page: the one with this key, as it is (its title, URL and
     /// layout are kept), or a new one with this key, title, URL and layout. Concurrent calls
     /// with one key give one discussion. Any signed-in user may call it, so a page can create
-    /// its discussion on its first comment.
+    /// its discussion on its first comment; one who is not a moderator creates one only with
+    /// the `url` of a page of the allowed origins (`THREADQL_PAGE_ORIGINS`, else
+    /// `THREADQL_CORS_ORIGINS`, and `THREADQL_PUBLIC_URL`): `FORBIDDEN`, naming them, otherwise.
     async fn ensure_discussion(
         &self,
         ctx: &Context<'_>,
@@ -175,6 +180,35 @@ impl Mutation {
         )?;
         let discussion = services(ctx)
             .create_discussion(&caller, new, Creating::UnlessKeyed)
+            .await
+            .gql()?;
+        forget_reads(ctx);
+        Ok(Some(DiscussionNode(discussion.into())))
+    }
+
+    /// Corrects a discussion's title or the address of its page, with the rules of
+    /// `createDiscussion`; its key stays. An argument left out (or null) keeps what it is; at
+    /// least one is needed (`BAD_USER_INPUT`). Changing nothing answers with the discussion as
+    /// it is. Recorded in the moderation log when it changed something. Moderators only.
+    async fn update_discussion(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+        title: Option<String>,
+        url: Option<String>,
+    ) -> async_graphql::Result<Option<DiscussionNode>> {
+        let caller = moderator(ctx).await?;
+        let id = DiscussionId::parse(&id).gql()?;
+        let update = DiscussionUpdate {
+            title: title
+                .as_deref()
+                .map(DiscussionTitle::parse)
+                .transpose()
+                .gql()?,
+            url: url.as_deref().map(DiscussionUrl::parse).transpose().gql()?,
+        };
+        let discussion = services(ctx)
+            .update_discussion(&caller, id, update)
             .await
             .gql()?;
         forget_reads(ctx);
@@ -336,7 +370,8 @@ impl Mutation {
     /// report counted, false for a repeat (which changes nothing). Any signed-in user may,
     /// except on their own comment (`BAD_USER_INPUT`). `note`: at most 500 characters. When a
     /// comment's reports reach the server's threshold (`THREADQL_REPORTS_TO_HOLD`), it is held
-    /// as a PENDING placeholder until a moderator approves or rejects it. An unknown slug, a
+    /// as a PENDING placeholder until a moderator approves or rejects it; a moderator's comment
+    /// is never held by reports (it waits in the REPORTED queue). An unknown slug, a
     /// held comment or a placeholder is `NOT_FOUND`; a deleted comment `COMMENT_DELETED`.
     async fn report_comment(
         &self,

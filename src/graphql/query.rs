@@ -147,8 +147,8 @@ impl Query {
     }
 
     /// The discussion with this key (the host page's own identifier for it), or null when
-    /// there is none. `BAD_USER_INPUT` for a key no discussion can have (empty, over 512
-    /// characters, control characters).
+    /// there is none. The key is composed (NFC) first. `BAD_USER_INPUT` for a key no
+    /// discussion can have (empty, over 512 characters, control or invisible characters).
     async fn discussion_by_key(
         &self,
         ctx: &Context<'_>,

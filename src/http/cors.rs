@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, HOST, ORIGIN, RETRY_AFTER};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, ORIGIN, RETRY_AFTER};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
@@ -46,11 +46,14 @@ pub(super) fn layer(origins: Option<&CorsOrigins>) -> Option<CorsLayer> {
 }
 
 /// Refuses (403, `FORBIDDEN`) a WebSocket upgrade or an event stream sent by a page of another
-/// origin than the allowed ones and the server's own, so such a page cannot hold a live
-/// connection on its visitor's behalf. Requests without `Origin` (clients that are not
-/// browsers) pass.
+/// origin than the allowed ones and the server's own (`own`: `THREADQL_PUBLIC_URL`, else the
+/// listener's), so such a page cannot hold a live connection on its visitor's behalf. Scheme,
+/// host and port must all match; `Host` is never trusted, since a page whose name was rebound
+/// to this server's address sends its own name there. Requests without `Origin` (clients that
+/// are not browsers) pass.
 pub(super) fn check_origin(
     origins: Option<&CorsOrigins>,
+    own: &[Origin],
     headers: &HeaderMap,
     what: &str,
 ) -> Result<(), Refusal> {
@@ -61,29 +64,20 @@ pub(super) fn check_origin(
         return Ok(());
     }
     let text = origin.to_str().unwrap_or_default();
-    let parsed = text.parse::<Origin>().ok();
-    let own = || {
-        let host = headers.get(HOST).and_then(|h| h.to_str().ok());
-        parsed
-            .as_ref()
-            .zip(host)
-            .is_some_and(|(origin, host)| origin.is_host(host))
-    };
-    let allowed = || {
-        parsed
-            .as_ref()
-            .zip(origins)
-            .is_some_and(|(origin, origins)| origins.allows(origin))
-    };
-    if own() || allowed() {
+    let allowed = text.parse::<Origin>().ok().is_some_and(|origin| {
+        own.contains(&origin) || origins.is_some_and(|origins| origins.allows(&origin))
+    });
+    if allowed {
         return Ok(());
     }
+    let own: Vec<String> = own.iter().map(Origin::to_string).collect();
     Err(Refusal::new(
         StatusCode::FORBIDDEN,
         "FORBIDDEN",
         format!(
-            "{what} from the origin {text:?} is refused: only the server's own origin and those \
-             of THREADQL_CORS_ORIGINS may open one"
+            "{what} from the origin {text:?} is refused: only the server's own origins ({}; \
+             THREADQL_PUBLIC_URL names another) and those of THREADQL_CORS_ORIGINS may open one",
+            own.join(", ")
         ),
     ))
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use super::{acted, Caller, Services};
 use crate::domain::CommentRef;
 use crate::domain::{
-    Comment, Discussion, DiscussionId, DomainError, Event, Layout, ModerationMode, NewDiscussion,
-    Slug,
+    Comment, Discussion, DiscussionId, DiscussionUpdate, DomainError, Event, Layout,
+    ModerationMode, NewDiscussion, Slug,
 };
 use crate::store::Moved;
 
@@ -22,8 +22,11 @@ pub enum Creating {
 
 impl Services {
     /// Stores `new` as `how` says (any signed-in caller may), and answers with the discussion
-    /// stored. Its layout must be one the store has. `DiscussionCreated` when a discussion was
-    /// created (not when `ensure` found one).
+    /// stored. Its layout must be one the store has. A caller who is not a moderator may create
+    /// a discussion with a key or a URL only for a page of the allowed origins
+    /// ([`PageOrigins`](super::PageOrigins)): otherwise `ensure` answers with the key's
+    /// discussion when there is one, and anything else is `FORBIDDEN`. `DiscussionCreated`
+    /// when a discussion was created (not when `ensure` found one).
     pub async fn create_discussion(
         &self,
         caller: &Caller,
@@ -31,6 +34,18 @@ impl Services {
         how: Creating,
     ) -> Result<Discussion, DomainError> {
         self.storage.layout(new.layout)?;
+        if !caller.moderator() {
+            if let Err(refused) = self.pages.check(&new) {
+                // Finding a key's discussion creates nothing: any page may show it.
+                if let (Creating::UnlessKeyed, Some(key)) = (how, &new.key) {
+                    let keys = std::slice::from_ref(key);
+                    if let Some(found) = self.storage.discussions().by_keys(keys).await?.pop() {
+                        return Ok(found);
+                    }
+                }
+                return Err(refused);
+            }
+        }
         // An id of its own, so that the answer tells whether this call created it.
         let id = new.id.get_or_insert_with(DiscussionId::generate).clone();
         let storage = self.storage.clone();
@@ -79,6 +94,42 @@ impl Services {
             Ok((discussion?, vec![event]))
         };
         let span = tracing::debug_span!("store.lock");
+        Ok(self.run(caller, span, write).await?.value)
+    }
+
+    /// Corrects a discussion's title and page address (its key stays). Moderators only.
+    /// `BAD_USER_INPUT` for an update that names nothing; one that changes nothing answers
+    /// with the discussion as it is and emits nothing, else `DiscussionUpdated`.
+    pub async fn update_discussion(
+        &self,
+        caller: &Caller,
+        id: DiscussionId,
+        update: DiscussionUpdate,
+    ) -> Result<Discussion, DomainError> {
+        caller.must_moderate()?;
+        if update.is_empty() {
+            return Err(DomainError::bad_input(
+                "updateDiscussion needs a title or a url to change",
+            ));
+        }
+        let current = self.read_discussion(&id).await?;
+        let Some(update) = update.against(&current.title, current.url.as_deref()) else {
+            return Ok(Arc::unwrap_or_clone(current));
+        };
+        let storage = self.storage.clone();
+        let acted = acted(caller);
+        let write = async move {
+            let updated = storage.discussions().update(&id, &update).await;
+            // Posts from this process answer with the discussion they read from now on.
+            storage.posting().forget(&id);
+            let event = Event::DiscussionUpdated {
+                acted,
+                discussion: id,
+                update,
+            };
+            Ok((updated?, vec![event]))
+        };
+        let span = tracing::debug_span!("store.updateDiscussion");
         Ok(self.run(caller, span, write).await?.value)
     }
 

@@ -8,6 +8,7 @@ pub mod closing;
 mod comments;
 mod discussions;
 mod moderation;
+mod pages;
 pub mod sink;
 mod votes;
 
@@ -28,6 +29,7 @@ pub use caller::{Allowance, Caller};
 pub use comments::{NewPost, Posted};
 pub use discussions::Creating;
 pub use moderation::Approved;
+pub use pages::PageOrigins;
 pub use sink::{EventFeed, EventSink, ModerationLog, Sinks};
 
 /// The rules the workflows follow, from config.
@@ -71,6 +73,7 @@ pub struct Services {
     closing: closing::Closing,
     sink: Arc<dyn EventSink>,
     feed: EventFeed,
+    pages: Arc<PageOrigins>,
 }
 
 impl Services {
@@ -94,6 +97,16 @@ impl Services {
             closing: closing::Closing::default(),
             sink: Arc::new(Sinks(sinks)),
             feed,
+            pages: Arc::new(PageOrigins::Any),
+        }
+    }
+
+    /// The same services, letting users who are not moderators create discussions only for
+    /// pages of `pages` (every page until this is called).
+    pub fn with_page_origins(self, pages: PageOrigins) -> Self {
+        Self {
+            pages: Arc::new(pages),
+            ..self
         }
     }
 

@@ -255,7 +255,9 @@ pub(super) enum Reported {
 }
 
 /// Counts a report of a public comment by `reporter`. At `hold_at` reports (0: never) a public
-/// comment becomes a PENDING placeholder.
+/// comment becomes a PENDING placeholder, unless its author is a moderator (one who has acted
+/// as one on this service, the users `banUser` refuses): their comments (notices, pinned
+/// answers) are counted and queued as REPORTED, never hidden by reports.
 async fn report(
     storage: DynStorage,
     discussion: Arc<Discussion>,
@@ -283,6 +285,13 @@ async fn report(
     if !storage.held().report(&report).await? {
         return Ok(Reported::Repeat);
     }
+    // A moderator's comment is never held by reports (one read, when reports may hold).
+    let author = UserId::from_stored(current.author.id.clone());
+    let may_hold = hold_at > 0 && current.standing.is_public();
+    let hold_at = match may_hold && storage.moderation().is_moderator(&author).await? {
+        true => 0,
+        false => hold_at,
+    };
     // In its queue before it changes: reported, or pending once this report holds it.
     let reports = current.standing.reports.saturating_add(1);
     let holds = hold_at > 0 && reports >= hold_at && current.standing.is_public();

@@ -100,7 +100,7 @@ impl ModerationLogEntry {
 
     /// What else the action says: a ban's term (`until <time>` or `permanently`), the layout a
     /// discussion moved to (`PER_COMMENT`, `EMBEDDED` or `BUCKETED`), the mode set (`POST`,
-    /// `PRE` or `PRE_FIRST`).
+    /// `PRE` or `PRE_FIRST`), the fields a discussion update changed (`title`, `url`).
     async fn detail(&self) -> Option<&str> {
         self.0.logged.detail.as_deref()
     }

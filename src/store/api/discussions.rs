@@ -3,8 +3,8 @@
 use async_trait::async_trait;
 
 use crate::domain::{
-    Discussion, DiscussionId, DiscussionKey, DiscussionTitle, Layout, ModerationMode,
-    NewDiscussion, Page, Slug, Window,
+    Discussion, DiscussionId, DiscussionKey, DiscussionTitle, DiscussionUpdate, Layout,
+    ModerationMode, NewDiscussion, Page, Slug, Window,
 };
 use crate::store::shared::error::StoreResult;
 
@@ -48,6 +48,11 @@ pub trait DiscussionStore: Send + Sync {
 
     /// Opens or closes a discussion for posting; returns it as it is now (`NotFound` if unknown).
     async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion>;
+
+    /// Sets a discussion's title and page address as `update` says; returns it as it is now
+    /// (`NotFound` if unknown).
+    async fn update(&self, id: &DiscussionId, update: &DiscussionUpdate)
+        -> StoreResult<Discussion>;
 
     /// Sets how a discussion moderates new comments; returns it as it is now (`NotFound` if
     /// unknown).

@@ -9,7 +9,8 @@ use async_trait::async_trait;
 
 use super::{discussion_weight, Lookup, ReadCache};
 use crate::domain::{
-    Discussion, DiscussionId, DiscussionKey, ModerationMode, NewDiscussion, Page, Slug, Window,
+    Discussion, DiscussionId, DiscussionKey, DiscussionUpdate, ModerationMode, NewDiscussion, Page,
+    Slug, Window,
 };
 use crate::store::api::DiscussionStore;
 use crate::store::discussions::Discussions;
@@ -162,6 +163,14 @@ impl DiscussionStore for CachedDiscussions {
 
     async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion> {
         self.writing(id, self.inner.set_locked(id, locked)).await
+    }
+
+    async fn update(
+        &self,
+        id: &DiscussionId,
+        update: &DiscussionUpdate,
+    ) -> StoreResult<Discussion> {
+        self.writing(id, self.inner.update(id, update)).await
     }
 
     async fn set_moderation(

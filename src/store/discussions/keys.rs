@@ -81,6 +81,12 @@ impl Discussions {
         new: &NewDiscussion,
     ) -> StoreResult<Discussion> {
         let doc = self.document_of(new, &new.id.clone().unwrap_or_else(DiscussionId::generate))?;
+        // A key that has a decomposed form may be stored so from before keys were composed.
+        if key.decomposed().is_some()
+            && !self.read_keys(std::slice::from_ref(key)).await?.is_empty()
+        {
+            return Err(StoreError::KeyTaken(key.to_string()));
+        }
         for round in 0..ROUNDS {
             match self.insert_keyed(key, &doc).await? {
                 Inserted::Stored => return self.stored(&doc),
@@ -212,21 +218,42 @@ impl Discussions {
         }
     }
 
-    /// The discussions with these keys (unknown ones left out), in one command.
+    /// The discussions with these keys (unknown ones left out), in one command. A key is
+    /// looked for as it is (composed) and decomposed, as a key sent before keys were composed
+    /// may be stored; where both are stored, the composed one is the key's discussion.
     pub(super) async fn read_keys(&self, keys: &[DiscussionKey]) -> StoreResult<Vec<Discussion>> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        let keys: Vec<&str> = keys.iter().map(DiscussionKey::as_str).collect();
+        let mut wanted: Vec<String> = Vec::with_capacity(keys.len());
+        for key in keys {
+            wanted.push(key.as_str().to_owned());
+            wanted.extend(key.decomposed());
+        }
         let docs: Vec<RawDocumentBuf> = self
             .coll
             .clone_with_type::<RawDocumentBuf>()
-            .find(doc! { "key": { "$in": keys } })
+            .find(doc! { "key": { "$in": &wanted } })
             .projection(self.projection())
             .await?
             .try_collect()
             .await?;
-        docs.iter().map(|d| self.read(d)).collect()
+        let mut found: Vec<(bool, Discussion)> = Vec::with_capacity(docs.len());
+        for raw in &docs {
+            let discussion = self.read(raw)?;
+            let composed = discussion.key.as_ref().map(DiscussionKey::as_str);
+            let exact = raw.get_str("key").ok() == composed;
+            found.push((exact, discussion));
+        }
+        // One discussion per key: those stored composed first.
+        found.sort_by_key(|(exact, _)| !exact);
+        let mut one_each: Vec<Discussion> = Vec::with_capacity(found.len());
+        for (_, discussion) in found {
+            if !one_each.iter().any(|d| d.key == discussion.key) {
+                one_each.push(discussion);
+            }
+        }
+        Ok(one_each)
     }
 }
 

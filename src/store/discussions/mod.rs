@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{
-    Comment, Discussion, DiscussionId, DiscussionKey, Layout, LayoutHints, Micros, ModerationMode,
-    NewDiscussion, Page, Slug, Window,
+    Comment, Discussion, DiscussionId, DiscussionKey, DiscussionUpdate, Layout, LayoutHints,
+    Micros, ModerationMode, NewDiscussion, Page, Slug, Window,
 };
 use crate::store::api::{ChangeKind, DiscussionStore};
 use crate::store::changes;
@@ -93,12 +93,7 @@ fn discussion_of(raw: &RawDocument, fields: &FieldsByLayout) -> StoreResult<Disc
         id: DiscussionId::parse(&doc.id).map_err(|e| corrupt(e.to_string()))?,
         layout,
         title: doc.title,
-        key: doc
-            .key
-            .as_deref()
-            .map(DiscussionKey::parse)
-            .transpose()
-            .map_err(|e| corrupt(e.to_string()))?,
+        key: doc.key.as_deref().map(DiscussionKey::stored),
         url: doc.url,
         created: Micros(doc.created),
         comment_count: to_count(doc.comment_count),
@@ -493,6 +488,24 @@ impl DiscussionStore for Discussions {
 
     async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion> {
         self.set(id, doc! { "locked": locked }).await
+    }
+
+    async fn update(
+        &self,
+        id: &DiscussionId,
+        update: &DiscussionUpdate,
+    ) -> StoreResult<Discussion> {
+        let mut set = Document::new();
+        if let Some(title) = &update.title {
+            set.insert("title", title.as_str());
+        }
+        if let Some(url) = &update.url {
+            set.insert("url", url.as_str());
+        }
+        if set.is_empty() {
+            return self.by_id(id).await;
+        }
+        self.set(id, set).await
     }
 
     async fn set_moderation(

@@ -3,3 +3,5 @@
 
 mod guests;
 mod offsets;
+mod surface;
+mod surface_pages;

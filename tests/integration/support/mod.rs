@@ -2,8 +2,8 @@
 //! fresh database per test (`database`), the test app and its settings (`app`), servers on a
 //! real socket (`server`), `threadql serve` as a process (`process`), tokens (`tokens`), posting
 //! (`posting`), reading responses (`responses`), the change feed (`feed`), command counting
-//! (`commands`), an OpenTelemetry collector (`otlp`), the repository's own files (`files`) and
-//! imported guests' ids as stored (`guests`).
+//! (`commands`), live connections with chosen headers (`live_origin`), an OpenTelemetry collector
+//! (`otlp`), the repository's own files (`files`) and imported guests' ids as stored (`guests`).
 
 mod app;
 mod commands;
@@ -11,6 +11,7 @@ mod database;
 mod feed;
 mod files;
 mod guests;
+mod live_origin;
 mod otlp;
 mod posting;
 mod process;
@@ -29,6 +30,7 @@ pub(crate) use guests::{
     fixture_unkeyed_ids, import_fixture_path, keyed_guest_ids, served_guest_ids, stored_strings,
     threadql_against, write_as_before_keyed_ids, OTHER_ID_KEY, TEST_ID_KEY,
 };
+pub(crate) use live_origin::{live_status, LiveKind};
 pub(crate) use otlp::{dump, Collector, ReceivedSpan};
 pub(crate) use posting::{load_discussion, post_in};
 pub(crate) use process::Process;
