@@ -274,6 +274,10 @@ impl App {
         let keys = jwt_keys(config)?;
         log_jwt_keys(config, &keys);
         let services = services(config, store.clone(), words);
+        services
+            .load_reserved_names()
+            .await
+            .context("cannot read the reserved names")?;
         let api = Api::new(store.clone(), keys, config.into(), services);
         let connections = Connections::new(connection_cap(config));
         let router = crate::http::router(api.clone(), config.into(), connections.clone());

@@ -210,6 +210,10 @@ macro_rules! moderation_actions {
             Unban = "unban",
             /// Moved a discussion to another storage layout (`migrateDiscussion`).
             Move = "move",
+            /// Reserved a display name (`reserveName`; the name is the entry's detail).
+            ReserveName = "reserve_name",
+            /// Released a reserved display name (`releaseName`; the name is the entry's detail).
+            ReleaseName = "release_name",
         }
     };
 }

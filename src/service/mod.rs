@@ -8,6 +8,7 @@ pub mod closing;
 mod comments;
 mod discussions;
 mod moderation;
+mod names;
 pub mod sink;
 mod votes;
 
@@ -28,6 +29,7 @@ pub use caller::{Allowance, Caller};
 pub use comments::{NewPost, Posted};
 pub use discussions::Creating;
 pub use moderation::Approved;
+pub use names::{MAX_RESERVED_NAMES, NAMES_REFRESH};
 pub use sink::{EventFeed, EventSink, ModerationLog, Sinks};
 
 /// The rules the workflows follow, from config.
@@ -69,6 +71,7 @@ pub struct Services {
     closing: closing::Closing,
     sink: Arc<dyn EventSink>,
     feed: EventFeed,
+    names: names::NameCopy,
 }
 
 impl Services {
@@ -84,6 +87,7 @@ impl Services {
         let mut sinks = sinks;
         sinks.push(Arc::new(feed.clone()));
         Self {
+            names: names::NameCopy::new(storage.clone()),
             storage,
             rules,
             words,

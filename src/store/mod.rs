@@ -18,8 +18,8 @@ mod votes;
 pub use api::{
     ChangeFeed, ChangeKind, Claim, CommentChange, CommentStore, Decide, DiscussionStore,
     DynStorage, Health, HeldStore, ImportStore, ModerationStore, MoveStore, MoveTiming, Moved,
-    PostStore, Posted, QueueEntry, Ranked, RankedOf, RankedPage, Report, Step, Storage, VoteStore,
-    Waiting, Watched,
+    NameStore, PostStore, Posted, QueueEntry, Ranked, RankedOf, RankedPage, Report, Step, Storage,
+    VoteStore, Waiting, Watched,
 };
 pub use discussions::Discussions;
 pub use router::{shard, Store};
