@@ -9,6 +9,7 @@ mod commands;
 mod database;
 mod feed;
 mod files;
+mod imports;
 mod names;
 mod otlp;
 mod posting;
@@ -24,6 +25,9 @@ pub(crate) use commands::{cost, db_commands, diff, finds, sent};
 pub(crate) use database::{server_uri, unique_db};
 pub(crate) use feed::{open_feed, posts_reported};
 pub(crate) use files::{files_with_extension, repository};
+pub(crate) use imports::{
+    disqus_export, disqus_post, import_measured, threadql_file, write_gzipped,
+};
 pub(crate) use names::{refusal_of, refused_within, CREATE_AS};
 pub(crate) use otlp::{dump, Collector, ReceivedSpan};
 pub(crate) use posting::{load_discussion, post_in};
