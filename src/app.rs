@@ -379,6 +379,10 @@ impl App {
         log_jwt_keys(config, &keys);
         log_page_origins(config);
         let services = services(config, store.clone(), words, &key);
+        services
+            .load_reserved_names()
+            .await
+            .context("cannot read the reserved names")?;
         let api = Api::new(store.clone(), keys, config.into(), services);
         let connections = Connections::new(connection_cap(config));
         let listener = TcpListener::bind(config.listen)

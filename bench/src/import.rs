@@ -151,7 +151,7 @@ pub(crate) async fn timed(
 }
 
 /// `VmHWM` of a `/proc/<pid>/status` file, in kB.
-fn high_water_kb(file: &str) -> Option<u64> {
+pub(crate) fn high_water_kb(file: &str) -> Option<u64> {
     let text = std::fs::read_to_string(file).ok()?;
     let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()

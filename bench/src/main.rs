@@ -1,5 +1,6 @@
 //! threadql-bench: compares the storage layouts and the GraphQL overhead on generated discussions.
 
+mod bombs;
 mod charts;
 mod client;
 mod fanout;
@@ -193,6 +194,12 @@ struct Args {
     /// Comments of the ranked deep-offset probe's discussion [default: 20000; quick: 2000].
     #[arg(long)]
     ranked_comments: Option<usize>,
+    /// Measure only the import bombs: the peak memory of `threadql import --dry-run` on a
+    /// gzipped Disqus file nested 20 000 deep and on one holding a 50 MB text (no database
+    /// needed). `--server-bin` picks the binary, so two builds can be compared; the results go
+    /// to `--out` as JSON and to standard output as a table.
+    #[arg(long)]
+    import_bombs: bool,
     /// Comments of the import throughput's file [default: 100000; quick: 2000].
     #[arg(long)]
     import_comments: Option<usize>,
@@ -321,6 +328,7 @@ async fn main() -> std::process::ExitCode {
         (None, None) if args.vote_throughput => run_votes(&args).await,
         (None, None) if args.import_throughput => run_import(&args).await,
         (None, None) if args.ranked_offset => run_ranked_offset(&args).await,
+        (None, None) if args.import_bombs => run_bombs(&args).await,
         (None, None) if args.hot_discussion => run_hot(&args).await,
         (None, None) => run(args).await,
     };
@@ -533,6 +541,40 @@ async fn run_import(args: &Args) -> anyhow::Result<()> {
     let json = serde_json::json!({
         "kind": "import",
         "database": described,
+        "machine": Machine::detect(),
+        "runs": runs,
+    });
+    if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(&args.out, serde_json::to_string_pretty(&json)?)?;
+    Ok(())
+}
+
+/// `--import-bombs`: the peak memory of imports of the two bomb files.
+async fn run_bombs(args: &Args) -> anyhow::Result<()> {
+    let server_bin = server::locate(args.server_bin.as_deref())?;
+    let dir = std::env::temp_dir().join(format!("threadql-bench-bombs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).context("cannot create a directory for the files")?;
+    let measured = bombs::measure(&server_bin, &dir).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    let runs = measured?;
+    println!("| bomb | file bytes | exit | seconds | peak RSS MB | said |");
+    println!("|---|---:|---|---:|---:|---|");
+    for r in &runs {
+        println!(
+            "| {} | {} | {} | {:.1} | {:.1} | {} |",
+            r.bomb,
+            r.file_bytes,
+            if r.succeeded { "ok" } else { "error" },
+            r.seconds,
+            r.peak_rss_mb,
+            r.said.trim()
+        );
+    }
+    let json = serde_json::json!({
+        "kind": "import-bombs",
+        "server_bin": server_bin.display().to_string(),
         "machine": Machine::detect(),
         "runs": runs,
     });

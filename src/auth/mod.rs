@@ -17,7 +17,7 @@ use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{decode, encode, Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
-use crate::domain::Author;
+use crate::domain::{check_identity, Author};
 
 /// The secret used when none is configured. Anyone can mint tokens with it: development only.
 pub const DEV_SECRET: &str = "threadql-development-secret-do-not-use-in-production";
@@ -63,7 +63,7 @@ pub enum AuthState {
 }
 
 /// Why a bearer token was refused. The messages go to clients: they never hold key material.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Rejection {
     /// The header is not `Bearer <token>`.
     #[error("the Authorization header must be `Bearer <token>`")]
@@ -104,6 +104,10 @@ pub enum Rejection {
     /// `sub` or `name` is blank.
     #[error("the token's `sub` and `name` must not be empty")]
     EmptyIdentity,
+    /// `sub` is not a user id `banUser` accepts, or `name` not a name the service shows (see
+    /// `domain::check_identity`).
+    #[error("the token's identity is refused (`sub` is its user id, `name` its name): {0}")]
+    Identity(String),
 }
 
 /// Why keys could not be built from the configuration, or a token could not be minted.
@@ -456,6 +460,8 @@ impl JwtKeys {
         if sub.trim().is_empty() || name.trim().is_empty() {
             return Err(Rejection::EmptyIdentity);
         }
+        // The one identity rule: an id every ban can name, a name the service may show.
+        check_identity(&sub, &name).map_err(|e| Rejection::Identity(e.to_string()))?;
         let roles = claims.roles.unwrap_or_default();
         let viewer = Viewer {
             moderator: roles.iter().any(|r| r == "moderator"),

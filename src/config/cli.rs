@@ -131,7 +131,19 @@ pub struct ImportArgs {
     /// Read the file and print the report without writing anything.
     #[arg(long)]
     pub dry_run: bool,
+    /// The most bytes a gzipped file may expand to: past it the import stops with an error
+    /// (the flag wins over the variable).
+    #[arg(
+        long,
+        env = "THREADQL_IMPORT_MAX_EXPANDED",
+        default_value_t = DEFAULT_MAX_EXPANDED,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub max_expanded: u64,
 }
+
+/// The default of `threadql import --max-expanded` (`THREADQL_IMPORT_MAX_EXPANDED`): 10 GB.
+pub(crate) const DEFAULT_MAX_EXPANDED: u64 = 10_000_000_000;
 
 /// Arguments of `threadql token`.
 #[derive(Debug, Clone, Args)]

@@ -3,6 +3,7 @@
 //! of those a moderator made ([`Event::logged`]).
 
 use super::moderation::{Ban, Logged, ModerationAction, Reason, ReportReason, UserId};
+use super::names::DisplayName;
 use super::{
     Author, Comment, DiscussionId, DiscussionUpdate, Layout, Micros, ModerationMode, Slug,
 };
@@ -170,6 +171,22 @@ pub enum Event {
         /// The user.
         user: UserId,
     },
+    /// A moderator reserved a display name.
+    NameReserved {
+        /// The moderator, and when.
+        acted: Acted,
+        /// The name as reserved.
+        name: DisplayName,
+        /// Why, as the moderator wrote it.
+        reason: Option<Reason>,
+    },
+    /// A moderator released a reserved display name.
+    NameReleased {
+        /// The moderator, and when.
+        acted: Acted,
+        /// The name as it was reserved.
+        name: DisplayName,
+    },
 }
 
 /// The kinds of event, by the names other services know them by.
@@ -205,6 +222,10 @@ pub enum EventType {
     UserBanned,
     /// `user.unbanned`
     UserUnbanned,
+    /// `name.reserved`
+    NameReserved,
+    /// `name.released`
+    NameReleased,
 }
 
 impl EventType {
@@ -226,6 +247,8 @@ impl EventType {
             EventType::DiscussionMoved => "discussion.moved",
             EventType::UserBanned => "user.banned",
             EventType::UserUnbanned => "user.unbanned",
+            EventType::NameReserved => "name.reserved",
+            EventType::NameReleased => "name.released",
         }
     }
 }
@@ -248,7 +271,9 @@ impl Event {
             | Event::ModerationChanged { acted, .. }
             | Event::DiscussionMoved { acted, .. }
             | Event::UserBanned { acted, .. }
-            | Event::UserUnbanned { acted, .. } => acted,
+            | Event::UserUnbanned { acted, .. }
+            | Event::NameReserved { acted, .. }
+            | Event::NameReleased { acted, .. } => acted,
         }
     }
 
@@ -270,6 +295,8 @@ impl Event {
             Event::DiscussionMoved { .. } => EventType::DiscussionMoved,
             Event::UserBanned { .. } => EventType::UserBanned,
             Event::UserUnbanned { .. } => EventType::UserUnbanned,
+            Event::NameReserved { .. } => EventType::NameReserved,
+            Event::NameReleased { .. } => EventType::NameReleased,
         }
     }
 
@@ -357,6 +384,12 @@ impl Event {
                 .reason(ban.reason.clone())
                 .detail(ban.term()),
             Event::UserUnbanned { user, .. } => entry(ModerationAction::Unban).user(user.clone()),
+            Event::NameReserved { name, reason, .. } => entry(ModerationAction::ReserveName)
+                .reason(reason.clone())
+                .detail(name.as_str().to_owned()),
+            Event::NameReleased { name, .. } => {
+                entry(ModerationAction::ReleaseName).detail(name.as_str().to_owned())
+            }
             _ => return None,
         })
     }

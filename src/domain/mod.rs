@@ -10,6 +10,7 @@ pub mod keys;
 pub mod lifecycle;
 pub mod markdown;
 pub mod moderation;
+pub mod names;
 pub mod paging;
 pub mod ranking;
 pub mod secrets;
@@ -31,6 +32,7 @@ pub use keys::{DiscussionKey, DiscussionTitle, DiscussionUpdate, DiscussionUrl, 
 pub use lifecycle::{Actor, Change, EditRules};
 pub use moderation::{Ban, LogEntry, Logged, ModerationAction, Reason, UserId};
 pub use moderation::{Held, Queue, ReportReason};
+pub use names::{check_identity, name_key, DisplayName, ReservedName};
 pub use paging::{Cursor, CursorKind, Page, PageArgs, Paged, Paging, Span, Window};
 pub use secrets::{KeyError, Purpose, ServerKey, SubKey};
 pub use slug::{FullSlug, Micros, Slug, SlugPart};

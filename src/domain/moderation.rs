@@ -213,6 +213,10 @@ macro_rules! moderation_actions {
             /// Corrected a discussion's title or page address (`updateDiscussion`; the detail
             /// names the fields changed).
             UpdateDiscussion = "update_discussion",
+            /// Reserved a display name (`reserveName`; the name is the entry's detail).
+            ReserveName = "reserve_name",
+            /// Released a reserved display name (`releaseName`; the name is the entry's detail).
+            ReleaseName = "release_name",
         }
     };
 }

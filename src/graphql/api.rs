@@ -178,7 +178,24 @@ impl Api {
 
     /// The caller's identity from a bearer `authorization` (an `Authorization` header value).
     pub fn authenticate(&self, authorization: Option<&str>) -> AuthState {
-        self.keys.authenticate(authorization)
+        self.authenticate_until(authorization).0
+    }
+
+    /// The caller's identity, and until when its token is accepted: the token's checks, then
+    /// the names moderators reserved (this process's copy: no database command).
+    pub(super) fn authenticate_until(
+        &self,
+        authorization: Option<&str>,
+    ) -> (AuthState, Option<u64>) {
+        match self.keys.authenticate_until(authorization) {
+            (AuthState::Authenticated(viewer), until) => {
+                match self.services.name_refusal(&viewer.author.name) {
+                    Some(why) => (AuthState::Rejected(why), None),
+                    None => (AuthState::Authenticated(viewer), until),
+                }
+            }
+            other => other,
+        }
     }
 
     /// Counts one operation of a caller against its client's allowance when the caller is not

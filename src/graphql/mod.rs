@@ -10,6 +10,7 @@ pub mod limits;
 pub mod live;
 pub mod loaders;
 mod mutation;
+mod names;
 pub mod observe;
 mod persisted;
 mod query;
@@ -33,11 +34,15 @@ use crate::service::Services;
 use crate::store::DynStorage;
 
 pub use api::{Api, RateLimited};
-pub use mutation::Mutation;
 pub use query::Query;
 pub use reads::{Reads, RequestReads};
 pub use stream::{Connection, LiveCounts};
 pub use subscription::Subscription;
+
+/// Every field is nullable: a failed mutation is `null` with its error, and the other fields of
+/// the same request keep their results (GraphQL's null propagation stops at the field).
+#[derive(async_graphql::MergedObject, Default)]
+pub struct Mutation(mutation::CoreMutation, names::NameMutation);
 
 /// The threadql schema type.
 pub type AppSchema = Schema<Query, Mutation, Subscription>;
@@ -101,7 +106,7 @@ impl Limits {
 
 /// Builds the schema (without a store and limits: enough to print the SDL).
 pub fn schema_builder() -> async_graphql::SchemaBuilder<Query, Mutation, Subscription> {
-    Schema::build(Query, Mutation, Subscription)
+    Schema::build(Query, Mutation::default(), Subscription)
         .enable_federation()
         .enable_subscription_in_federation()
 }

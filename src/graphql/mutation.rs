@@ -36,7 +36,7 @@ async fn caller(ctx: &Context<'_>, allowance: Allowance) -> async_graphql::Resul
 }
 
 /// The caller, who must be a moderator (`FORBIDDEN` otherwise).
-async fn moderator(ctx: &Context<'_>) -> async_graphql::Result<Caller> {
+pub(super) async fn moderator(ctx: &Context<'_>) -> async_graphql::Result<Caller> {
     let caller = caller(ctx, Allowance::Changes).await?;
     caller.must_moderate().gql()?;
     Ok(caller)
@@ -127,13 +127,12 @@ pub(super) struct EditCommentInput {
     pub text: String,
 }
 
-/// Writes.
-pub struct Mutation;
+/// The core writes (the reserved names' are in `names.rs`); merged into [`super::Mutation`].
+#[derive(Default)]
+pub(super) struct CoreMutation;
 
-/// Every field is nullable: a failed mutation is `null` with its error, and the other fields of
-/// the same request keep their results (GraphQL's null propagation stops at the field).
 #[Object]
-impl Mutation {
+impl CoreMutation {
     /// Creates a discussion. Any signed-in user may; one who is not a moderator gives a `key`
     /// or a `url` only with the url of a page of the allowed origins (`FORBIDDEN`, naming them,
     /// otherwise). A `key` another discussion has is `BAD_USER_INPUT`: `ensureDiscussion` gets

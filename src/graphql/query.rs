@@ -9,7 +9,7 @@ use super::error::OrGql;
 use super::loaders::{CommentKey, DiscussionRef};
 use super::types::{
     comment_by_slug, CommentConnection, CommentNode, DiscussionConnection, DiscussionNode,
-    ModerationLogConnection, ModerationQueue, PageInfo, Total,
+    ModerationLogConnection, ModerationQueue, PageInfo, ReservedNameNode, Total,
 };
 use super::{auth, reads, store, Limits};
 use crate::auth::AuthState;
@@ -17,6 +17,7 @@ use crate::domain::paging::Cursor;
 use crate::domain::{
     CursorKind, Discussion, DiscussionId, DiscussionKey, DomainError, PageArgs, Queue, Window,
 };
+use crate::service::MAX_RESERVED_NAMES;
 use crate::store::{QueueEntry, Waiting};
 
 /// Loads a discussion by client-supplied id: `BAD_USER_INPUT` if malformed, `NOT_FOUND` if unknown.
@@ -252,6 +253,21 @@ impl Query {
             .await
             .gql()?;
         Ok(Some(ModerationLogConnection(paging.finish(page))))
+    }
+
+    /// Every reserved display name, by name (at most 10 000). Moderators only.
+    async fn reserved_names(
+        &self,
+        ctx: &Context<'_>,
+    ) -> async_graphql::Result<Option<Vec<ReservedNameNode>>> {
+        moderator_reading(ctx, "the reserved names")?;
+        let names = store(ctx)
+            .names()
+            .all(MAX_RESERVED_NAMES)
+            .instrument(tracing::debug_span!("store.reservedNames"))
+            .await
+            .gql()?;
+        Ok(Some(names.into_iter().map(ReservedNameNode).collect()))
     }
 
     /// The comments waiting in a moderators' queue, oldest first (by when they entered it):

@@ -25,7 +25,7 @@ impl Api {
     /// the caller's identity from a bearer `authorization` (an `Authorization` header, or the
     /// `connection_init` payload of a WebSocket).
     pub fn connection(&self, authorization: Option<&str>, client: Option<ClientKey>) -> Connection {
-        let (auth, until) = self.keys.authenticate_until(authorization);
+        let (auth, until) = self.authenticate_until(authorization);
         let max = self
             .schema
             .data::<Limits>()

@@ -103,6 +103,13 @@ impl<R: BufRead> DisqusReader<R> {
                 reason: SkipReason::Spam,
             });
         }
+        if fields.overlong("message") {
+            return Ok(Record::Skipped {
+                discussion,
+                source_id,
+                reason: SkipReason::TooLong,
+            });
+        }
         let created = fields.text("createdAt").unwrap_or_default();
         let posted = parse_date(created).ok_or_else(|| {
             self.xml.error(format!(

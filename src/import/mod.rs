@@ -1,6 +1,7 @@
 //! `threadql import`: discussions and comments from a threadql, Disqus or WordPress file
 //! (docs/formats.md), streamed, idempotent and safe to run again after an interruption.
 
+pub mod bounded;
 pub mod disqus;
 pub mod engine;
 #[cfg(test)]
@@ -40,11 +41,12 @@ pub async fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<()> {
         max_depth: usize::try_from(config.max_depth)
             .unwrap_or(usize::MAX)
             .max(1),
+        max_text_chars: config.max_text_chars,
         dry_run: args.dry_run,
         lease: Duration::from_secs(config.move_lease_secs),
     };
     // The file is checked before anything connects: a file that cannot be opened costs nothing.
-    let input = open(&args.file)?;
+    let input = open(&args.file, args.max_expanded)?;
     let key = args.key.map(|k| match k {
         ImportKey::Identifier => KeyFrom::Identifier,
         ImportKey::Link => KeyFrom::Link,
@@ -63,6 +65,10 @@ pub async fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<()> {
             let key = app::server_key(configured, store.as_ref()).await?;
             let words = Arc::new(WordLists::default());
             let services = app::services(config, store.clone(), words, &key);
+            services
+                .load_reserved_names()
+                .await
+                .context("cannot read the reserved names")?;
             engine::import(Some(&services), items, &options, &|done, total| {
                 progress.show(done, total)
             })
@@ -84,8 +90,9 @@ pub async fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<()> {
     }
 }
 
-/// The file, or standard input for `-`; gunzipped when its name ends in `.gz`.
-fn open(file: &str) -> anyhow::Result<Box<dyn BufRead + Send>> {
+/// The file, or standard input for `-`; gunzipped when its name ends in `.gz`, to at most
+/// `max_expanded` bytes.
+fn open(file: &str, max_expanded: u64) -> anyhow::Result<Box<dyn BufRead + Send>> {
     if file == "-" {
         return Ok(Box::new(std::io::BufReader::new(std::io::stdin())));
     }
@@ -93,7 +100,8 @@ fn open(file: &str) -> anyhow::Result<Box<dyn BufRead + Send>> {
         std::fs::File::open(file).with_context(|| format!("cannot open the file {file}"))?;
     if file.ends_with(".gz") {
         let unzipped = flate2::read::GzDecoder::new(opened);
-        return Ok(Box::new(std::io::BufReader::new(unzipped)));
+        let bounded = bounded::Expansion::new(unzipped, max_expanded);
+        return Ok(Box::new(std::io::BufReader::new(bounded)));
     }
     Ok(Box::new(std::io::BufReader::new(opened)))
 }

@@ -59,6 +59,23 @@ pub enum SkipReason {
     Spam,
     /// In the trash.
     Trash,
+    /// Its text is longer than an import reads (`bounded::MAX_TEXT_BYTES`): only its start
+    /// was read, and it is left out.
+    TooLong,
+}
+
+impl SkipReason {
+    /// Why, as the report says it.
+    pub fn describe(self) -> String {
+        match self {
+            SkipReason::Spam => "marked as spam".to_owned(),
+            SkipReason::Trash => "in the trash".to_owned(),
+            SkipReason::TooLong => format!(
+                "its text is longer than {} bytes: not read past that, left out",
+                super::bounded::MAX_TEXT_BYTES
+            ),
+        }
+    }
 }
 
 /// One item of a file, in file order.

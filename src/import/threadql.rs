@@ -13,6 +13,8 @@ use crate::domain::{Author, Micros};
 pub const FORMAT: &str = "threadql";
 /// The version this build writes and reads.
 pub const VERSION: u64 = 1;
+/// The longest line a file may have, in bytes: a longer one is never held whole.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
 
 /// The first line of a file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -182,7 +184,8 @@ impl<R: BufRead> ThreadqlReader<R> {
     fn next_line(&mut self) -> Result<Option<String>, FormatError> {
         loop {
             self.buffer.clear();
-            let read = self.reader.read_line(&mut self.buffer);
+            let limit = MAX_LINE_BYTES as u64 + 1;
+            let read = std::io::Read::take(&mut self.reader, limit).read_line(&mut self.buffer);
             let n = match read {
                 Ok(n) => n,
                 Err(e) => return Err(self.error(format!("cannot be read: {e}"))),
@@ -192,6 +195,12 @@ impl<R: BufRead> ThreadqlReader<R> {
             }
             self.number += 1;
             self.position += n as u64;
+            if n > MAX_LINE_BYTES {
+                return Err(self.error(format!(
+                    "longer than {MAX_LINE_BYTES} bytes: the file is refused (a comment's line \
+                     holds its text and revisions, far less)"
+                )));
+            }
             if !self.buffer.trim().is_empty() {
                 return Ok(Some(std::mem::take(&mut self.buffer)));
             }

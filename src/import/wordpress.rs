@@ -206,6 +206,14 @@ impl<R: BufRead> WordPressReader<R> {
             }
             _ => CommentStatus::Pending,
         };
+        if fields.overlong("wp:comment_content") {
+            self.ready.push_back(Record::Skipped {
+                discussion,
+                source_id,
+                reason: SkipReason::TooLong,
+            });
+            return Ok(());
+        }
         let posted = fields
             .text("wp:comment_date_gmt")
             .and_then(parse_date)

@@ -1,14 +1,22 @@
 //! The streaming XML layer the Disqus and WordPress readers share: owned events with entity
-//! references resolved, and a truncated file or a wrong root element reported as a
-//! [`FormatError`].
+//! references resolved, and a truncated file, a wrong root element or nesting deeper than
+//! [`MAX_DEPTH`] reported as a [`FormatError`]. Texts are cut as they are read (see
+//! `bounded::CutTexts`): a field longer than [`MAX_TEXT_BYTES`] is only known to be too long.
 
 use std::io::BufRead;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use quick_xml::events::{BytesRef, Event};
 use quick_xml::{Reader, XmlVersion};
 
+use super::bounded::{CutTexts, MAX_TEXT_BYTES};
 use super::html::named_entity;
 use super::source::FormatError;
+
+/// The deepest elements may nest (an export nests about 5 levels): a deeper file is refused,
+/// before its nesting costs anything.
+pub(crate) const MAX_DEPTH: usize = 256;
 
 /// One event of the file, owned.
 #[derive(Debug)]
@@ -28,7 +36,11 @@ pub(crate) enum XmlEvent {
 
 /// A file read event by event, holding no more than the current event.
 pub(crate) struct XmlStream<R> {
-    reader: Reader<R>,
+    reader: Reader<CutTexts<R>>,
+    /// Texts cut so far by the reader's input.
+    cuts: Arc<AtomicU64>,
+    /// Whether the last text event was cut.
+    last_cut: bool,
     buf: Vec<u8>,
     format: &'static str,
     root: &'static str,
@@ -39,12 +51,16 @@ pub(crate) struct XmlStream<R> {
 impl<R: BufRead> XmlStream<R> {
     /// Reads `reader` as a `format` file whose root element must be `root`.
     pub(crate) fn new(reader: R, format: &'static str, root: &'static str) -> Self {
-        let mut reader = Reader::from_reader(reader);
+        let cut = CutTexts::new(reader);
+        let cuts = cut.cuts();
+        let mut reader = Reader::from_reader(cut);
         let config = reader.config_mut();
         config.expand_empty_elements = true;
         config.check_end_names = true;
         XmlStream {
             reader,
+            cuts,
+            last_cut: false,
             buf: Vec::new(),
             format,
             root,
@@ -72,7 +88,10 @@ impl<R: BufRead> XmlStream<R> {
     pub(crate) fn next(&mut self) -> Result<Option<XmlEvent>, FormatError> {
         loop {
             self.buf.clear();
-            let event = match self.reader.read_event_into(&mut self.buf) {
+            let cuts = self.cuts.load(Ordering::SeqCst);
+            let read = self.reader.read_event_into(&mut self.buf);
+            self.last_cut = self.cuts.load(Ordering::SeqCst) != cuts;
+            let event = match read {
                 Ok(event) => event,
                 Err(error) => {
                     return Err(FormatError {
@@ -98,6 +117,12 @@ impl<R: BufRead> XmlStream<R> {
                                 self.root, self.format
                             )));
                         }
+                    }
+                    if self.depth >= MAX_DEPTH {
+                        return Err(self.error(format!(
+                            "<{name}> nests deeper than {MAX_DEPTH} elements: the file is refused \
+                             (an export nests about 5)"
+                        )));
                     }
                     let mut attrs = Vec::new();
                     for attr in start.attributes() {
@@ -172,7 +197,8 @@ impl<R: BufRead> XmlStream<R> {
         }
     }
 
-    /// The text of the element just started, up to its end (the text of its descendants too).
+    /// The text of the element just started, up to its end (the text of its descendants too),
+    /// cut after [`MAX_TEXT_BYTES`].
     pub(crate) fn read_text(&mut self) -> Result<String, FormatError> {
         let mut text = String::new();
         let mut open = 1usize;
@@ -180,7 +206,9 @@ impl<R: BufRead> XmlStream<R> {
             match self.next_inside()? {
                 XmlEvent::Start { .. } => open += 1,
                 XmlEvent::End => open -= 1,
-                XmlEvent::Text(more) => text.push_str(&more),
+                XmlEvent::Text(more) => {
+                    append_capped(&mut text, &more);
+                }
             }
         }
         Ok(text)
@@ -215,6 +243,7 @@ impl<R: BufRead> XmlStream<R> {
                         path,
                         attrs,
                         text: String::new(),
+                        overlong: false,
                     });
                 }
                 XmlEvent::End => {
@@ -223,13 +252,31 @@ impl<R: BufRead> XmlStream<R> {
                     }
                 }
                 XmlEvent::Text(text) => {
+                    let cut = self.last_cut;
                     if let Some(field) = open.last().and_then(|&at| fields.entries.get_mut(at)) {
-                        field.text.push_str(&text);
+                        let whole = append_capped(&mut field.text, &text);
+                        field.overlong |= cut || !whole;
                     }
                 }
             }
         }
     }
+}
+
+/// Appends `more` to `text` as far as [`MAX_TEXT_BYTES`] allows (at a character boundary);
+/// false when some was left out.
+fn append_capped(text: &mut String, more: &str) -> bool {
+    let room = MAX_TEXT_BYTES.saturating_sub(text.len());
+    if more.len() <= room {
+        text.push_str(more);
+        return true;
+    }
+    let mut end = room;
+    while !more.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.push_str(&more[..end]);
+    false
 }
 
 /// An entity or character reference as text (an unknown one stays as written).
@@ -253,6 +300,8 @@ struct Field {
     path: String,
     attrs: Vec<(String, String)>,
     text: String,
+    /// Its text was longer than [`MAX_TEXT_BYTES`]: `text` holds only its start.
+    overlong: bool,
 }
 
 impl Fields {
@@ -267,6 +316,15 @@ impl Fields {
             .iter()
             .find(|field| field.path == path)
             .map(|field| field.text.as_str())
+    }
+
+    /// Whether the text of the first element at `path` was longer than [`MAX_TEXT_BYTES`]
+    /// (only its start was kept).
+    pub(crate) fn overlong(&self, path: &str) -> bool {
+        self.entries
+            .iter()
+            .find(|field| field.path == path)
+            .is_some_and(|field| field.overlong)
     }
 
     /// The trimmed text at `path`, `None` when absent or empty.

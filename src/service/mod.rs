@@ -8,6 +8,7 @@ pub mod closing;
 mod comments;
 mod discussions;
 mod moderation;
+mod names;
 mod pages;
 pub mod sink;
 mod votes;
@@ -29,6 +30,7 @@ pub use caller::{Allowance, Caller};
 pub use comments::{NewPost, Posted};
 pub use discussions::Creating;
 pub use moderation::Approved;
+pub use names::{MAX_RESERVED_NAMES, NAMES_REFRESH};
 pub use pages::PageOrigins;
 pub use sink::{EventFeed, EventSink, ModerationLog, Sinks};
 
@@ -74,6 +76,7 @@ pub struct Services {
     sink: Arc<dyn EventSink>,
     feed: EventFeed,
     pages: Arc<PageOrigins>,
+    names: names::NameCopy,
 }
 
 impl Services {
@@ -89,6 +92,7 @@ impl Services {
         let mut sinks = sinks;
         sinks.push(Arc::new(feed.clone()));
         Self {
+            names: names::NameCopy::new(storage.clone()),
             storage,
             changes: Arc::new(Limiter::new(rules.change_rate)),
             votes: Arc::new(Limiter::new(rules.vote_rate)),

@@ -19,8 +19,8 @@ mod votes;
 pub use api::{
     ChangeFeed, ChangeKind, Claim, CommentChange, CommentStore, Decide, DiscussionStore,
     DynStorage, Health, HeldStore, ImportStore, KeyedGuests, ModerationStore, MoveStore,
-    MoveTiming, Moved, PostStore, Posted, QueueEntry, Ranked, RankedOf, RankedPage, Report,
-    ServerStore, Step, Storage, VoteStore, Waiting, Watched,
+    MoveTiming, Moved, NameStore, PostStore, Posted, QueueEntry, Ranked, RankedOf, RankedPage,
+    Report, ServerStore, Step, Storage, VoteStore, Waiting, Watched,
 };
 pub use discussions::Discussions;
 pub use router::{shard, Store};

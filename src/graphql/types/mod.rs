@@ -14,6 +14,7 @@ pub use discussion::{
 };
 pub use moderation::{
     BanNode, ModerationAction, ModerationLogConnection, ModerationLogEdge, ModerationLogEntry,
+    ReservedNameNode,
 };
 
 /// How a discussion's comments are stored.

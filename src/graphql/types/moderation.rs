@@ -162,3 +162,30 @@ impl ModerationLogConnection {
         }
     }
 }
+
+/// A display name a moderator reserved: no token may carry it (in any spelling with the same
+/// letters, case, width and invisible characters aside) until it is released.
+pub struct ReservedNameNode(pub crate::domain::ReservedName);
+
+#[Object(name = "ReservedName")]
+impl ReservedNameNode {
+    /// The name as the moderator wrote it.
+    async fn name(&self) -> &str {
+        self.0.name.as_str()
+    }
+
+    /// Why, as the moderator wrote it.
+    async fn reason(&self) -> Option<&str> {
+        self.0.reason.as_ref().map(|r| r.as_str())
+    }
+
+    /// The moderator who reserved it.
+    async fn by(&self) -> Author {
+        Author::from(&self.0.by)
+    }
+
+    /// When it was reserved.
+    async fn at(&self) -> DateTime<Utc> {
+        self.0.at.to_datetime()
+    }
+}

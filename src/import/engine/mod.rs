@@ -11,11 +11,13 @@
 //! say which source ids were imported: a run stopped at any point and made again ends with
 //! the file's content, once.
 //!
-//! The steps have modules of their own: `spill` (the first pass), `from_source` and
-//! `from_threadql` (a discussion prepared), `write` (a discussion written).
+//! The steps have modules of their own: `spill` (the first pass), `screen` (the rules a post
+//! follows), `from_source` and `from_threadql` (a discussion prepared), `write` (a discussion
+//! written).
 
 mod from_source;
 mod from_threadql;
+mod screen;
 mod spill;
 mod write;
 
@@ -49,6 +51,8 @@ pub struct Options {
     pub default_layout: Layout,
     /// The depth cap replies are placed under.
     pub max_depth: usize,
+    /// The longest comment text, in characters (`THREADQL_MAX_TEXT_CHARS`), as for a post.
+    pub max_text_chars: usize,
     /// Read and report, write nothing.
     pub dry_run: bool,
     /// How long a fence left by a stopped import or move may last (waited out, then taken).
@@ -74,6 +78,9 @@ pub struct Report {
     pub trash: u64,
     /// Replies whose parent is not in the file: imported at the top level.
     pub orphans: Vec<String>,
+    /// Comments left out and votes dropped by the rules a post follows (text, author, a
+    /// self-vote, a text too long to read), and why.
+    pub refused: Vec<String>,
     /// What could not be imported, and why.
     pub problems: Vec<String>,
 }
@@ -97,6 +104,8 @@ impl Report {
             format!("orphans: {}", self.orphans.len()),
         ];
         lines.extend(self.orphans.iter().map(|o| format!("  orphan {o}")));
+        lines.push(format!("refused: {}", self.refused.len()));
+        lines.extend(self.refused.iter().map(|r| format!("  refused {r}")));
         lines.push(format!("problems: {}", self.problems.len()));
         lines.extend(self.problems.iter().map(|p| format!("  problem: {p}")));
         lines
@@ -148,11 +157,16 @@ pub async fn import(
     let Plan {
         discussions,
         mut spill,
-    } = first_pass(items, &mut report)?;
+    } = first_pass(items, options.format, &mut report)?;
+    let screen = screen::Screen {
+        max_text_chars: options.max_text_chars,
+        services,
+    };
     let total = discussions.len() as u64;
     let operator = services.map(|s| s.operator("import"));
     for (n, planned) in discussions.into_iter().enumerate() {
         let entries = read_back(&mut spill, &planned.entries)?;
+        let entries = screen.entries(planned.head.source_id(), entries, options, &mut report);
         let prepared = match &planned.head {
             Head::Source(head) => prepare_source(head, entries, options, &mut report),
             Head::Line(head) => prepare_line(head, entries, options, &mut report),

@@ -26,7 +26,8 @@ pub(super) enum Head {
 }
 
 impl Head {
-    fn source_id(&self) -> &str {
+    /// The file's id for the discussion.
+    pub(super) fn source_id(&self) -> &str {
         match self {
             Head::Source(d) => &d.source_id,
             Head::Line(d) => &d.id,
@@ -50,6 +51,7 @@ pub(super) struct Plan {
 /// and votes aside.
 pub(super) fn first_pass(
     items: impl Iterator<Item = Result<Item, FormatError>>,
+    format: &str,
     report: &mut Report,
 ) -> anyhow::Result<Plan> {
     let spill = tempfile::tempfile().context("cannot create a temporary file for the import")?;
@@ -78,10 +80,18 @@ pub(super) fn first_pass(
                 );
                 continue;
             }
-            Item::Source(Record::Skipped { reason, .. }) => {
+            Item::Source(Record::Skipped {
+                reason,
+                discussion,
+                source_id,
+            }) => {
                 match reason {
                     SkipReason::Spam => report.spam += 1,
                     SkipReason::Trash => report.trash += 1,
+                    SkipReason::TooLong => report.refused.push(format!(
+                        "{format} {source_id} in discussion {discussion}: {}",
+                        reason.describe()
+                    )),
                 }
                 continue;
             }

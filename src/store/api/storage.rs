@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::{
     ChangeFeed, CommentStore, DiscussionStore, Health, HeldStore, ImportStore, ModerationStore,
-    MoveStore, PostStore, ServerStore, VoteStore,
+    MoveStore, NameStore, PostStore, ServerStore, VoteStore,
 };
 use crate::domain::Layout;
 use crate::store::shared::error::StoreResult;
@@ -18,6 +18,9 @@ pub trait Storage: Send + Sync {
 
     /// Bans, the moderators seen acting, and the moderation log.
     fn moderation(&self) -> &dyn ModerationStore;
+
+    /// The display names moderators reserved.
+    fn names(&self) -> &dyn NameStore;
 
     /// Held comments (waiting for a moderator), shared by every layout.
     fn held(&self) -> &dyn HeldStore;

@@ -13,8 +13,10 @@
 //!   at either end; nothing is skipped and no read is cut short by a limit. An entry whose
 //!   number was taken but that was never written (a failure between the two commands) leaves a
 //!   gap, which a page reads past.
+//! * `reserved_names` (`names`): the display names moderators reserved.
 
 pub(crate) mod held;
+pub(crate) mod names;
 
 use std::collections::{HashMap, HashSet};
 use std::future::IntoFuture;

@@ -26,8 +26,9 @@ use crate::store::api::MoveTiming;
 use crate::store::api::{
     ChangeFeed, Health, ImportStore, MoveStore, PostStore, ServerStore, VoteStore,
 };
-use crate::store::api::{CommentStore, DiscussionStore, ModerationStore, Storage};
+use crate::store::api::{CommentStore, DiscussionStore, ModerationStore, NameStore, Storage};
 use crate::store::moderation::held::HeldComments;
+use crate::store::moderation::names::ReservedNames;
 use crate::store::moderation::Moderation;
 use crate::store::moves::migrate;
 use crate::store::shared::connect::{self, Connection, StoreConfig};
@@ -46,6 +47,7 @@ pub struct Store {
     /// The read cache of hot discussions; none when it is off.
     cache: Option<Cached>,
     moderation: Moderation,
+    names: ReservedNames,
     votes: VoteBook,
     imports: crate::store::moves::imports::Imports,
     server: crate::store::server::ServerDocs,
@@ -105,6 +107,7 @@ impl Store {
         layouts.ensure_indexes().await?;
         // Moderation's collections are read and written by `_id` only: no index of their own.
         let moderation = Moderation::new(&db, &commands);
+        let names = ReservedNames::new(&db, &commands);
         let votes = VoteBook::new(&db, &commands);
         votes.ensure_indexes().await?;
         let imports = crate::store::moves::imports::Imports::new(&db, &commands);
@@ -128,6 +131,7 @@ impl Store {
             layouts,
             cache,
             moderation,
+            names,
             votes,
             imports,
             server,
@@ -176,6 +180,10 @@ impl Storage for Store {
 
     fn moderation(&self) -> &dyn ModerationStore {
         &self.moderation
+    }
+
+    fn names(&self) -> &dyn NameStore {
+        &self.names
     }
 
     fn held(&self) -> &dyn HeldStore {

@@ -74,7 +74,7 @@ pub const SHARD_KEYS: [ShardKey; 9] = [
 
 /// The collections left unsharded, each with the reason: small, and read and written by `_id`
 /// alone (so every command goes to the one shard that holds the collection).
-pub const UNSHARDED: [(&str, &str); 7] = [
+pub const UNSHARDED: [(&str, &str); 8] = [
     (
         crate::store::moderation::held::COLLECTION,
         "comments waiting for a moderator and the queue entries of public ones: as many as \
@@ -95,6 +95,10 @@ pub const UNSHARDED: [(&str, &str); 7] = [
     (
         Moderation::LOG,
         "moderator actions, read in ranges of `_id` (the entry's number)",
+    ),
+    (
+        crate::store::moderation::names::COLLECTION,
+        "one small document per reserved display name, read whole and written by `_id`",
     ),
     (
         Moderation::COUNTERS,

@@ -2,6 +2,8 @@
 //! or bounded now.
 
 mod guests;
+mod identities;
+mod imports;
 mod offsets;
 mod surface;
 mod surface_pages;

@@ -3,7 +3,8 @@
 //! real socket (`server`), `threadql serve` as a process (`process`), tokens (`tokens`), posting
 //! (`posting`), reading responses (`responses`), the change feed (`feed`), command counting
 //! (`commands`), live connections with chosen headers (`live_origin`), an OpenTelemetry collector
-//! (`otlp`), the repository's own files (`files`) and imported guests' ids as stored (`guests`).
+//! (`otlp`), the repository's own files (`files`), imported guests' ids as stored (`guests`),
+//! import files and their measured runs (`imports`) and reserved names (`names`).
 
 mod app;
 mod commands;
@@ -11,7 +12,9 @@ mod database;
 mod feed;
 mod files;
 mod guests;
+mod imports;
 mod live_origin;
+mod names;
 mod otlp;
 mod posting;
 mod process;
@@ -30,7 +33,11 @@ pub(crate) use guests::{
     fixture_unkeyed_ids, import_fixture_path, keyed_guest_ids, served_guest_ids, stored_strings,
     threadql_against, write_as_before_keyed_ids, OTHER_ID_KEY, TEST_ID_KEY,
 };
+pub(crate) use imports::{
+    disqus_export, disqus_post, import_measured, threadql_file, write_gzipped,
+};
 pub(crate) use live_origin::{live_status, LiveKind};
+pub(crate) use names::{refusal_of, refused_within, CREATE_AS};
 pub(crate) use otlp::{dump, Collector, ReceivedSpan};
 pub(crate) use posting::{load_discussion, post_in};
 pub(crate) use process::Process;
