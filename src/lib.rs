@@ -43,6 +43,29 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Migrate(args) => migrate::run(&cli.config, &args).await,
         Command::Export(args) => export::run(&cli.config, &args).await,
         Command::Import(args) => import::run(&cli.config, &args).await,
+        Command::RenderHtml(args) => {
+            let (store, embedded) = app::connect(&cli.config).await?;
+            let words = std::sync::Arc::new(domain::WordLists::default());
+            let services = app::services(&cli.config, store, words);
+            let progress = |done: &service::Filled| {
+                if done.discussions.is_multiple_of(100) {
+                    eprintln!(
+                        "{} discussions read, {} HTML stored",
+                        done.discussions, done.stored
+                    );
+                }
+            };
+            let filled = services.fill_html(args.batch as usize, &progress).await;
+            if let Some(db) = embedded {
+                db.stop().await;
+            }
+            let filled = filled?;
+            println!(
+                "discussions: {}\ncomments: {}\nHTML stored: {}\nchanged meanwhile: {}",
+                filled.discussions, filled.comments, filled.stored, filled.changed
+            );
+            Ok(())
+        }
         Command::ShardSetup => {
             let (store, embedded) = app::connect(&cli.config).await?;
             let done = store.shard_setup().await;

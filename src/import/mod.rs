@@ -40,6 +40,7 @@ pub async fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<()> {
         max_depth: usize::try_from(config.max_depth)
             .unwrap_or(usize::MAX)
             .max(1),
+        max_markdown_depth: config.max_markdown_depth as usize,
         dry_run: args.dry_run,
         lease: Duration::from_secs(config.move_lease_secs),
     };

@@ -8,6 +8,7 @@ pub mod closing;
 mod comments;
 mod discussions;
 mod moderation;
+mod render;
 pub mod sink;
 mod votes;
 
@@ -28,6 +29,7 @@ pub use caller::{Allowance, Caller};
 pub use comments::{NewPost, Posted};
 pub use discussions::Creating;
 pub use moderation::Approved;
+pub use render::Filled;
 pub use sink::{EventFeed, EventSink, ModerationLog, Sinks};
 
 /// The rules the workflows follow, from config.
@@ -35,6 +37,8 @@ pub use sink::{EventFeed, EventSink, ModerationLog, Sinks};
 pub struct Rules {
     /// Longest comment text, in characters.
     pub max_text_chars: usize,
+    /// Deepest nesting of block quotes and lists in a comment text, together.
+    pub max_markdown_depth: usize,
     /// Layout of discussions created without one.
     pub default_layout: Layout,
     /// How discussions moderate until a moderator sets it for one.
@@ -67,6 +71,7 @@ pub struct Services {
     changes: Arc<Limiter<String>>,
     votes: Arc<Limiter<String>>,
     closing: closing::Closing,
+    renderer: render::Renderer,
     sink: Arc<dyn EventSink>,
     feed: EventFeed,
 }
@@ -90,6 +95,7 @@ impl Services {
             changes: Arc::new(Limiter::new(rules.change_rate)),
             votes: Arc::new(Limiter::new(rules.vote_rate)),
             closing: closing::Closing::default(),
+            renderer: render::Renderer::new(rules.max_markdown_depth),
             sink: Arc::new(Sinks(sinks)),
             feed,
         }

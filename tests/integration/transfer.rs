@@ -122,6 +122,7 @@ fn options(format: &'static str, layout: Option<Layout>) -> Options {
         layout,
         default_layout: Layout::PerComment,
         max_depth: 8,
+        max_markdown_depth: 16,
         dry_run: false,
         lease: std::time::Duration::from_secs(2),
     }

@@ -16,6 +16,7 @@
 
 mod from_source;
 mod from_threadql;
+mod markdown;
 mod spill;
 mod write;
 
@@ -49,6 +50,8 @@ pub struct Options {
     pub default_layout: Layout,
     /// The depth cap replies are placed under.
     pub max_depth: usize,
+    /// Deepest nesting of block quotes and lists in a text (deeper ones are flattened).
+    pub max_markdown_depth: usize,
     /// Read and report, write nothing.
     pub dry_run: bool,
     /// How long a fence left by a stopped import or move may last (waited out, then taken).
@@ -74,6 +77,8 @@ pub struct Report {
     pub trash: u64,
     /// Replies whose parent is not in the file: imported at the top level.
     pub orphans: Vec<String>,
+    /// Texts whose Markdown nested too deep: imported flattened.
+    pub flattened: Vec<String>,
     /// What could not be imported, and why.
     pub problems: Vec<String>,
 }
@@ -97,6 +102,8 @@ impl Report {
             format!("orphans: {}", self.orphans.len()),
         ];
         lines.extend(self.orphans.iter().map(|o| format!("  orphan {o}")));
+        lines.push(format!("flattened: {}", self.flattened.len()));
+        lines.extend(self.flattened.iter().map(|f| format!("  flattened {f}")));
         lines.push(format!("problems: {}", self.problems.len()));
         lines.extend(self.problems.iter().map(|p| format!("  problem: {p}")));
         lines
@@ -144,6 +151,9 @@ pub async fn import(
                 continue;
             }
         };
+        let (prepared, flattened) =
+            markdown::fit_texts(prepared, options, services.is_some() && !options.dry_run).await?;
+        report.flattened.extend(flattened);
         report.comments += (prepared.comments.len() + prepared.held.len()) as u64;
         report.votes += prepared.votes.len() as u64;
         if let (Some(services), Some(operator), false) = (services, &operator, options.dry_run) {
