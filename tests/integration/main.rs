@@ -42,6 +42,7 @@ mod orphans;
 mod paging;
 mod persisted;
 mod pinning;
+mod probe;
 mod properties;
 mod reports;
 mod sequence;

@@ -1,8 +1,10 @@
 //! Test support, the one home of what tests share: one dev database server per test run and a
 //! fresh database per test (`database`), the test app and its settings (`app`), servers on a
-//! real socket (`server`), `threadql serve` as a process (`process`), tokens (`tokens`), posting
-//! (`posting`), reading responses (`responses`), the change feed (`feed`), command counting
-//! (`commands`), an OpenTelemetry collector (`otlp`) and the repository's own files (`files`).
+//! real socket (`server`) and what a probe does on them (`probing`), `threadql serve` as a
+//! process (`process`), tokens (`tokens`), posting (`posting`), reading responses
+//! (`responses`), the change feed (`feed`), command counting (`commands`), an OpenTelemetry
+//! collector (`otlp`), the repository's own files (`files`) and comments as the database stores
+//! them (`stored`).
 
 mod app;
 mod commands;
@@ -11,9 +13,11 @@ mod feed;
 mod files;
 mod otlp;
 mod posting;
+mod probing;
 mod process;
 mod responses;
 mod server;
+mod stored;
 mod tokens;
 
 pub(crate) use app::{
@@ -25,12 +29,16 @@ pub(crate) use feed::{open_feed, posts_reported};
 pub(crate) use files::{files_with_extension, repository};
 pub(crate) use otlp::{dump, Collector, ReceivedSpan};
 pub(crate) use posting::{load_discussion, post_in};
+pub(crate) use probing::{
+    comment_over_http, deepest_lists, discussion_over_http, threadql_against,
+};
 pub(crate) use process::Process;
 pub(crate) use responses::{error_message, node_slugs, outcome, outcomes};
 pub(crate) use server::{
     graphql_data, graphql_data_at, metric, metric_from, one_shot_client, post_graphql, series,
     server_config, sha256_hex, Running, Scrape,
 };
+pub(crate) use stored::{rewrite_stored_comment, stored_comment, Home};
 pub(crate) use tokens::{
     ec_token, fixture, moderator_token, now, rsa_key, rsa_token, sign, sign_key, sign_with, token,
     unsigned, Claims, SECRET,
