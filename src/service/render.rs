@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use tokio::sync::Semaphore;
+use tracing::Instrument as _;
 
 use super::Services;
 use crate::domain::paging::Cursor;
@@ -68,10 +69,11 @@ impl Services {
 
     /// The HTML of `comment` of `discussion` (`held`: a held comment, stored outside the
     /// layouts): the stored HTML, or, for a comment stored before HTML was stored with
-    /// comments, its text rendered now and stored with it (while the text is still the one
-    /// rendered), so that it is rendered once. Storing it is a quiet change: what the public
-    /// sees does not change, the read cache forgets the discussion, live subscribers hear
-    /// nothing. A failed store is logged, and the HTML served all the same. `None` without text.
+    /// comments, its text rendered now, and stored with it by a task of its own (while the
+    /// text is still the one rendered), so that it is rendered once; the read does not wait
+    /// for that write (which waits out a move of the discussion). Storing it is a quiet
+    /// change: what the public sees does not change, the read cache forgets the discussion,
+    /// live subscribers hear nothing. A failed store is logged. `None` without text.
     pub async fn html_of(
         &self,
         discussion: &Discussion,
@@ -85,12 +87,18 @@ impl Services {
             return Ok(Some(html.clone()));
         }
         let html = self.render(text).await?;
-        let stored = self
-            .store_html(discussion, &comment.slug, text, &html, held)
-            .await;
-        if let Err(err) = stored {
-            tracing::warn!(discussion = %discussion.id, slug = %comment.slug, error = %err, "could not store the HTML of a comment stored without it");
-        }
+        let services = self.clone();
+        let (discussion, slug) = (discussion.clone(), comment.slug.clone());
+        let (text, stored) = (text.to_owned(), html.clone());
+        let store = async move {
+            let done = services
+                .store_html(&discussion, &slug, &text, &stored, held)
+                .await;
+            if let Err(err) = done {
+                tracing::warn!(discussion = %discussion.id, %slug, error = %err, "could not store the HTML of a comment stored without it");
+            }
+        };
+        tokio::spawn(store.in_current_span());
         Ok(Some(html))
     }
 

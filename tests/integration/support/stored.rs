@@ -137,3 +137,16 @@ pub(crate) async fn rewrite_stored_comment(
         .expect("rewrite a stored comment");
     assert_eq!(done.matched_count, 1, "{home:?} {d} {slug}");
 }
+
+/// The stored document of comment `slug` of discussion `d` once it has HTML: a comment read
+/// without it stores it by a write of its own, after the read (100 looks, 50 ms apart).
+pub(crate) async fn stored_html(database: &str, home: Home, (d, slug): (&str, &str)) -> Document {
+    for _ in 0..100 {
+        let stored = stored_comment(database, home, d, slug).await;
+        if let Some(stored) = stored.filter(|s| s.contains_key("html")) {
+            return stored;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("comment {slug} of {d} ({home:?}) was not stored with its HTML");
+}
