@@ -52,11 +52,12 @@ fn texts() -> Vec<(&'static str, String)> {
             "deepest lists (- - - … x lines)",
             fill(&format!("{}x\n", "- ".repeat(DEPTH))),
         ),
-        // 16 nested quotes around 40 characters, apart: the most HTML within the bound
-        // (about 8 bytes a character).
+        // 16 nested quotes around 44 characters, apart: 484 bytes of HTML for 63 characters,
+        // about the most HTML within the bound (8 bytes a character; 40 characters would pass it
+        // and be stored as plain paragraphs).
         (
             "deepest quotes, largest HTML",
-            fill(&format!("{} {}\n\n", ">".repeat(DEPTH), "q".repeat(40))),
+            fill(&format!("{} {}\n\n", ">".repeat(DEPTH), "q".repeat(44))),
         ),
     ]
 }
