@@ -240,6 +240,7 @@ pub fn services(
 ) -> Services {
     let rules = Rules {
         max_text_chars: config.max_text_chars,
+        max_markdown_depth: config.max_markdown_depth as usize,
         default_layout: config.default_layout.into(),
         default_moderation: config.moderation.into(),
         reports_to_hold: config.reports_to_hold,

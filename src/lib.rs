@@ -44,6 +44,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Export(args) => export::run(&cli.config, &args).await,
         Command::Import(args) => import::run(&cli.config, &args).await,
         Command::KeyGuestIds => migrate::key_guest_ids(&cli.config).await,
+        Command::RenderHtml(args) => migrate::render_html(&cli.config, &args).await,
         Command::ShardSetup => {
             let (store, embedded) = app::connect(&cli.config).await?;
             let done = store.shard_setup().await;

@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::app;
-use crate::config::{Config, MigrateArgs};
+use crate::config::{Config, MigrateArgs, RenderHtmlArgs};
 use crate::domain::paging::Cursor;
 use crate::domain::{Discussion, DiscussionId, GuestIds, Layout, Window};
 use crate::store::{Step, Storage};
@@ -142,6 +142,37 @@ pub async fn key_guest_ids(config: &Config) -> anyhow::Result<()> {
             keyed.ids, keyed.documents, keyed.discussions, keyed.passes
         );
         Ok(())
+    }
+    .await;
+    if let Some(db) = embedded {
+        db.stop().await;
+    }
+    result
+}
+
+/// Runs `threadql render-html`: renders and stores the HTML of every comment stored without it,
+/// in batches of `--batch`, printing a line every hundred discussions and the totals.
+pub async fn render_html(config: &Config, args: &RenderHtmlArgs) -> anyhow::Result<()> {
+    let configured = app::configured_key(config)?;
+    let (store, embedded) = app::connect(config).await?;
+    let result = async {
+        let key = app::server_key(configured, store.as_ref()).await?;
+        let words = std::sync::Arc::new(crate::domain::WordLists::default());
+        let services = app::services(config, store.clone(), words, &key);
+        let progress = |done: &crate::service::Filled| {
+            if done.discussions.is_multiple_of(100) {
+                eprintln!(
+                    "{} discussions read, {} HTML stored",
+                    done.discussions, done.stored
+                );
+            }
+        };
+        let filled = services.fill_html(args.batch as usize, &progress).await?;
+        println!(
+            "discussions: {}\ncomments: {}\nHTML stored: {}\nchanged meanwhile: {}",
+            filled.discussions, filled.comments, filled.stored, filled.changed
+        );
+        anyhow::Ok(())
     }
     .await;
     if let Some(db) = embedded {

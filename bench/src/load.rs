@@ -14,8 +14,8 @@ use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
 use serde::Serialize;
 use threadql::domain::{
-    Author, Comment, CommentStatus, CommentText, Discussion, DomainError, FullSlug, Micros,
-    NewComment, Queue, Slug, Standing, Vote,
+    markdown, Author, Comment, CommentStatus, CommentText, Discussion, DomainError, FullSlug,
+    Micros, NewComment, Queue, Slug, Standing, Vote,
 };
 use threadql::store::{Storage, Store, StoreError};
 use tokio::sync::Notify;
@@ -24,6 +24,8 @@ use crate::plan::{author_name, Plan};
 
 /// The server's default text limit (generated texts are far shorter).
 const MAX_TEXT_CHARS: usize = 10_000;
+/// The server's default nesting limit of block quotes and lists (generated texts nest none).
+const MAX_MARKDOWN_DEPTH: usize = 16;
 
 /// What a load did.
 pub(crate) struct Loaded {
@@ -187,6 +189,7 @@ async fn post_plan(
                 parent: parent.as_ref().map(|(slug, _)| slug.clone()),
                 author: Author { id, name },
                 text: CommentText::parse(&planned.text, MAX_TEXT_CHARS)?,
+                html: markdown::render(&planned.text, MAX_MARKDOWN_DEPTH),
                 part: None,
             };
             if held.contains(&index) {

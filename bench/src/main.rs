@@ -8,6 +8,7 @@ mod floor;
 mod hot;
 mod import;
 mod load;
+mod markdown;
 mod measure;
 mod plan;
 mod probe;
@@ -218,6 +219,13 @@ struct Args {
     /// output as tables, with the ratios against the read cache's targets.
     #[arg(long)]
     hot_discussion: bool,
+    /// Measure only the worst-case Markdown page: a page of 20 comments of 10 000 characters
+    /// nested as deep as the server allows, read with `html` only over HTTP, against a page of
+    /// 20 plain comments of the same length (`--runs` rounds of `--requests` reads each). The
+    /// results go to `--out` as JSON and to standard output as a table, with each page's ratio
+    /// to the plain one.
+    #[arg(long)]
+    markdown_page: bool,
     /// Comments of the hot discussion [default: 2000; quick: 500].
     #[arg(long)]
     hot_comments: Option<usize>,
@@ -330,6 +338,7 @@ async fn main() -> std::process::ExitCode {
         (None, None) if args.ranked_offset => run_ranked_offset(&args).await,
         (None, None) if args.import_bombs => run_bombs(&args).await,
         (None, None) if args.hot_discussion => run_hot(&args).await,
+        (None, None) if args.markdown_page => run_markdown(&args).await,
         (None, None) => run(args).await,
     };
     match result {
@@ -582,6 +591,50 @@ async fn run_bombs(args: &Args) -> anyhow::Result<()> {
         std::fs::create_dir_all(parent)?;
     }
     std::fs::write(&args.out, serde_json::to_string_pretty(&json)?)?;
+    Ok(())
+}
+
+/// Measures the worst-case Markdown page only (`--markdown-page`).
+async fn run_markdown(args: &Args) -> anyhow::Result<()> {
+    let server_bin = server::locate(args.server_bin.as_deref())?;
+    let database = Database::open(args).await?;
+    let described = database.describe();
+    let measured = async {
+        let secret = new_secret();
+        let token = JwtKeys::new(&secret).mint("bench", "Bench", &[], 3600);
+        let http = client::http_client()?;
+        let db_name = format!("threadql_bench_markdown_{}", std::process::id());
+        let server = Server::start(
+            &server_bin,
+            &database.uri,
+            &db_name,
+            &secret,
+            &args.server_log,
+            http.clone(),
+        )
+        .await?;
+        let client = GraphqlClient::new(http, server.graphql_url());
+        let results = markdown::measure(&client, &token, args.effort()).await;
+        server.stop().await;
+        results
+    };
+    let results = tokio::select! {
+        results = measured => results,
+        () = threadql::app::shutdown_signal() => Err(anyhow::anyhow!("interrupted")),
+    };
+    database.close().await;
+    let results = results?;
+    let saved = serde_json::json!({
+        "kind": "markdown-page",
+        "command": std::env::args().collect::<Vec<_>>().join(" "),
+        "machine": Machine::detect(),
+        "database": described,
+        "pages": results,
+    });
+    std::fs::write(&args.out, serde_json::to_string_pretty(&saved)?)
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    println!("{}", markdown::markdown(&results));
+    eprintln!("results written to {}", args.out.display());
     Ok(())
 }
 

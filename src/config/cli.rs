@@ -56,6 +56,9 @@ pub enum Command {
     /// comments, bans and the moderation log (a server does it once at its first start; safe
     /// to run again: keyed ids are never keyed twice).
     KeyGuestIds,
+    /// Render and store the HTML of every comment stored without it (stored before HTML was
+    /// stored with comments), in batches, while the servers keep running (safe to run again).
+    RenderHtml(RenderHtmlArgs),
     /// Shard threadql's collections on a sharded cluster (connect to a mongos): every shard key
     /// starts with the discussion, so each request reaches one shard.
     ShardSetup,
@@ -74,6 +77,14 @@ pub struct MigrateArgs {
     /// The layout to move to.
     #[arg(long, value_enum)]
     pub to: LayoutArg,
+}
+
+/// Arguments of `threadql render-html`.
+#[derive(Debug, Clone, Args)]
+pub struct RenderHtmlArgs {
+    /// Comments (and discussions) read per command.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub batch: u32,
 }
 
 /// Arguments of `threadql export`.

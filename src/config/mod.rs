@@ -6,7 +6,8 @@ mod settings; // `Config`: every setting with its default and range, printed wit
 mod values; // rate limits, CORS origins and the value names of flags, parsed from text
 
 pub use cli::{
-    Cli, Command, ExportArgs, ImportArgs, ImportFormat, ImportKey, MigrateArgs, TokenArgs,
+    Cli, Command, ExportArgs, ImportArgs, ImportFormat, ImportKey, MigrateArgs, RenderHtmlArgs,
+    TokenArgs,
 };
 pub use origins::{origin_of, own_origins};
 pub use settings::{Config, DEFAULT_SERVICE_NAME};

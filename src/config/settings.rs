@@ -125,6 +125,10 @@ pub struct Config {
         global = true
     )]
     pub max_text_chars: usize,
+    /// Deepest nesting of block quotes and lists in a comment text, together (a deeper text is
+    /// refused; an import flattens it).
+    #[arg(long, env = "THREADQL_MAX_MARKDOWN_DEPTH", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=256), global = true)]
+    pub max_markdown_depth: u32,
     /// How long an author may edit a comment after posting it, in seconds; 0 = authors never
     /// edit (moderators always may).
     #[arg(
@@ -509,6 +513,7 @@ impl fmt::Debug for Config {
             .field("log_format", &self.log_format)
             .field("max_depth", &self.max_depth)
             .field("max_text_chars", &self.max_text_chars)
+            .field("max_markdown_depth", &self.max_markdown_depth)
             .field("max_page_size", &self.max_page_size)
             .field("edit_window_secs", &self.edit_window_secs)
             .field("max_body_bytes", &self.max_body_bytes)

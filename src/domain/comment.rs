@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use super::votes::Votes;
 use super::{
-    text, DiscussionId, DiscussionKey, DomainError, FullSlug, Layout, Micros, ModerationMode, Slug,
-    SlugPart, Standing,
+    markdown, text, DiscussionId, DiscussionKey, DomainError, FullSlug, Layout, Micros,
+    ModerationMode, Slug, SlugPart, Standing,
 };
 
 /// Who wrote a comment, from the poster's token.
@@ -36,6 +36,9 @@ pub struct Comment {
     pub author: Author,
     /// The text; `None` once deleted.
     pub text: Option<String>,
+    /// The text as HTML (`markdown::render`), made when the text was written and stored with
+    /// it; `None` once deleted, and for a comment stored before HTML was stored with comments.
+    pub html: Option<String>,
     /// When it was last edited.
     pub edited: Option<Micros>,
     /// Who wrote the current text, when that is not the author (a moderator's edit).
@@ -238,6 +241,25 @@ impl CommentText {
         Ok(Self(text))
     }
 
+    /// Validates client-supplied text as [`CommentText::parse`] does, and its Markdown: block
+    /// quotes and lists may nest at most `max_depth` levels deep, together (see
+    /// [`markdown::depth`]); a deeper text costs its readers too much to render.
+    pub fn parse_nested(
+        raw: &str,
+        max_chars: usize,
+        max_depth: usize,
+    ) -> Result<Self, DomainError> {
+        let text = Self::parse(raw, max_chars)?;
+        let depth = markdown::depth(text.as_str());
+        if depth > max_depth {
+            return Err(DomainError::bad_input(format!(
+                "comment text nests block quotes and lists {depth} levels deep; the limit is \
+                 {max_depth} levels"
+            )));
+        }
+        Ok(text)
+    }
+
     /// The text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -253,6 +275,8 @@ pub struct NewComment {
     pub author: Author,
     /// The text.
     pub text: CommentText,
+    /// The text as HTML (`markdown::render`), stored with it.
+    pub html: String,
     /// The slug part to give it, when it has one already (a held comment being published);
     /// a fresh one is drawn when it is taken, and when this is `None`.
     pub part: Option<SlugPart>,
@@ -347,6 +371,7 @@ impl Placement {
             posted,
             author: new.author.clone(),
             text: Some(new.text.as_str().to_owned()),
+            html: Some(new.html.clone()),
             edited: None,
             edited_by: None,
             deleted: false,
@@ -401,6 +426,22 @@ mod tests {
             CommentText::parse("a\u{200B}b\u{200F}", 10).map(|t| t.0),
             Ok("a\u{200B}b\u{200F}".into())
         );
+    }
+
+    #[test]
+    fn markdown_nesting_is_bounded() {
+        let at_limit = "> ".repeat(16) + "x";
+        assert!(CommentText::parse_nested(&at_limit, 100, 16).is_ok());
+        let err = CommentText::parse_nested(&format!("> {at_limit}"), 100, 16);
+        let Err(DomainError::BadInput(message)) = err else {
+            panic!("{err:?}");
+        };
+        assert!(
+            message.contains("17 levels") && message.contains("limit is 16"),
+            "{message}"
+        );
+        // The character rules come first.
+        assert!(CommentText::parse_nested("", 100, 16).is_err());
     }
 
     #[test]

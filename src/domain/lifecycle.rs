@@ -22,7 +22,12 @@ pub struct EditRules {
 #[derive(Debug, Clone)]
 pub enum Change {
     /// Replace the text, keeping the current one as a revision.
-    Edit(CommentText),
+    Edit {
+        /// The new text.
+        text: CommentText,
+        /// The new text as HTML (`markdown::render`).
+        html: String,
+    },
     /// Turn the comment into a tombstone: it keeps its place and replies, loses text and history.
     Delete,
 }
@@ -55,12 +60,13 @@ impl Change {
                 }
                 Ok(Some(Comment {
                     text: None,
+                    html: None,
                     deleted: true,
                     revisions: Vec::new(),
                     ..current.clone()
                 }))
             }
-            Change::Edit(text) => {
+            Change::Edit { text, html } => {
                 if current.deleted {
                     return Err(DomainError::CommentDeleted(format!(
                         "comment {} was deleted and cannot be edited",
@@ -84,6 +90,7 @@ impl Change {
                 });
                 Ok(Some(Comment {
                     text: Some(text.as_str().to_owned()),
+                    html: Some(html.clone()),
                     edited: Some(now),
                     edited_by: (!own).then(|| actor.author.clone()),
                     revisions,
@@ -144,6 +151,7 @@ mod tests {
             posted: Micros(1_000_000),
             author: person(author),
             text: Some("first".into()),
+            html: Some("<p>first</p>\n".into()),
             edited: None,
             edited_by: None,
             deleted: false,
@@ -155,7 +163,10 @@ mod tests {
     }
 
     fn text(t: &str) -> Change {
-        Change::Edit(CommentText::parse(t, 100).unwrap_or_else(|e| panic!("{e}")))
+        Change::Edit {
+            text: CommentText::parse(t, 100).unwrap_or_else(|e| panic!("{e}")),
+            html: crate::domain::markdown::render(t, 16),
+        }
     }
 
     const RULES: EditRules = EditRules { window_secs: 10 };
@@ -188,6 +199,7 @@ mod tests {
         let edited = text("second").apply(&c, as_ann, RULES, false, soon);
         let edited = edited.ok().flatten().unwrap_or_else(|| panic!("edit"));
         assert_eq!(edited.text.as_deref(), Some("second"));
+        assert_eq!(edited.html.as_deref(), Some("<p>second</p>\n"));
         assert_eq!(edited.revisions[0].text, "first");
         assert_eq!(edited.revisions[0].edited, c.posted);
         assert!(edited.edited_by.is_none());
@@ -231,6 +243,7 @@ mod tests {
         let gone = Change::Delete.apply(&c, as_ann, RULES, true, Micros(99_000_000));
         let gone = gone.ok().flatten().unwrap_or_else(|| panic!("delete"));
         assert!(gone.deleted && gone.text.is_none() && gone.revisions.is_empty());
+        assert!(gone.html.is_none());
         assert_eq!((gone.slug.clone(), gone.posted), (c.slug.clone(), c.posted));
         assert!(matches!(
             Change::Delete.apply(&gone, as_ann, RULES, false, Micros(0)),

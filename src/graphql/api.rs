@@ -73,7 +73,6 @@ impl Api {
             .data(limits)
             .data(live.clone())
             .data(services.clone())
-            .data(html::HtmlCache::new(html::HTML_CACHE_BYTES))
             .data(words.clone());
         if !limits.introspection {
             builder = builder.disable_introspection();

@@ -5,7 +5,6 @@ mod bounded;
 pub mod cost;
 mod documents;
 pub mod error;
-pub mod html;
 pub mod limits;
 pub mod live;
 pub mod loaders;

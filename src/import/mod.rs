@@ -42,6 +42,7 @@ pub async fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<()> {
             .unwrap_or(usize::MAX)
             .max(1),
         max_text_chars: config.max_text_chars,
+        max_markdown_depth: config.max_markdown_depth as usize,
         dry_run: args.dry_run,
         lease: Duration::from_secs(config.move_lease_secs),
     };

@@ -51,11 +51,13 @@ impl Services {
     /// comment (its author's or, for a moderator, anyone's) is held too. `FORBIDDEN` while the
     /// discussion is locked, on every path.
     pub async fn post(&self, caller: &Caller, post: NewPost) -> Result<Posted, DomainError> {
-        let text = CommentText::parse(&post.text, self.rules.max_text_chars)?;
+        let text = self.text(&post.text)?;
+        let html = self.render(text.as_str()).await?;
         let new = NewComment {
             parent: post.parent,
             author: caller.author().clone(),
             text,
+            html,
             part: None,
         };
         // A discussion this process posted to lately is not read again (see `PostStore::kept`):
@@ -232,9 +234,17 @@ impl Services {
         slug: Slug,
         text: &str,
     ) -> Result<(Arc<Discussion>, Comment), DomainError> {
-        let text = CommentText::parse(text, self.rules.max_text_chars)?;
-        self.change(caller, discussion, slug, Change::Edit(text))
+        let text = self.text(text)?;
+        let html = self.render(text.as_str()).await?;
+        self.change(caller, discussion, slug, Change::Edit { text, html })
             .await
+    }
+
+    /// A client's comment text, checked against the text rules (length, characters, Markdown
+    /// nesting).
+    fn text(&self, raw: &str) -> Result<CommentText, DomainError> {
+        let rules = &self.rules;
+        CommentText::parse_nested(raw, rules.max_text_chars, rules.max_markdown_depth)
     }
 
     /// Deletes a comment (its author or a moderator): it stays as a tombstone. Deleting again
@@ -263,7 +273,7 @@ impl Services {
         let viewer = caller.clone();
         let acted = acted(caller);
         let screened = match &change {
-            Change::Edit(text) => screened(&self.words, caller.moderator(), text),
+            Change::Edit { text, .. } => screened(&self.words, caller.moderator(), text),
             Change::Delete => None,
         };
         let write = async move {
@@ -293,7 +303,7 @@ impl Services {
             let queue = Queue::of(&comment.standing);
             if changed.load(Ordering::Relaxed) {
                 events.push(match change {
-                    Change::Edit(_) => Event::CommentEdited {
+                    Change::Edit { .. } => Event::CommentEdited {
                         acted: acted.clone(),
                         comment: on.clone(),
                     },

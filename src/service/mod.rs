@@ -10,6 +10,7 @@ mod discussions;
 mod moderation;
 mod names;
 mod pages;
+mod render;
 pub mod sink;
 mod votes;
 
@@ -32,6 +33,7 @@ pub use discussions::Creating;
 pub use moderation::Approved;
 pub use names::{MAX_RESERVED_NAMES, NAMES_REFRESH};
 pub use pages::PageOrigins;
+pub use render::Filled;
 pub use sink::{EventFeed, EventSink, ModerationLog, Sinks};
 
 /// The rules the workflows follow, from config.
@@ -39,6 +41,8 @@ pub use sink::{EventFeed, EventSink, ModerationLog, Sinks};
 pub struct Rules {
     /// Longest comment text, in characters.
     pub max_text_chars: usize,
+    /// Deepest nesting of block quotes and lists in a comment text, together.
+    pub max_markdown_depth: usize,
     /// Layout of discussions created without one.
     pub default_layout: Layout,
     /// How discussions moderate until a moderator sets it for one.
@@ -73,6 +77,7 @@ pub struct Services {
     changes: Arc<Limiter<String>>,
     votes: Arc<Limiter<String>>,
     closing: closing::Closing,
+    renderer: render::Renderer,
     sink: Arc<dyn EventSink>,
     feed: EventFeed,
     pages: Arc<PageOrigins>,
@@ -89,6 +94,7 @@ impl Services {
         sinks: Vec<Arc<dyn EventSink>>,
     ) -> Self {
         let feed = EventFeed::new();
+        let renderer = render::Renderer::new(rules.max_markdown_depth);
         let mut sinks = sinks;
         sinks.push(Arc::new(feed.clone()));
         Self {
@@ -99,6 +105,7 @@ impl Services {
             rules,
             words,
             closing: closing::Closing::default(),
+            renderer,
             sink: Arc::new(Sinks(sinks)),
             feed,
             pages: Arc::new(PageOrigins::Any),

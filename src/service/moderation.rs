@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::render::Renderer;
 use super::{acted, public_comment, Caller, Services};
 use crate::domain::{
     Ban, Comment, CommentRef, CommentStatus, CommentText, Discussion, DiscussionId, DomainError,
@@ -74,13 +75,19 @@ async fn approve(
     storage: DynStorage,
     discussion: Arc<Discussion>,
     slug: Slug,
-    max_text_chars: usize,
+    (max_text_chars, renderer): (usize, Renderer),
 ) -> Result<Approved, DomainError> {
     if storage.held().find(&discussion.id, &slug).await?.is_some() {
         // Approvals of one held comment at once take turns by a claim on it: one publishes it,
         // the others find it public afterwards and approve it as such (changing nothing).
         if let Some(held) = claim_held(&storage, &discussion.id, &slug).await? {
-            let published = publish(&storage, discussion.clone(), held, max_text_chars).await;
+            let published = publish(
+                &storage,
+                discussion.clone(),
+                held,
+                (max_text_chars, &renderer),
+            )
+            .await;
             if published.is_err() {
                 // Another approval may go ahead now rather than once the lease has run out.
                 if let Err(err) = storage.held().release(&discussion.id, &slug).await {
@@ -170,7 +177,7 @@ async fn publish(
     storage: &DynStorage,
     discussion: Arc<Discussion>,
     held: Held,
-    max_text_chars: usize,
+    (max_text_chars, renderer): (usize, &Renderer),
 ) -> Result<(Arc<Discussion>, Comment), DomainError> {
     let id = discussion.id.clone();
     let slug = held.comment.slug.clone();
@@ -188,10 +195,16 @@ async fn publish(
         Some(comment) => (discussion, comment),
         None => {
             let text = held.comment.text.as_deref().unwrap_or_default();
+            // Held with its HTML, or before HTML was stored with comments.
+            let html = match &held.comment.html {
+                Some(html) => html.clone(),
+                None => renderer.render(text).await?,
+            };
             let new = NewComment {
                 parent: held.comment.parent.clone(),
                 author: held.comment.author.clone(),
                 text: CommentText::parse(text, max_text_chars.max(text.chars().count()))?,
+                html,
                 part: Some(slug.own_part()),
             };
             let (now, posted) = storage.posting().post_to(&id, new).await?;
@@ -391,10 +404,10 @@ impl Services {
         caller.must_moderate()?;
         let discussion = self.read_discussion(&id).await?;
         let storage = self.storage.clone();
-        let max = self.rules.max_text_chars;
+        let text = (self.rules.max_text_chars, self.renderer.clone());
         let acted = acted(caller);
         let write = async move {
-            let approved = approve(storage, discussion, slug, max).await?;
+            let approved = approve(storage, discussion, slug, text).await?;
             let events = match approved.changed {
                 true => vec![Event::CommentApproved {
                     acted,

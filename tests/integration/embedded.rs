@@ -238,7 +238,8 @@ async fn mongodbs_own_limit_is_discussion_too_large_too() {
             break response;
         }
     };
-    assert!(posted >= 9, "only {posted} posts of 1.5 MB fitted");
+    // Each comment keeps its text and the HTML rendered from it: 3 MB a post.
+    assert!(posted >= 4, "only {posted} posts of 1.5 MB fitted");
     assert_eq!(error_code(&refused), "DISCUSSION_TOO_LARGE", "{refused:#}");
     let data = app
         .ok(

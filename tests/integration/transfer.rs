@@ -123,6 +123,7 @@ fn options(format: &'static str, layout: Option<Layout>) -> Options {
         default_layout: Layout::PerComment,
         max_depth: 8,
         max_text_chars: 10_000,
+        max_markdown_depth: 16,
         dry_run: false,
         lease: std::time::Duration::from_secs(2),
     }

@@ -153,6 +153,7 @@ pub(super) fn prepare_source(
                 },
             ),
             text: (!c.deleted).then(|| std::mem::take(&mut c.text)),
+            html: None,
             edited: None,
             edited_by: None,
             deleted: c.deleted,

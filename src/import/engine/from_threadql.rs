@@ -136,6 +136,7 @@ pub(super) fn prepare_line(
             posted,
             author: line.author.clone(),
             text: line.text.take(),
+            html: None,
             edited: line.edited_at.as_deref().map(time).transpose()?,
             edited_by: line.edited_by.clone(),
             deleted: line.deleted,

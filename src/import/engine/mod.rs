@@ -17,6 +17,7 @@
 
 mod from_source;
 mod from_threadql;
+mod markdown;
 mod screen;
 mod spill;
 mod write;
@@ -53,6 +54,8 @@ pub struct Options {
     pub max_depth: usize,
     /// The longest comment text, in characters (`THREADQL_MAX_TEXT_CHARS`), as for a post.
     pub max_text_chars: usize,
+    /// Deepest nesting of block quotes and lists in a text (deeper ones are flattened).
+    pub max_markdown_depth: usize,
     /// Read and report, write nothing.
     pub dry_run: bool,
     /// How long a fence left by a stopped import or move may last (waited out, then taken).
@@ -81,6 +84,8 @@ pub struct Report {
     /// Comments left out and votes dropped by the rules a post follows (text, author, a
     /// self-vote, a text too long to read), and why.
     pub refused: Vec<String>,
+    /// Texts whose Markdown nested too deep: imported flattened.
+    pub flattened: Vec<String>,
     /// What could not be imported, and why.
     pub problems: Vec<String>,
 }
@@ -106,6 +111,8 @@ impl Report {
         lines.extend(self.orphans.iter().map(|o| format!("  orphan {o}")));
         lines.push(format!("refused: {}", self.refused.len()));
         lines.extend(self.refused.iter().map(|r| format!("  refused {r}")));
+        lines.push(format!("flattened: {}", self.flattened.len()));
+        lines.extend(self.flattened.iter().map(|f| format!("  flattened {f}")));
         lines.push(format!("problems: {}", self.problems.len()));
         lines.extend(self.problems.iter().map(|p| format!("  problem: {p}")));
         lines
@@ -182,6 +189,9 @@ pub async fn import(
             Some(services) => prepared.keyed(&services.rules().guest_ids),
             None => prepared,
         };
+        let (prepared, flattened) =
+            markdown::fit_texts(prepared, options, services.is_some() && !options.dry_run).await?;
+        report.flattened.extend(flattened);
         report.comments += (prepared.comments.len() + prepared.held.len()) as u64;
         report.votes += prepared.votes.len() as u64;
         if let (Some(services), Some(operator), false) = (services, &operator, options.dry_run) {

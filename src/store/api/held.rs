@@ -78,6 +78,16 @@ pub trait HeldStore: Send + Sync {
         limit: usize,
     ) -> StoreResult<Vec<Held>>;
 
+    /// Stores `html` with the held comment `slug` while its text is `text` and it has no HTML
+    /// (held before HTML was stored with comments); whether it did.
+    async fn store_html(
+        &self,
+        discussion: &DiscussionId,
+        slug: &Slug,
+        text: &str,
+        html: &str,
+    ) -> StoreResult<bool>;
+
     /// The held (never public) comment `slug` of the discussion, if there is one.
     async fn find(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<Option<Held>>;
 

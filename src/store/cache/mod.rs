@@ -385,6 +385,7 @@ pub(crate) fn weight<'a>(comments: impl IntoIterator<Item = &'a Comment>) -> usi
             256 + c.slug.as_str().len() * 2
                 + c.full_slug.as_str().len()
                 + c.text.as_ref().map_or(0, String::len)
+                + c.html.as_ref().map_or(0, String::len)
                 + c.author.id.len()
                 + c.author.name.len()
                 + c.revisions.iter().map(|r| r.text.len() + 64).sum::<usize>()

@@ -134,7 +134,7 @@ impl HeldComments {
 /// A held comment's document.
 fn to_doc(held: &Held) -> Document {
     let c = &held.comment;
-    doc! {
+    let mut doc = doc! {
         "_id": key(&c.discussion_id, &c.slug),
         "discussion_id": c.discussion_id.as_str(),
         "slug": c.slug.as_str(),
@@ -146,7 +146,11 @@ fn to_doc(held: &Held) -> Document {
         "since": c.posted.0,
         "status": c.standing.status.as_str(),
         "reason": c.standing.reason.as_deref(),
+    };
+    if let Some(html) = &c.html {
+        doc.insert("html", html);
     }
+    doc
 }
 
 /// A held comment from its document.
@@ -187,6 +191,7 @@ fn from_doc(doc: &Document) -> StoreResult<Held> {
                     .to_owned(),
             },
             text: Some(text("text")?),
+            html: optional("html"),
             edited: None,
             edited_by: None,
             deleted: false,
@@ -278,6 +283,28 @@ impl HeldStore for HeldComments {
             .try_collect()
             .await?;
         found.iter().map(from_doc).collect()
+    }
+
+    async fn store_html(
+        &self,
+        discussion: &DiscussionId,
+        slug: &Slug,
+        text: &str,
+        html: &str,
+    ) -> StoreResult<bool> {
+        let stored = self
+            .coll
+            .update_one(
+                doc! {
+                    "_id": key(discussion, slug),
+                    "public": { "$ne": true },
+                    "text": text,
+                    "html": { "$exists": false },
+                },
+                doc! { "$set": { "html": html } },
+            )
+            .await?;
+        Ok(stored.modified_count == 1)
     }
 
     async fn find(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<Option<Held>> {

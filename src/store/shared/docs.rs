@@ -70,6 +70,10 @@ pub(crate) struct CommentDoc {
     /// The text, null once deleted.
     #[serde(default)]
     pub text: Option<String>,
+    /// The text as HTML, rendered when it was written (absent once deleted, and in comments
+    /// stored before HTML was stored with them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub html: Option<String>,
     /// Microseconds since the epoch of the last edit.
     #[serde(default)]
     pub edited: Option<i64>,
@@ -141,6 +145,7 @@ impl CommentDoc {
             posted: comment.posted.0,
             author: AuthorDoc::of(&comment.author),
             text: comment.text.clone(),
+            html: comment.html.clone(),
             edited: comment.edited.map(|m| m.0),
             edited_by: comment.edited_by.as_ref().map(AuthorDoc::of),
             deleted: comment.deleted,
@@ -181,6 +186,7 @@ impl CommentDoc {
             posted: Micros(self.posted),
             author: self.author.into_author(),
             text: self.text,
+            html: self.html,
             edited: self.edited.map(Micros),
             edited_by: self.edited_by.map(AuthorDoc::into_author),
             deleted: self.deleted,
@@ -225,8 +231,9 @@ fn counter(stored: Option<i64>) -> u64 {
 }
 
 /// The fields of a comment that change after it is posted (edits, deletion, moderation).
-const CHANGEABLE: [&str; 11] = [
+const CHANGEABLE: [&str; 12] = [
     "text",
+    "html",
     "edited",
     "edited_by",
     "deleted",
@@ -260,8 +267,10 @@ pub(crate) fn unchanged_filter(prefix: &str, current: &Comment) -> StoreResult<D
     let mut filter = Document::new();
     filter.insert(format!("{prefix}slug"), current.slug.as_str());
     for (field, value) in changeable(current)? {
-        // `revisions` follows from the text and edit time; comparing arrays is left out.
-        if field == "revisions" {
+        // `revisions` follows from the text and edit time, `html` from the text; comparing them
+        // is left out, except an absent HTML (a comment whose HTML is being stored is matched
+        // only while it has none).
+        if field == "revisions" || (field == "html" && value.is_some()) {
             continue;
         }
         filter.insert(format!("{prefix}{field}"), value.unwrap_or(Bson::Null));

@@ -241,6 +241,7 @@ mod tests {
                 name: "A".into(),
             },
             text: Some("t".into()),
+            html: Some("<p>t</p>\n".into()),
             edited: None,
             edited_by: None,
             deleted: false,

@@ -4,6 +4,7 @@
 mod guests;
 mod identities;
 mod imports;
+mod markdown;
 mod offsets;
 mod surface;
 mod surface_pages;

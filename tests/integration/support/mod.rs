@@ -1,10 +1,12 @@
 //! Test support, the one home of what tests share: one dev database server per test run and a
 //! fresh database per test (`database`), the test app and its settings (`app`), servers on a
-//! real socket (`server`), `threadql serve` as a process (`process`), tokens (`tokens`), posting
-//! (`posting`), reading responses (`responses`), the change feed (`feed`), command counting
-//! (`commands`), live connections with chosen headers (`live_origin`), an OpenTelemetry collector
-//! (`otlp`), the repository's own files (`files`), imported guests' ids as stored (`guests`),
-//! import files and their measured runs (`imports`) and reserved names (`names`).
+//! real socket (`server`) and what a probe does on them (`probing`), `threadql serve` as a
+//! process (`process`), tokens (`tokens`), posting (`posting`), reading responses
+//! (`responses`), the change feed (`feed`), command counting (`commands`), live connections with
+//! chosen headers (`live_origin`), an OpenTelemetry collector (`otlp`), the repository's own
+//! files (`files`), imported guests' ids as stored (`guests`), import files and their measured
+//! runs (`imports`), reserved names (`names`) and comments as the database stores them
+//! (`stored`).
 
 mod app;
 mod commands;
@@ -17,9 +19,11 @@ mod live_origin;
 mod names;
 mod otlp;
 mod posting;
+mod probing;
 mod process;
 mod responses;
 mod server;
+mod stored;
 mod tokens;
 
 pub(crate) use app::{
@@ -40,12 +44,14 @@ pub(crate) use live_origin::{live_status, LiveKind};
 pub(crate) use names::{refusal_of, refused_within, CREATE_AS};
 pub(crate) use otlp::{dump, Collector, ReceivedSpan};
 pub(crate) use posting::{load_discussion, post_in};
+pub(crate) use probing::{comment_over_http, deepest_lists, discussion_over_http};
 pub(crate) use process::Process;
 pub(crate) use responses::{error_message, node_slugs, outcome, outcomes};
 pub(crate) use server::{
     graphql_data, graphql_data_at, metric, metric_from, one_shot_client, post_graphql, series,
     server_config, sha256_hex, Running, Scrape,
 };
+pub(crate) use stored::{rewrite_stored_comment, stored_comment, stored_html, Home};
 pub(crate) use tokens::{
     ec_token, fixture, moderator_token, now, rsa_key, rsa_token, sign, sign_key, sign_with, token,
     unsigned, Claims, SECRET,

@@ -130,6 +130,7 @@ pub(crate) async fn post_in(
                     name: "Ada".into(),
                 },
                 text: CommentText::parse(text, 100).expect("text"),
+                html: threadql::domain::markdown::render(text, 16),
                 part: None,
             },
         )

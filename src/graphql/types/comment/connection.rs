@@ -84,6 +84,7 @@ impl CommentConnection {
                     discussion: discussion.clone(),
                     comment,
                     known_parent: parent.clone(),
+                    held: false,
                 };
                 (cursor, node)
             })

@@ -15,7 +15,6 @@ use crate::domain::{
     Comment, CursorKind, Discussion, Held, Page, PageArgs, Paging, Rank, Slug, Window,
 };
 use crate::graphql::error::OrGql;
-use crate::graphql::html::HtmlCache;
 use crate::graphql::loaders::{
     CommentKey, DiscussionRef, RepliesKey, SubDiscussionCountKey, SubDiscussionKey, ViewerVoteKey,
 };
@@ -70,6 +69,8 @@ pub struct CommentNode {
     pub comment: Comment,
     /// Its parent, when the node was reached through the parent's `replies` (saves a lookup).
     pub known_parent: Option<Arc<Comment>>,
+    /// Whether it is a held comment (stored outside the layouts until published).
+    pub held: bool,
 }
 
 impl CommentNode {
@@ -79,6 +80,7 @@ impl CommentNode {
             discussion,
             comment,
             known_parent: None,
+            held: false,
         }
     }
 
@@ -88,6 +90,7 @@ impl CommentNode {
             discussion,
             comment: held.comment,
             known_parent: None,
+            held: true,
         }
     }
 
@@ -329,13 +332,20 @@ impl CommentNode {
 
     /// Its text rendered as CommonMark, sanitised: raw HTML shows as typed, links get
     /// `rel="nofollow ugc noopener"`, images show as links, only `http`, `https` and `mailto`
-    /// addresses are kept. Null whenever `text` is.
-    async fn html(&self, ctx: &Context<'_>) -> Option<String> {
+    /// addresses are kept. At most 8 bytes a character of the text and 1 KiB: a text whose
+    /// HTML would be larger shows as plain paragraphs. Rendered when the text was written.
+    /// Null whenever `text` is.
+    async fn html(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<String>> {
         if self.hidden(ctx) {
-            return None;
+            return Ok(None);
         }
-        let text = self.comment.text.as_deref()?;
-        Some(ctx.data_unchecked::<HtmlCache>().render(text).to_string())
+        if let Some(html) = &self.comment.html {
+            return Ok(Some(html.clone()));
+        }
+        crate::graphql::services(ctx)
+            .html_of(&self.discussion, &self.comment, self.held)
+            .await
+            .gql()
     }
 
     /// The comment it replies to; null for a top-level comment.

@@ -335,6 +335,7 @@ mod tests {
                     name: "Ada".into(),
                 },
                 text: CommentText::parse(&format!("post {n}"), 100).expect("text"),
+                html: format!("<p>post {n}</p>\n"),
                 part: None,
             },
             parent: None,
