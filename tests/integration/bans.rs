@@ -135,6 +135,9 @@ async fn every_mutation_of_a_banned_user_is_forbidden_until_the_ban_is_lifted() 
         ("migrateDiscussion", ("mutation($d: ID!) { migrateDiscussion(id: $d, layout: BUCKETED) { id } }", json!({ "d": d }))),
         ("banUser", (BAN, json!({ "u": "someone" }))),
         ("unbanUser", (UNBAN, json!({ "u": "troll" }))),
+        ("updateDiscussion", ("mutation($d: ID!) { updateDiscussion(id: $d, title: \"renamed\") { id } }", json!({ "d": d }))),
+        ("reserveName", ("mutation { reserveName(name: \"Editor\") { name } }", json!({}))),
+        ("releaseName", ("mutation { releaseName(name: \"Editor\") }", json!({}))),
     ]);
     let schema = site
         .data(

@@ -19,9 +19,17 @@ async fn http_contract_over_a_real_socket() {
     assert_eq!(page.status().as_u16(), 200);
     let html = page.text().await.unwrap();
     assert!(
-        html.to_lowercase().contains("graphiql") && html.contains("/graphql"),
+        html.to_lowercase().contains("graphiql") && html.contains("/graphiql/threadql-graphiql.js"),
         "{html}"
     );
+    // Its own script (no inline script runs under its policy) points at this server's API.
+    let script = client
+        .get(server.url("/graphiql/threadql-graphiql.js"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(script.status().as_u16(), 200);
+    assert!(script.text().await.unwrap().contains("/graphql"));
 
     let create = "mutation { createDiscussion(input: {title: \"over http\"}) { id } }";
     let (status, body) = post_graphql(&client, &server, None, create, json!({})).await;

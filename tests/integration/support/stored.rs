@@ -17,7 +17,7 @@ pub(crate) enum Home {
     Held,
 }
 
-async fn test_database(database: &str) -> Database {
+async fn database_named(database: &str) -> Database {
     mongodb::Client::with_uri_str(server_uri())
         .await
         .expect("connect to the test database")
@@ -50,7 +50,7 @@ pub(crate) async fn stored_comment(
     d: &str,
     slug: &str,
 ) -> Option<Document> {
-    let db = test_database(database).await;
+    let db = database_named(database).await;
     let found = match home {
         Home::Layout(Layout::PerComment) => db
             .collection::<Document>("comments")
@@ -98,7 +98,7 @@ pub(crate) async fn rewrite_stored_comment(
     set: Document,
     unset: &[&str],
 ) {
-    let db = test_database(database).await;
+    let db = database_named(database).await;
     let (collection, filter, prefix) = match home {
         Home::Layout(Layout::PerComment) => {
             ("comments", doc! { "discussion_id": d, "slug": slug }, "")
