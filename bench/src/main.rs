@@ -720,6 +720,17 @@ async fn run_votes(args: &Args) -> anyhow::Result<()> {
     };
     database.close().await;
     let results = results?;
+    write_results(args, &described, &results, &votes::markdown(&results))
+}
+
+/// Writes a measurement's `results` to `--out` as JSON, with the command, the machine, the
+/// database and the seed, and prints its `table`.
+fn write_results(
+    args: &Args,
+    described: &str,
+    results: &impl serde::Serialize,
+    table: &str,
+) -> anyhow::Result<()> {
     let saved = serde_json::json!({
         "command": std::env::args().collect::<Vec<_>>().join(" "),
         "machine": Machine::detect(),
@@ -729,7 +740,7 @@ async fn run_votes(args: &Args) -> anyhow::Result<()> {
     });
     std::fs::write(&args.out, serde_json::to_string_pretty(&saved)?)
         .with_context(|| format!("cannot write {}", args.out.display()))?;
-    println!("{}", votes::markdown(&results));
+    println!("{table}");
     eprintln!("results written to {}", args.out.display());
     Ok(())
 }
@@ -774,18 +785,7 @@ async fn run_ranked_offset(args: &Args) -> anyhow::Result<()> {
     };
     database.close().await;
     let results = results?;
-    let saved = serde_json::json!({
-        "command": std::env::args().collect::<Vec<_>>().join(" "),
-        "machine": Machine::detect(),
-        "database": described,
-        "seed": args.seed,
-        "results": results,
-    });
-    std::fs::write(&args.out, serde_json::to_string_pretty(&saved)?)
-        .with_context(|| format!("cannot write {}", args.out.display()))?;
-    println!("{}", probe::markdown(&results));
-    eprintln!("results written to {}", args.out.display());
-    Ok(())
+    write_results(args, &described, &results, &probe::markdown(&results))
 }
 
 /// Measures the hot-discussion scenario only (`--hot-discussion`).
