@@ -189,7 +189,8 @@ struct Args {
     /// `--ranked-comments` comments with votes, on a server of its own; the server's peak memory
     /// above idle and the time of one request of thirty aliases of `comments(order: TOP,
     /// first: 1)` at the deepest offset it takes (19 990, or the cap), and of one such alias
-    /// against the same offset in chronological order. Results go to `--out` and standard output.
+    /// against the same offset in chronological order; with `--compare-server-bin`, that server
+    /// too, on the same data. Results go to `--out` and standard output.
     #[arg(long)]
     ranked_offset: bool,
     /// Comments of the ranked deep-offset probe's discussion [default: 20000; quick: 2000].
@@ -764,18 +765,24 @@ async fn run_ranked_offset(args: &Args) -> anyhow::Result<()> {
                 continue;
             }
             let loaded = probe::load(&store, layout, comments, args.seed).await?;
-            let server = Server::start(
-                &server_bin,
-                &database.uri,
-                &db_name,
-                &secret,
-                &args.server_log,
-                http.clone(),
-            )
-            .await?;
-            let result = probe::measure(server, http.clone(), layout, loaded).await?;
-            eprint!("{}", probe::markdown(std::slice::from_ref(&result)));
-            results.push(result);
+            // The server under test, then the one to compare with, on the same stored data.
+            let binaries = std::iter::once(&server_bin).chain(args.compare_server_bin.as_ref());
+            for binary in binaries {
+                let server = Server::start(
+                    binary,
+                    &database.uri,
+                    &db_name,
+                    &secret,
+                    &args.server_log,
+                    http.clone(),
+                )
+                .await?;
+                let mut result =
+                    probe::measure(server, http.clone(), layout, loaded.clone()).await?;
+                result.server = binary.display().to_string();
+                eprint!("{}", probe::markdown(std::slice::from_ref(&result)));
+                results.push(result);
+            }
         }
         anyhow::Ok(results)
     };
