@@ -201,7 +201,7 @@ const FLATTEN_ROUNDS: usize = 16;
 /// `None` when it is within already. The first marker of each level past the bound (`>`, `-`,
 /// `+`, `*`, the `.` or `)` of `1.`) is escaped with a backslash, so that level and those
 /// inside it show as typed, in the paragraph of the level around them; nothing is removed.
-/// Each round escapes the outermost levels past the bound; when [`FLATTEN_ROUNDS`] do not
+/// Each round escapes the outermost levels past the bound; when `FLATTEN_ROUNDS` do not
 /// suffice, the first marker of every line is escaped, which leaves no block quote or list at
 /// all. What the text says stays; only its nesting goes.
 pub fn flatten(text: &str, max_depth: usize) -> Option<String> {
