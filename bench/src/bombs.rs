@@ -5,7 +5,7 @@
 
 use std::io::Write as _;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use serde::Serialize;
@@ -53,41 +53,18 @@ fn disqus<'a>(head: &'a str, body: impl Iterator<Item = &'a [u8]>, tail: &'a str
     parts
 }
 
-/// Runs `threadql import <file> --format disqus --dry-run`, polling its `VmHWM` every 5 ms.
+/// Runs `threadql import <file> --format disqus --dry-run`, reading its `VmHWM` every 5 ms.
 async fn run_bomb(server_bin: &Path, bomb: &str, file: &Path) -> anyhow::Result<BombRun> {
-    let started = Instant::now();
-    let out = tokio::process::Command::new(server_bin)
-        .arg("import")
-        .arg(file)
-        .args(["--format", "disqus", "--dry-run"])
-        .env("THREADQL_LOG", "warn")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .context("cannot run threadql import")?;
-    let status = format!("/proc/{}/status", out.id().unwrap_or_default());
-    let waiting = tokio::spawn(out.wait_with_output());
-    let mut peak_kb = 0_u64;
-    while !waiting.is_finished() {
-        if let Some(kb) = crate::import::high_water_kb(&status) {
-            peak_kb = peak_kb.max(kb);
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let output = waiting.await??;
-    let printed = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let path = file.to_str().context("the file's path is not UTF-8")?;
+    let args = ["import", path, "--format", "disqus", "--dry-run"];
+    let run = crate::import::measured(server_bin, &args, &[], Duration::from_millis(5)).await?;
+    let printed = format!("{}{}", run.stdout, run.stderr);
     Ok(BombRun {
         bomb: bomb.to_owned(),
         file_bytes: std::fs::metadata(file)?.len(),
-        succeeded: output.status.success(),
-        seconds: started.elapsed().as_secs_f64(),
-        peak_rss_mb: peak_kb as f64 / 1024.0,
+        succeeded: run.success,
+        seconds: run.elapsed.as_secs_f64(),
+        peak_rss_mb: run.peak_mb,
         said: printed
             .lines()
             .rfind(|l| l.contains("refused") || l.contains("nests") || l.contains("Error"))

@@ -99,19 +99,33 @@ pub(crate) fn write_disqus(
     Ok(())
 }
 
-/// Runs `threadql <args>` against `database` on `uri`; returns its time, its peak resident
-/// memory in MB (its high-water mark, read every 20 ms while it runs) and what it printed.
-pub(crate) async fn timed(
+/// A `threadql` command that ran to its end.
+pub(crate) struct Measured {
+    /// Whether it exited with success.
+    pub(crate) success: bool,
+    /// From start to exit.
+    pub(crate) elapsed: Duration,
+    /// Its peak resident memory in MB (its high-water mark, read while it ran).
+    pub(crate) peak_mb: f64,
+    /// What it printed on standard output.
+    pub(crate) stdout: String,
+    /// What it printed on standard error.
+    pub(crate) stderr: String,
+}
+
+/// Runs `threadql <args>` with `env` on top of a quiet log, reading its memory's high-water mark
+/// every `every` while it runs.
+pub(crate) async fn measured(
     server_bin: &Path,
-    (uri, database): (&str, &str),
     args: &[&str],
-) -> anyhow::Result<(Duration, f64, String)> {
+    env: &[(&str, &str)],
+    every: Duration,
+) -> anyhow::Result<Measured> {
     use tokio::io::AsyncReadExt as _;
     let started = Instant::now();
     let mut child = tokio::process::Command::new(server_bin)
         .args(args)
-        .env("THREADQL_MONGODB_URI", uri)
-        .env("THREADQL_DATABASE", database)
+        .envs(env.iter().copied())
         .env("THREADQL_LOG", "warn")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
@@ -140,18 +154,44 @@ pub(crate) async fn timed(
         if let Some(status) = child.try_wait()? {
             break status;
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(every).await;
     };
     let elapsed = started.elapsed();
     let (stdout, stderr) = printed.await.unwrap_or_default();
-    if !status.success() {
-        anyhow::bail!("threadql {} failed: {stdout}\n{stderr}", args.join(" "));
+    Ok(Measured {
+        success: status.success(),
+        elapsed,
+        peak_mb: peak_kb as f64 / 1024.0,
+        stdout,
+        stderr,
+    })
+}
+
+/// Runs `threadql <args>` against `database` on `uri`; returns its time, its peak resident
+/// memory in MB (its high-water mark, read every 20 ms while it runs) and what it printed.
+pub(crate) async fn timed(
+    server_bin: &Path,
+    (uri, database): (&str, &str),
+    args: &[&str],
+) -> anyhow::Result<(Duration, f64, String)> {
+    let env = [
+        ("THREADQL_MONGODB_URI", uri),
+        ("THREADQL_DATABASE", database),
+    ];
+    let run = measured(server_bin, args, &env, Duration::from_millis(20)).await?;
+    if !run.success {
+        anyhow::bail!(
+            "threadql {} failed: {}\n{}",
+            args.join(" "),
+            run.stdout,
+            run.stderr
+        );
     }
-    Ok((elapsed, peak_kb as f64 / 1024.0, stdout))
+    Ok((run.elapsed, run.peak_mb, run.stdout))
 }
 
 /// `VmHWM` of a `/proc/<pid>/status` file, in kB.
-pub(crate) fn high_water_kb(file: &str) -> Option<u64> {
+fn high_water_kb(file: &str) -> Option<u64> {
     let text = std::fs::read_to_string(file).ok()?;
     let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()

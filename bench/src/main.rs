@@ -463,15 +463,22 @@ async fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Measures the live fan-out only (`--fanout`).
-async fn run_fanout(args: &Args, counts: &[usize]) -> anyhow::Result<()> {
+/// Runs `measure` with one server of the binary under test, over a database of its own
+/// (`threadql_bench_<name>_<pid>`) and a token it signs; stops the server and the database after
+/// it, or when the run is interrupted. Gives the results and the database's description.
+async fn on_one_server<T>(
+    args: &Args,
+    name: &str,
+    measure: impl AsyncFnOnce(&Server, &GraphqlClient, &str) -> anyhow::Result<T>,
+) -> anyhow::Result<(T, String)> {
     let server_bin = server::locate(args.server_bin.as_deref())?;
     let database = Database::open(args).await?;
+    let described = database.describe();
     let measured = async {
         let secret = new_secret();
         let token = JwtKeys::new(&secret).mint("bench", "Bench", &[], 3600);
         let http = client::http_client()?;
-        let db_name = format!("threadql_bench_fanout_{}", std::process::id());
+        let db_name = format!("threadql_bench_{name}_{}", std::process::id());
         let server = Server::start(
             &server_bin,
             &database.uri,
@@ -482,7 +489,7 @@ async fn run_fanout(args: &Args, counts: &[usize]) -> anyhow::Result<()> {
         )
         .await?;
         let client = GraphqlClient::new(http, server.graphql_url());
-        let results = fanout::measure(&server, &client, &token, counts).await;
+        let results = measure(&server, &client, &token).await;
         server.stop().await;
         results
     };
@@ -491,7 +498,15 @@ async fn run_fanout(args: &Args, counts: &[usize]) -> anyhow::Result<()> {
         () = threadql::app::shutdown_signal() => Err(anyhow::anyhow!("interrupted")),
     };
     database.close().await;
-    let results = results?;
+    Ok((results?, described))
+}
+
+/// Measures the live fan-out only (`--fanout`).
+async fn run_fanout(args: &Args, counts: &[usize]) -> anyhow::Result<()> {
+    let (results, _) = on_one_server(args, "fanout", async |server, client, token| {
+        fanout::measure(server, client, token, counts).await
+    })
+    .await?;
     std::fs::write(&args.out, serde_json::to_string_pretty(&results)?)
         .with_context(|| format!("cannot write {}", args.out.display()))?;
     println!("{}", fanout::markdown(&results));
@@ -597,34 +612,11 @@ async fn run_bombs(args: &Args) -> anyhow::Result<()> {
 
 /// Measures the worst-case Markdown page only (`--markdown-page`).
 async fn run_markdown(args: &Args) -> anyhow::Result<()> {
-    let server_bin = server::locate(args.server_bin.as_deref())?;
-    let database = Database::open(args).await?;
-    let described = database.describe();
-    let measured = async {
-        let secret = new_secret();
-        let token = JwtKeys::new(&secret).mint("bench", "Bench", &[], 3600);
-        let http = client::http_client()?;
-        let db_name = format!("threadql_bench_markdown_{}", std::process::id());
-        let server = Server::start(
-            &server_bin,
-            &database.uri,
-            &db_name,
-            &secret,
-            &args.server_log,
-            http.clone(),
-        )
-        .await?;
-        let client = GraphqlClient::new(http, server.graphql_url());
-        let results = markdown::measure(&client, &token, args.effort()).await;
-        server.stop().await;
-        results
-    };
-    let results = tokio::select! {
-        results = measured => results,
-        () = threadql::app::shutdown_signal() => Err(anyhow::anyhow!("interrupted")),
-    };
-    database.close().await;
-    let results = results?;
+    let effort = args.effort();
+    let (results, described) = on_one_server(args, "markdown", async |_, client, token| {
+        markdown::measure(client, token, effort).await
+    })
+    .await?;
     let saved = serde_json::json!({
         "kind": "markdown-page",
         "command": std::env::args().collect::<Vec<_>>().join(" "),

@@ -339,9 +339,6 @@ impl CommentNode {
         if self.hidden(ctx) {
             return Ok(None);
         }
-        if let Some(html) = &self.comment.html {
-            return Ok(Some(html.clone()));
-        }
         crate::graphql::services(ctx)
             .html_of(&self.discussion, &self.comment, self.held)
             .await
