@@ -144,6 +144,11 @@ macro_rules! contract_suite {
             async fn ranked_cursors_belong_to_their_order() {
                 crate::votes::ranked_cursors_belong_to_their_order_case(settings()).await;
             }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn html_is_stored_with_each_comment() {
+                crate::probe::markdown::html_is_stored_with_each_comment_case(settings()).await;
+            }
         }
     };
     ($module:ident, $layout:expr) => {

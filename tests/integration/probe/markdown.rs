@@ -16,7 +16,7 @@ use crate::support::{
     comment_over_http, deepest_lists, discussion_over_http, error_code, error_message,
     graphql_data, moderator_token, one_shot_client, open_feed, post_graphql,
     rewrite_stored_comment, server_config, stored_comment, stored_html, threadql_against, token,
-    Home, Running,
+    Home, Running, Settings, TestApp,
 };
 
 const POST: &str = "mutation($d: ID!, $t: String!) { postComment(input: { discussionId: $d, text: $t }) { slug html } }";
@@ -106,6 +106,38 @@ async fn nesting_past_the_limit_is_refused_at_post_and_edit_and_the_limit_itself
     assert!(error_message(&body).contains("limit is 2"), "{body:#}");
     comment_over_http(&client, &server, &ada, &d, "> > x").await;
     server.shutdown().await;
+}
+
+/// In the contract suite, for each layout and shape: a comment's HTML is stored with it at post,
+/// rewritten by an edit, and removed with its text by a delete.
+pub(crate) async fn html_is_stored_with_each_comment_case(settings: Settings) {
+    let home = Home::Layout(settings.layout);
+    let app = TestApp::with("md_contract", settings).await;
+    let d = app.discussion("stored html").await;
+    let slug = app.post(&d, None, "*a* <b>").await;
+    let stored = |slug: String| {
+        let (database, d) = (app.database.clone(), d.clone());
+        async move {
+            stored_comment(&database, home, &d, &slug)
+                .await
+                .expect("stored")
+        }
+    };
+    let html = stored(slug.clone()).await;
+    assert_eq!(html.get_str("html"), Ok("<p><em>a</em> &lt;b&gt;</p>\n"));
+    let ada = app.token("u1", "Ada");
+    let vars = json!({ "d": d, "s": slug, "t": "**b**" });
+    let edited = app.ok_as(Some(&ada), EDIT, vars).await;
+    assert_eq!(
+        edited["editComment"]["html"],
+        json!("<p><strong>b</strong></p>\n")
+    );
+    let html = stored(slug.clone()).await;
+    assert_eq!(html.get_str("html"), Ok("<p><strong>b</strong></p>\n"));
+    app.ok_as(Some(&ada), DELETE, json!({ "d": d, "s": slug }))
+        .await;
+    let gone = stored(slug.clone()).await;
+    assert!(!gone.contains_key("html"), "{gone:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,7 +4,7 @@
 mod guests;
 mod identities;
 mod imports;
-mod markdown;
+pub(crate) mod markdown;
 mod offsets;
 mod surface;
 mod surface_pages;
