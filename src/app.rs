@@ -355,6 +355,9 @@ pub fn store_config(config: &Config, uri: String) -> StoreConfig {
         },
         command_events: None,
         traces: config.traces(),
+        event_retention: crate::store::Retention(Duration::from_secs(
+            config.event_retention_days.saturating_mul(86_400),
+        )),
     }
 }
 

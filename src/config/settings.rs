@@ -138,6 +138,10 @@ pub struct Config {
         global = true
     )]
     pub edit_window_secs: u64,
+    /// How many days the event log keeps an event (a TTL index; the pull feed and webhook
+    /// redeliveries reach back this far).
+    #[arg(long, env = "THREADQL_EVENT_RETENTION_DAYS", default_value_t = 7, value_parser = clap::value_parser!(u64).range(1..=3650), global = true)]
+    pub event_retention_days: u64,
     /// Largest page a client may ask for.
     #[arg(
         long,
@@ -516,6 +520,7 @@ impl fmt::Debug for Config {
             .field("max_markdown_depth", &self.max_markdown_depth)
             .field("max_page_size", &self.max_page_size)
             .field("edit_window_secs", &self.edit_window_secs)
+            .field("event_retention_days", &self.event_retention_days)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_batch", &self.max_batch)
             .field("max_query_depth", &self.max_query_depth)

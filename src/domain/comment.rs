@@ -280,6 +280,9 @@ pub struct NewComment {
     /// The slug part to give it, when it has one already (a held comment being published);
     /// a fresh one is drawn when it is taken, and when this is `None`.
     pub part: Option<SlugPart>,
+    /// The event the write announces with the comment, in its transaction (`None`: none, as
+    /// for an import's comments).
+    pub announce: Option<super::Announce>,
 }
 
 /// Where a new comment goes: its paths and depth, after the depth cap is applied.

@@ -229,6 +229,32 @@ pub enum EventType {
 }
 
 impl EventType {
+    /// Every kind, in a fixed order.
+    pub const ALL: [EventType; 17] = [
+        EventType::CommentPosted,
+        EventType::CommentEdited,
+        EventType::CommentDeleted,
+        EventType::CommentHeld,
+        EventType::CommentApproved,
+        EventType::CommentRejected,
+        EventType::CommentReported,
+        EventType::CommentPinned,
+        EventType::DiscussionCreated,
+        EventType::DiscussionLocked,
+        EventType::DiscussionUpdated,
+        EventType::ModerationChanged,
+        EventType::DiscussionMoved,
+        EventType::UserBanned,
+        EventType::UserUnbanned,
+        EventType::NameReserved,
+        EventType::NameReleased,
+    ];
+
+    /// The kind named `name` ([`EventType::as_str`]), if there is one.
+    pub fn from_name(name: &str) -> Option<EventType> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+
     /// The name other services know it by (Standard Webhooks style).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -253,7 +279,132 @@ impl EventType {
     }
 }
 
+/// What a write that makes a comment (a post, a hold, the publication of a held comment)
+/// announces, once the comment has the slug the write gave it: the store writes the event in
+/// the same transaction as the comment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Announce {
+    /// `comment.posted`.
+    Posted(Acted),
+    /// `comment.held`, with the comment's moderation reason.
+    Held(Acted),
+    /// `comment.approved`: a moderator published a held comment.
+    Approved(Acted),
+}
+
+impl Announce {
+    /// The event of `comment`, as written.
+    pub fn event(&self, comment: &Comment) -> Event {
+        let on = CommentRef::of(comment);
+        match self {
+            Announce::Posted(acted) => Event::CommentPosted {
+                acted: acted.clone(),
+                comment: on,
+                parent: comment.parent.clone(),
+            },
+            Announce::Held(acted) => Event::CommentHeld {
+                acted: acted.clone(),
+                comment: on,
+                reason: comment.standing.reason.clone(),
+            },
+            Announce::Approved(acted) => Event::CommentApproved {
+                acted: acted.clone(),
+                comment: on,
+            },
+        }
+    }
+}
+
+/// An event as the event log keeps it: flat, with the ids of what it concerns (the comment
+/// and discussion themselves are read when it is shown, so a deleted text is never kept here).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventRecord {
+    /// Its id: sorts in commit order within a discussion.
+    pub id: String,
+    /// Its kind.
+    pub kind: EventType,
+    /// When it was committed.
+    pub at: Micros,
+    /// Who made the change.
+    pub actor: Author,
+    /// Whether they acted as a moderator.
+    pub moderator: bool,
+    /// The discussion it concerns.
+    pub discussion: Option<DiscussionId>,
+    /// The comment it concerns (with `discussion`).
+    pub slug: Option<Slug>,
+    /// The author of that comment.
+    pub author: Option<UserId>,
+    /// The comment a posted comment replies to.
+    pub parent: Option<Slug>,
+    /// The user it concerns (banned or unbanned).
+    pub user: Option<UserId>,
+    /// Why, where there is a reason (a hold, a rejection, a report, a ban, a reservation).
+    pub reason: Option<String>,
+    /// What else it says: `pinned`/`unpinned`, `locked`/`unlocked`, the mode, `from to` of a
+    /// move, a ban's term, a name, the fields an update changed.
+    pub detail: Option<String>,
+}
+
 impl Event {
+    /// Its record in the event log, with the id and commit time the log gives it.
+    pub fn record(&self, id: String, at: Micros) -> EventRecord {
+        let acted = self.acted();
+        let comment = self.comment();
+        let mut record = EventRecord {
+            id,
+            kind: self.kind(),
+            at,
+            actor: acted.by.clone(),
+            moderator: acted.moderator,
+            discussion: self.discussion().cloned(),
+            slug: comment.map(|c| c.slug.clone()),
+            author: comment.map(|c| c.author.clone()),
+            parent: None,
+            user: None,
+            reason: None,
+            detail: None,
+        };
+        let flag = |on: bool, yes: &str, no: &str| Some(if on { yes } else { no }.to_owned());
+        match self {
+            Event::CommentPosted { parent, .. } => record.parent = parent.clone(),
+            Event::CommentHeld { reason, .. } => record.reason = reason.clone(),
+            Event::CommentRejected { reason, .. } => {
+                record.reason = reason.as_ref().map(|r| r.as_str().to_owned())
+            }
+            Event::CommentReported { reason, .. } => {
+                record.reason = Some(reason.as_str().to_owned())
+            }
+            Event::CommentPinned { pinned, .. } => {
+                record.detail = flag(*pinned, "pinned", "unpinned")
+            }
+            Event::DiscussionLocked { locked, .. } => {
+                record.detail = flag(*locked, "locked", "unlocked")
+            }
+            Event::DiscussionUpdated { update, .. } => record.detail = Some(update.fields()),
+            Event::ModerationChanged { mode, .. } => record.detail = Some(mode.as_str().to_owned()),
+            Event::DiscussionMoved { from, to, .. } => {
+                record.detail = Some(format!("{} {}", from.as_str(), to.as_str()))
+            }
+            Event::UserBanned { ban, .. } => {
+                record.user = Some(ban.user.clone());
+                record.reason = ban.reason.as_ref().map(|r| r.as_str().to_owned());
+                record.detail = Some(ban.term());
+            }
+            Event::UserUnbanned { user, .. } => record.user = Some(user.clone()),
+            Event::NameReserved { name, reason, .. } => {
+                record.reason = reason.as_ref().map(|r| r.as_str().to_owned());
+                record.detail = Some(name.as_str().to_owned());
+            }
+            Event::NameReleased { name, .. } => record.detail = Some(name.as_str().to_owned()),
+            Event::CommentEdited { .. }
+            | Event::CommentDeleted { .. }
+            | Event::CommentApproved { .. }
+            | Event::DiscussionCreated { .. } => {}
+        }
+        record
+    }
+
     /// Who made the change, and when.
     pub fn acted(&self) -> &Acted {
         match self {
@@ -435,6 +586,29 @@ mod tests {
             parent: None,
         };
         assert!(posted.logged().is_none());
+    }
+
+    #[test]
+    fn every_kind_is_found_by_its_name() {
+        for kind in EventType::ALL {
+            assert_eq!(EventType::from_name(kind.as_str()), Some(kind));
+        }
+        assert_eq!(EventType::from_name("comment"), None);
+    }
+
+    #[test]
+    fn a_record_keeps_the_ids_and_the_reason_of_its_event() {
+        let held = Event::CommentHeld {
+            acted: acted(false),
+            comment: comment("a"),
+            reason: Some("banned word".into()),
+        };
+        let record = held.record("e1".into(), Micros(7));
+        assert_eq!(record.kind, EventType::CommentHeld);
+        assert_eq!((record.id.as_str(), record.at), ("e1", Micros(7)));
+        assert_eq!(record.author, Some(UserId::from_stored("a".into())));
+        assert_eq!(record.reason.as_deref(), Some("banned word"));
+        assert!(record.discussion.is_some() && record.slug.is_some());
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub use comment::{
     Author, Comment, CommentText, Discussion, LayoutHints, NewComment, Placement, Revision, SortKey,
 };
 pub use error::DomainError;
-pub use events::{Acted, CommentRef, Event, EventType};
+pub use events::{Acted, Announce, CommentRef, Event, EventRecord, EventType};
 pub use guests::GuestIds;
 pub use ids::{DiscussionId, Layout};
 pub use keys::{DiscussionKey, DiscussionTitle, DiscussionUpdate, DiscussionUrl, NewDiscussion};

@@ -1,15 +1,15 @@
 //! Comment workflows: post (published, or held for a moderator), edit and delete.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tracing::Instrument as _;
 
 use super::moderation::{screened, stricter};
-use super::{acted, Caller, Services};
+use super::{acted, Caller, Services, Told};
 use crate::domain::{
-    Actor, Change, Comment, CommentRef, CommentStatus, CommentText, Discussion, DiscussionId,
-    DomainError, Event, FullSlug, Held, Micros, ModerationMode, NewComment, Queue, Slug, Standing,
+    Actor, Announce, Change, Comment, CommentRef, CommentStatus, CommentText, Discussion,
+    DiscussionId, DomainError, Event, FullSlug, Held, Micros, ModerationMode, NewComment, Queue,
+    Slug, Standing,
 };
 
 /// A comment to post.
@@ -59,6 +59,7 @@ impl Services {
             text,
             html,
             part: None,
+            announce: None,
         };
         // A discussion this process posted to lately is not read again (see `PostStore::kept`):
         // the post's own write checks that its mode is still the one decided by.
@@ -76,8 +77,12 @@ impl Services {
                 .await;
         }
         let storage = self.storage.clone();
-        let (sent, read) = (new.clone(), discussion.clone());
         let acted = acted(caller);
+        let sent = NewComment {
+            announce: Some(Announce::Posted(acted.clone())),
+            ..new.clone()
+        };
+        let read = discussion.clone();
         let write = async move {
             let (discussion, posted) = storage.posting().post_from(read, sent).await?;
             let event = Event::CommentPosted {
@@ -175,6 +180,10 @@ impl Services {
         let storage = self.storage.clone();
         let id = discussion.id.clone();
         let acted = acted(caller);
+        let new = NewComment {
+            announce: Some(Announce::Held(acted.clone())),
+            ..new
+        };
         let write = async move {
             let parent = parent.as_ref().map(|(s, f)| (s, f));
             let held = storage.held().hold(&id, parent, &new, standing).await?;
@@ -281,7 +290,6 @@ impl Services {
                 author: viewer.author(),
                 moderator: viewer.moderator(),
             };
-            let changed = AtomicBool::new(false);
             let decide = |current: &Comment, now| {
                 let next = change.apply(current, actor, rules, target.locked, now)?;
                 let next = match (next, &screened) {
@@ -291,18 +299,14 @@ impl Services {
                     }
                     (next, _) => next,
                 };
-                changed.store(next.is_some(), Ordering::Relaxed);
                 Ok(next)
             };
-            let comment = storage
-                .posting()
-                .change_comment(&target, &slug, &decide)
-                .await?;
-            let mut events = Vec::new();
-            let on = CommentRef::of(&comment);
-            let queue = Queue::of(&comment.standing);
-            if changed.load(Ordering::Relaxed) {
-                events.push(match change {
+            // Edited or deleted, and held by the edit's words: written with the change.
+            let told = Told::default();
+            let announce = |_: &Comment, next: &Comment| {
+                let on = CommentRef::of(next);
+                let acted = acted.clone();
+                let mut events = vec![match change {
                     Change::Edit { .. } => Event::CommentEdited {
                         acted: acted.clone(),
                         comment: on.clone(),
@@ -311,8 +315,22 @@ impl Services {
                         acted: acted.clone(),
                         comment: on.clone(),
                     },
-                });
-            }
+                }];
+                if screened.is_some() && Queue::of(&next.standing).is_some() && !next.deleted {
+                    events.push(Event::CommentHeld {
+                        acted,
+                        comment: on,
+                        reason: next.standing.reason.clone(),
+                    });
+                }
+                told.tell(events)
+            };
+            let comment = storage
+                .posting()
+                .change_comment(&target, &slug, &decide, &announce)
+                .await?;
+            let events = told.take();
+            let queue = Queue::of(&comment.standing);
             // Held or rejected by the edit: into its queue (after the change, which may be
             // refused; a crash in between leaves it out of the queue until its next change or
             // report).
@@ -321,13 +339,6 @@ impl Services {
                     .held()
                     .enqueue(&target.id, &slug, queue, Micros::now())
                     .await?;
-                if changed.load(Ordering::Relaxed) {
-                    events.push(Event::CommentHeld {
-                        acted,
-                        comment: on,
-                        reason: comment.standing.reason.clone(),
-                    });
-                }
             }
             if comment.deleted && queue.is_some() {
                 // A deleted comment waits for no moderator.

@@ -83,15 +83,15 @@ impl Services {
         let storage = self.storage.clone();
         let acted = acted(caller);
         let write = async move {
-            let discussion = storage.discussions().set_locked(&id, locked).await;
+            let events = vec![Event::DiscussionLocked {
+                acted,
+                discussion: id.clone(),
+                locked,
+            }];
+            let discussion = storage.discussions().set_locked(&id, locked, &events).await;
             // Posts from this process decide by the discussion they read from now on.
             storage.posting().forget(&id);
-            let event = Event::DiscussionLocked {
-                acted,
-                discussion: id,
-                locked,
-            };
-            Ok((discussion?, vec![event]))
+            Ok((discussion?, events))
         };
         let span = tracing::debug_span!("store.lock");
         Ok(self.run(caller, span, write).await?.value)
@@ -119,15 +119,15 @@ impl Services {
         let storage = self.storage.clone();
         let acted = acted(caller);
         let write = async move {
-            let updated = storage.discussions().update(&id, &update).await;
+            let events = vec![Event::DiscussionUpdated {
+                acted,
+                discussion: id.clone(),
+                update: update.clone(),
+            }];
+            let updated = storage.discussions().update(&id, &update, &events).await;
             // Posts from this process answer with the discussion they read from now on.
             storage.posting().forget(&id);
-            let event = Event::DiscussionUpdated {
-                acted,
-                discussion: id,
-                update,
-            };
-            Ok((updated?, vec![event]))
+            Ok((updated?, events))
         };
         let span = tracing::debug_span!("store.updateDiscussion");
         Ok(self.run(caller, span, write).await?.value)
@@ -144,15 +144,18 @@ impl Services {
         let storage = self.storage.clone();
         let acted = acted(caller);
         let write = async move {
-            let set = storage.discussions().set_moderation(&id, mode).await;
+            let events = vec![Event::ModerationChanged {
+                acted,
+                discussion: id.clone(),
+                mode,
+            }];
+            let set = storage
+                .discussions()
+                .set_moderation(&id, mode, &events)
+                .await;
             // Posts from this process decide by the mode they read from now on.
             storage.posting().forget(&id);
-            let event = Event::ModerationChanged {
-                acted,
-                discussion: id,
-                mode,
-            };
-            Ok((set?, vec![event]))
+            Ok((set?, events))
         };
         let span = tracing::debug_span!("store.setModeration");
         Ok(self.run(caller, span, write).await?.value)
@@ -194,16 +197,16 @@ impl Services {
         let target = CommentRef::of(&comment);
         let acted = acted(caller);
         let write = async move {
+            let events = vec![Event::CommentPinned {
+                acted,
+                comment: target.clone(),
+                pinned,
+            }];
             let updated = storage
                 .discussions()
-                .set_pinned(&target.discussion, &target.slug, pinned)
+                .set_pinned(&target.discussion, &target.slug, pinned, &events)
                 .await?;
-            let event = Event::CommentPinned {
-                acted,
-                comment: target,
-                pinned,
-            };
-            Ok((Arc::new(updated), vec![event]))
+            Ok((Arc::new(updated), events))
         };
         let span = tracing::debug_span!("store.pin");
         let updated = self.run(caller, span, write).await?.value;

@@ -189,6 +189,24 @@ impl Services {
     }
 }
 
+/// The events a change announced to the store, kept for this process's sinks: the store may
+/// ask again after a lost race, and the last answer is the one written with the change.
+#[derive(Default)]
+struct Told(std::sync::Mutex<Vec<Event>>);
+
+impl Told {
+    /// Keeps `events` as the latest announced, and returns them.
+    fn tell(&self, events: Vec<Event>) -> Vec<Event> {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = events.clone();
+        events
+    }
+
+    /// The events last announced (none when no change was made).
+    fn take(&self) -> Vec<Event> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
 /// Who made a change, now.
 fn acted(caller: &Caller) -> Acted {
     Acted {

@@ -9,13 +9,13 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::render::Renderer;
-use super::{acted, public_comment, Caller, Services};
+use super::{acted, public_comment, Caller, Services, Told};
 use crate::domain::{
-    Ban, Comment, CommentRef, CommentStatus, CommentText, Discussion, DiscussionId, DomainError,
-    Event, Held, Micros, NewComment, Queue, Reason, ReportReason, Screening, Slug, Standing,
-    UserId, WordLists,
+    Acted, Announce, Ban, Comment, CommentRef, CommentStatus, CommentText, Discussion,
+    DiscussionId, DomainError, Event, Held, Micros, NewComment, Queue, Reason, ReportReason,
+    Screening, Slug, Standing, UserId, WordLists,
 };
-use crate::store::{Claim, DynStorage, Report};
+use crate::store::{Announced, Claim, DynStorage, Report};
 
 /// What the word lists make of a text posted or edited by a non-moderator: `None` when it goes
 /// through as the discussion's mode says; a pending standing for a suspect word, a rejected
@@ -76,6 +76,7 @@ async fn approve(
     discussion: Arc<Discussion>,
     slug: Slug,
     (max_text_chars, renderer): (usize, Renderer),
+    acted: Acted,
 ) -> Result<Approved, DomainError> {
     if storage.held().find(&discussion.id, &slug).await?.is_some() {
         // Approvals of one held comment at once take turns by a claim on it: one publishes it,
@@ -86,6 +87,7 @@ async fn approve(
                 discussion.clone(),
                 held,
                 (max_text_chars, &renderer),
+                acted,
             )
             .await;
             if published.is_err() {
@@ -114,9 +116,15 @@ async fn approve(
     let before = public_comment(&storage, &discussion, &slug)
         .await?
         .ok_or_else(|| not_found(&discussion.id, &slug))?;
+    let announce = |_: &Comment, next: &Comment| {
+        vec![Event::CommentApproved {
+            acted: acted.clone(),
+            comment: CommentRef::of(next),
+        }]
+    };
     let comment = storage
         .posting()
-        .change_comment(&discussion, &slug, &decide)
+        .change_comment(&discussion, &slug, &decide, &announce)
         .await?;
     storage.held().remove(&discussion.id, &slug).await?;
     let changed = before.standing != Standing::default();
@@ -178,6 +186,7 @@ async fn publish(
     discussion: Arc<Discussion>,
     held: Held,
     (max_text_chars, renderer): (usize, &Renderer),
+    acted: Acted,
 ) -> Result<(Arc<Discussion>, Comment), DomainError> {
     let id = discussion.id.clone();
     let slug = held.comment.slug.clone();
@@ -206,6 +215,7 @@ async fn publish(
                 text: CommentText::parse(text, max_text_chars.max(text.chars().count()))?,
                 html,
                 part: Some(slug.own_part()),
+                announce: Some(Announce::Approved(acted)),
             };
             let (now, posted) = storage.posting().post_to(&id, new).await?;
             (now, posted.comment)
@@ -223,10 +233,22 @@ async fn reject(
     storage: DynStorage,
     discussion: Arc<Discussion>,
     slug: Slug,
-    reason: Option<String>,
+    (reason, said): (Option<String>, Option<Reason>),
+    acted: Acted,
 ) -> Result<Comment, DomainError> {
     let id = &discussion.id;
-    if let Some(held) = storage.held().reject(id, &slug, reason.clone()).await? {
+    let announce = |comment: &Comment| {
+        vec![Event::CommentRejected {
+            acted: acted.clone(),
+            comment: CommentRef::of(comment),
+            reason: said.clone(),
+        }]
+    };
+    if let Some(held) = storage
+        .held()
+        .reject(id, &slug, reason.clone(), &announce)
+        .await?
+    {
         return Ok(held.comment);
     }
     let current = public_comment(&storage, &discussion, &slug)
@@ -255,7 +277,7 @@ async fn reject(
     };
     storage
         .posting()
-        .change_comment(&discussion, &slug, &decide)
+        .change_comment(&discussion, &slug, &decide, &|_, next| announce(next))
         .await
 }
 
@@ -263,8 +285,8 @@ async fn reject(
 pub(super) enum Reported {
     /// A repeat: nothing changed.
     Repeat,
-    /// Counted: the comment as it is now, and whether it was public before.
-    Counted(Box<Comment>, bool),
+    /// Counted (its events are those the change announced).
+    Counted,
 }
 
 /// Counts a report of a public comment by `reporter`. At `hold_at` reports (0: never) a public
@@ -275,7 +297,7 @@ async fn report(
     storage: DynStorage,
     discussion: Arc<Discussion>,
     report: Report,
-    hold_at: u64,
+    (hold_at, announce): (u64, &Announced<'_>),
 ) -> Result<Reported, DomainError> {
     let (id, slug) = (&discussion.id, &report.slug);
     let current = public_comment(&storage, &discussion, slug)
@@ -332,7 +354,7 @@ async fn report(
     };
     let comment = match storage
         .posting()
-        .change_comment(&discussion, slug, &counted)
+        .change_comment(&discussion, slug, &counted, announce)
         .await
     {
         Ok(comment) => comment,
@@ -349,10 +371,8 @@ async fn report(
     // moderator approved it meanwhile: its entry follows the comment as it is now (one more
     // read; reports are rare next to reads).
     settle_queue(&storage, &discussion, slug).await;
-    Ok(Reported::Counted(
-        Box::new(comment),
-        current.standing.is_public(),
-    ))
+    let _ = comment;
+    Ok(Reported::Counted)
 }
 
 /// Brings the queue entry of a public comment in line with the comment as it is now read:
@@ -407,7 +427,7 @@ impl Services {
         let text = (self.rules.max_text_chars, self.renderer.clone());
         let acted = acted(caller);
         let write = async move {
-            let approved = approve(storage, discussion, slug, text).await?;
+            let approved = approve(storage, discussion, slug, text, acted.clone()).await?;
             let events = match approved.changed {
                 true => vec![Event::CommentApproved {
                     acted,
@@ -438,7 +458,8 @@ impl Services {
         let acted = acted(caller);
         let write = async move {
             let kept = reason.as_ref().map(|r| r.as_str().to_owned());
-            let comment = reject(storage, target, slug, kept).await?;
+            let comment =
+                reject(storage, target, slug, (kept, reason.clone()), acted.clone()).await?;
             let event = Event::CommentRejected {
                 acted,
                 comment: CommentRef::of(&comment),
@@ -475,25 +496,28 @@ impl Services {
         let hold_at = self.rules.reports_to_hold;
         let acted = acted(caller);
         let write = async move {
-            let (comment, was_public) =
-                match report(storage, discussion, report_of, hold_at).await? {
-                    Reported::Repeat => return Ok((false, Vec::new())),
-                    Reported::Counted(comment, was_public) => (*comment, was_public),
-                };
-            let on = CommentRef::of(&comment);
-            let mut events = vec![Event::CommentReported {
-                acted: acted.clone(),
-                comment: on.clone(),
-                reason,
-            }];
-            if was_public && !comment.standing.is_public() {
-                events.push(Event::CommentHeld {
-                    acted,
-                    comment: on,
-                    reason: comment.standing.reason.clone(),
-                });
+            let told = Told::default();
+            // Counted, and held when this report made the comment a placeholder.
+            let announce = |current: &Comment, next: &Comment| {
+                let on = CommentRef::of(next);
+                let mut events = vec![Event::CommentReported {
+                    acted: acted.clone(),
+                    comment: on.clone(),
+                    reason,
+                }];
+                if current.standing.is_public() && !next.standing.is_public() {
+                    events.push(Event::CommentHeld {
+                        acted: acted.clone(),
+                        comment: on,
+                        reason: next.standing.reason.clone(),
+                    });
+                }
+                told.tell(events)
+            };
+            match report(storage, discussion, report_of, (hold_at, &announce)).await? {
+                Reported::Repeat => Ok((false, Vec::new())),
+                Reported::Counted => Ok((true, told.take())),
             }
-            Ok((true, events))
         };
         let span = tracing::debug_span!("store.report");
         Ok(self.run(caller, span, write).await?.value)

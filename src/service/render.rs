@@ -132,7 +132,7 @@ impl Services {
             };
             let after = storage
                 .posting()
-                .change_comment(&discussion, &slug, &decide)
+                .change_comment(&discussion, &slug, &decide, &|_, _| Vec::new())
                 .await;
             match after {
                 Ok(after) => Ok((after.html.as_deref() == Some(&html), Vec::new())),

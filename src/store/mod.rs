@@ -8,6 +8,7 @@ mod cache;
 mod changes;
 mod discussions;
 pub mod embedded;
+mod events;
 pub mod moderation;
 mod moves;
 pub mod per_comment;
@@ -17,12 +18,13 @@ mod shared;
 mod votes;
 
 pub use api::{
-    ChangeFeed, ChangeKind, Claim, CommentChange, CommentStore, Decide, DiscussionStore,
+    Announced, ChangeFeed, ChangeKind, Claim, CommentChange, CommentStore, Decide, DiscussionStore,
     DynStorage, Health, HeldStore, ImportStore, KeyedGuests, ModerationStore, MoveStore,
     MoveTiming, Moved, NameStore, PostStore, Posted, QueueEntry, Ranked, RankedOf, RankedPage,
     Report, ServerStore, Step, Storage, VoteStore, Waiting, Watched,
 };
 pub use discussions::Discussions;
+pub use events::Retention;
 pub use router::{shard, Store};
 pub use shared::connect::StoreConfig;
 pub use shared::embedded_db;

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use threadql::domain::{Event, Layout};
 use tokio::sync::broadcast::error::TryRecvError;
 
-use crate::support::{error_code, Settings, TestApp};
+use crate::support::{error_code, stored_events, Settings, TestApp};
 
 const CREATE: &str = "mutation($t: String!) { createDiscussion(input: {title: $t}) { id layout } }";
 const POST: &str = "mutation($d: ID!, $p: String, $t: String!) { postComment(input: {discussionId: $d, parentSlug: $p, text: $t}) { slug status } }";
@@ -198,6 +198,54 @@ pub(crate) async fn every_workflow_emits_its_events_in_order_case(settings: Sett
         format!("discussion.moved by mod (moderator) in {d} {from}->{to}"),
     ];
     assert_eq!(received(&mut events), expected);
+
+    // The changes of comments and of the discussion's settings wrote the same events to the
+    // durable log in their own transactions, ids in commit order; the creation, bans and the
+    // move are not written there yet.
+    let (durable, ttl) = stored_events(&app.database).await;
+    assert_eq!(ttl, Some(7 * 86_400), "kept 7 days by a TTL index");
+    let written: Vec<String> = durable
+        .iter()
+        .map(|e| {
+            let slug = e
+                .get_str("slug")
+                .map(|s| format!(" {s}"))
+                .unwrap_or_default();
+            let d = e.get_str("discussion_id").unwrap_or("-");
+            format!(
+                "{} by {} in {d}{slug}",
+                e.get_str("type").unwrap(),
+                e.get_document("actor").unwrap().get_str("id").unwrap()
+            )
+        })
+        .collect();
+    let on = |kind: &str, by: &str, slug: Option<&str>| {
+        format!(
+            "{kind} by {by} in {d}{}",
+            slug.map(|s| format!(" {s}")).unwrap_or_default()
+        )
+    };
+    assert_eq!(
+        written,
+        [
+            on("comment.posted", "ada", Some(&c1)),
+            on("comment.posted", "bob", Some(&r1)),
+            on("comment.edited", "ada", Some(&c1)),
+            on("comment.deleted", "bob", Some(&r1)),
+            on("comment.pinned", "mod", Some(&c1)),
+            on("discussion.moderation_changed", "mod", None),
+            on("comment.held", "bob", Some(&c2)),
+            on("comment.approved", "mod", Some(&c2)),
+            on("comment.held", "bob", Some(&c3)),
+            on("comment.rejected", "mod", Some(&c3)),
+            on("discussion.moderation_changed", "mod", None),
+            on("comment.reported", "bob", Some(&c1)),
+            on("discussion.locked", "mod", None),
+        ]
+    );
+    assert_eq!(durable[6].get_str("reason").ok(), None, "held by the mode");
+    assert_eq!(durable[9].get_str("reason"), Ok("off topic"));
+    assert_eq!(durable[4].get_str("detail"), Ok("pinned"));
 
     // The moderation log is the moderators' events, newest first.
     let log = app.ok_as(Some(&m), LOG, json!({})).await;

@@ -96,7 +96,7 @@ pub(super) async fn write(
         // pins (a comment deleted after it was pinned keeps its pin).
         for slug in &prepared.pinned {
             if !discussion.pinned.contains(slug) {
-                store.discussions().set_pinned(&id, slug, true).await?;
+                store.discussions().set_pinned(&id, slug, true, &[]).await?;
             }
         }
         if let Some(mode) = prepared.moderation {

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use crate::domain::{
-    Discussion, DiscussionId, DiscussionKey, DiscussionTitle, DiscussionUpdate, Layout,
+    Discussion, DiscussionId, DiscussionKey, DiscussionTitle, DiscussionUpdate, Event, Layout,
     ModerationMode, NewDiscussion, Page, Slug, Window,
 };
 use crate::store::shared::error::StoreResult;
@@ -44,15 +44,26 @@ pub trait DiscussionStore: Send + Sync {
         id: &DiscussionId,
         slug: &Slug,
         pinned: bool,
+        events: &[Event],
     ) -> StoreResult<Discussion>;
 
     /// Opens or closes a discussion for posting; returns it as it is now (`NotFound` if unknown).
-    async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion>;
+    /// `events` are written with the change (as for every setter here).
+    async fn set_locked(
+        &self,
+        id: &DiscussionId,
+        locked: bool,
+        events: &[Event],
+    ) -> StoreResult<Discussion>;
 
     /// Sets a discussion's title and page address as `update` says; returns it as it is now
     /// (`NotFound` if unknown).
-    async fn update(&self, id: &DiscussionId, update: &DiscussionUpdate)
-        -> StoreResult<Discussion>;
+    async fn update(
+        &self,
+        id: &DiscussionId,
+        update: &DiscussionUpdate,
+        events: &[Event],
+    ) -> StoreResult<Discussion>;
 
     /// Sets how a discussion moderates new comments; returns it as it is now (`NotFound` if
     /// unknown).
@@ -60,5 +71,6 @@ pub trait DiscussionStore: Send + Sync {
         &self,
         id: &DiscussionId,
         mode: ModerationMode,
+        events: &[Event],
     ) -> StoreResult<Discussion>;
 }

@@ -5,7 +5,8 @@ use async_trait::async_trait;
 
 use crate::domain::paging::Cursor;
 use crate::domain::{
-    DiscussionId, FullSlug, Held, Micros, NewComment, Queue, ReportReason, Slug, Standing,
+    Comment, DiscussionId, Event, FullSlug, Held, Micros, NewComment, Queue, ReportReason, Slug,
+    Standing,
 };
 use crate::store::shared::error::StoreResult;
 
@@ -92,11 +93,13 @@ pub trait HeldStore: Send + Sync {
     async fn find(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<Option<Held>>;
 
     /// Marks a held comment REJECTED with `reason`; `None` when there is no such held comment.
+    /// The events `announce` gives for it are written with the change.
     async fn reject(
         &self,
         discussion: &DiscussionId,
         slug: &Slug,
         reason: Option<String>,
+        announce: &(dyn for<'c> Fn(&'c Comment) -> Vec<Event> + Send + Sync),
     ) -> StoreResult<Option<Held>>;
 
     /// Removes the comment's entry (held comment or queue entry); whether there was one.

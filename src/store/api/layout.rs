@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use mongodb::bson::Bson;
 
 use crate::domain::tree::Listing;
-use crate::domain::{Comment, Discussion, FullSlug, Layout, Page, Slug, Window};
+use crate::domain::{Comment, Discussion, Event, FullSlug, Layout, Page, Slug, Window};
 use crate::store::shared::error::StoreResult;
 use crate::store::shared::scope::ReadScope;
 
@@ -50,12 +50,15 @@ pub trait CommentStore: Send + Sync {
     /// with those of `next`, only if they are still those of `current`. `Ok(false)` means the
     /// comment changed since it was read (read it again and retry, as the change skeleton does). `scope` is
     /// the one `current` was read in (a layout may use what that read saw to find the comment).
+    /// `events` are written to the event log with the change (in its transaction), only when
+    /// it is made.
     async fn replace(
         &self,
         scope: &ReadScope,
         discussion: &Discussion,
         current: &Comment,
         next: &Comment,
+        events: &[Event],
     ) -> StoreResult<bool>;
 
     /// As [`CommentStore::replace`], in the caller's `session` (inside its transaction where

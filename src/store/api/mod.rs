@@ -26,7 +26,7 @@ pub use layout::CommentStore;
 pub use moderation::ModerationStore;
 pub use moves::{MoveStore, MoveTiming, Moved, Step};
 pub use names::NameStore;
-pub use posting::{Decide, PostStore, Posted};
+pub use posting::{Announced, Decide, PostStore, Posted};
 pub use server::{KeyedGuests, ServerStore};
 pub use storage::{DynStorage, Storage};
 pub use votes::{Ranked, RankedOf, RankedPage, VoteStore};

@@ -5,13 +5,19 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::domain::{Comment, Discussion, DiscussionId, DomainError, Micros, NewComment, Slug};
+use crate::domain::{
+    Comment, Discussion, DiscussionId, DomainError, Event, Micros, NewComment, Slug,
+};
 use crate::store::shared::error::StoreResult;
 
 /// What a change makes of a comment read at a given time: the new comment, `None` when nothing
 /// changes, or why it may not be made.
 pub type Decide<'a> =
     dyn Fn(&Comment, Micros) -> Result<Option<Comment>, DomainError> + Send + Sync + 'a;
+
+/// The events a change announces, from the comment as read and as it becomes: written to the
+/// event log in the change's own transaction.
+pub type Announced<'a> = dyn Fn(&Comment, &Comment) -> Vec<Event> + Send + Sync + 'a;
 
 /// The result of posting a comment.
 #[derive(Debug, Clone)]
@@ -64,11 +70,13 @@ pub trait PostStore: Send + Sync {
 
     /// Changes a posted comment of `discussion`: reads it, lets `decide` say what it becomes (it
     /// gets the time of the change), and writes that unless the comment changed meanwhile, in
-    /// which case it reads again. Returns the comment as it is afterwards.
+    /// which case it reads again. The events `announce` gives for the change that is made are
+    /// written with it. Returns the comment as it is afterwards.
     async fn change_comment(
         &self,
         discussion: &Discussion,
         slug: &Slug,
         decide: &Decide<'_>,
+        announce: &Announced<'_>,
     ) -> Result<Comment, DomainError>;
 }

@@ -202,6 +202,7 @@ impl CommentStore for Bucketed {
         discussion: &Discussion,
         current: &Comment,
         next: &Comment,
+        events: &[crate::domain::Event],
     ) -> StoreResult<bool> {
         let Some(filter) = self.guarded_page(scope, discussion, current).await? else {
             return Ok(false);
@@ -212,7 +213,7 @@ impl CommentStore for Bucketed {
             (&discussion.id, &next.slug),
             &self.pages,
             (filter, replace_update("comments.$.", next)?),
-            crate::store::changes::change_mark(current, next),
+            (crate::store::changes::change_mark(current, next), events),
         )
         .await
     }

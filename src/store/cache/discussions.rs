@@ -8,6 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{discussion_weight, Lookup, ReadCache};
+use crate::domain::Event;
 use crate::domain::{
     Discussion, DiscussionId, DiscussionKey, DiscussionUpdate, ModerationMode, NewDiscussion, Page,
     Slug, Window,
@@ -156,28 +157,39 @@ impl DiscussionStore for CachedDiscussions {
         id: &DiscussionId,
         slug: &Slug,
         pinned: bool,
+        events: &[Event],
     ) -> StoreResult<Discussion> {
-        self.writing(id, self.inner.set_pinned(id, slug, pinned))
+        self.writing(id, self.inner.set_pinned(id, slug, pinned, events))
             .await
     }
 
-    async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion> {
-        self.writing(id, self.inner.set_locked(id, locked)).await
+    async fn set_locked(
+        &self,
+        id: &DiscussionId,
+        locked: bool,
+        events: &[Event],
+    ) -> StoreResult<Discussion> {
+        self.writing(id, self.inner.set_locked(id, locked, events))
+            .await
     }
 
     async fn update(
         &self,
         id: &DiscussionId,
         update: &DiscussionUpdate,
+        events: &[Event],
     ) -> StoreResult<Discussion> {
-        self.writing(id, self.inner.update(id, update)).await
+        self.writing(id, self.inner.update(id, update, events))
+            .await
     }
 
     async fn set_moderation(
         &self,
         id: &DiscussionId,
         mode: ModerationMode,
+        events: &[Event],
     ) -> StoreResult<Discussion> {
-        self.writing(id, self.inner.set_moderation(id, mode)).await
+        self.writing(id, self.inner.set_moderation(id, mode, events))
+            .await
     }
 }

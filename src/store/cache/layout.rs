@@ -77,8 +77,11 @@ impl CommentStore for CachedLayout {
         discussion: &Discussion,
         current: &Comment,
         next: &Comment,
+        events: &[crate::domain::Event],
     ) -> StoreResult<bool> {
-        self.inner().replace(scope, discussion, current, next).await
+        self.inner()
+            .replace(scope, discussion, current, next, events)
+            .await
     }
 
     async fn replace_in(

@@ -15,12 +15,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
+use crate::domain::Event;
 use crate::domain::{
     Comment, Discussion, DiscussionId, DiscussionKey, DiscussionUpdate, Layout, LayoutHints,
     Micros, ModerationMode, NewDiscussion, Page, Slug, Window,
 };
 use crate::store::api::{ChangeKind, DiscussionStore};
 use crate::store::changes;
+use crate::store::events::EventLog;
 use crate::store::shared::bson::to_count;
 use crate::store::shared::connect::index_model;
 use crate::store::shared::error::{StoreError, StoreResult};
@@ -197,6 +199,8 @@ pub struct Discussions {
     clock: Arc<MonotonicClock>,
     /// What each layout keeps on the discussion document.
     fields: Arc<FieldsByLayout>,
+    /// The event log, which changes of a discussion join in their transaction.
+    log: EventLog,
 }
 
 impl Discussions {
@@ -211,13 +215,14 @@ impl Discussions {
         clock: Arc<MonotonicClock>,
         fields: FieldsByLayout,
         commands: &CommandCounter,
-        transactions: bool,
+        log: EventLog,
     ) -> Self {
         Self {
             coll: Counted::new(db, Self::COLLECTION, commands),
             claims: Counted::new(db, Self::KEYS_COLLECTION, commands),
             client: db.client().clone(),
-            transactions,
+            transactions: log.transactional(),
+            log,
             commands: commands.clone(),
             clock,
             fields: Arc::new(fields),
@@ -324,16 +329,48 @@ impl Discussions {
 
     /// Sets `fields` on a discussion (a moderator's setting); returns it as it is now
     /// (`NotFound` if unknown).
-    async fn set(&self, id: &DiscussionId, fields: Document) -> StoreResult<Discussion> {
+    async fn set(
+        &self,
+        id: &DiscussionId,
+        fields: Document,
+        events: &[Event],
+    ) -> StoreResult<Discussion> {
         let found = self
-            .coll
-            .clone_with_type::<RawDocumentBuf>()
-            .find_one_and_update(doc! { "_id": id.as_str() }, doc! { "$set": fields })
-            .projection(self.projection())
-            .return_document(ReturnDocument::After)
+            .changed(doc! { "_id": id.as_str() }, doc! { "$set": fields }, events)
             .await?
             .ok_or_else(|| StoreError::NotFound(format!("no discussion {id}")))?;
         self.read(&found)
+    }
+
+    /// One `findAndModify` of a discussion, returning it as it is after, with `events` written
+    /// in its transaction when it matched.
+    async fn changed(
+        &self,
+        filter: Document,
+        update: Document,
+        events: &[Event],
+    ) -> StoreResult<Option<RawDocumentBuf>> {
+        let coll = self.coll.clone_with_type::<RawDocumentBuf>();
+        let (coll, projection) = (&coll, self.projection());
+        self.log
+            .atomically(|mut session| {
+                let (filter, update, projection) =
+                    (filter.clone(), update.clone(), projection.clone());
+                async move {
+                    let found = coll
+                        .find_one_and_update(filter, update)
+                        .projection(projection)
+                        .return_document(ReturnDocument::After)
+                        .session(&mut session)
+                        .await;
+                    let told = match &found {
+                        Ok(Some(_)) => events.to_vec(),
+                        _ => Vec::new(),
+                    };
+                    (session, found.map(|f| (f, told)).map_err(Into::into))
+                }
+            })
+            .await
     }
 
     /// After a compare-and-set replace of a comment stored outside the discussion document
@@ -452,6 +489,7 @@ impl DiscussionStore for Discussions {
         id: &DiscussionId,
         slug: &Slug,
         pinned: bool,
+        events: &[Event],
     ) -> StoreResult<Discussion> {
         let (filter, update) = if pinned {
             let last = format!("pinned.{}", Discussion::MAX_PINNED - 1);
@@ -465,13 +503,7 @@ impl DiscussionStore for Discussions {
                 doc! { "$pull": { "pinned": slug.as_str() } },
             )
         };
-        let found = self
-            .coll
-            .clone_with_type::<RawDocumentBuf>()
-            .find_one_and_update(filter, update)
-            .projection(self.projection())
-            .return_document(ReturnDocument::After)
-            .await?;
+        let found = self.changed(filter, update, events).await?;
         match found {
             Some(found) => self.read(&found),
             // Pinned already (nothing to change), or the pins are full.
@@ -486,14 +518,20 @@ impl DiscussionStore for Discussions {
         }
     }
 
-    async fn set_locked(&self, id: &DiscussionId, locked: bool) -> StoreResult<Discussion> {
-        self.set(id, doc! { "locked": locked }).await
+    async fn set_locked(
+        &self,
+        id: &DiscussionId,
+        locked: bool,
+        events: &[Event],
+    ) -> StoreResult<Discussion> {
+        self.set(id, doc! { "locked": locked }, events).await
     }
 
     async fn update(
         &self,
         id: &DiscussionId,
         update: &DiscussionUpdate,
+        events: &[Event],
     ) -> StoreResult<Discussion> {
         let mut set = Document::new();
         if let Some(title) = &update.title {
@@ -505,14 +543,16 @@ impl DiscussionStore for Discussions {
         if set.is_empty() {
             return self.by_id(id).await;
         }
-        self.set(id, set).await
+        self.set(id, set, events).await
     }
 
     async fn set_moderation(
         &self,
         id: &DiscussionId,
         mode: ModerationMode,
+        events: &[Event],
     ) -> StoreResult<Discussion> {
-        self.set(id, doc! { "moderation": mode.as_str() }).await
+        self.set(id, doc! { "moderation": mode.as_str() }, events)
+            .await
     }
 }

@@ -54,6 +54,8 @@ pub struct Embedded {
     shapes: std::sync::Mutex<HashMap<DiscussionId, Shape>>,
     /// Posts waiting for their discussion's turn, stored together by whoever gets it.
     waiting: Waiting<PostState>,
+    /// The event log, which changes join in their transaction.
+    log: crate::store::events::EventLog,
 }
 
 /// Discussions whose trees a process keeps (past this, it starts over).
@@ -92,8 +94,14 @@ pub(crate) struct PostState {
 pub(super) const GROUP: usize = 64;
 
 impl Embedded {
-    pub(crate) fn new(db: &Database, commands: &CommandCounter, max_bytes: usize) -> Self {
+    pub(crate) fn new(
+        db: &Database,
+        commands: &CommandCounter,
+        max_bytes: usize,
+        log: crate::store::events::EventLog,
+    ) -> Self {
         Self {
+            log,
             coll: Counted::new(db, Discussions::COLLECTION, commands),
             max_bytes: i64::try_from(max_bytes).unwrap_or(i64::MAX),
             shapes: std::sync::Mutex::default(),

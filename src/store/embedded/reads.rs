@@ -147,8 +147,20 @@ impl CommentStore for Embedded {
         discussion: &Discussion,
         current: &Comment,
         next: &Comment,
+        events: &[crate::domain::Event],
     ) -> StoreResult<bool> {
-        self.replace_with(None, discussion, current, next).await
+        if events.is_empty() {
+            return self.replace_with(None, discussion, current, next).await;
+        }
+        self.log
+            .atomically(|mut session| async move {
+                let replaced = self
+                    .replace_with(Some(&mut session), discussion, current, next)
+                    .await;
+                let told = |done: bool| (done, if done { events.to_vec() } else { Vec::new() });
+                (session, replaced.map(told))
+            })
+            .await
     }
 
     async fn replace_in(

@@ -22,10 +22,11 @@ use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
 use crate::domain::GuestIds;
 use crate::domain::{
-    Author, Comment, CommentStatus, DiscussionId, FullSlug, Held, Micros, NewComment, Placement,
-    Queue, Slug, SlugPart, Standing,
+    Author, Comment, CommentStatus, DiscussionId, Event, FullSlug, Held, Micros, NewComment,
+    Placement, Queue, Slug, SlugPart, Standing,
 };
 use crate::store::api::{Claim, HeldStore, QueueEntry, Report, Waiting};
+use crate::store::events::{announced, EventLog};
 use crate::store::shared::authors::{rename_ids, Rewritten};
 use crate::store::shared::connect::index_model;
 use crate::store::shared::error::{is_duplicate_key, StoreError, StoreResult};
@@ -54,6 +55,7 @@ pub(crate) struct HeldComments {
     clock: Arc<MonotonicClock>,
     max_depth: usize,
     trusted: Mutex<HashSet<String>>,
+    log: EventLog,
 }
 
 /// A held comment's or queue entry's document id: unique per discussion and slug.
@@ -82,8 +84,10 @@ impl HeldComments {
         commands: &CommandCounter,
         clock: Arc<MonotonicClock>,
         max_depth: usize,
+        log: EventLog,
     ) -> Self {
         Self {
+            log,
             coll: Counted::new(db, COLLECTION, commands),
             people: Counted::new(db, PEOPLE, commands),
             reports: Counted::new(db, REPORTS, commands),
@@ -246,7 +250,17 @@ impl HeldStore for HeldComments {
         comment.reply_count = 0;
         comment.standing = standing;
         let held = Held { comment };
-        self.coll.insert_one(to_doc(&held)).await?;
+        let (stored, events) = (to_doc(&held), announced(new, &held.comment));
+        let coll = &self.coll;
+        self.log
+            .atomically(|mut session| {
+                let (stored, events) = (stored.clone(), events.clone());
+                async move {
+                    let inserted = coll.insert_one(stored).session(&mut session).await;
+                    (session, inserted.map(|_| ((), events)).map_err(Into::into))
+                }
+            })
+            .await?;
         Ok(held)
     }
 
@@ -320,6 +334,7 @@ impl HeldStore for HeldComments {
         discussion: &DiscussionId,
         slug: &Slug,
         reason: Option<String>,
+        announce: &(dyn for<'c> Fn(&'c Comment) -> Vec<Event> + Send + Sync),
     ) -> StoreResult<Option<Held>> {
         let id = key(discussion, slug);
         let rejected = CommentStatus::Rejected.as_str();
@@ -335,14 +350,34 @@ impl HeldStore for HeldComments {
                 doc! { "$set": { "status": rejected, "reason": reason.as_deref() } },
             ),
         ];
+        let coll = &self.coll;
         for (filter, update) in steps {
-            let after = self
-                .coll
-                .find_one_and_update(filter, update)
-                .return_document(ReturnDocument::After)
+            let rejected = self
+                .log
+                .atomically(|mut session| {
+                    let (filter, update) = (filter.clone(), update.clone());
+                    async move {
+                        let after = coll
+                            .find_one_and_update(filter, update)
+                            .return_document(ReturnDocument::After)
+                            .session(&mut session)
+                            .await;
+                        let held = match after {
+                            Ok(Some(after)) => from_doc(&after).map(Some),
+                            Ok(None) => Ok(None),
+                            Err(err) => Err(err.into()),
+                        };
+                        let events = match &held {
+                            Ok(Some(held)) => announce(&held.comment),
+                            _ => Vec::new(),
+                        };
+                        let told = held.map(|held| (held, events));
+                        (session, told)
+                    }
+                })
                 .await?;
-            if let Some(after) = after {
-                return from_doc(&after).map(Some);
+            if rejected.is_some() {
+                return Ok(rejected);
             }
         }
         Ok(None)

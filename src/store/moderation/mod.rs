@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures::TryStreamExt;
-use mongodb::bson::{doc, Bson, Document};
+use mongodb::bson::{doc, Document};
 use mongodb::options::ReturnDocument;
 use mongodb::Database;
 
@@ -35,6 +35,7 @@ use crate::domain::{Author, DiscussionId, GuestIds, Micros, Page, Slug, Window};
 use crate::store::api::ModerationStore;
 use crate::store::shared::authors::{rename_ids, Rewritten};
 use crate::store::shared::bson::{as_i64, corrupt, to_count};
+use crate::store::shared::bson::{author_doc, author_of, micros_of, string_of};
 use crate::store::shared::error::{is_duplicate_key, StoreError, StoreResult};
 use crate::store::shared::metrics::{CommandCounter, Counted};
 
@@ -229,44 +230,6 @@ where
     match upsert().await {
         Err(err) if is_duplicate_key(&err) => Ok(upsert().await?),
         other => Ok(other?),
-    }
-}
-
-/// The stored form of an author.
-fn author_doc(author: &Author) -> Document {
-    doc! { "id": &author.id, "name": &author.name }
-}
-
-fn author_of(doc: &Document, key: &str) -> StoreResult<Author> {
-    let author = doc
-        .get_document(key)
-        .map_err(|_| corrupt(format!("{key} is not an author")))?;
-    let field = |name: &str| {
-        author
-            .get_str(name)
-            .map(str::to_owned)
-            .map_err(|_| corrupt(format!("{key}.{name} is not a string")))
-    };
-    Ok(Author {
-        id: field("id")?,
-        name: field("name")?,
-    })
-}
-
-fn string_of(doc: &Document, key: &str) -> StoreResult<Option<String>> {
-    match doc.get(key) {
-        None | Some(Bson::Null) => Ok(None),
-        Some(Bson::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(corrupt(format!("{key} is not a string"))),
-    }
-}
-
-fn micros_of(doc: &Document, key: &str) -> StoreResult<Option<Micros>> {
-    match doc.get(key) {
-        None | Some(Bson::Null) => Ok(None),
-        Some(value) => as_i64(value)
-            .map(|n| Some(Micros(n)))
-            .ok_or_else(|| corrupt(format!("{key} is not a time"))),
     }
 }
 

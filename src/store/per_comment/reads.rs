@@ -81,6 +81,7 @@ impl CommentStore for PerComment {
         discussion: &Discussion,
         current: &Comment,
         next: &Comment,
+        events: &[crate::domain::Event],
     ) -> StoreResult<bool> {
         let filter = guard(scope, discussion, current)?;
         writer::replace_outside(
@@ -89,7 +90,7 @@ impl CommentStore for PerComment {
             (&discussion.id, &next.slug),
             &self.coll,
             (filter, replace_update("", next)?),
-            crate::store::changes::change_mark(current, next),
+            (crate::store::changes::change_mark(current, next), events),
         )
         .await
     }

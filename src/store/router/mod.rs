@@ -19,6 +19,7 @@ use mongodb::Database;
 
 use super::cache::{CachedDiscussions, CachedLayout, ReadCache};
 use super::discussions::Discussions;
+use super::events::EventLog;
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{Discussion, DiscussionId, Layout};
 use crate::store::api::HeldStore;
@@ -80,19 +81,22 @@ impl Store {
             transactions,
         } = connect::open(config).await?;
         let clock = Arc::new(MonotonicClock::default());
+        let log = EventLog::new(&db, client.clone(), transactions, clock.clone(), &commands);
+        log.ensure_indexes(config.event_retention).await?;
         let writer = Writer::new(
             client,
             transactions,
             clock.clone(),
             config.max_depth.max(1),
             commands.clone(),
+            log.clone(),
         );
         let discussions = Discussions::new(
             &db,
             clock.clone(),
             Layouts::fields(transactions),
             &commands,
-            transactions,
+            log.clone(),
         );
         let parts = Parts {
             db: &db,
@@ -101,7 +105,13 @@ impl Store {
             embedded_max_bytes: config.embedded_max_bytes,
         };
         let layouts = Arc::new(Layouts::new(parts, &discussions));
-        let held = HeldComments::new(&db, &commands, clock.clone(), config.max_depth.max(1));
+        let held = HeldComments::new(
+            &db,
+            &commands,
+            clock.clone(),
+            config.max_depth.max(1),
+            log.clone(),
+        );
         discussions.ensure_indexes().await?;
         held.ensure_indexes().await?;
         layouts.ensure_indexes().await?;

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 
 use super::Store;
 use crate::domain::{Comment, Discussion, DiscussionId, DomainError, NewComment, Slug};
-use crate::store::api::{Decide, MoveStore, PostStore, Posted};
+use crate::store::api::{Announced, Decide, MoveStore, PostStore, Posted};
 use crate::store::discussions::locked;
 use crate::store::shared::error::{StoreError, StoreResult};
 use crate::store::shared::skeleton::revise;
@@ -143,11 +143,12 @@ impl PostStore for Store {
         discussion: &Discussion,
         slug: &Slug,
         decide: &Decide<'_>,
+        announce: &Announced<'_>,
     ) -> Result<Comment, DomainError> {
         let mut discussion = discussion.clone();
         loop {
             let layout = self.layouts.get(discussion.layout);
-            let revised = revise(layout, &self.clock, &discussion, slug, decide).await;
+            let revised = revise(layout, &self.clock, &discussion, slug, (decide, announce)).await;
             self.touched(&discussion.id);
             match revised {
                 Err(DomainError::Moving(_)) => {

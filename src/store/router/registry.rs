@@ -49,7 +49,12 @@ impl Layouts {
     pub(crate) fn new(parts: Parts<'_>, discussions: &Discussions) -> Self {
         Self {
             per_comment: PerComment::new(parts.db, discussions.clone(), parts.writer.clone()),
-            embedded: Embedded::new(parts.db, &parts.writer.commands, parts.embedded_max_bytes),
+            embedded: Embedded::new(
+                parts.db,
+                &parts.writer.commands,
+                parts.embedded_max_bytes,
+                parts.writer.log.clone(),
+            ),
             bucketed: Bucketed::new(
                 parts.db,
                 discussions.clone(),

@@ -3,6 +3,7 @@
 use mongodb::bson::{Bson, Document};
 
 use super::error::{StoreError, StoreResult};
+use crate::domain::{Author, Micros};
 
 /// A stored document that does not have the expected shape.
 pub(crate) fn corrupt(err: impl std::fmt::Display) -> StoreError {
@@ -29,4 +30,45 @@ pub(crate) fn int_field(doc: &Document, key: &str) -> StoreResult<i64> {
 /// A count that cannot be negative (a negative stored value reads as 0).
 pub(crate) fn to_count(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
+}
+
+/// The stored form of an author.
+pub(crate) fn author_doc(author: &Author) -> Document {
+    mongodb::bson::doc! { "id": &author.id, "name": &author.name }
+}
+
+/// The author stored under `key`.
+pub(crate) fn author_of(doc: &Document, key: &str) -> StoreResult<Author> {
+    let author = doc
+        .get_document(key)
+        .map_err(|_| corrupt(format!("{key} is not an author")))?;
+    let field = |name: &str| {
+        author
+            .get_str(name)
+            .map(str::to_owned)
+            .map_err(|_| corrupt(format!("{key}.{name} is not a string")))
+    };
+    Ok(Author {
+        id: field("id")?,
+        name: field("name")?,
+    })
+}
+
+/// The string stored under `key`, if any.
+pub(crate) fn string_of(doc: &Document, key: &str) -> StoreResult<Option<String>> {
+    match doc.get(key) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(corrupt(format!("{key} is not a string"))),
+    }
+}
+
+/// The time stored under `key`, if any.
+pub(crate) fn micros_of(doc: &Document, key: &str) -> StoreResult<Option<Micros>> {
+    match doc.get(key) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(value) => as_i64(value)
+            .map(|n| Some(Micros(n)))
+            .ok_or_else(|| corrupt(format!("{key} is not a time"))),
+    }
 }

@@ -48,6 +48,8 @@ pub struct StoreConfig {
     /// Whether the driver makes a span of each operation and command it sends, for the global
     /// OpenTelemetry tracer provider (set while traces are exported).
     pub traces: bool,
+    /// How long the event log keeps events.
+    pub event_retention: crate::store::Retention,
 }
 
 impl StoreConfig {

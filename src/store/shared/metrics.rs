@@ -530,6 +530,12 @@ impl<'a, T: Send + Sync, S> Timed<'a, Find<'a, T, S>> {
     }
 }
 
+impl<'a> Timed<'a, InsertMany<'a>> {
+    pub(crate) fn session(self, session: impl Into<&'a mut ClientSession>) -> Self {
+        self.map(|a| a.session(session))
+    }
+}
+
 impl<'a, T: Send + Sync> Timed<'a, FindOne<'a, T>> {
     pub(crate) fn session(self, session: impl Into<&'a mut ClientSession>) -> Self {
         self.map(|a| a.session(session))

@@ -13,8 +13,9 @@ use super::error::{StoreError, StoreResult};
 use super::metrics::{CommandCounter, Counted};
 use super::transactions::{abort, commit};
 use crate::domain::slug::MonotonicClock;
-use crate::domain::{DiscussionId, Slug};
+use crate::domain::{DiscussionId, Event, Slug};
 use crate::store::discussions::Discussions;
+use crate::store::events::EventLog;
 
 /// Where posts write: a client to open sessions on, and whether writes that span documents run
 /// in a transaction (a replica set or a sharded cluster; a standalone server cannot).
@@ -34,6 +35,8 @@ pub(crate) struct Writer {
     pub max_depth: usize,
     /// Counts the commands the layouts send.
     pub commands: CommandCounter,
+    /// The event log, which posts join in their transaction.
+    pub log: EventLog,
 }
 
 impl Writer {
@@ -44,8 +47,10 @@ impl Writer {
         clock: Arc<MonotonicClock>,
         max_depth: usize,
         commands: CommandCounter,
+        log: EventLog,
     ) -> Self {
         Self {
+            log,
             client,
             transactions,
             queues: Arc::default(),
@@ -77,14 +82,18 @@ pub(crate) async fn replace_outside<T: Send + Sync>(
     (id, slug): (&DiscussionId, &Slug),
     coll: &Counted<T>,
     (filter, update): (Document, Document),
-    mark: Document,
+    (mark, events): (Document, &[Event]),
 ) -> StoreResult<bool> {
     let mut session = writer.client.start_session().await?;
     if !writer.transactions {
         let result = coll.update_one(filter, update).await?;
-        return Ok(discussions
+        let replaced = discussions
             .after_replace((id, slug), mark, result.matched_count == 1)
-            .await);
+            .await;
+        if replaced {
+            writer.log.append(&mut session, events).await?;
+        }
+        return Ok(replaced);
     }
     session.start_transaction().await?;
     let result = async {
@@ -93,6 +102,9 @@ pub(crate) async fn replace_outside<T: Send + Sync>(
             .update_one(filter, update)
             .session(&mut session)
             .await?;
+        if result.matched_count == 1 {
+            writer.log.append(&mut session, events).await?;
+        }
         Ok::<_, StoreError>(result.matched_count == 1)
     }
     .await;

@@ -248,6 +248,7 @@ async fn a_changed_bucket_size_keeps_old_pages_readable() {
                     text: CommentText::parse(&format!("after {i}"), 100).expect("text"),
                     html: format!("<p>after {i}</p>\n"),
                     part: None,
+                    announce: None,
                 },
             )
             .await

@@ -35,6 +35,7 @@ async fn many_writers_lose_and_duplicate_nothing() {
                             text: CommentText::parse(&format!("{task}/{i}"), 100).expect("text"),
                             html: format!("<p>{task}/{i}</p>\n"),
                             part: None,
+                            announce: None,
                         },
                     )
                     .await

@@ -51,7 +51,7 @@ pub(crate) use server::{
     graphql_data, graphql_data_at, metric, metric_from, one_shot_client, post_graphql, series,
     server_config, sha256_hex, Running, Scrape,
 };
-pub(crate) use stored::{rewrite_stored_comment, stored_comment, stored_html, Home};
+pub(crate) use stored::{rewrite_stored_comment, stored_comment, stored_events, stored_html, Home};
 pub(crate) use tokens::{
     ec_token, fixture, moderator_token, now, rsa_key, rsa_token, sign, sign_key, sign_with, token,
     unsigned, Claims, SECRET,

@@ -132,6 +132,7 @@ pub(crate) async fn post_in(
                 text: CommentText::parse(text, 100).expect("text"),
                 html: threadql::domain::markdown::render(text, 16),
                 part: None,
+                announce: None,
             },
         )
         .await

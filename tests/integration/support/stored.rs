@@ -150,3 +150,33 @@ pub(crate) async fn stored_html(database: &str, home: Home, (d, slug): (&str, &s
     }
     panic!("comment {slug} of {d} ({home:?}) was not stored with its HTML");
 }
+
+/// The event log of `database`, oldest first (by id), and the lifetime in seconds of its TTL
+/// index on `created`.
+pub(crate) async fn stored_events(database: &str) -> (Vec<Document>, Option<i64>) {
+    use futures::TryStreamExt;
+    let events = database_named(database)
+        .await
+        .collection::<Document>("events");
+    let stored = events
+        .find(mongodb::bson::doc! {})
+        .sort(mongodb::bson::doc! { "_id": 1 })
+        .await
+        .expect("read the event log")
+        .try_collect()
+        .await
+        .expect("read the event log");
+    let indexes: Vec<mongodb::IndexModel> = events
+        .list_indexes()
+        .await
+        .expect("list the event log's indexes")
+        .try_collect()
+        .await
+        .expect("list the event log's indexes");
+    let ttl = indexes
+        .iter()
+        .filter(|index| index.keys == mongodb::bson::doc! { "created": 1 })
+        .find_map(|index| index.options.as_ref()?.expire_after)
+        .map(|lifetime| lifetime.as_secs() as i64);
+    (stored, ttl)
+}

@@ -2,7 +2,7 @@
 
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{Comment, Discussion, DomainError, Slug};
-use crate::store::api::{CommentStore, Decide};
+use crate::store::api::{Announced, CommentStore, Decide};
 use crate::store::shared::error::StoreError;
 use crate::store::shared::scope::ReadScope;
 
@@ -14,13 +14,13 @@ const CHANGE_ATTEMPTS: u32 = 100;
 /// Changes a posted comment: reads it, lets `decide` say what it becomes (or that nothing
 /// changes, or why not), and writes that only if nobody changed the comment in between; a lost
 /// race reads again after a short random wait, up to [`CHANGE_ATTEMPTS`] times. `decide` gets a time strictly after every earlier
-/// version of the comment.
+/// version of the comment. The events `announce` gives are written with the change made.
 pub(crate) async fn revise(
     layout: &dyn CommentStore,
     clock: &MonotonicClock,
     discussion: &Discussion,
     slug: &Slug,
-    decide: &Decide<'_>,
+    (decide, announce): (&Decide<'_>, &Announced<'_>),
 ) -> Result<Comment, DomainError> {
     for round in 0..CHANGE_ATTEMPTS {
         let scope = ReadScope::new();
@@ -36,7 +36,11 @@ pub(crate) async fn revise(
         let Some(next) = decide(&current, now)? else {
             return Ok(current);
         };
-        if layout.replace(&scope, discussion, &current, &next).await? {
+        let events = announce(&current, &next);
+        if layout
+            .replace(&scope, discussion, &current, &next, &events)
+            .await?
+        {
             return Ok(next);
         }
         tracing::debug!(discussion = %discussion.id, %slug, "comment changed while being changed: retrying");

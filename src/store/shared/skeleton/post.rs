@@ -8,8 +8,11 @@ use mongodb::ClientSession;
 use tokio::sync::oneshot;
 
 use super::{Attempt, ParentPaths, PostSteps, Try, ATTEMPTS};
-use crate::domain::{Comment, Discussion, DiscussionId, Micros, NewComment, Placement, SlugPart};
+use crate::domain::{
+    Announce, Comment, Discussion, DiscussionId, Event, Micros, NewComment, Placement, SlugPart,
+};
 use crate::store::api::Posted;
+use crate::store::events::EventLog;
 use crate::store::shared::error::{StoreError, StoreResult};
 use crate::store::shared::metrics::CommandCounter;
 use crate::store::shared::transactions::{abort, commit, pause};
@@ -86,7 +89,7 @@ async fn try_once<S: PostSteps>(
     discussion: &Discussion,
     group: &mut [Try<'_, S::State>],
     session: &mut ClientSession,
-    transaction: bool,
+    (transaction, log, announced): (bool, &EventLog, &[Option<Announce>]),
 ) -> StoreResult<Outcome> {
     if transaction {
         session.start_transaction().await?;
@@ -95,6 +98,13 @@ async fn try_once<S: PostSteps>(
         steps.attempt_group(discussion, group, session).await?;
         if group.iter().any(|t| t.outcome == Attempt::Stored) {
             steps.count_group(discussion, group, session).await?;
+            let events: Vec<Event> = group
+                .iter()
+                .zip(announced)
+                .filter(|(t, _)| t.outcome == Attempt::Stored)
+                .filter_map(|(t, announce)| announce.as_ref().map(|a| a.event(t.comment)))
+                .collect();
+            log.append(session, &events).await?;
             if transaction {
                 commit(session, commands).await?;
             }
@@ -251,6 +261,10 @@ async fn store<S: PostSteps>(
                 placement.into_comment(discussion.id.clone(), posted, &entry.new)
             })
             .collect();
+        let announced: Vec<Option<Announce>> = live
+            .iter()
+            .map(|entry| entry.new.announce.clone())
+            .collect();
         let mut group: Vec<Try<'_, S::State>> = live
             .iter_mut()
             .zip(&comments)
@@ -266,7 +280,7 @@ async fn store<S: PostSteps>(
             discussion,
             &mut group,
             &mut session,
-            transaction,
+            (transaction, &writer.log, &announced),
         )
         .await;
         let outcomes: Vec<Attempt> = group.iter().map(|t| t.outcome).collect();
@@ -337,6 +351,7 @@ mod tests {
                 text: CommentText::parse(&format!("post {n}"), 100).expect("text"),
                 html: format!("<p>post {n}</p>\n"),
                 part: None,
+                announce: None,
             },
             parent: None,
             part: SlugPart::generate(),

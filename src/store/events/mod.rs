@@ -1,0 +1,193 @@
+//! `events`: the event log, a transactional outbox. Every change writes its events here in its
+//! own transaction ([`EventLog::append`] inside a write's session, or [`EventLog::atomically`]
+//! around a write of one document), so an event exists exactly when its change committed.
+//!
+//! An event keeps ids, never texts (the comment and discussion are read when it is shown), so
+//! a deleted comment leaves nothing here. Its `_id` is 16 digits of the commit clock's
+//! microseconds and 8 random characters: every change of a discussion writes the discussion's
+//! document in its transaction, so changes of one discussion commit one after the other, and
+//! the id, taken after that write, sorts in commit order within the discussion. `created` (a
+//! date) carries the TTL index that keeps [`Retention`] days.
+
+mod codec;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mongodb::bson::{doc, Document};
+use mongodb::error::TRANSIENT_TRANSACTION_ERROR;
+use mongodb::options::IndexOptions;
+use mongodb::{Client, ClientSession, Database, IndexModel};
+
+use crate::domain::slug::MonotonicClock;
+use crate::domain::{Event, Micros};
+use crate::store::shared::error::{StoreError, StoreResult};
+use crate::store::shared::metrics::{CommandCounter, Counted};
+use crate::store::shared::transactions::{abort, commit, pause};
+
+/// The collection of events.
+pub(crate) const COLLECTION: &str = "events";
+
+/// How often a write and its events meet a concurrent transaction before giving up.
+const CONFLICTS: u32 = 200;
+
+/// How long events are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention(pub Duration);
+
+/// The event log, and the transactions writes of one document run in to join it.
+#[derive(Clone)]
+pub(crate) struct EventLog {
+    events: Counted<Document>,
+    db: Database,
+    client: Client,
+    transactions: bool,
+    clock: Arc<MonotonicClock>,
+}
+
+impl EventLog {
+    /// The log in `db`; with `transactions`, events join their change's transaction.
+    pub(crate) fn new(
+        db: &Database,
+        client: Client,
+        transactions: bool,
+        clock: Arc<MonotonicClock>,
+        commands: &CommandCounter,
+    ) -> Self {
+        Self {
+            events: Counted::new(db, COLLECTION, commands),
+            db: db.clone(),
+            client,
+            transactions,
+            clock,
+        }
+    }
+
+    /// The indexes: the TTL index on `created` (kept at `retention`: an index made with another
+    /// one is changed in place), and the kinds by id for the feed.
+    pub(crate) async fn ensure_indexes(&self, retention: Retention) -> StoreResult<()> {
+        let ttl = IndexModel::builder()
+            .keys(doc! { "created": 1 })
+            .options(
+                IndexOptions::builder()
+                    .name("created_ttl".to_owned())
+                    .expire_after(retention.0)
+                    .build(),
+            )
+            .build();
+        if let Err(err) = self.events.create_index(ttl).await {
+            // Made with another retention: change it in place.
+            let seconds = i64::try_from(retention.0.as_secs()).unwrap_or(i64::MAX);
+            let changed = self
+                .db
+                .run_command(doc! {
+                    "collMod": COLLECTION,
+                    "index": { "name": "created_ttl", "expireAfterSeconds": seconds },
+                })
+                .await;
+            if changed.is_err() {
+                return Err(err.into());
+            }
+        }
+        self.events
+            .create_index(
+                IndexModel::builder()
+                    .keys(doc! { "type": 1, "_id": 1 })
+                    .build(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Whether events join their change's transaction (a replica set or a sharded cluster).
+    pub(crate) fn transactional(&self) -> bool {
+        self.transactions
+    }
+
+    /// Writes `events` in `session`: in its transaction, when it has one.
+    pub(crate) async fn append(
+        &self,
+        session: &mut ClientSession,
+        events: &[Event],
+    ) -> StoreResult<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let docs: Vec<Document> = events
+            .iter()
+            .map(|event| {
+                let at = self.clock.now();
+                codec::event_doc(&event.record(new_id(at), at))
+            })
+            .collect();
+        self.events.insert_many(docs).session(session).await?;
+        Ok(())
+    }
+
+    /// Runs `write` (given a session, returning it with the value and the events the write
+    /// made) and appends its events, in one transaction: both commit, or neither does. A
+    /// transaction that met a concurrent one runs again (after a short random wait). Without
+    /// transactions the events are written right after the change.
+    pub(crate) async fn atomically<T, F, Fut>(&self, write: F) -> StoreResult<T>
+    where
+        F: Fn(ClientSession) -> Fut + Send + Sync,
+        Fut: Future<Output = (ClientSession, StoreResult<(T, Vec<Event>)>)> + Send,
+        T: Send,
+    {
+        let mut round = 0;
+        loop {
+            let mut session = self.client.start_session().await?;
+            if self.transactions {
+                session.start_transaction().await?;
+            }
+            let (mut session, written) = write(session).await;
+            let outcome = match written {
+                Ok((value, events)) => match self.append(&mut session, &events).await {
+                    Ok(()) if self.transactions => commit(&mut session, self.events.commands())
+                        .await
+                        .map(|()| value),
+                    Ok(()) => Ok(value),
+                    Err(err) => Err(err),
+                },
+                Err(err) => Err(err),
+            };
+            let err = match outcome {
+                Ok(value) => return Ok(value),
+                Err(err) => err,
+            };
+            if self.transactions {
+                abort(&mut session, self.events.commands()).await;
+            }
+            match &err {
+                StoreError::Db(e) if e.contains_label(TRANSIENT_TRANSACTION_ERROR) => {
+                    round += 1;
+                    if round >= CONFLICTS {
+                        return Err(StoreError::Exhausted(format!(
+                            "the change met concurrent writes {round} times"
+                        )));
+                    }
+                    pause(round).await;
+                }
+                _ => return Err(err),
+            }
+        }
+    }
+}
+
+/// The event `new` announces, made as `comment`.
+pub(crate) fn announced(
+    new: &crate::domain::NewComment,
+    comment: &crate::domain::Comment,
+) -> Vec<Event> {
+    new.announce.iter().map(|a| a.event(comment)).collect()
+}
+
+/// A new event id: the commit clock's microseconds `at`, then 8 random characters.
+fn new_id(at: Micros) -> String {
+    format!(
+        "{:016}{}",
+        at.0.max(0),
+        crate::domain::SlugPart::generate().as_str()
+    )
+}
