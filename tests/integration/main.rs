@@ -44,6 +44,7 @@ mod persisted;
 mod pinning;
 mod probe;
 mod properties;
+mod receiver;
 mod reports;
 mod sequence;
 mod sharding;

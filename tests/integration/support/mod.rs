@@ -21,6 +21,7 @@ mod otlp;
 mod posting;
 mod probing;
 mod process;
+mod receiver;
 mod responses;
 mod server;
 mod stored;
@@ -46,6 +47,7 @@ pub(crate) use otlp::{dump, Collector, ReceivedSpan};
 pub(crate) use posting::{load_discussion, post_in};
 pub(crate) use probing::{comment_over_http, deepest_lists, discussion_over_http};
 pub(crate) use process::Process;
+pub(crate) use receiver::{Delivery, Receiver};
 pub(crate) use responses::{error_message, node_slugs, outcome, outcomes};
 pub(crate) use server::{
     graphql_data, graphql_data_at, metric, metric_from, one_shot_client, post_graphql, series,
