@@ -48,8 +48,9 @@ const POSTERS: usize = 4;
 const POSTS: usize = 10;
 /// Moderators acting on held and public comments, per server.
 const MODERATORS: usize = 2;
-/// How many times a request refused with `CONFLICT` is sent.
-const RESENDS: usize = 5;
+/// How many times a request refused with `CONFLICT` is sent (waiting longer each time, as a
+/// client told to resend would: a loaded machine keeps a change contended for seconds).
+const RESENDS: usize = 20;
 /// Reports that hold a public comment as a PENDING placeholder.
 const REPORTS_TO_HOLD: u64 = 3;
 /// Users who report.
@@ -163,7 +164,7 @@ impl Run<'_> {
     ) -> Result<Value, String> {
         // `CONFLICT` (a write that kept meeting concurrent writes, nothing written) is sent
         // again, as its message tells clients to.
-        for _ in 0..RESENDS {
+        for resend in 0..RESENDS {
             let (status, body) = post_graphql(
                 &self.client,
                 &self.servers[s % 2],
@@ -183,7 +184,8 @@ impl Run<'_> {
             if code != "CONFLICT" {
                 return Err(code);
             }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            let wait = 50 * (resend as u64 + 1);
+            tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
         }
         panic!("{query} met CONFLICT {RESENDS} times");
     }

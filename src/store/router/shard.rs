@@ -74,7 +74,12 @@ pub const SHARD_KEYS: [ShardKey; 9] = [
 
 /// The collections left unsharded, each with the reason: small, and read and written by `_id`
 /// alone (so every command goes to the one shard that holds the collection).
-pub const UNSHARDED: [(&str, &str); 8] = [
+pub const UNSHARDED: [(&str, &str); 9] = [
+    (
+        crate::store::events::COLLECTION,
+        "the event log: one small document per change, kept for days, read in ranges of `_id` \
+         (commit time) across every discussion",
+    ),
     (
         crate::store::moderation::held::COLLECTION,
         "comments waiting for a moderator and the queue entries of public ones: as many as \
