@@ -105,7 +105,7 @@ async fn move_one(
     };
     let moved = store
         .moves()
-        .migrate(id, to, &report)
+        .migrate(id, to, &report, &|_| Vec::new())
         .await
         .with_context(|| format!("moving discussion {id} to {to}"));
     bar.finish();

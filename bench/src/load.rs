@@ -191,6 +191,7 @@ async fn post_plan(
                 text: CommentText::parse(&planned.text, MAX_TEXT_CHARS)?,
                 html: markdown::render(&planned.text, MAX_MARKDOWN_DEPTH),
                 part: None,
+                announce: None,
             };
             if held.contains(&index) {
                 let id = current.read().await.id.clone();
@@ -364,7 +365,7 @@ pub(crate) async fn reject_in_place(
             };
             let changed = store
                 .posting()
-                .change_comment(discussion, &slug, &decide)
+                .change_comment(discussion, &slug, &decide, &|_, _| Vec::new())
                 .await?;
             if changed.standing.status != CommentStatus::Rejected {
                 bail!("comment {slug} was not rejected");

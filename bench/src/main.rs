@@ -1326,7 +1326,7 @@ async fn move_to(
     let started = Instant::now();
     let moved = store
         .moves()
-        .migrate(&loaded.discussion.id, layout, &|_| {})
+        .migrate(&loaded.discussion.id, layout, &|_| {}, &|_| Vec::new())
         .await
         .with_context(|| format!("moving the loaded discussion from {from} to {layout}"))?;
     let secs = started.elapsed().as_secs_f64();

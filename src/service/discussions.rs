@@ -55,15 +55,17 @@ impl Services {
             Creating::UnlessKeyed => tracing::debug_span!("store.ensureDiscussion"),
         };
         let write = async move {
+            let created = [Event::DiscussionCreated {
+                acted,
+                discussion: id.clone(),
+            }];
             let discussion = match how {
-                Creating::Always => storage.discussions().add(new).await?,
-                Creating::UnlessKeyed => storage.discussions().ensure(new).await?,
+                Creating::Always => storage.discussions().add(new, &created).await?,
+                Creating::UnlessKeyed => storage.discussions().ensure(new, &created).await?,
             };
+            // Found by its key: created by someone else, who said so.
             let events = match discussion.id == id {
-                true => vec![Event::DiscussionCreated {
-                    acted,
-                    discussion: id,
-                }],
+                true => created.to_vec(),
                 false => Vec::new(),
             };
             Ok((discussion, events))
@@ -225,14 +227,21 @@ impl Services {
         let storage = self.storage.clone();
         let acted = acted(caller);
         let write = async move {
-            let moved = storage.moves().migrate(&id, to, &|_| {}).await?;
-            let event = Event::DiscussionMoved {
-                acted,
-                discussion: id,
-                from: moved.from,
-                to,
+            let announce = |from| {
+                vec![Event::DiscussionMoved {
+                    acted: acted.clone(),
+                    discussion: id.clone(),
+                    from,
+                    to,
+                }]
             };
-            Ok((moved, vec![event]))
+            let moved = storage.moves().migrate(&id, to, &|_| {}, &announce).await?;
+            // A move to the layout it has switches nothing, and says nothing.
+            let events = match moved.from == to {
+                true => Vec::new(),
+                false => announce(moved.from),
+            };
+            Ok((moved, events))
         };
         let span = tracing::debug_span!("store.migrate");
         let moved = self.run(caller, span, write).await?.value;

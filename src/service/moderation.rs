@@ -549,12 +549,12 @@ impl Services {
                     ban.user
                 )));
             }
-            moderation.ban(&ban).await?;
-            let event = Event::UserBanned {
+            let events = vec![Event::UserBanned {
                 acted,
                 ban: ban.clone(),
-            };
-            Ok((ban, vec![event]))
+            }];
+            moderation.ban(&ban, &events).await?;
+            Ok((ban, events))
         };
         let span = tracing::debug_span!("store.ban");
         Ok(self.run(caller, span, write).await?.value)
@@ -567,13 +567,20 @@ impl Services {
         let storage = self.storage.clone();
         let acted = acted(caller);
         let write = async move {
-            let removed = storage.moderation().unban(&user).await?;
-            let lifted = removed.is_some_and(|ban| ban.applies_at(acted.at));
-            let events = match lifted {
-                true => vec![Event::UserUnbanned { acted, user }],
-                false => Vec::new(),
+            // Lifting a ban that had ended already changes nothing, and says nothing.
+            let told = Told::default();
+            let announce = |ban: &Ban| {
+                told.tell(match ban.applies_at(acted.at) {
+                    true => vec![Event::UserUnbanned {
+                        acted: acted.clone(),
+                        user: user.clone(),
+                    }],
+                    false => Vec::new(),
+                })
             };
-            Ok((lifted, events))
+            storage.moderation().unban(&user, &announce).await?;
+            let events = told.take();
+            Ok((!events.is_empty(), events))
         };
         let span = tracing::debug_span!("store.unban");
         Ok(self.run(caller, span, write).await?.value)

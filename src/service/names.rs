@@ -160,14 +160,14 @@ impl Services {
                     "at most {MAX_RESERVED_NAMES} names may be reserved: release some first"
                 )));
             }
-            names.reserve(&reserved).await?;
-            copy.set(key, true);
-            let event = Event::NameReserved {
+            let events = vec![Event::NameReserved {
                 acted,
                 name: reserved.name.clone(),
                 reason: reserved.reason.clone(),
-            };
-            Ok((reserved, vec![event]))
+            }];
+            names.reserve(&reserved, &events).await?;
+            copy.set(key, true);
+            Ok((reserved, events))
         };
         let span = tracing::debug_span!("store.reserveName");
         Ok(self.run(caller, span, write).await?.value)
@@ -182,15 +182,15 @@ impl Services {
         let acted = acted(caller);
         let key = name_key(name);
         let write = async move {
-            let removed = storage.names().release(&key).await?;
-            copy.set(key, false);
-            let events = match &removed {
-                Some(reserved) => vec![Event::NameReleased {
-                    acted,
+            let announce = |reserved: &ReservedName| {
+                vec![Event::NameReleased {
+                    acted: acted.clone(),
                     name: reserved.name.clone(),
-                }],
-                None => Vec::new(),
+                }]
             };
+            let removed = storage.names().release(&key, &announce).await?;
+            copy.set(key, false);
+            let events = removed.iter().flat_map(announce).collect();
             Ok((removed.is_some(), events))
         };
         let span = tracing::debug_span!("store.releaseName");

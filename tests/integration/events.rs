@@ -199,9 +199,8 @@ pub(crate) async fn every_workflow_emits_its_events_in_order_case(settings: Sett
     ];
     assert_eq!(received(&mut events), expected);
 
-    // The changes of comments and of the discussion's settings wrote the same events to the
-    // durable log in their own transactions, ids in commit order; the creation, bans and the
-    // move are not written there yet.
+    // Every change wrote the same events to the durable log in its own transaction, ids in
+    // commit order.
     let (durable, ttl) = stored_events(&app.database).await;
     assert_eq!(ttl, Some(7 * 86_400), "kept 7 days by a TTL index");
     let written: Vec<String> = durable
@@ -228,6 +227,7 @@ pub(crate) async fn every_workflow_emits_its_events_in_order_case(settings: Sett
     assert_eq!(
         written,
         [
+            on("discussion.created", "ada", None),
             on("comment.posted", "ada", Some(&c1)),
             on("comment.posted", "bob", Some(&r1)),
             on("comment.edited", "ada", Some(&c1)),
@@ -241,11 +241,20 @@ pub(crate) async fn every_workflow_emits_its_events_in_order_case(settings: Sett
             on("discussion.moderation_changed", "mod", None),
             on("comment.reported", "bob", Some(&c1)),
             on("discussion.locked", "mod", None),
+            "user.banned by mod in -".to_owned(),
+            "user.unbanned by mod in -".to_owned(),
+            on("discussion.moved", "mod", None),
         ]
     );
-    assert_eq!(durable[6].get_str("reason").ok(), None, "held by the mode");
-    assert_eq!(durable[9].get_str("reason"), Ok("off topic"));
-    assert_eq!(durable[4].get_str("detail"), Ok("pinned"));
+    assert_eq!(durable[7].get_str("reason").ok(), None, "held by the mode");
+    assert_eq!(durable[10].get_str("reason"), Ok("off topic"));
+    assert_eq!(durable[5].get_str("detail"), Ok("pinned"));
+    assert_eq!(durable[14].get_str("user"), Ok("bob"));
+    assert_eq!(durable[14].get_str("reason"), Ok("spam"));
+    assert_eq!(
+        durable[16].get_str("detail"),
+        Ok(format!("{from} {to}").as_str())
+    );
 
     // The moderation log is the moderators' events, newest first.
     let log = app.ok_as(Some(&m), LOG, json!({})).await;

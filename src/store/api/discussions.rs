@@ -13,16 +13,18 @@ use crate::store::shared::error::StoreResult;
 pub trait DiscussionStore: Send + Sync {
     /// Creates a discussion with the given layout (no key, no URL).
     async fn create(&self, title: DiscussionTitle, layout: Layout) -> StoreResult<Discussion> {
-        self.add(NewDiscussion::new(title, layout)).await
+        self.add(NewDiscussion::new(title, layout), &[]).await
     }
 
-    /// Creates a discussion; `KeyTaken` when another discussion has its key.
-    async fn add(&self, new: NewDiscussion) -> StoreResult<Discussion>;
+    /// Creates a discussion, with `events` in its transaction; `KeyTaken` when another
+    /// discussion has its key.
+    async fn add(&self, new: NewDiscussion, events: &[Event]) -> StoreResult<Discussion>;
 
     /// The discussion with the key of `new`, as it is (its title, URL and layout are kept), or
     /// `new`, created with it. Concurrent calls with one key, from any number of processes,
-    /// give one discussion. Without a key, the same as [`DiscussionStore::add`].
-    async fn ensure(&self, new: NewDiscussion) -> StoreResult<Discussion>;
+    /// give one discussion. Without a key, the same as [`DiscussionStore::add`]. `events` are
+    /// written only when this call creates it.
+    async fn ensure(&self, new: NewDiscussion, events: &[Event]) -> StoreResult<Discussion>;
 
     /// The discussions with these ids (missing ones are left out).
     async fn by_ids(&self, ids: &[DiscussionId]) -> StoreResult<Vec<Discussion>>;

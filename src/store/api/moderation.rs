@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::domain::moderation::{Ban, LogEntry, Logged, UserId};
-use crate::domain::{Author, Page, Window};
+use crate::domain::{Author, Event, Page, Window};
 use crate::store::shared::error::StoreResult;
 
 /// Bans, the moderators seen acting, and the moderation log: what moderation keeps apart from
@@ -17,11 +17,16 @@ pub trait ModerationStore: Send + Sync {
     /// stored it. At most one database command; none while the state is kept.
     async fn ban_of(&self, user: &str) -> StoreResult<Option<Arc<Ban>>>;
 
-    /// Stores a ban, replacing the user's earlier one.
-    async fn ban(&self, ban: &Ban) -> StoreResult<()>;
+    /// Stores a ban, replacing the user's earlier one, with `events` in its transaction.
+    async fn ban(&self, ban: &Ban, events: &[Event]) -> StoreResult<()>;
 
-    /// Removes the user's ban; returns the ban removed (expired or not), if there was one.
-    async fn unban(&self, user: &UserId) -> StoreResult<Option<Ban>>;
+    /// Removes the user's ban; returns the ban removed (expired or not), if there was one. The
+    /// events `announce` gives for the ban removed are written with the removal.
+    async fn unban(
+        &self,
+        user: &UserId,
+        announce: &(dyn for<'b> Fn(&'b Ban) -> Vec<Event> + Send + Sync),
+    ) -> StoreResult<Option<Ban>>;
 
     /// Records that a moderator token with this author made a mutation (one write per process
     /// and moderator; none after the first).

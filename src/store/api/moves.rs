@@ -75,11 +75,13 @@ impl Default for MoveTiming {
 #[async_trait]
 pub trait MoveStore: Send + Sync {
     /// Moves a discussion to another layout while it stays online (see `store::moves`), reporting
-    /// its progress.
+    /// its progress. The events `announce` gives for the layout it moved from are written with
+    /// the switch.
     async fn migrate(
         &self,
         id: &DiscussionId,
         to: Layout,
         report: &(dyn Fn(Step) + Send + Sync),
+        announce: &(dyn Fn(Layout) -> Vec<crate::domain::Event> + Send + Sync),
     ) -> StoreResult<Moved>;
 }

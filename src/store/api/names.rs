@@ -2,18 +2,24 @@
 
 use async_trait::async_trait;
 
-use crate::domain::ReservedName;
+use crate::domain::{Event, ReservedName};
 use crate::store::shared::error::StoreResult;
 
 /// The names moderators reserved, one per name key (`domain::name_key`): a small collection,
 /// read whole (each process keeps a copy) and written by key.
 #[async_trait]
 pub trait NameStore: Send + Sync {
-    /// Stores a reservation, replacing one of the same key (its reason, moderator and time).
-    async fn reserve(&self, reserved: &ReservedName) -> StoreResult<()>;
+    /// Stores a reservation, replacing one of the same key (its reason, moderator and time),
+    /// with `events` in its transaction.
+    async fn reserve(&self, reserved: &ReservedName, events: &[Event]) -> StoreResult<()>;
 
-    /// Removes the reservation of this key; returns it, if there was one.
-    async fn release(&self, key: &str) -> StoreResult<Option<ReservedName>>;
+    /// Removes the reservation of this key; returns it, if there was one. The events
+    /// `announce` gives for it are written with the removal.
+    async fn release(
+        &self,
+        key: &str,
+        announce: &(dyn for<'r> Fn(&'r ReservedName) -> Vec<Event> + Send + Sync),
+    ) -> StoreResult<Option<ReservedName>>;
 
     /// How many names are reserved.
     async fn count(&self) -> StoreResult<u64>;

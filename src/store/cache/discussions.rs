@@ -55,12 +55,12 @@ impl CachedDiscussions {
 
 #[async_trait]
 impl DiscussionStore for CachedDiscussions {
-    async fn add(&self, new: NewDiscussion) -> StoreResult<Discussion> {
-        self.inner.add(new).await
+    async fn add(&self, new: NewDiscussion, events: &[Event]) -> StoreResult<Discussion> {
+        self.inner.add(new, events).await
     }
 
-    async fn ensure(&self, new: NewDiscussion) -> StoreResult<Discussion> {
-        self.inner.ensure(new).await
+    async fn ensure(&self, new: NewDiscussion, events: &[Event]) -> StoreResult<Discussion> {
+        self.inner.ensure(new, events).await
     }
 
     /// Each document is one lookup, which counts towards its discussion's admission: a request

@@ -14,6 +14,7 @@ use mongodb::bson::{doc, Document, RawDocumentBuf};
 use mongodb::error::TRANSIENT_TRANSACTION_ERROR;
 
 use super::Discussions;
+use crate::domain::Event;
 use crate::domain::{Discussion, DiscussionId, DiscussionKey, NewDiscussion};
 use crate::store::shared::bson::corrupt;
 use crate::store::shared::error::{is_duplicate_key, StoreError, StoreResult};
@@ -79,6 +80,7 @@ impl Discussions {
         &self,
         key: &DiscussionKey,
         new: &NewDiscussion,
+        events: &[Event],
     ) -> StoreResult<Discussion> {
         let doc = self.document_of(new, &new.id.clone().unwrap_or_else(DiscussionId::generate))?;
         // A key that has a decomposed form may be stored so from before keys were composed.
@@ -88,7 +90,7 @@ impl Discussions {
             return Err(StoreError::KeyTaken(key.to_string()));
         }
         for round in 0..ROUNDS {
-            match self.insert_keyed(key, &doc).await? {
+            match self.insert_keyed(key, &doc, events).await? {
                 Inserted::Stored => return self.stored(&doc),
                 Inserted::Taken => return Err(StoreError::KeyTaken(key.to_string())),
                 Inserted::Conflict => pause(round).await,
@@ -102,6 +104,7 @@ impl Discussions {
         &self,
         key: &DiscussionKey,
         new: &NewDiscussion,
+        events: &[Event],
     ) -> StoreResult<Discussion> {
         let mut doc =
             self.document_of(new, &new.id.clone().unwrap_or_else(DiscussionId::generate))?;
@@ -109,7 +112,7 @@ impl Discussions {
             if let Some(found) = self.read_keys(std::slice::from_ref(key)).await?.pop() {
                 return Ok(found);
             }
-            match self.insert_keyed(key, &doc).await? {
+            match self.insert_keyed(key, &doc, events).await? {
                 Inserted::Stored => return self.stored(&doc),
                 Inserted::Conflict => pause(round).await,
                 Inserted::Taken => {
@@ -164,7 +167,12 @@ impl Discussions {
     /// Claims `key` for the discussion `doc` and inserts it: in one transaction where the
     /// deployment has them, else the claim first (a claim left without its discussion is
     /// completed by `ensure`).
-    async fn insert_keyed(&self, key: &DiscussionKey, doc: &Document) -> StoreResult<Inserted> {
+    async fn insert_keyed(
+        &self,
+        key: &DiscussionKey,
+        doc: &Document,
+        events: &[Event],
+    ) -> StoreResult<Inserted> {
         let id = doc
             .get_str("_id")
             .map_err(|e| StoreError::Corrupt(format!("a new discussion: {e}")))?;
@@ -187,6 +195,8 @@ impl Discussions {
                     .await;
                 return Err(err.into());
             }
+            let mut session = self.client.start_session().await?;
+            self.log.append(&mut session, events).await?;
             return Ok(Inserted::Stored);
         }
         let mut session = self.client.start_session().await?;
@@ -194,7 +204,8 @@ impl Discussions {
         let written = async {
             self.claims.insert_one(&claim).session(&mut session).await?;
             self.coll.insert_one(doc).session(&mut session).await?;
-            Ok::<_, mongodb::error::Error>(())
+            self.log.append(&mut session, events).await?;
+            Ok::<_, StoreError>(())
         }
         .await;
         match written {
@@ -205,7 +216,7 @@ impl Discussions {
                 }
                 Err(err) => Err(err),
             },
-            Err(err) => {
+            Err(StoreError::Db(err)) => {
                 abort(&mut session, &self.commands).await;
                 if is_duplicate_key(&err) {
                     Ok(Inserted::Taken)
@@ -214,6 +225,10 @@ impl Discussions {
                 } else {
                     Err(err.into())
                 }
+            }
+            Err(err) => {
+                abort(&mut session, &self.commands).await;
+                Err(err)
             }
         }
     }

@@ -373,6 +373,11 @@ impl Discussions {
             .await
     }
 
+    /// The event log, which changes of discussions join.
+    pub(crate) fn log(&self) -> &EventLog {
+        &self.log
+    }
+
     /// After a compare-and-set replace of a comment stored outside the discussion document
     /// (`replaced` tells whether it matched): marks the change for the change feed, and passes
     /// `replaced` on.
@@ -405,19 +410,28 @@ impl Discussions {
 
 #[async_trait]
 impl DiscussionStore for Discussions {
-    async fn add(&self, new: NewDiscussion) -> StoreResult<Discussion> {
+    async fn add(&self, new: NewDiscussion, events: &[Event]) -> StoreResult<Discussion> {
         if let Some(key) = &new.key {
-            return self.add_keyed(key, &new).await;
+            return self.add_keyed(key, &new, events).await;
         }
         let doc = self.document_of(&new, &new.id.clone().unwrap_or_else(DiscussionId::generate))?;
-        self.coll.insert_one(&doc).await?;
+        let (coll, stored) = (&self.coll, &doc);
+        self.log
+            .atomically(|mut session| async move {
+                let inserted = coll.insert_one(stored).session(&mut session).await;
+                (
+                    session,
+                    inserted.map(|_| ((), events.to_vec())).map_err(Into::into),
+                )
+            })
+            .await?;
         self.stored(&doc)
     }
 
-    async fn ensure(&self, new: NewDiscussion) -> StoreResult<Discussion> {
+    async fn ensure(&self, new: NewDiscussion, events: &[Event]) -> StoreResult<Discussion> {
         match &new.key {
-            Some(key) => self.ensure_keyed(key, &new).await,
-            None => self.add(new).await,
+            Some(key) => self.ensure_keyed(key, &new, events).await,
+            None => self.add(new, events).await,
         }
     }
 

@@ -31,8 +31,10 @@ use mongodb::Database;
 
 use crate::domain::moderation::{Ban, LogEntry, Logged, ModerationAction, Reason, UserId};
 use crate::domain::paging::{Cursor, Span};
+use crate::domain::Event;
 use crate::domain::{Author, DiscussionId, GuestIds, Micros, Page, Slug, Window};
 use crate::store::api::ModerationStore;
+use crate::store::events::EventLog;
 use crate::store::shared::authors::{rename_ids, Rewritten};
 use crate::store::shared::bson::{as_i64, corrupt, to_count};
 use crate::store::shared::bson::{author_doc, author_of, micros_of, string_of};
@@ -68,6 +70,8 @@ pub(crate) struct Moderation {
     known: BanStates,
     /// Moderators this process has recorded.
     recorded: Mutex<HashSet<String>>,
+    /// The event log, which bans join in their transaction.
+    events: EventLog,
 }
 
 impl Moderation {
@@ -80,8 +84,9 @@ impl Moderation {
     /// The collection of counters (the log's numbers).
     pub(crate) const COUNTERS: &'static str = "counters";
 
-    pub(crate) fn new(db: &Database, commands: &CommandCounter) -> Self {
+    pub(crate) fn new(db: &Database, commands: &CommandCounter, events: EventLog) -> Self {
         Self {
+            events,
             bans: Counted::new(db, Self::BANS, commands),
             moderators: Counted::new(db, Self::MODERATORS, commands),
             log: Counted::new(db, Self::LOG, commands),
@@ -349,14 +354,27 @@ impl ModerationStore for Moderation {
         Ok(ban)
     }
 
-    async fn ban(&self, ban: &Ban) -> StoreResult<()> {
-        let stored = ban_doc(ban);
-        upserted(|| {
-            self.bans
-                .replace_one(doc! { "_id": ban.user.as_str() }, &stored)
-                .upsert(true)
-        })
-        .await?;
+    async fn ban(&self, ban: &Ban, events: &[Event]) -> StoreResult<()> {
+        let (stored, bans) = (ban_doc(ban), &self.bans);
+        self.events
+            .atomically(|mut session| {
+                let stored = stored.clone();
+                async move {
+                    let replaced = bans
+                        .replace_one(
+                            doc! { "_id": stored.get_str("_id").unwrap_or_default() },
+                            &stored,
+                        )
+                        .upsert(true)
+                        .session(&mut session)
+                        .await;
+                    (
+                        session,
+                        replaced.map(|_| ((), events.to_vec())).map_err(Into::into),
+                    )
+                }
+            })
+            .await?;
         self.known.keep(
             ban.user.as_str(),
             Instant::now(),
@@ -365,13 +383,32 @@ impl ModerationStore for Moderation {
         Ok(())
     }
 
-    async fn unban(&self, user: &UserId) -> StoreResult<Option<Ban>> {
+    async fn unban(
+        &self,
+        user: &UserId,
+        announce: &(dyn for<'b> Fn(&'b Ban) -> Vec<Event> + Send + Sync),
+    ) -> StoreResult<Option<Ban>> {
+        let bans = &self.bans;
         let removed = self
-            .bans
-            .find_one_and_delete(doc! { "_id": user.as_str() })
+            .events
+            .atomically(|mut session| async move {
+                let removed = bans
+                    .find_one_and_delete(doc! { "_id": user.as_str() })
+                    .session(&mut session)
+                    .await;
+                let ban = match removed {
+                    Ok(removed) => removed.as_ref().map(ban_of).transpose(),
+                    Err(err) => Err(err.into()),
+                };
+                let told = ban.map(|ban| {
+                    let events = ban.as_ref().map(announce).unwrap_or_default();
+                    (ban, events)
+                });
+                (session, told)
+            })
             .await?;
         self.known.keep(user.as_str(), Instant::now(), None);
-        removed.as_ref().map(ban_of).transpose()
+        Ok(removed)
     }
 
     async fn moderator_acted(&self, moderator: &Author) -> StoreResult<()> {

@@ -10,9 +10,10 @@ use futures::TryStreamExt;
 use mongodb::bson::{doc, Document};
 use mongodb::Database;
 
-use super::{author_doc, author_of, micros_of, string_of, upserted};
-use crate::domain::{DisplayName, Reason, ReservedName};
+use super::{author_doc, author_of, micros_of, string_of};
+use crate::domain::{DisplayName, Event, Reason, ReservedName};
 use crate::store::api::NameStore;
+use crate::store::events::EventLog;
 use crate::store::shared::bson::corrupt;
 use crate::store::shared::error::StoreResult;
 use crate::store::shared::metrics::{CommandCounter, Counted};
@@ -25,11 +26,14 @@ pub(crate) struct ReservedNames {
     names: Counted<Document>,
     /// The same collection, for the background read ([`NameStore::poll`]).
     polled: Counted<Document>,
+    /// The event log, which reservations join in their transaction.
+    events: EventLog,
 }
 
 impl ReservedNames {
-    pub(crate) fn new(db: &Database, commands: &CommandCounter) -> Self {
+    pub(crate) fn new(db: &Database, commands: &CommandCounter, events: EventLog) -> Self {
         Self {
+            events,
             names: Counted::new(db, COLLECTION, commands),
             polled: Counted::new(db, COLLECTION, &CommandCounter::new()),
         }
@@ -83,21 +87,51 @@ fn reserved_of(doc: &Document) -> StoreResult<ReservedName> {
 
 #[async_trait]
 impl NameStore for ReservedNames {
-    async fn reserve(&self, reserved: &ReservedName) -> StoreResult<()> {
-        let stored = reserved_doc(reserved);
+    async fn reserve(&self, reserved: &ReservedName, events: &[Event]) -> StoreResult<()> {
+        let (stored, names) = (reserved_doc(reserved), &self.names);
         let key = reserved.name.key();
-        upserted(|| {
-            self.names
-                .replace_one(doc! { "_id": &key }, &stored)
-                .upsert(true)
-        })
-        .await?;
-        Ok(())
+        let key = key.as_str();
+        self.events
+            .atomically(|mut session| {
+                let stored = stored.clone();
+                async move {
+                    let replaced = names
+                        .replace_one(doc! { "_id": key }, &stored)
+                        .upsert(true)
+                        .session(&mut session)
+                        .await;
+                    (
+                        session,
+                        replaced.map(|_| ((), events.to_vec())).map_err(Into::into),
+                    )
+                }
+            })
+            .await
     }
 
-    async fn release(&self, key: &str) -> StoreResult<Option<ReservedName>> {
-        let removed = self.names.find_one_and_delete(doc! { "_id": key }).await?;
-        removed.as_ref().map(reserved_of).transpose()
+    async fn release(
+        &self,
+        key: &str,
+        announce: &(dyn for<'r> Fn(&'r ReservedName) -> Vec<Event> + Send + Sync),
+    ) -> StoreResult<Option<ReservedName>> {
+        let names = &self.names;
+        self.events
+            .atomically(|mut session| async move {
+                let removed = names
+                    .find_one_and_delete(doc! { "_id": key })
+                    .session(&mut session)
+                    .await;
+                let reserved = match removed {
+                    Ok(removed) => removed.as_ref().map(reserved_of).transpose(),
+                    Err(err) => Err(err.into()),
+                };
+                let told = reserved.map(|reserved| {
+                    let events = reserved.as_ref().map(announce).unwrap_or_default();
+                    (reserved, events)
+                });
+                (session, told)
+            })
+            .await
     }
 
     async fn count(&self) -> StoreResult<u64> {

@@ -116,6 +116,10 @@ impl Lease<'_> {
     }
 }
 
+/// The events a move announces, given the layout it moved the discussion from (written with the
+/// switch to the new layout).
+pub(crate) type Announce<'a> = dyn Fn(Layout) -> Vec<crate::domain::Event> + Send + Sync + 'a;
+
 /// The layouts a move reads from and writes to.
 pub(crate) type Movers<'a> = HashMap<Layout, &'a dyn Movable>;
 
@@ -129,7 +133,7 @@ pub(crate) async fn run(
     (id, to): (&DiscussionId, Layout),
     adding: &[Comment],
     timing: MoveTiming,
-    report: &(dyn Fn(Step) + Send + Sync),
+    (report, announce): (&(dyn Fn(Step) + Send + Sync), &Announce<'_>),
 ) -> StoreResult<Moved> {
     let raw = store.raw();
     let discussions = &raw;
@@ -174,10 +178,28 @@ pub(crate) async fn run(
                 fields.insert("comment_count", i64::try_from(all.len()).unwrap_or(i64::MAX));
                 fields.insert("thread_count", i64::try_from(threads).unwrap_or(i64::MAX));
             }
-            let switched = discussions
-                .update_one(lease.held(), doc! { "$set": fields, "$inc": { "moves": 1_i64 } })
+            // The switch and the move's events commit together.
+            let (switch, held, events) = (
+                doc! { "$set": fields, "$inc": { "moves": 1_i64 } },
+                lease.held(),
+                announce(from),
+            );
+            let (switch, held, events) = (&switch, &held, &events);
+            let switched = store
+                .log()
+                .atomically(|mut session| async move {
+                    let switched = discussions
+                        .update_one(held.clone(), switch.clone())
+                        .session(&mut session)
+                        .await;
+                    let told = switched.map(|s| match s.matched_count {
+                        0 => (false, Vec::new()),
+                        _ => (true, events.clone()),
+                    });
+                    (session, told.map_err(Into::into))
+                })
                 .await?;
-            if switched.matched_count == 0 {
+            if !switched {
                 return Err(lease.lost());
             }
             report(Step::Switched);

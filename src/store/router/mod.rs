@@ -116,8 +116,8 @@ impl Store {
         held.ensure_indexes().await?;
         layouts.ensure_indexes().await?;
         // Moderation's collections are read and written by `_id` only: no index of their own.
-        let moderation = Moderation::new(&db, &commands);
-        let names = ReservedNames::new(&db, &commands);
+        let moderation = Moderation::new(&db, &commands, log.clone());
+        let names = ReservedNames::new(&db, &commands, log.clone());
         let votes = VoteBook::new(&db, &commands);
         votes.ensure_indexes().await?;
         let imports = crate::store::moves::imports::Imports::new(&db, &commands);

@@ -18,8 +18,9 @@ impl MoveStore for Store {
         id: &DiscussionId,
         to: Layout,
         report: &(dyn Fn(Step) + Send + Sync),
+        announce: &(dyn Fn(Layout) -> Vec<crate::domain::Event> + Send + Sync),
     ) -> StoreResult<Moved> {
-        self.import(id, to, &[], report).await
+        self.moved(id, to, &[], (report, announce)).await
     }
 }
 
@@ -32,26 +33,7 @@ impl ImportStore for Store {
         adding: &[Comment],
         report: &(dyn Fn(Step) + Send + Sync),
     ) -> StoreResult<Moved> {
-        if !self.transactions {
-            return Err(StoreError::Unsupported(
-                "moving a discussion between layouts needs transactions (a replica set or a \
-                 sharded cluster): on a standalone server a write could land in the old layout \
-                 after it was copied"
-                    .into(),
-            ));
-        }
-        let movers = self.layouts.movers();
-        let moved = migrate::run(
-            &self.discussions,
-            &movers,
-            (id, to),
-            adding,
-            self.moves,
-            report,
-        )
-        .await;
-        self.touched(id);
-        moved
+        self.moved(id, to, adding, (report, &|_| Vec::new())).await
     }
 
     fn import_scratch(&self, layout: Layout) -> Layout {
@@ -68,5 +50,37 @@ impl ImportStore for Store {
         entries: &[(String, Slug)],
     ) -> StoreResult<()> {
         self.imports.record(id, entries).await
+    }
+}
+
+impl Store {
+    /// A move, adding the comments of `adding` (see `migrate::run`), with its events.
+    async fn moved(
+        &self,
+        id: &DiscussionId,
+        to: Layout,
+        adding: &[Comment],
+        (report, announce): (&(dyn Fn(Step) + Send + Sync), &migrate::Announce<'_>),
+    ) -> StoreResult<Moved> {
+        if !self.transactions {
+            return Err(StoreError::Unsupported(
+                "moving a discussion between layouts needs transactions (a replica set or a \
+                 sharded cluster): on a standalone server a write could land in the old layout \
+                 after it was copied"
+                    .into(),
+            ));
+        }
+        let movers = self.layouts.movers();
+        let moved = migrate::run(
+            &self.discussions,
+            &movers,
+            (id, to),
+            adding,
+            self.moves,
+            (report, announce),
+        )
+        .await;
+        self.touched(id);
+        moved
     }
 }

@@ -44,7 +44,10 @@ impl PostStore for Store {
                     };
                     promoted = true;
                     tracing::info!(discussion = %discussion.id, %why, from = %discussion.layout, %to, "promoting a full discussion to another layout");
-                    match self.migrate(&discussion.id, to, &|_| {}).await {
+                    match self
+                        .migrate(&discussion.id, to, &|_| {}, &|_| Vec::new())
+                        .await
+                    {
                         Ok(moved) => discussion = moved.discussion,
                         // Another post is promoting it already.
                         Err(StoreError::Busy(_)) => {

@@ -594,6 +594,16 @@ impl<'a> Timed<'a, ReplaceOne<'a>> {
     pub(crate) fn upsert(self, upsert: bool) -> Self {
         self.map(|a| a.upsert(upsert))
     }
+
+    pub(crate) fn session(self, session: impl Into<&'a mut ClientSession>) -> Self {
+        self.map(|a| a.session(session))
+    }
+}
+
+impl<'a, T: Send + Sync> Timed<'a, FindOneAndDelete<'a, T>> {
+    pub(crate) fn session(self, session: impl Into<&'a mut ClientSession>) -> Self {
+        self.map(|a| a.session(session))
+    }
 }
 
 impl<'a> Timed<'a, InsertMany<'a>> {

@@ -325,7 +325,7 @@ async fn a_move_by_another_server_does_not_mislead_what_this_one_remembers() {
     for layout in [Layout::PerComment, Layout::Bucketed] {
         other
             .moves()
-            .migrate(&id, layout, &|_| {})
+            .migrate(&id, layout, &|_| {}, &|_| Vec::new())
             .await
             .expect("move");
     }
