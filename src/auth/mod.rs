@@ -32,7 +32,8 @@ pub struct Claims {
     pub sub: String,
     /// Author display name.
     pub name: String,
-    /// Roles; `moderator` may moderate.
+    /// Roles; `moderator` may moderate, `admin` may also manage webhooks and read the event
+    /// log.
     #[serde(default)]
     pub roles: Vec<String>,
     /// Expiry, seconds since the epoch.
@@ -47,8 +48,10 @@ pub struct Claims {
 pub struct Viewer {
     /// Who they are, as an author.
     pub author: Author,
-    /// Whether they may moderate.
+    /// Whether they may moderate (`moderator` or `admin` among the token's roles).
     pub moderator: bool,
+    /// Whether they may manage webhooks and read the event log (`admin`).
+    pub admin: bool,
 }
 
 /// What the request's `Authorization` header said.
@@ -463,8 +466,10 @@ impl JwtKeys {
         // The one identity rule: an id every ban can name, a name the service may show.
         check_identity(&sub, &name).map_err(|e| Rejection::Identity(e.to_string()))?;
         let roles = claims.roles.unwrap_or_default();
+        let admin = roles.iter().any(|r| r == "admin");
         let viewer = Viewer {
-            moderator: roles.iter().any(|r| r == "moderator"),
+            moderator: admin || roles.iter().any(|r| r == "moderator"),
+            admin,
             author: Author { id: sub, name },
         };
         Ok((viewer, claims.exp.ok_or(Rejection::MissingClaims)?))

@@ -279,6 +279,16 @@ impl EventType {
     }
 }
 
+/// Whether `text` has the form of an event id: 16 digits, then 8 of `[0-9a-z]`.
+pub fn is_event_id(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.len() == 24
+        && bytes[..16].iter().all(u8::is_ascii_digit)
+        && bytes[16..]
+            .iter()
+            .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+}
+
 /// What a write that makes a comment (a post, a hold, the publication of a held comment)
 /// announces, once the comment has the slug the write gave it: the store writes the event in
 /// the same transaction as the comment.

@@ -5,6 +5,7 @@ mod bounded;
 pub mod cost;
 mod documents;
 pub mod error;
+pub mod events;
 pub mod limits;
 pub mod live;
 pub mod loaders;
@@ -33,10 +34,13 @@ use crate::service::Services;
 use crate::store::DynStorage;
 
 pub use api::{Api, RateLimited};
-pub use query::Query;
 pub use reads::{Reads, RequestReads};
 pub use stream::{Connection, LiveCounts};
 pub use subscription::Subscription;
+
+/// Reads: the core queries and the event log.
+#[derive(async_graphql::MergedObject, Default)]
+pub struct Query(query::CoreQuery, events::EventQuery);
 
 /// Every field is nullable: a failed mutation is `null` with its error, and the other fields of
 /// the same request keep their results (GraphQL's null propagation stops at the field).
@@ -105,7 +109,7 @@ impl Limits {
 
 /// Builds the schema (without a store and limits: enough to print the SDL).
 pub fn schema_builder() -> async_graphql::SchemaBuilder<Query, Mutation, Subscription> {
-    Schema::build(Query, Mutation::default(), Subscription)
+    Schema::build(Query::default(), Mutation::default(), Subscription)
         .enable_federation()
         .enable_subscription_in_federation()
 }

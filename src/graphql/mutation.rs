@@ -30,7 +30,7 @@ async fn caller(ctx: &Context<'_>, allowance: Allowance) -> async_graphql::Resul
         AuthState::Rejected(why) => return Err(DomainError::Unauthenticated(why.clone())).gql(),
     };
     services(ctx)
-        .caller(&viewer.author, viewer.moderator, allowance)
+        .caller(&viewer.author, (viewer.moderator, viewer.admin), allowance)
         .await
         .gql()
 }

@@ -133,11 +133,12 @@ async fn load_keyed(
         .collect())
 }
 
-/// Reads.
-pub struct Query;
+/// Reads: discussions, comments, moderation; merged into [`super::Query`].
+#[derive(Default)]
+pub(super) struct CoreQuery;
 
 #[Object]
-impl Query {
+impl CoreQuery {
     /// A discussion by id (`NOT_FOUND` when there is none).
     async fn discussion(
         &self,

@@ -66,9 +66,9 @@ impl RunKey {
             operation: request.operation_name.clone(),
             variables: serde_json::to_string(&request.variables).unwrap_or_default(),
             viewer: match auth {
-                AuthState::Authenticated(Viewer { author, moderator }) => {
-                    Some((author.id.clone(), author.name.clone(), *moderator))
-                }
+                AuthState::Authenticated(Viewer {
+                    author, moderator, ..
+                }) => Some((author.id.clone(), author.name.clone(), *moderator)),
                 _ => None,
             },
         }

@@ -21,6 +21,7 @@ pub enum Allowance {
 pub struct Caller {
     author: Author,
     moderator: bool,
+    admin: bool,
 }
 
 impl Caller {
@@ -32,6 +33,16 @@ impl Caller {
     /// Whether they may moderate.
     pub fn moderator(&self) -> bool {
         self.moderator
+    }
+
+    /// The same caller, refused with `FORBIDDEN` unless an admin.
+    pub fn must_administer(&self) -> Result<&Caller, DomainError> {
+        match self.admin {
+            true => Ok(self),
+            false => Err(DomainError::Forbidden(
+                "only admins (a token with the `admin` role) may do this".into(),
+            )),
+        }
     }
 
     /// The same caller, refused with `FORBIDDEN` unless a moderator.
@@ -57,7 +68,7 @@ impl Services {
     pub async fn caller(
         &self,
         author: &Author,
-        moderator: bool,
+        (moderator, admin): (bool, bool),
         allowance: Allowance,
     ) -> Result<Caller, DomainError> {
         let moderation = self.storage.moderation();
@@ -88,7 +99,8 @@ impl Services {
         }
         Ok(Caller {
             author: author.clone(),
-            moderator,
+            moderator: moderator || admin,
+            admin,
         })
     }
 
@@ -101,6 +113,7 @@ impl Services {
                 name: name.to_owned(),
             },
             moderator: true,
+            admin: false,
         }
     }
 }

@@ -19,9 +19,9 @@ mod votes;
 
 pub use api::{
     Announced, ChangeFeed, ChangeKind, Claim, CommentChange, CommentStore, Decide, DiscussionStore,
-    DynStorage, Health, HeldStore, ImportStore, KeyedGuests, ModerationStore, MoveStore,
-    MoveTiming, Moved, NameStore, PostStore, Posted, QueueEntry, Ranked, RankedOf, RankedPage,
-    Report, ServerStore, Step, Storage, VoteStore, Waiting, Watched,
+    DynStorage, EventStore, Health, HeldStore, ImportStore, KeyedGuests, ModerationStore,
+    MoveStore, MoveTiming, Moved, NameStore, PostStore, Posted, QueueEntry, Ranked, RankedOf,
+    RankedPage, Report, ServerStore, Step, Storage, VoteStore, Waiting, Watched,
 };
 pub use discussions::Discussions;
 pub use events::Retention;

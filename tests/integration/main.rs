@@ -15,6 +15,7 @@ mod cors;
 mod costs;
 mod embed;
 mod embedded;
+mod event_feed;
 mod events;
 mod faults;
 mod federation;

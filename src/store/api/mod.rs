@@ -4,6 +4,7 @@
 
 mod changes;
 mod discussions;
+mod events;
 mod health;
 mod held;
 mod imports;
@@ -18,6 +19,7 @@ mod votes;
 
 pub use changes::{ChangeFeed, ChangeKind, CommentChange, Watched};
 pub use discussions::DiscussionStore;
+pub use events::EventStore;
 pub use health::Health;
 pub use held::{Claim, HeldStore, QueueEntry, Report, Waiting};
 pub use imports::ImportStore;

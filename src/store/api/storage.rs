@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::{
-    ChangeFeed, CommentStore, DiscussionStore, Health, HeldStore, ImportStore, ModerationStore,
-    MoveStore, NameStore, PostStore, ServerStore, VoteStore,
+    ChangeFeed, CommentStore, DiscussionStore, EventStore, Health, HeldStore, ImportStore,
+    ModerationStore, MoveStore, NameStore, PostStore, ServerStore, VoteStore,
 };
 use crate::domain::Layout;
 use crate::store::shared::error::StoreResult;
@@ -48,6 +48,9 @@ pub trait Storage: Send + Sync {
 
     /// The installation's own settings: its key, the migrations of its data.
     fn server(&self) -> &dyn ServerStore;
+
+    /// The event log.
+    fn events(&self) -> &dyn EventStore;
 }
 
 /// Storage as the API layer holds it.

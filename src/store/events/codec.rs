@@ -1,9 +1,11 @@
 //! The stored form of an [`EventRecord`].
 
-use mongodb::bson::{doc, DateTime, Document};
+use mongodb::bson::{doc, Bson, DateTime, Document};
 
-use crate::domain::EventRecord;
-use crate::store::shared::bson::author_doc;
+use crate::domain::moderation::UserId;
+use crate::domain::{DiscussionId, EventRecord, EventType, Slug};
+use crate::store::shared::bson::{author_doc, author_of, corrupt, micros_of, string_of};
+use crate::store::shared::error::StoreResult;
 
 /// The document of `record`.
 pub(super) fn event_doc(record: &EventRecord) -> Document {
@@ -33,12 +35,45 @@ pub(super) fn event_doc(record: &EventRecord) -> Document {
     doc
 }
 
+/// The record stored as `doc`.
+pub(super) fn record_of(doc: &Document) -> StoreResult<EventRecord> {
+    let bad = |what: String| corrupt(format!("an event: {what}"));
+    let id = doc
+        .get_str("_id")
+        .map_err(|_| bad("no id".into()))?
+        .to_owned();
+    let kind = doc
+        .get_str("type")
+        .ok()
+        .and_then(EventType::from_name)
+        .ok_or_else(|| bad(format!("{id} has no known type")))?;
+    let slug = |key: &str| -> StoreResult<Option<Slug>> {
+        string_of(doc, key)?
+            .map(|s| Slug::parse(&s).map_err(|e| bad(e.to_string())))
+            .transpose()
+    };
+    Ok(EventRecord {
+        kind,
+        at: micros_of(doc, "at")?.ok_or_else(|| bad(format!("{id} has no time")))?,
+        actor: author_of(doc, "actor")?,
+        moderator: matches!(doc.get("moderator"), Some(Bson::Boolean(true))),
+        discussion: string_of(doc, "discussion_id")?
+            .map(|d| DiscussionId::parse(&d).map_err(|e| bad(e.to_string())))
+            .transpose()?,
+        slug: slug("slug")?,
+        author: string_of(doc, "author")?.map(UserId::from_stored),
+        parent: slug("parent")?,
+        user: string_of(doc, "user")?.map(UserId::from_stored),
+        reason: string_of(doc, "reason")?,
+        detail: string_of(doc, "detail")?,
+        id,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::moderation::UserId;
-    use crate::domain::{Author, DiscussionId, EventType, Micros, Slug};
-    use mongodb::bson::Bson;
+    use crate::domain::{Author, Micros};
 
     #[test]
     fn a_record_is_stored_with_its_ids_and_a_date_for_the_ttl() {
@@ -69,5 +104,6 @@ mod tests {
             doc.get("created"),
             Some(&Bson::DateTime(DateTime::from_millis(1_700_000_000_000)))
         );
+        assert_eq!(record_of(&doc).expect("read back"), record);
     }
 }

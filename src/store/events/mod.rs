@@ -15,13 +15,16 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
+use futures::TryStreamExt;
 use mongodb::bson::{doc, Document};
 use mongodb::error::TRANSIENT_TRANSACTION_ERROR;
 use mongodb::options::IndexOptions;
 use mongodb::{Client, ClientSession, Database, IndexModel};
 
 use crate::domain::slug::MonotonicClock;
-use crate::domain::{Event, Micros};
+use crate::domain::{Event, EventRecord, EventType, Micros};
+use crate::store::api::EventStore;
 use crate::store::shared::error::{StoreError, StoreResult};
 use crate::store::shared::metrics::{CommandCounter, Counted};
 use crate::store::shared::transactions::{abort, commit, pause};
@@ -172,6 +175,38 @@ impl EventLog {
                 _ => return Err(err),
             }
         }
+    }
+}
+
+#[async_trait]
+impl EventStore for EventLog {
+    /// A page of the log: events after `after` (by id), of `kinds` (every kind when empty),
+    /// committed before `before`, oldest first, at most `limit`. One range of `_id` (per kind).
+    async fn page(
+        &self,
+        after: Option<&str>,
+        kinds: &[EventType],
+        before: Micros,
+        limit: usize,
+    ) -> StoreResult<Vec<EventRecord>> {
+        let mut range = doc! { "$lt": format!("{:016}", before.0.max(0)) };
+        if let Some(after) = after {
+            range.insert("$gt", after);
+        }
+        let mut filter = doc! { "_id": range };
+        if !kinds.is_empty() {
+            let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+            filter.insert("type", doc! { "$in": names });
+        }
+        let docs: Vec<Document> = self
+            .events
+            .find(filter)
+            .sort(doc! { "_id": 1 })
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .await?
+            .try_collect()
+            .await?;
+        docs.iter().map(codec::record_of).collect()
     }
 }
 

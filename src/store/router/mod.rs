@@ -25,7 +25,7 @@ use crate::domain::{Discussion, DiscussionId, Layout};
 use crate::store::api::HeldStore;
 use crate::store::api::MoveTiming;
 use crate::store::api::{
-    ChangeFeed, Health, ImportStore, MoveStore, PostStore, ServerStore, VoteStore,
+    ChangeFeed, EventStore, Health, ImportStore, MoveStore, PostStore, ServerStore, VoteStore,
 };
 use crate::store::api::{CommentStore, DiscussionStore, ModerationStore, NameStore, Storage};
 use crate::store::moderation::held::HeldComments;
@@ -53,6 +53,7 @@ pub struct Store {
     imports: crate::store::moves::imports::Imports,
     server: crate::store::server::ServerDocs,
     writer: Writer,
+    log: EventLog,
     commands: CommandCounter,
     clock: Arc<MonotonicClock>,
     transactions: bool,
@@ -146,6 +147,7 @@ impl Store {
             imports,
             server,
             writer,
+            log,
             commands,
             clock,
             transactions,
@@ -233,6 +235,10 @@ impl Storage for Store {
 
     fn changes(&self) -> &dyn ChangeFeed {
         self
+    }
+
+    fn events(&self) -> &dyn EventStore {
+        &self.log
     }
 
     fn server(&self) -> &dyn ServerStore {

@@ -169,6 +169,11 @@ impl TestApp {
         self.keys().mint(sub, name, &["moderator".to_owned()], 3600)
     }
 
+    /// A valid token for an admin (who may also moderate), signed with the app's secret.
+    pub(crate) fn admin_token(&self, sub: &str, name: &str) -> String {
+        self.keys().mint(sub, name, &["admin".to_owned()], 3600)
+    }
+
     /// The keys of the app's configured secret.
     fn keys(&self) -> JwtKeys {
         let config = self.settings.config(&self.database);

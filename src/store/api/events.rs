@@ -1,0 +1,20 @@
+//! `EventStore`: the event log, read.
+
+use async_trait::async_trait;
+
+use crate::domain::{EventRecord, EventType, Micros};
+use crate::store::shared::error::StoreResult;
+
+/// The event log, as the pull feed and the webhook dispatcher read it.
+#[async_trait]
+pub trait EventStore: Send + Sync {
+    /// Events after `after` (by id), of `kinds` (every kind when empty), committed before
+    /// `before`, oldest first, at most `limit`: one range of ids (per kind).
+    async fn page(
+        &self,
+        after: Option<&str>,
+        kinds: &[EventType],
+        before: Micros,
+        limit: usize,
+    ) -> StoreResult<Vec<EventRecord>>;
+}
