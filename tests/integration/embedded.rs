@@ -399,7 +399,7 @@ async fn replies_use_the_tree_a_process_keeps_and_survive_another_process_postin
     let root = app.post(&d, None, "root").await;
     let first = app.post(&d, Some(&root), "first").await;
     // This process knows the tree and the discussion now: a reply is one update (which checks
-    // that the discussion is still open for posts).
+    // that the discussion is still open for posts), with its event in the same transaction.
     let (_, spent) = cost(
         &app,
         POST,
@@ -408,7 +408,11 @@ async fn replies_use_the_tree_a_process_keeps_and_survive_another_process_postin
     .await;
     assert_eq!(
         spent,
-        BTreeMap::from([("update".to_owned(), 1)]),
+        BTreeMap::from([
+            ("update".to_owned(), 1),
+            ("insert".to_owned(), 1),
+            ("commitTransaction".to_owned(), 1)
+        ]),
         "a reply to a known comment reads no document"
     );
     // Another process posts under the same comments, and under what this one posted; this one

@@ -23,8 +23,9 @@ use mongodb::options::IndexOptions;
 use mongodb::{Client, ClientSession, Database, IndexModel};
 
 use crate::domain::slug::MonotonicClock;
-use crate::domain::{Event, EventRecord, EventType, Micros};
+use crate::domain::{Event, EventRecord, EventType, GuestIds, Micros};
 use crate::store::api::EventStore;
+use crate::store::shared::authors::Rewritten;
 use crate::store::shared::error::{StoreError, StoreResult};
 use crate::store::shared::metrics::{CommandCounter, Counted};
 use crate::store::shared::transactions::{abort, commit, pause};
@@ -101,6 +102,59 @@ impl EventLog {
             )
             .await?;
         Ok(())
+    }
+
+    /// Keys the imported guest ids the log holds (a comment's author, the user banned, the
+    /// actor): each event is read once, in the ranges of the unkeyed ids, and updated on
+    /// condition that the ids are as read (see `ServerStore::key_guest_ids`).
+    pub(crate) async fn key_guest_ids(&self, ids: &GuestIds) -> StoreResult<Rewritten> {
+        let mut branches = Vec::new();
+        for prefix in GuestIds::prefixes() {
+            let end = format!("{};", prefix.trim_end_matches(':'));
+            for field in ["author", "user", "actor.id"] {
+                branches.push(doc! { field: { "$gte": &prefix, "$lt": &end } });
+            }
+        }
+        let mut done = Rewritten::default();
+        let mut found = self.events.find(doc! { "$or": branches }).await?;
+        while let Some(event) = found.try_next().await? {
+            let Some(id) = event.get("_id").cloned() else {
+                continue;
+            };
+            let (mut guard, mut set) = (doc! { "_id": id }, Document::new());
+            let actor = event
+                .get_document("actor")
+                .ok()
+                .and_then(|a| a.get_str("id").ok());
+            let fields = [
+                ("author", event.get_str("author").ok()),
+                ("user", event.get_str("user").ok()),
+                ("actor.id", actor),
+            ];
+            for (field, old) in fields {
+                if let Some((old, new)) = old.and_then(|old| Some((old, ids.keyed(old)?))) {
+                    guard.insert(field, old);
+                    set.insert(field, new);
+                }
+            }
+            if set.is_empty() {
+                continue;
+            }
+            let changed = set.len() as u64;
+            match self
+                .events
+                .update_one(guard, doc! { "$set": set })
+                .await?
+                .modified_count
+            {
+                1 => {
+                    done.documents += 1;
+                    done.ids += changed;
+                }
+                _ => done.missed += 1,
+            }
+        }
+        Ok(done)
     }
 
     /// Whether events join their change's transaction (a replica set or a sharded cluster).

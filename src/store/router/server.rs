@@ -30,6 +30,7 @@ impl ServerStore for Store {
             movers: self.layouts.movers(),
             held: &self.held,
             moderation: &self.moderation,
+            events: &self.log,
         };
         let keyed = keying.run(ids, progress).await?;
         self.server.record_done(GUEST_IDS).await?;

@@ -1,6 +1,6 @@
 //! Keying the imported guest ids already stored (see `ServerStore::key_guest_ids`): in passes
 //! over every discussion's documents in its layout and its held comments, then bans, trusted
-//! people and the moderation log, until a pass changes nothing.
+//! people, the moderation log and the event log, until a pass changes nothing.
 
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use crate::domain::{Discussion, GuestIds, Window};
 use crate::store::api::{DiscussionStore, KeyedGuests};
 use crate::store::changes::{rewritten_mark, FIELD};
 use crate::store::discussions::{Discussions, FENCE};
+use crate::store::events::EventLog;
 use crate::store::moderation::held::HeldComments;
 use crate::store::moderation::Moderation;
 use crate::store::moves::migrate::Movers;
@@ -33,6 +34,7 @@ pub(crate) struct Keying<'a> {
     pub movers: Movers<'a>,
     pub held: &'a HeldComments,
     pub moderation: &'a Moderation,
+    pub events: &'a EventLog,
 }
 
 /// A pass's findings.
@@ -108,6 +110,7 @@ impl Keying<'_> {
         let mut others = self.held.rename_trusted(ids).await?;
         others += self.moderation.rename_banned(ids).await?;
         others += self.moderation.rename_logged_users(ids).await?;
+        others += self.events.key_guest_ids(ids).await?;
         total.documents += others.documents;
         total.ids += others.ids;
         pass.changed += others;

@@ -8,11 +8,12 @@ use super::*;
 // 8. Round trips
 
 /// Most database commands an edit or a delete may send, whatever the discussion's size: the
-/// discussion, the comment, the change-feed mark on the discussion and the write, in one
-/// transaction with its commit (5 on `PER_COMMENT` and `BUCKETED`: the mark in the transaction is
-/// what keeps a move of the discussion from overlapping the write); on `EMBEDDED` the read that
-/// finds the comment's position and the write, which carries the mark (4).
-const WRITE_COMMANDS: u64 = 5;
+/// discussion, the comment, the change-feed mark on the discussion, the write and its event in
+/// the event log, in one transaction with its commit (6 on `PER_COMMENT` and `BUCKETED`: the
+/// mark in the transaction is what keeps a move of the discussion from overlapping the write);
+/// on `EMBEDDED` the read that finds the comment's position, the write (which carries the
+/// mark), the event and the commit (6).
+const WRITE_COMMANDS: u64 = 6;
 
 /// What a moderator's edit or delete of someone else's comment adds: its moderation log entry
 /// (the entry's number, then the entry).

@@ -142,7 +142,9 @@ pub(crate) async fn post<S: PostSteps>(
     new: &NewComment,
 ) -> StoreResult<Posted> {
     let policy = steps.policy();
-    let transaction = writer.transactions && policy.transaction;
+    // A post that announces an event writes it in the post's transaction (the outbox), even in
+    // a layout whose post is otherwise one atomic update.
+    let transaction = writer.transactions && (policy.transaction || new.announce.is_some());
     // The read comes before the turn (see `PostPolicy`).
     let part = new.part.clone().unwrap_or_else(SlugPart::generate);
     let (parent, state) = steps
