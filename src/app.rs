@@ -20,6 +20,7 @@ use crate::graphql::{Api, Limits};
 use crate::http::{ConnectionTimeouts, Connections, HttpLimits};
 use crate::service::closing::Stage;
 use crate::service::{EventSink, ModerationLog, PageOrigins, Rules, Services};
+use crate::webhooks::dispatch::{DispatchRules, Dispatcher};
 use mongodb::event::command::CommandEvent;
 use mongodb::event::EventHandler;
 
@@ -50,6 +51,8 @@ pub struct App {
     /// while the feed is open); otherwise the first subscription opens it.
     follow_changes: bool,
     embedded: Option<EmbeddedDb>,
+    /// Delivers webhooks while serving.
+    dispatcher: Arc<Dispatcher>,
 }
 
 /// Descriptors kept out of the default connection cap: the database pool's, plus the process's
@@ -250,6 +253,7 @@ pub fn services(
         change_rate: config.rate_limit,
         vote_rate: config.vote_rate_limit,
         guest_ids: GuestIds::new(key),
+        insecure_webhooks: config.webhooks.allow_insecure,
     };
     let log: Arc<dyn EventSink> = Arc::new(ModerationLog(storage.clone()));
     Services::new(storage, rules, words, vec![log]).with_page_origins(page_origins(config))
@@ -278,6 +282,28 @@ pub fn page_origins(config: &Config) -> PageOrigins {
 }
 
 /// The server's start-up line about the pages discussions may be created for.
+/// The webhook dispatcher of this process, with the settings of `config`.
+fn dispatcher(config: &Config, services: &Services) -> anyhow::Result<Dispatcher> {
+    let settings = &config.webhooks;
+    if settings.allow_insecure {
+        tracing::warn!("THREADQL_WEBHOOK_ALLOW_INSECURE is set: webhook endpoints may use http and private, loopback and link-local addresses. For development and tests only.");
+    }
+    let rules = DispatchRules {
+        timeout: Duration::from_secs(settings.timeout_secs),
+        schedule: settings.retry_schedule.clone(),
+        disable_after: Duration::from_secs(settings.disable_after_secs),
+        concurrency: usize::try_from(settings.concurrency).unwrap_or(8),
+        lease: Duration::from_secs(settings.lease_secs),
+        insecure: settings.allow_insecure,
+    };
+    Dispatcher::new(
+        services.store().clone(),
+        rules,
+        services.webhook_metrics().clone(),
+    )
+    .map_err(|e| anyhow::anyhow!("cannot build the webhook client: {e}"))
+}
+
 fn log_page_origins(config: &Config) {
     let unset = config.page_origins.is_none()
         && config.cors_origins.is_none()
@@ -387,6 +413,7 @@ impl App {
             .load_reserved_names()
             .await
             .context("cannot read the reserved names")?;
+        let dispatcher = Arc::new(dispatcher(config, &services)?);
         let api = Api::new(store.clone(), keys, config.into(), services);
         let connections = Connections::new(connection_cap(config));
         let listener = TcpListener::bind(config.listen)
@@ -429,6 +456,7 @@ impl App {
             grace: Duration::from_secs(config.shutdown_grace_secs.max(1)),
             follow_changes: config.cache_bytes > 0,
             embedded,
+            dispatcher,
         })
     }
 
@@ -448,6 +476,8 @@ impl App {
             self.api.follow_changes();
         }
         let (stop, stopped) = tokio::sync::watch::channel(None::<tokio::time::Instant>);
+        let wake = self.api.services().events();
+        tokio::spawn(self.dispatcher.clone().run(wake, stopped.clone()));
         let grace = self.grace;
         let (api, connections) = (self.api.clone(), self.connections.clone());
         tokio::spawn(async move {

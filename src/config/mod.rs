@@ -4,6 +4,7 @@ mod cli; // the command line: subcommands, their arguments, the flags' value nam
 mod origins; // the server's own origins and the pages' origins, read from text
 mod settings; // `Config`: every setting with its default and range, printed without secrets
 mod values; // rate limits, CORS origins and the value names of flags, parsed from text
+mod webhooks; // how webhooks are delivered: timeouts, retries, leases, limits
 
 pub use cli::{
     Cli, Command, ExportArgs, ImportArgs, ImportFormat, ImportKey, MigrateArgs, RenderHtmlArgs,
@@ -12,3 +13,4 @@ pub use cli::{
 pub use origins::{origin_of, own_origins};
 pub use settings::{Config, DEFAULT_SERVICE_NAME};
 pub use values::{CorsOrigins, LayoutArg, LogFormat, ModerationArg, Origin, RateLimit};
+pub use webhooks::WebhookSettings;

@@ -142,6 +142,9 @@ pub struct Config {
     /// redeliveries reach back this far).
     #[arg(long, env = "THREADQL_EVENT_RETENTION_DAYS", default_value_t = 7, value_parser = clap::value_parser!(u64).range(1..=3650), global = true)]
     pub event_retention_days: u64,
+    /// How webhooks are delivered.
+    #[command(flatten)]
+    pub webhooks: super::WebhookSettings,
     /// Largest page a client may ask for.
     #[arg(
         long,
@@ -521,6 +524,7 @@ impl fmt::Debug for Config {
             .field("max_page_size", &self.max_page_size)
             .field("edit_window_secs", &self.edit_window_secs)
             .field("event_retention_days", &self.event_retention_days)
+            .field("webhooks", &self.webhooks)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_batch", &self.max_batch)
             .field("max_query_depth", &self.max_query_depth)

@@ -19,6 +19,7 @@ pub mod standing;
 pub mod text;
 pub mod tree;
 pub mod votes;
+pub mod webhooks;
 pub mod words;
 
 pub use comment::{

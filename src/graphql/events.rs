@@ -224,18 +224,7 @@ impl EventQuery {
         types: Option<Vec<EventType>>,
     ) -> async_graphql::Result<Option<EventConnection>> {
         admin_reading(ctx, "the event log")?;
-        let limits = ctx.data_unchecked::<Limits>();
-        let first = match first {
-            None => limits.default_page_size,
-            Some(n) if n >= 1 && n as usize <= limits.max_page_size => n as usize,
-            Some(n) => {
-                return Err(DomainError::bad_input(format!(
-                    "first must be between 1 and {}, not {n}",
-                    limits.max_page_size
-                )))
-                .gql()
-            }
-        };
+        let first = page_size(first, ctx.data_unchecked::<Limits>())?;
         if let Some(after) = &after {
             if !crate::domain::events::is_event_id(after) {
                 return Err(DomainError::bad_input(format!(
@@ -281,6 +270,19 @@ pub(super) fn admin_reading(ctx: &Context<'_>, what: &str) -> async_graphql::Res
         .gql(),
         _ => Err(DomainError::Unauthenticated(format!(
             "{what} is for admins: send `Authorization: Bearer <token>`"
+        )))
+        .gql(),
+    }
+}
+
+/// A page size in the configured range (`BAD_USER_INPUT` otherwise).
+pub(super) fn page_size(first: Option<i32>, limits: &Limits) -> async_graphql::Result<usize> {
+    match first {
+        None => Ok(limits.default_page_size),
+        Some(n) if n >= 1 && n as usize <= limits.max_page_size => Ok(n as usize),
+        Some(n) => Err(DomainError::bad_input(format!(
+            "first must be between 1 and {}, not {n}",
+            limits.max_page_size
         )))
         .gql(),
     }

@@ -18,6 +18,7 @@ pub mod shared;
 mod spans;
 mod subscription;
 pub mod types;
+pub mod webhooks;
 
 mod api;
 mod reads;
@@ -38,14 +39,18 @@ pub use reads::{Reads, RequestReads};
 pub use stream::{Connection, LiveCounts};
 pub use subscription::Subscription;
 
-/// Reads: the core queries and the event log.
+/// Reads: the core queries, the event log and the webhook endpoints.
 #[derive(async_graphql::MergedObject, Default)]
-pub struct Query(query::CoreQuery, events::EventQuery);
+pub struct Query(query::CoreQuery, events::EventQuery, webhooks::WebhookQuery);
 
 /// Every field is nullable: a failed mutation is `null` with its error, and the other fields of
 /// the same request keep their results (GraphQL's null propagation stops at the field).
 #[derive(async_graphql::MergedObject, Default)]
-pub struct Mutation(mutation::CoreMutation, names::NameMutation);
+pub struct Mutation(
+    mutation::CoreMutation,
+    names::NameMutation,
+    webhooks::WebhookMutation,
+);
 
 /// The threadql schema type.
 pub type AppSchema = Schema<Query, Mutation, Subscription>;

@@ -42,6 +42,13 @@ pub(super) async fn moderator(ctx: &Context<'_>) -> async_graphql::Result<Caller
     Ok(caller)
 }
 
+/// The caller, who must be an admin (`FORBIDDEN` otherwise).
+pub(super) async fn administrator(ctx: &Context<'_>) -> async_graphql::Result<Caller> {
+    let caller = caller(ctx, Allowance::Changes).await?;
+    caller.must_administer().gql()?;
+    Ok(caller)
+}
+
 /// Forgets what this request has read, so fields resolved after a write see it.
 fn forget_reads(ctx: &Context<'_>) {
     ctx.data_unchecked::<RequestReads>().invalidate();

@@ -13,6 +13,7 @@ mod pages;
 mod render;
 pub mod sink;
 mod votes;
+mod webhooks;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -35,6 +36,7 @@ pub use names::{MAX_RESERVED_NAMES, NAMES_REFRESH};
 pub use pages::PageOrigins;
 pub use render::Filled;
 pub use sink::{EventFeed, EventSink, ModerationLog, Sinks};
+pub use webhooks::{NewEndpoint, MAX_ENDPOINTS};
 
 /// The rules the workflows follow, from config.
 #[derive(Debug, Clone)]
@@ -57,6 +59,8 @@ pub struct Rules {
     pub vote_rate: RateLimit,
     /// The ids imported guests get, keyed with the server key.
     pub guest_ids: GuestIds,
+    /// Whether webhook endpoints may use `http` and private addresses.
+    pub insecure_webhooks: bool,
 }
 
 /// What a service call committed: its result and the events handed to the sink.
@@ -82,6 +86,7 @@ pub struct Services {
     feed: EventFeed,
     pages: Arc<PageOrigins>,
     names: names::NameCopy,
+    webhook_metrics: Arc<crate::webhooks::metrics::WebhookMetrics>,
 }
 
 impl Services {
@@ -109,6 +114,7 @@ impl Services {
             sink: Arc::new(Sinks(sinks)),
             feed,
             pages: Arc::new(PageOrigins::Any),
+            webhook_metrics: Arc::default(),
         }
     }
 
@@ -124,6 +130,11 @@ impl Services {
     /// Every event committed through these services from now on.
     pub fn events(&self) -> tokio::sync::broadcast::Receiver<Arc<Event>> {
         self.feed.subscribe()
+    }
+
+    /// The webhook dispatcher's figures, shared with `/metrics`.
+    pub fn webhook_metrics(&self) -> &Arc<crate::webhooks::metrics::WebhookMetrics> {
+        &self.webhook_metrics
     }
 
     /// The rules the workflows follow.

@@ -1,8 +1,12 @@
-//! The mechanics of one Standard Webhooks delivery: signing a message, the retry schedule, the
-//! rules on which addresses an endpoint may have, and the HTTP attempt itself.
+//! Standard Webhooks: the mechanics of one delivery (signing a message, the retry schedule,
+//! the rules on which addresses an endpoint may have, the HTTP attempt), the body of a
+//! delivery, and the dispatcher every replica runs.
 
 pub mod address;
 pub mod client;
+pub mod dispatch;
+pub mod metrics;
+mod payload;
 pub mod schedule;
 pub mod signature;
 

@@ -24,7 +24,13 @@ const EVENTS: &str = r#"query($after: String, $first: Int, $types: [EventType!])
 
 /// Every event the feed lists from the start, walked in pages of `first`, once `want` of them
 /// are listed (they are listed a second after their commit).
-async fn walk(app: &TestApp, admin: &str, first: i64, types: Value, want: usize) -> Vec<Value> {
+async fn walk_feed(
+    app: &TestApp,
+    admin: &str,
+    first: i64,
+    types: Value,
+    want: usize,
+) -> Vec<Value> {
     for _ in 0..100 {
         let mut all = Vec::new();
         let mut after = Value::Null;
@@ -80,7 +86,7 @@ async fn admins_page_through_every_committed_event_in_order() {
     app.ok_as(Some(&admin), LOCK, json!({ "d": d, "l": true }))
         .await;
 
-    let all = walk(&app, &admin, 2, Value::Null, 8).await;
+    let all = walk_feed(&app, &admin, 2, Value::Null, 8).await;
     let kinds: Vec<&str> = all.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(
         kinds,
@@ -115,7 +121,7 @@ async fn admins_page_through_every_committed_event_in_order() {
     assert!(chrono::DateTime::parse_from_rfc3339(at).is_ok(), "{at}");
 
     // Only the kinds asked for, in the same order.
-    let some = walk(
+    let some = walk_feed(
         &app,
         &admin,
         100,

@@ -59,4 +59,6 @@ mod transfer;
 mod votes;
 mod votes_concurrency;
 mod votes_walk;
+mod webhook_store;
+mod webhooks;
 mod words;

@@ -210,17 +210,27 @@ async fn every_command_targets_one_discussion(layout: Layout) {
         bucket_size: 7,
         ..Settings::new(layout)
     };
-    contract::orders_and_paging_match_the_model_case(settings()).await;
-    contract::tree_reads_match_the_model_case(settings()).await;
-    contract::concurrent_replies_are_all_stored_case(settings()).await;
-    contract::bad_inputs_get_clear_errors_case(settings()).await;
-    contract::writes_are_visible_within_one_request_case(settings()).await;
-    lifecycle::tombstones_keep_their_place_in_every_read_case(settings()).await;
-    lifecycle::revisions_keep_every_earlier_version_case(settings()).await;
-    lifecycle::edits_racing_replies_lose_nothing_case(settings()).await;
-    crate::keys::keyed_discussions_keep_their_key_everywhere_case(settings()).await;
-    crate::votes::votes_follow_the_rules_case(settings()).await;
-    crate::votes::ranked_orders_match_the_model_case(settings()).await;
+    // Each case on the heap: together, their futures outgrow a test thread's stack.
+    Box::pin(contract::orders_and_paging_match_the_model_case(settings())).await;
+    Box::pin(contract::tree_reads_match_the_model_case(settings())).await;
+    Box::pin(contract::concurrent_replies_are_all_stored_case(settings())).await;
+    Box::pin(contract::bad_inputs_get_clear_errors_case(settings())).await;
+    Box::pin(contract::writes_are_visible_within_one_request_case(
+        settings(),
+    ))
+    .await;
+    Box::pin(lifecycle::tombstones_keep_their_place_in_every_read_case(
+        settings(),
+    ))
+    .await;
+    Box::pin(lifecycle::revisions_keep_every_earlier_version_case(
+        settings(),
+    ))
+    .await;
+    Box::pin(lifecycle::edits_racing_replies_lose_nothing_case(settings())).await;
+    Box::pin(crate::keys::keyed_discussions_keep_their_key_everywhere_case(settings())).await;
+    Box::pin(crate::votes::votes_follow_the_rules_case(settings())).await;
+    Box::pin(crate::votes::ranked_orders_match_the_model_case(settings())).await;
     // A move out of the layout and back.
     let app = TestApp::with("shard_moves", settings()).await;
     let d = app.discussion("moving").await;

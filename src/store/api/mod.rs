@@ -16,6 +16,7 @@ mod posting;
 mod server;
 mod storage;
 mod votes;
+mod webhooks;
 
 pub use changes::{ChangeFeed, ChangeKind, CommentChange, Watched};
 pub use discussions::DiscussionStore;
@@ -32,3 +33,4 @@ pub use posting::{Announced, Decide, PostStore, Posted};
 pub use server::{KeyedGuests, ServerStore};
 pub use storage::{DynStorage, Storage};
 pub use votes::{Ranked, RankedOf, RankedPage, VoteStore};
+pub use webhooks::WebhookStore;

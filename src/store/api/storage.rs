@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::{
     ChangeFeed, CommentStore, DiscussionStore, EventStore, Health, HeldStore, ImportStore,
-    ModerationStore, MoveStore, NameStore, PostStore, ServerStore, VoteStore,
+    ModerationStore, MoveStore, NameStore, PostStore, ServerStore, VoteStore, WebhookStore,
 };
 use crate::domain::Layout;
 use crate::store::shared::error::StoreResult;
@@ -51,6 +51,9 @@ pub trait Storage: Send + Sync {
 
     /// The event log.
     fn events(&self) -> &dyn EventStore;
+
+    /// Webhook endpoints and their deliveries.
+    fn webhooks(&self) -> &dyn WebhookStore;
 }
 
 /// Storage as the API layer holds it.

@@ -7,13 +7,14 @@ use crate::domain::{DiscussionId, EventRecord, EventType, Slug};
 use crate::store::shared::bson::{author_doc, author_of, corrupt, micros_of, string_of};
 use crate::store::shared::error::StoreResult;
 
-/// The document of `record`.
+/// The document of `record`, due for its webhook fan-out (`dispatch`) from its commit time.
 pub(super) fn event_doc(record: &EventRecord) -> Document {
     let mut doc = doc! {
         "_id": &record.id,
         "type": record.kind.as_str(),
         "at": record.at.0,
         "created": DateTime::from_millis(record.at.0 / 1000),
+        "dispatch": DateTime::from_millis(record.at.0 / 1000),
         "actor": author_doc(&record.actor),
         "moderator": record.moderator,
     };
@@ -36,7 +37,7 @@ pub(super) fn event_doc(record: &EventRecord) -> Document {
 }
 
 /// The record stored as `doc`.
-pub(super) fn record_of(doc: &Document) -> StoreResult<EventRecord> {
+pub(crate) fn record_of(doc: &Document) -> StoreResult<EventRecord> {
     let bad = |what: String| corrupt(format!("an event: {what}"));
     let id = doc
         .get_str("_id")
@@ -76,7 +77,7 @@ mod tests {
     use crate::domain::{Author, Micros};
 
     #[test]
-    fn a_record_is_stored_with_its_ids_and_a_date_for_the_ttl() {
+    fn a_record_is_stored_with_its_ids_a_date_for_the_ttl_and_its_fan_out_due() {
         let record = EventRecord {
             id: "0000000000000001abcdefgh".into(),
             kind: EventType::CommentHeld,
@@ -103,6 +104,11 @@ mod tests {
         assert_eq!(
             doc.get("created"),
             Some(&Bson::DateTime(DateTime::from_millis(1_700_000_000_000)))
+        );
+        assert_eq!(
+            doc.get("dispatch"),
+            doc.get("created"),
+            "due for fan-out when committed"
         );
         assert_eq!(record_of(&doc).expect("read back"), record);
     }

@@ -8,8 +8,14 @@
 //! document in its transaction, so changes of one discussion commit one after the other, and
 //! the id, taken after that write, sorts in commit order within the discussion. `created` (a
 //! date) carries the TTL index that keeps [`Retention`] days.
+//!
+//! `dispatch` (a date, the commit time at first) is there while the event's webhook fan-out is
+//! to do: the fan-out claims it by moving it forward by a lease, and removes it when done, so
+//! its sparse index holds only the events still to fan out.
 
 mod codec;
+
+pub(crate) use codec::record_of;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -69,7 +75,8 @@ impl EventLog {
     }
 
     /// The indexes: the TTL index on `created` (kept at `retention`: an index made with another
-    /// one is changed in place), and the kinds by id for the feed.
+    /// one is changed in place), the kinds by id for the feed, and the events still to fan out
+    /// to webhooks by when that is due (sparse: `dispatch` is removed once they are).
     pub(crate) async fn ensure_indexes(&self, retention: Retention) -> StoreResult<()> {
         let ttl = IndexModel::builder()
             .keys(doc! { "created": 1 })
@@ -98,6 +105,14 @@ impl EventLog {
             .create_index(
                 IndexModel::builder()
                     .keys(doc! { "type": 1, "_id": 1 })
+                    .build(),
+            )
+            .await?;
+        self.events
+            .create_index(
+                IndexModel::builder()
+                    .keys(doc! { "dispatch": 1 })
+                    .options(IndexOptions::builder().sparse(true).build())
                     .build(),
             )
             .await?;

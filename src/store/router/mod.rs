@@ -26,6 +26,7 @@ use crate::store::api::HeldStore;
 use crate::store::api::MoveTiming;
 use crate::store::api::{
     ChangeFeed, EventStore, Health, ImportStore, MoveStore, PostStore, ServerStore, VoteStore,
+    WebhookStore,
 };
 use crate::store::api::{CommentStore, DiscussionStore, ModerationStore, NameStore, Storage};
 use crate::store::moderation::held::HeldComments;
@@ -37,6 +38,7 @@ use crate::store::shared::error::StoreResult;
 use crate::store::shared::metrics::CommandCounter;
 use crate::store::shared::writer::Writer;
 use crate::store::votes::VoteBook;
+use crate::store::webhooks::Webhooks;
 use registry::{Layouts, Parts};
 
 /// The MongoDB storage: discussions, the three layouts, and the command counter.
@@ -52,6 +54,7 @@ pub struct Store {
     votes: VoteBook,
     imports: crate::store::moves::imports::Imports,
     server: crate::store::server::ServerDocs,
+    webhooks: Webhooks,
     writer: Writer,
     log: EventLog,
     commands: CommandCounter,
@@ -124,6 +127,8 @@ impl Store {
         let imports = crate::store::moves::imports::Imports::new(&db, &commands);
         let server = crate::store::server::ServerDocs::new(&db, &commands);
         imports.ensure_indexes().await?;
+        let webhooks = Webhooks::new(&db, &commands);
+        webhooks.ensure_indexes().await?;
         let cache = ReadCache::new(config.cache_bytes).map(|cache| {
             let cache = Arc::new(cache);
             Cached {
@@ -146,6 +151,7 @@ impl Store {
             votes,
             imports,
             server,
+            webhooks,
             writer,
             log,
             commands,
@@ -243,5 +249,9 @@ impl Storage for Store {
 
     fn server(&self) -> &dyn ServerStore {
         self
+    }
+
+    fn webhooks(&self) -> &dyn WebhookStore {
+        &self.webhooks
     }
 }

@@ -13,6 +13,7 @@ use crate::store::moderation::Moderation;
 use crate::store::per_comment::PerComment;
 use crate::store::shared::error::{StoreError, StoreResult};
 pub use crate::store::shared::sharding::{KeyKind, ShardKey};
+use crate::store::webhooks::Webhooks;
 
 /// The shard keys: comments by discussion then slug, pages by discussion then page (both their
 /// unique indexes, each given by its layout; the embedded layout keeps its comments in the
@@ -73,8 +74,9 @@ pub const SHARD_KEYS: [ShardKey; 9] = [
 ];
 
 /// The collections left unsharded, each with the reason: small, and read and written by `_id`
-/// alone (so every command goes to the one shard that holds the collection).
-pub const UNSHARDED: [(&str, &str); 9] = [
+/// alone, or read across every discussion (so every command goes to the one shard that holds
+/// the collection).
+pub const UNSHARDED: [(&str, &str); 11] = [
     (
         crate::store::events::COLLECTION,
         "the event log: one small document per change, kept for days, read in ranges of `_id` \
@@ -112,6 +114,16 @@ pub const UNSHARDED: [(&str, &str); 9] = [
     (
         crate::store::server::COLLECTION,
         "the installation's own settings (its key, the migrations done), a few documents",
+    ),
+    (
+        Webhooks::ENDPOINTS,
+        "one small document per webhook endpoint, read whole and by `_id`; not tied to a \
+         discussion",
+    ),
+    (
+        Webhooks::DELIVERIES,
+        "one document per event and webhook endpoint, read across every discussion: the due \
+         ones in ranges of (status, time), an endpoint's in ranges of (endpoint, `_id`)",
     ),
 ];
 

@@ -366,6 +366,20 @@ impl<T: Send + Sync> Counted<T> {
         self.timed(Command::Update, self.coll.replace_one(query, replacement))
     }
 
+    pub(crate) fn update_many(
+        &self,
+        query: Document,
+        update: impl Into<UpdateModifications>,
+    ) -> Timed<'_, Update<'_>> {
+        self.commands.sent("update");
+        self.timed(Command::Update, self.coll.update_many(query, update))
+    }
+
+    pub(crate) fn delete_one(&self, query: Document) -> Timed<'_, Delete<'_>> {
+        self.commands.sent("delete");
+        self.timed(Command::Delete, self.coll.delete_one(query))
+    }
+
     pub(crate) fn delete_many(&self, query: Document) -> Timed<'_, Delete<'_>> {
         self.commands.sent("delete");
         self.timed(Command::Delete, self.coll.delete_many(query))

@@ -55,6 +55,6 @@ pub(crate) use server::{
 };
 pub(crate) use stored::{rewrite_stored_comment, stored_comment, stored_events, stored_html, Home};
 pub(crate) use tokens::{
-    ec_token, fixture, moderator_token, now, rsa_key, rsa_token, sign, sign_key, sign_with, token,
-    unsigned, Claims, SECRET,
+    admin_token_for, ec_token, fixture, moderator_token, now, rsa_key, rsa_token, sign, sign_key,
+    sign_with, token, unsigned, Claims, SECRET,
 };

@@ -1,0 +1,302 @@
+//! The fan-out of events to deliveries (claimed on the event log's `dispatch` time), and the
+//! deliveries' own claims, attempts and reads.
+
+use std::future::IntoFuture;
+
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Bson, DateTime, Document};
+use mongodb::error::ErrorKind;
+use mongodb::options::ReturnDocument;
+
+use super::codec::{delivery_doc, delivery_of};
+use crate::domain::webhooks::{AttemptRecord, Delivery, DeliveryStatus};
+use crate::domain::{EventRecord, Micros};
+use crate::store::events::record_of;
+use crate::store::shared::error::StoreResult;
+use crate::store::shared::metrics::Counted;
+
+/// The stored name of pending deliveries.
+const PENDING: &str = "pending";
+
+/// The deliveries, and the event log they are made from.
+pub(super) struct Deliveries {
+    pub(super) deliveries: Counted<Document>,
+    pub(super) events: Counted<Document>,
+}
+
+/// `limit` as the driver takes it (`None` for 0, which the server would read as no limit).
+fn as_limit(limit: usize) -> Option<i64> {
+    (limit > 0).then(|| i64::try_from(limit).unwrap_or(i64::MAX))
+}
+
+/// A time as the event log's `dispatch` date (milliseconds).
+fn dispatch_date(at: Micros) -> DateTime {
+    DateTime::from_millis(at.0 / 1000)
+}
+
+/// Whether a failed `insert_many` failed only on ids stored already.
+fn only_duplicates(err: &mongodb::error::Error) -> bool {
+    match err.kind.as_ref() {
+        ErrorKind::InsertMany(failure) => {
+            failure.write_concern_error.is_none()
+                && failure
+                    .write_errors
+                    .as_ref()
+                    .is_some_and(|errs| errs.iter().all(|e| e.code == 11000))
+        }
+        _ => false,
+    }
+}
+
+impl Deliveries {
+    /// Claims the events whose fan-out is due: the first `limit` by `dispatch` (a range of
+    /// the sparse index, which holds only the events still to fan out), then those of them
+    /// still due are moved to `until` under `token`, and read back by that token (another
+    /// process may have claimed some in between).
+    pub(super) async fn claim_events(
+        &self,
+        now: Micros,
+        until: Micros,
+        token: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<EventRecord>> {
+        let Some(limit) = as_limit(limit) else {
+            return Ok(Vec::new());
+        };
+        let due = doc! { "$lte": dispatch_date(now) };
+        let found: Vec<Document> = self
+            .events
+            .find(doc! { "dispatch": due.clone() })
+            .sort(doc! { "dispatch": 1 })
+            .limit(limit)
+            .projection(doc! { "_id": 1 })
+            .await?
+            .try_collect()
+            .await?;
+        let ids: Vec<Bson> = found
+            .into_iter()
+            .filter_map(|mut d| d.remove("_id"))
+            .collect();
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.events
+            .update_many(
+                doc! { "_id": { "$in": ids.clone() }, "dispatch": due },
+                doc! { "$set": { "dispatch": dispatch_date(until), "claim": token } },
+            )
+            .await?;
+        let claimed: Vec<Document> = self
+            .events
+            .find(doc! { "_id": { "$in": ids }, "claim": token })
+            .sort(doc! { "_id": 1 })
+            .await?
+            .try_collect()
+            .await?;
+        claimed.iter().map(record_of).collect()
+    }
+
+    /// Stores the deliveries (those stored already, by an earlier claim of the same events,
+    /// stay as they are), then ends the fan-out of the `events` that `token` still holds.
+    pub(super) async fn fan_out(
+        &self,
+        deliveries: &[Delivery],
+        events: &[String],
+        token: &str,
+    ) -> StoreResult<()> {
+        if !deliveries.is_empty() {
+            let docs: Vec<Document> = deliveries.iter().map(delivery_doc).collect();
+            match self.deliveries.insert_many(docs).ordered(false).await {
+                Ok(_) => {}
+                Err(err) if only_duplicates(&err) => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.events
+            .update_many(
+                doc! { "_id": { "$in": events }, "claim": token },
+                doc! { "$unset": { "dispatch": "", "claim": "" } },
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The events with these ids, in id order.
+    pub(super) async fn events(&self, ids: &[String]) -> StoreResult<Vec<EventRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let docs: Vec<Document> = self
+            .events
+            .find(doc! { "_id": { "$in": ids } })
+            .sort(doc! { "_id": 1 })
+            .await?
+            .try_collect()
+            .await?;
+        docs.iter().map(record_of).collect()
+    }
+
+    /// Claims the pending deliveries due at `now`, soonest first: the first `limit` of the
+    /// (status, time) range, then each one that still has the time read is moved to `until`
+    /// under `token` (another process may win some).
+    pub(super) async fn claim(
+        &self,
+        now: Micros,
+        until: Micros,
+        token: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<Delivery>> {
+        let Some(limit) = as_limit(limit) else {
+            return Ok(Vec::new());
+        };
+        let due: Vec<Document> = self
+            .deliveries
+            .find(doc! { "status": PENDING, "next_at": { "$lte": now.0 } })
+            .sort(doc! { "next_at": 1 })
+            .limit(limit)
+            .projection(doc! { "_id": 1, "next_at": 1 })
+            .await?
+            .try_collect()
+            .await?;
+        let claims = due.into_iter().map(|found| {
+            let filter = doc! {
+                "_id": found.get("_id").cloned().unwrap_or(Bson::Null),
+                "status": PENDING,
+                "next_at": found.get("next_at").cloned().unwrap_or(Bson::Null),
+            };
+            self.deliveries
+                .find_one_and_update(
+                    filter,
+                    doc! { "$set": { "next_at": until.0, "claim": token } },
+                )
+                .return_document(ReturnDocument::After)
+                .into_future()
+        });
+        let claimed = futures::future::try_join_all(claims).await?;
+        claimed.iter().flatten().map(delivery_of).collect()
+    }
+
+    /// Records an attempt under `token`'s claim; whether the claim still held (else nothing
+    /// is written).
+    pub(super) async fn record_attempt(
+        &self,
+        id: &str,
+        token: &str,
+        attempt: &AttemptRecord,
+    ) -> StoreResult<bool> {
+        let mut set = doc! {
+            "status": attempt.then.as_str(),
+            "last_attempt_at": attempt.at.0,
+        };
+        let mut unset = doc! { "claim": "" };
+        if attempt.then == DeliveryStatus::Pending {
+            // Pending with no time given: due again at once.
+            set.insert("next_at", attempt.next_at.unwrap_or(attempt.at).0);
+        } else {
+            unset.insert("next_at", "");
+        }
+        let mut last = |key: &str, value: Option<Bson>| match value {
+            Some(value) => set.insert(key, value),
+            None => unset.insert(key, ""),
+        };
+        last(
+            "last_status",
+            attempt.status.map(|s| Bson::Int32(i32::from(s))),
+        );
+        last("last_error", attempt.error.clone().map(Bson::String));
+        last("last_body", attempt.body.clone().map(Bson::String));
+        let written = self
+            .deliveries
+            .update_one(
+                doc! { "_id": id, "claim": token, "status": PENDING },
+                doc! { "$set": set, "$unset": unset, "$inc": { "attempts": 1_i64 } },
+            )
+            .await?;
+        Ok(written.matched_count == 1)
+    }
+
+    /// Makes the delivery pending again, due at `now`, unclaimed (its attempts go on).
+    pub(super) async fn redeliver(&self, id: &str, now: Micros) -> StoreResult<Option<Delivery>> {
+        let updated = self
+            .deliveries
+            .find_one_and_update(
+                doc! { "_id": id },
+                doc! {
+                    "$set": { "status": PENDING, "next_at": now.0 },
+                    "$unset": { "claim": "" },
+                },
+            )
+            .return_document(ReturnDocument::After)
+            .await?;
+        updated.as_ref().map(delivery_of).transpose()
+    }
+
+    /// The delivery `id`.
+    pub(super) async fn delivery(&self, id: &str) -> StoreResult<Option<Delivery>> {
+        let found = self.deliveries.find_one(doc! { "_id": id }).await?;
+        found.as_ref().map(delivery_of).transpose()
+    }
+
+    /// An endpoint's deliveries after `after`, by id (a range of the (endpoint, id) index).
+    pub(super) async fn of_endpoint(
+        &self,
+        endpoint: &str,
+        after: Option<&str>,
+        status: Option<DeliveryStatus>,
+        limit: usize,
+    ) -> StoreResult<Vec<Delivery>> {
+        let Some(limit) = as_limit(limit) else {
+            return Ok(Vec::new());
+        };
+        let mut filter = doc! { "endpoint": endpoint };
+        if let Some(after) = after {
+            filter.insert("_id", doc! { "$gt": after });
+        }
+        if let Some(status) = status {
+            filter.insert("status", status.as_str());
+        }
+        let docs: Vec<Document> = self
+            .deliveries
+            .find(filter)
+            .sort(doc! { "_id": 1 })
+            .limit(limit)
+            .await?
+            .try_collect()
+            .await?;
+        docs.iter().map(delivery_of).collect()
+    }
+
+    /// How many deliveries are pending.
+    pub(super) async fn pending(&self) -> StoreResult<u64> {
+        Ok(self
+            .deliveries
+            .count_documents(doc! { "status": PENDING })
+            .await?)
+    }
+
+    /// Fails the endpoint's pending deliveries (claimed or not: a claim's attempt then finds
+    /// it no longer pending and writes nothing).
+    pub(super) async fn fail_pending_of(&self, endpoint: &str) -> StoreResult<()> {
+        self.deliveries
+            .update_many(
+                doc! { "endpoint": endpoint, "status": PENDING },
+                doc! {
+                    "$set": { "status": DeliveryStatus::Failed.as_str() },
+                    "$unset": { "next_at": "", "claim": "" },
+                },
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Removes the endpoint's pending deliveries.
+    pub(super) async fn remove_pending_of(&self, endpoint: &str) -> StoreResult<()> {
+        self.deliveries
+            .delete_many(doc! { "endpoint": endpoint, "status": PENDING })
+            .await?;
+        Ok(())
+    }
+}

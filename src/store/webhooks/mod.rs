@@ -1,0 +1,292 @@
+//! Webhooks' collections, both unsharded (see `shard::UNSHARDED`):
+//!
+//! * `webhook_endpoints`: one document per endpoint, `_id` its id; its kinds by name (null for
+//!   every kind), its signing secrets as `[{secret, until}]`, newest first. A rotation reads
+//!   them and writes the new list only over the list it read, so two rotations never lose one.
+//! * `webhook_deliveries` (`deliveries.rs`): one document per event and endpoint, `_id`
+//!   `<event id>:<endpoint id>`, so a fan-out made twice stores each once. `next_at` is there
+//!   while it is pending; a claim moves it forward by a lease and names the claim's token,
+//!   which the attempt's write must still find.
+//!
+//! The fan-out claims the events of the event log by their `dispatch` time the same way.
+
+mod codec;
+mod deliveries;
+
+use async_trait::async_trait;
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::options::ReturnDocument;
+use mongodb::Database;
+
+use crate::domain::webhooks::{
+    AttemptRecord, Delivery, DeliveryStatus, Endpoint, EndpointPatch, SigningSecret,
+};
+use crate::domain::{EventRecord, Micros};
+use crate::store::api::WebhookStore;
+use crate::store::shared::connect::index_model;
+use crate::store::shared::error::{StoreError, StoreResult};
+use crate::store::shared::metrics::{CommandCounter, Counted};
+use codec::{endpoint_doc, endpoint_of, kinds_bson, rotated, secrets_bson};
+use deliveries::Deliveries;
+
+/// Times a rotation reads the secrets again after another change of them won the race.
+const ROTATIONS: usize = 5;
+
+/// Webhook endpoints and their deliveries.
+pub(crate) struct Webhooks {
+    endpoints: Counted<Document>,
+    deliveries: Deliveries,
+}
+
+impl Webhooks {
+    /// The collection of endpoints.
+    pub(crate) const ENDPOINTS: &str = "webhook_endpoints";
+    /// The collection of deliveries.
+    pub(crate) const DELIVERIES: &str = "webhook_deliveries";
+
+    pub(crate) fn new(db: &Database, commands: &CommandCounter) -> Self {
+        Self {
+            endpoints: Counted::new(db, Self::ENDPOINTS, commands),
+            deliveries: Deliveries {
+                deliveries: Counted::new(db, Self::DELIVERIES, commands),
+                events: Counted::new(db, crate::store::events::COLLECTION, commands),
+            },
+        }
+    }
+
+    /// The deliveries' indexes: the pending ones by when they are due (the claims, and the
+    /// count), and each endpoint's by id (its pages). Endpoints are read by `_id`, or all.
+    pub(crate) async fn ensure_indexes(&self) -> StoreResult<()> {
+        self.deliveries
+            .deliveries
+            .create_indexes([
+                index_model("status_next_at", doc! { "status": 1, "next_at": 1 }, false),
+                index_model("endpoint_id", doc! { "endpoint": 1, "_id": 1 }, false),
+            ])
+            .await?;
+        Ok(())
+    }
+
+    /// The endpoint as `update` leaves it (`None`: there is none).
+    async fn endpoint_updated(&self, id: &str, update: Document) -> StoreResult<Option<Endpoint>> {
+        let updated = self
+            .endpoints
+            .find_one_and_update(doc! { "_id": id }, update)
+            .return_document(ReturnDocument::After)
+            .await?;
+        updated.as_ref().map(endpoint_of).transpose()
+    }
+}
+
+/// `$set` and `$unset` as one update, leaving out an empty one.
+fn set_and_unset(set: Document, unset: Document) -> Document {
+    let mut update = Document::new();
+    if !set.is_empty() {
+        update.insert("$set", set);
+    }
+    if !unset.is_empty() {
+        update.insert("$unset", unset);
+    }
+    update
+}
+
+#[async_trait]
+impl WebhookStore for Webhooks {
+    async fn create_endpoint(&self, endpoint: &Endpoint) -> StoreResult<()> {
+        self.endpoints.insert_one(endpoint_doc(endpoint)).await?;
+        Ok(())
+    }
+
+    async fn endpoints(&self) -> StoreResult<Vec<Endpoint>> {
+        let docs: Vec<Document> = self
+            .endpoints
+            .find(doc! {})
+            .sort(doc! { "created": 1, "_id": 1 })
+            .await?
+            .try_collect()
+            .await?;
+        docs.iter().map(endpoint_of).collect()
+    }
+
+    async fn endpoint(&self, id: &str) -> StoreResult<Option<Endpoint>> {
+        let found = self.endpoints.find_one(doc! { "_id": id }).await?;
+        found.as_ref().map(endpoint_of).transpose()
+    }
+
+    async fn update_endpoint(
+        &self,
+        id: &str,
+        patch: &EndpointPatch,
+    ) -> StoreResult<Option<Endpoint>> {
+        let (mut set, mut unset) = (Document::new(), Document::new());
+        if let Some(url) = &patch.url {
+            set.insert("url", url);
+        }
+        if let Some(kinds) = &patch.events {
+            set.insert("events", kinds_bson(kinds.as_deref()));
+        }
+        match &patch.description {
+            Some(Some(description)) => {
+                set.insert("description", description);
+            }
+            Some(None) => {
+                unset.insert("description", "");
+            }
+            None => {}
+        }
+        if let Some(enabled) = patch.enabled {
+            set.insert("enabled", enabled);
+            if enabled {
+                unset.insert("disabled_reason", "");
+                unset.insert("failing_since", "");
+            }
+        }
+        let update = set_and_unset(set, unset);
+        if update.is_empty() {
+            return self.endpoint(id).await;
+        }
+        self.endpoint_updated(id, update).await
+    }
+
+    async fn delete_endpoint(&self, id: &str) -> StoreResult<bool> {
+        let deleted = self.endpoints.delete_one(doc! { "_id": id }).await?;
+        // Also when it was gone already: a delete that stopped between the two is finished.
+        self.deliveries.remove_pending_of(id).await?;
+        Ok(deleted.deleted_count == 1)
+    }
+
+    async fn rotate_secret(
+        &self,
+        id: &str,
+        secret: &SigningSecret,
+        until: Micros,
+    ) -> StoreResult<Option<Endpoint>> {
+        for _ in 0..ROTATIONS {
+            let Some(stored) = self.endpoints.find_one(doc! { "_id": id }).await? else {
+                return Ok(None);
+            };
+            let endpoint = endpoint_of(&stored)?;
+            let secrets = rotated(&endpoint.secrets, secret, until, Micros::now());
+            // Written only over the list read: another rotation in between makes this one
+            // read again.
+            let read = stored.get("secrets").cloned().unwrap_or(Bson::Null);
+            let updated = self
+                .endpoints
+                .find_one_and_update(
+                    doc! { "_id": id, "secrets": read },
+                    doc! { "$set": { "secrets": secrets_bson(&secrets) } },
+                )
+                .return_document(ReturnDocument::After)
+                .await?;
+            if let Some(updated) = updated {
+                return endpoint_of(&updated).map(Some);
+            }
+        }
+        Err(StoreError::Exhausted(format!(
+            "the secrets of webhook endpoint {id} changed {ROTATIONS} times during its rotation"
+        )))
+    }
+
+    async fn disable_endpoint(&self, id: &str, reason: &str) -> StoreResult<()> {
+        self.endpoints
+            .update_one(
+                doc! { "_id": id },
+                doc! { "$set": { "enabled": false, "disabled_reason": reason } },
+            )
+            .await?;
+        self.deliveries.fail_pending_of(id).await
+    }
+
+    async fn endpoint_attempted(
+        &self,
+        id: &str,
+        succeeded: bool,
+        at: Micros,
+    ) -> StoreResult<Option<Endpoint>> {
+        if succeeded {
+            return self
+                .endpoint_updated(id, doc! { "$unset": { "failing_since": "" } })
+                .await;
+        }
+        // Failing since the first failure after a success: set only where it is not.
+        let updated = self
+            .endpoints
+            .find_one_and_update(
+                doc! { "_id": id, "failing_since": Bson::Null },
+                doc! { "$set": { "failing_since": at.0 } },
+            )
+            .return_document(ReturnDocument::After)
+            .await?;
+        match updated {
+            Some(updated) => endpoint_of(&updated).map(Some),
+            None => self.endpoint(id).await,
+        }
+    }
+
+    async fn claim_events(
+        &self,
+        now: Micros,
+        until: Micros,
+        token: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<EventRecord>> {
+        self.deliveries.claim_events(now, until, token, limit).await
+    }
+
+    async fn fan_out(
+        &self,
+        deliveries: &[Delivery],
+        events: &[String],
+        token: &str,
+    ) -> StoreResult<()> {
+        self.deliveries.fan_out(deliveries, events, token).await
+    }
+
+    async fn events(&self, ids: &[String]) -> StoreResult<Vec<EventRecord>> {
+        self.deliveries.events(ids).await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now: Micros,
+        until: Micros,
+        token: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<Delivery>> {
+        self.deliveries.claim(now, until, token, limit).await
+    }
+
+    async fn record_attempt(
+        &self,
+        id: &str,
+        token: &str,
+        attempt: &AttemptRecord,
+    ) -> StoreResult<bool> {
+        self.deliveries.record_attempt(id, token, attempt).await
+    }
+
+    async fn redeliver(&self, id: &str, now: Micros) -> StoreResult<Option<Delivery>> {
+        self.deliveries.redeliver(id, now).await
+    }
+
+    async fn delivery(&self, id: &str) -> StoreResult<Option<Delivery>> {
+        self.deliveries.delivery(id).await
+    }
+
+    async fn deliveries_of(
+        &self,
+        endpoint: &str,
+        after: Option<&str>,
+        status: Option<DeliveryStatus>,
+        limit: usize,
+    ) -> StoreResult<Vec<Delivery>> {
+        self.deliveries
+            .of_endpoint(endpoint, after, status, limit)
+            .await
+    }
+
+    async fn pending(&self) -> StoreResult<u64> {
+        self.deliveries.pending().await
+    }
+}
