@@ -13,7 +13,7 @@ use threadql::domain::Layout;
 
 use crate::support::{
     admin_token_for, graphql_data, layout_name, moderator_token, post_graphql, server_config,
-    token, Delivery, Receiver, Running,
+    token, Delivery, Receiver, Running, Scrape,
 };
 
 const CREATE_ENDPOINT: &str = "mutation($url: String!, $events: [EventType!]) { createWebhookEndpoint(input: {url: $url, events: $events}) { secret endpoint { id url events enabled } } }";
@@ -314,7 +314,7 @@ async fn failures_are_retried_on_the_schedule_and_a_gone_endpoint_is_disabled() 
     let server = Running::start(hook_config("hooks_retry", Layout::PerComment, "0s,1s,3s")).await;
     let receiver = Receiver::start().await;
     let admin = admin_token_for("root", "Root");
-    let (endpoint, _) =
+    let (endpoint, secret) =
         subscribe(&server, &admin, &receiver, Some(json!(["COMMENT_POSTED"]))).await;
     receiver.respond(&[500, 500]).await;
     posts(&server, 1).await;
@@ -342,6 +342,18 @@ async fn failures_are_retried_on_the_schedule_and_a_gone_endpoint_is_disabled() 
     assert_eq!(delivery["attempts"], 3);
     assert_eq!(delivery["eventId"], got[0].id.as_str());
     assert_eq!(delivery["lastResponseStatus"], 200);
+    // The metrics count the attempts and the lag, and never show a secret.
+    let scrape = Scrape::of(&server).await;
+    let attempts =
+        |result| scrape.value("threadql_webhook_deliveries_total", &[("result", result)]);
+    assert_eq!(
+        (attempts("retried"), attempts("succeeded")),
+        (2.0, 1.0),
+        "{}",
+        scrape.text
+    );
+    assert_eq!(scrape.value("threadql_webhook_lag_seconds_count", &[]), 1.0);
+    assert!(!scrape.text.contains(&secret) && !scrape.text.contains("whsec_"));
 
     // A 410 disables the endpoint: nothing more is sent to it.
     receiver.respond(&[410]).await;
