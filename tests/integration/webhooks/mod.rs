@@ -537,3 +537,55 @@ async fn private_addresses_are_refused_and_only_admins_manage_endpoints() {
     assert_eq!(body["data"]["deleteWebhookEndpoint"], false);
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_failing_for_too_long_is_disabled_and_enabled_again_by_an_admin() {
+    let mut config = hook_config("hooks_failing", Layout::PerComment, "0s,1s,1s,1s,1s");
+    config.webhooks.disable_after_secs = 1;
+    let server = Running::start(config).await;
+    let receiver = Receiver::start().await;
+    receiver.otherwise(503).await;
+    let admin = admin_token_for("root", "Root");
+    let (endpoint, _) =
+        subscribe(&server, &admin, &receiver, Some(json!(["COMMENT_POSTED"]))).await;
+    posts(&server, 1).await;
+    let mut listed = Value::Null;
+    for _ in 0..100 {
+        listed =
+            call_as(&server, &admin, ENDPOINTS, json!({})).await["webhookEndpoints"][0].clone();
+        if listed["enabled"] == false {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(listed["enabled"], false, "{listed:#}");
+    let reason = listed["disabledReason"].as_str().unwrap();
+    assert!(reason.contains("failed"), "{reason}");
+    let delivery = &listed["deliveries"]["nodes"][0];
+    assert_eq!(
+        delivery["status"], "FAILED",
+        "its pending delivery fails with it"
+    );
+    assert_eq!(delivery["lastResponseStatus"], 503);
+    // Enabled again by an admin, with its reason cleared; a redelivery sends it again.
+    receiver.otherwise(200).await;
+    let enable = "mutation($id: ID!) { updateWebhookEndpoint(id: $id, input: {enabled: true}) { enabled disabledReason } }";
+    let enabled = call_as(&server, &admin, enable, json!({ "id": endpoint })).await;
+    assert_eq!(
+        enabled["updateWebhookEndpoint"],
+        json!({ "enabled": true, "disabledReason": null })
+    );
+    let before = receiver.deliveries().len();
+    let again = "mutation($id: ID!) { redeliverWebhook(deliveryId: $id) { status } }";
+    let redelivered = call_as(&server, &admin, again, json!({ "id": delivery["id"] })).await;
+    assert_eq!(redelivered["redeliverWebhook"]["status"], "PENDING");
+    let got = receiver.wait_for(before + 1, WITHIN).await;
+    let last = got.last().unwrap();
+    assert_eq!(last.status, 200);
+    assert_eq!(
+        last.id,
+        delivery["eventId"].as_str().unwrap(),
+        "the same webhook-id"
+    );
+    server.shutdown().await;
+}
