@@ -138,6 +138,11 @@ async fn every_mutation_of_a_banned_user_is_forbidden_until_the_ban_is_lifted() 
         ("updateDiscussion", ("mutation($d: ID!) { updateDiscussion(id: $d, title: \"renamed\") { id } }", json!({ "d": d }))),
         ("reserveName", ("mutation { reserveName(name: \"Editor\") { name } }", json!({}))),
         ("releaseName", ("mutation { releaseName(name: \"Editor\") }", json!({}))),
+        ("createWebhookEndpoint", ("mutation { createWebhookEndpoint(input: {url: \"https://example.com/\"}) { secret } }", json!({}))),
+        ("updateWebhookEndpoint", ("mutation { updateWebhookEndpoint(id: \"ep_1\", input: {enabled: false}) { id } }", json!({}))),
+        ("deleteWebhookEndpoint", ("mutation { deleteWebhookEndpoint(id: \"ep_1\") }", json!({}))),
+        ("rotateWebhookSecret", ("mutation { rotateWebhookSecret(id: \"ep_1\") }", json!({}))),
+        ("redeliverWebhook", ("mutation { redeliverWebhook(deliveryId: \"x\") { id } }", json!({}))),
     ]);
     let schema = site
         .data(

@@ -41,6 +41,9 @@ use crate::store::votes::VoteBook;
 use crate::store::webhooks::Webhooks;
 use registry::{Layouts, Parts};
 
+/// Connections of the webhook dispatcher's own pool.
+const WEBHOOK_POOL: u32 = 4;
+
 /// The MongoDB storage: discussions, the three layouts, and the command counter.
 pub struct Store {
     db: Database,
@@ -127,7 +130,17 @@ impl Store {
         let imports = crate::store::moves::imports::Imports::new(&db, &commands);
         let server = crate::store::server::ServerDocs::new(&db, &commands);
         imports.ensure_indexes().await?;
-        let webhooks = Webhooks::new(&db, &commands);
+        // The dispatcher polls in the background on connections of its own (a small pool), so
+        // neither its commands nor its waits land among the requests', in their counts or as
+        // spans of traces of their own.
+        let hooks = connect::open(&StoreConfig {
+            pool_size: WEBHOOK_POOL,
+            command_events: None,
+            traces: false,
+            ..config.clone()
+        })
+        .await?;
+        let webhooks = Webhooks::new(&hooks.db, &hooks.commands);
         webhooks.ensure_indexes().await?;
         let cache = ReadCache::new(config.cache_bytes).map(|cache| {
             let cache = Arc::new(cache);
