@@ -24,6 +24,8 @@ const FAN_OUT: usize = 256;
 const ATTEMPTS: usize = 64;
 /// The wait between rounds that found nothing to do (a commit in this process wakes it).
 const IDLE: Duration = Duration::from_millis(200);
+/// How long a round woken by a commit waits for the commits that follow it.
+const GATHER: Duration = Duration::from_millis(25);
 /// How often the pending deliveries are counted for `/metrics`.
 const COUNT_EVERY: Duration = Duration::from_secs(5);
 
@@ -50,8 +52,10 @@ pub struct Dispatcher {
     rules: DispatchRules,
     sender: Sender,
     metrics: Arc<WebhookMetrics>,
-    /// This process's claim token.
+    /// This process's claim tokens' prefix.
     token: String,
+    /// Claims made so far (each claim's token ends with its number).
+    claims: std::sync::atomic::AtomicU64,
     /// The in-flight limit of each endpoint.
     limits: Mutex<HashMap<String, Arc<Semaphore>>>,
 }
@@ -70,6 +74,7 @@ impl Dispatcher {
             sender,
             metrics,
             token: format!("{:032x}@{}", rand::random::<u128>(), std::process::id()),
+            claims: std::sync::atomic::AtomicU64::new(0),
             limits: Mutex::default(),
         })
     }
@@ -104,7 +109,8 @@ impl Dispatcher {
             }
             tokio::select! {
                 _ = tokio::time::sleep(IDLE) => {}
-                _ = wake.recv() => {}
+                // A commit here: the commits of the next moments go in the same round.
+                _ = wake.recv() => tokio::time::sleep(GATHER).await,
                 _ = stop.changed() => return,
             }
         }
@@ -121,8 +127,9 @@ impl Dispatcher {
     async fn fan_out(&self) -> StoreResult<usize> {
         let hooks = self.storage.webhooks();
         let now = Micros::now();
+        let token = self.claim_token();
         let events = hooks
-            .claim_events(now, self.lease_end(now), &self.token, FAN_OUT)
+            .claim_events(now, self.lease_end(now), &token, FAN_OUT)
             .await?;
         if events.is_empty() {
             return Ok(0);
@@ -140,7 +147,7 @@ impl Dispatcher {
             })
             .collect();
         let ids: Vec<String> = events.iter().map(|e| e.id.clone()).collect();
-        hooks.fan_out(&deliveries, &ids, &self.token).await?;
+        hooks.fan_out(&deliveries, &ids, &token).await?;
         Ok(events.len())
     }
 
@@ -148,8 +155,9 @@ impl Dispatcher {
     async fn attempt_due(&self) -> StoreResult<usize> {
         let hooks = self.storage.webhooks();
         let now = Micros::now();
+        let token = self.claim_token();
         let due = hooks
-            .claim_deliveries(now, self.lease_end(now), &self.token, ATTEMPTS)
+            .claim_deliveries(now, self.lease_end(now), &token, ATTEMPTS)
             .await?;
         if due.is_empty() {
             return Ok(0);
@@ -169,18 +177,12 @@ impl Dispatcher {
             .into_iter()
             .map(|e| (e.id.clone(), e))
             .collect();
-        let mut bodies: HashMap<String, Vec<u8>> = HashMap::new();
-        for event in events.values() {
-            bodies.insert(
-                event.id.clone(),
-                payload::body(self.storage.as_ref(), event).await?,
-            );
-        }
+        let bodies = payload::bodies(self.storage.as_ref(), events.values()).await?;
         let attempts = due.iter().map(|delivery| {
             let endpoint = endpoints.get(&delivery.endpoint);
             let event = events.get(&delivery.event);
             let body = bodies.get(&delivery.event);
-            self.attempt(delivery, endpoint, event.zip(body))
+            self.attempt(&token, delivery, endpoint, event.zip(body))
         });
         for result in join_all(attempts).await {
             if let Err(err) = result {
@@ -194,6 +196,7 @@ impl Dispatcher {
     /// its endpoint.
     async fn attempt(
         &self,
+        token: &str,
         delivery: &Delivery,
         endpoint: Option<&Endpoint>,
         event: Option<(&EventRecord, &Vec<u8>)>,
@@ -209,9 +212,7 @@ impl Dispatcher {
                 then: DeliveryStatus::Failed,
                 next_at: None,
             };
-            hooks
-                .record_attempt(&delivery.id, &self.token, &record)
-                .await?;
+            hooks.record_attempt(&delivery.id, token, &record).await?;
             self.metrics.attempted(Tally::Failed);
             return Ok(());
         };
@@ -248,10 +249,7 @@ impl Dispatcher {
             then,
             next_at,
         };
-        if !hooks
-            .record_attempt(&delivery.id, &self.token, &record)
-            .await?
-        {
+        if !hooks.record_attempt(&delivery.id, token, &record).await? {
             tracing::info!(delivery = %delivery.id, "a webhook attempt outlived its claim: another replica has it");
             return Ok(());
         }
@@ -281,6 +279,15 @@ impl Dispatcher {
             hooks.disable_endpoint(&endpoint.id, &reason).await?;
         }
         Ok(())
+    }
+
+    /// A token for one claim: this process's, numbered, so a claim taken again after its lease
+    /// ran out never matches an attempt of the one before.
+    fn claim_token(&self) -> String {
+        let n = self
+            .claims
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("{}#{n}", self.token)
     }
 
     /// The in-flight limit of `endpoint`.

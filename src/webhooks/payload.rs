@@ -1,37 +1,72 @@
 //! The body of a delivery: `{"type", "timestamp", "data"}`, with the discussion and the comment
 //! an event concerns read as they are at the attempt (a deleted comment's text and HTML are
-//! null), the actor and the reason.
+//! null), the actor and the reason. A round's events are read together: their discussions in
+//! one read, each discussion's comments in one more.
+
+use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use crate::domain::{Comment, Discussion, EventRecord};
+use crate::domain::{Comment, Discussion, DiscussionId, EventRecord, Slug};
 use crate::store::{ReadScope, Storage, StoreResult};
 
-/// The JSON body of `event`'s deliveries.
-pub(super) async fn body(storage: &dyn Storage, event: &EventRecord) -> StoreResult<Vec<u8>> {
-    let discussion = match &event.discussion {
-        Some(id) => storage
-            .discussions()
-            .by_ids(std::slice::from_ref(id))
-            .await?
-            .pop(),
-        None => None,
-    };
-    let comment = match (&discussion, &event.slug) {
-        (Some(discussion), Some(slug)) => comment_of(storage, discussion, slug).await?,
-        _ => None,
-    };
+/// The JSON bodies of `events`' deliveries, by event id.
+pub(super) async fn bodies<'a>(
+    storage: &dyn Storage,
+    events: impl Iterator<Item = &'a EventRecord>,
+) -> StoreResult<HashMap<String, Vec<u8>>> {
+    let events: Vec<&EventRecord> = events.collect();
+    let mut ids: Vec<DiscussionId> = events.iter().filter_map(|e| e.discussion.clone()).collect();
+    ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    ids.dedup();
+    let discussions: HashMap<DiscussionId, Discussion> = storage
+        .discussions()
+        .by_ids(&ids)
+        .await?
+        .into_iter()
+        .map(|d| (d.id.clone(), d))
+        .collect();
+    let mut comments: HashMap<(DiscussionId, Slug), Comment> = HashMap::new();
+    for discussion in discussions.values() {
+        let slugs: Vec<Slug> = events
+            .iter()
+            .filter(|e| e.discussion.as_ref() == Some(&discussion.id))
+            .filter_map(|e| e.slug.clone())
+            .collect();
+        for comment in comments_of(storage, discussion, slugs).await? {
+            comments.insert((discussion.id.clone(), comment.slug.clone()), comment);
+        }
+    }
+    Ok(events
+        .into_iter()
+        .map(|event| {
+            let discussion = event.discussion.as_ref().and_then(|id| discussions.get(id));
+            let comment = match (&event.discussion, &event.slug) {
+                (Some(id), Some(slug)) => comments.get(&(id.clone(), slug.clone())),
+                _ => None,
+            };
+            (event.id.clone(), body(event, discussion, comment))
+        })
+        .collect())
+}
+
+/// The JSON body of `event`'s deliveries, with its discussion and comment as read.
+fn body(
+    event: &EventRecord,
+    discussion: Option<&Discussion>,
+    comment: Option<&Comment>,
+) -> Vec<u8> {
     let mut data = json!({
         "id": event.id,
-        "discussion": discussion.as_ref().map(discussion_json),
-        "comment": comment.as_ref().map(comment_json),
+        "discussion": discussion.map(discussion_json),
+        "comment": comment.map(comment_json),
         "actor": { "id": event.actor.id, "name": event.actor.name },
         "reason": event.reason,
     });
-    if let (Some(id), None) = (&event.discussion, &discussion) {
+    if let (Some(id), None) = (&event.discussion, discussion) {
         data["discussion"] = json!({ "id": id.as_str(), "key": null, "url": null, "title": null });
     }
-    if let (Some(slug), None) = (&event.slug, &comment) {
+    if let (Some(slug), None) = (&event.slug, comment) {
         data["comment"] = json!({ "slug": slug.as_str() });
     }
     if let Some(user) = &event.user {
@@ -45,23 +80,34 @@ pub(super) async fn body(storage: &dyn Storage, event: &EventRecord) -> StoreRes
         "timestamp": event.at.to_datetime().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
         "data": data,
     });
-    Ok(serde_json::to_vec(&body).unwrap_or_default())
+    serde_json::to_vec(&body).unwrap_or_default()
 }
 
-/// The comment `slug` as it is now: held, or in the discussion's layout.
-async fn comment_of(
+/// The comments `slugs` of a discussion as they are now: in its layout (one read), else held.
+async fn comments_of(
     storage: &dyn Storage,
     discussion: &Discussion,
-    slug: &crate::domain::Slug,
-) -> StoreResult<Option<Comment>> {
-    if let Some(held) = storage.held().find(&discussion.id, slug).await? {
-        return Ok(Some(held.comment));
+    mut slugs: Vec<Slug>,
+) -> StoreResult<Vec<Comment>> {
+    slugs.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    slugs.dedup();
+    if slugs.is_empty() {
+        return Ok(Vec::new());
     }
     let layout = storage.layout(discussion.layout)?;
-    Ok(layout
-        .by_slugs(&ReadScope::new(), discussion, std::slice::from_ref(slug))
-        .await?
-        .pop())
+    let mut found = layout
+        .by_slugs(&ReadScope::new(), discussion, &slugs)
+        .await?;
+    let missing: Vec<&Slug> = slugs
+        .iter()
+        .filter(|s| !found.iter().any(|c| &c.slug == *s))
+        .collect();
+    for slug in missing {
+        if let Some(held) = storage.held().find(&discussion.id, slug).await? {
+            found.push(held.comment);
+        }
+    }
+    Ok(found)
 }
 
 fn discussion_json(discussion: &Discussion) -> Value {

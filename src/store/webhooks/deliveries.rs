@@ -1,8 +1,6 @@
 //! The fan-out of events to deliveries (claimed on the event log's `dispatch` time), and the
 //! deliveries' own claims, attempts and reads.
 
-use std::future::IntoFuture;
-
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, DateTime, Document};
 use mongodb::error::ErrorKind;
@@ -140,8 +138,9 @@ impl Deliveries {
     }
 
     /// Claims the pending deliveries due at `now`, soonest first: the first `limit` of the
-    /// (status, time) range, then each one that still has the time read is moved to `until`
-    /// under `token` (another process may win some).
+    /// (status, time) range are moved to `until` under `token` in one update, on condition that
+    /// they are still due (another process may win some), then read back: three commands
+    /// however many. `token` names one claim: a later claim has another.
     pub(super) async fn claim(
         &self,
         now: Micros,
@@ -161,22 +160,26 @@ impl Deliveries {
             .await?
             .try_collect()
             .await?;
-        let claims = due.into_iter().map(|found| {
-            let filter = doc! {
-                "_id": found.get("_id").cloned().unwrap_or(Bson::Null),
-                "status": PENDING,
-                "next_at": found.get("next_at").cloned().unwrap_or(Bson::Null),
-            };
-            self.deliveries
-                .find_one_and_update(
-                    filter,
-                    doc! { "$set": { "next_at": until.0, "claim": token } },
-                )
-                .return_document(ReturnDocument::After)
-                .into_future()
-        });
-        let claimed = futures::future::try_join_all(claims).await?;
-        claimed.iter().flatten().map(delivery_of).collect()
+        let ids: Vec<Bson> = due
+            .into_iter()
+            .filter_map(|mut d| d.remove("_id"))
+            .collect();
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.deliveries
+            .update_many(
+                doc! { "_id": { "$in": ids.clone() }, "status": PENDING, "next_at": { "$lte": now.0 } },
+                doc! { "$set": { "next_at": until.0, "claim": token } },
+            )
+            .await?;
+        let claimed: Vec<Document> = self
+            .deliveries
+            .find(doc! { "_id": { "$in": ids }, "claim": token })
+            .await?
+            .try_collect()
+            .await?;
+        claimed.iter().map(delivery_of).collect()
     }
 
     /// Records an attempt under `token`'s claim; whether the claim still held (else nothing
