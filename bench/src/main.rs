@@ -482,7 +482,7 @@ async fn on_one_server<T>(
     name: &str,
     measure: impl AsyncFnOnce(&Server, &GraphqlClient, &str) -> anyhow::Result<T>,
 ) -> anyhow::Result<(T, String)> {
-    on_one_server_with(args, name, &[], async |server, client, keys| {
+    on_one_server_with(args, name, &[], async |server, client, keys, _| {
         let token = keys.mint("bench", "Bench", &[], 3600);
         measure(server, client, &token).await
     })
@@ -490,12 +490,13 @@ async fn on_one_server<T>(
 }
 
 /// [`on_one_server`] with more server settings (`env`, as [`Server::start_with`] takes them),
-/// giving `measure` the keys its tokens are signed with.
+/// giving `measure` the keys its tokens are signed with and the process id of the database the
+/// harness started (none with `--mongodb-uri`).
 async fn on_one_server_with<T>(
     args: &Args,
     name: &str,
     env: &[(&str, Option<&str>)],
-    measure: impl AsyncFnOnce(&Server, &GraphqlClient, &JwtKeys) -> anyhow::Result<T>,
+    measure: impl AsyncFnOnce(&Server, &GraphqlClient, &JwtKeys, Option<u32>) -> anyhow::Result<T>,
 ) -> anyhow::Result<(T, String)> {
     let server_bin = server::locate(args.server_bin.as_deref())?;
     let database = Database::open(args).await?;
@@ -516,7 +517,8 @@ async fn on_one_server_with<T>(
         )
         .await?;
         let client = GraphqlClient::new(http, server.graphql_url());
-        let results = measure(&server, &client, &keys).await;
+        let database_pid = database.embedded.as_ref().map(|(db, _)| db.pid());
+        let results = measure(&server, &client, &keys, database_pid).await;
         server.stop().await;
         results
     };
@@ -669,8 +671,8 @@ async fn run_webhooks(args: &Args) -> anyhow::Result<()> {
     let env = [("THREADQL_WEBHOOK_ALLOW_INSECURE", Some("true"))];
     let load_at_start = report::load_average();
     let (results, described) =
-        on_one_server_with(args, "webhooks", &env, async |server, client, keys| {
-            webhooks::measure(server, client, keys, &settings).await
+        on_one_server_with(args, "webhooks", &env, async |server, client, keys, db| {
+            webhooks::measure(server, client, keys, db, &settings).await
         })
         .await?;
     let saved = serde_json::json!({

@@ -23,7 +23,7 @@ use tokio::task::JoinHandle;
 
 use crate::client::GraphqlClient;
 use crate::plan;
-use crate::server::Server;
+use crate::server::{cpu_time, Server};
 use crate::stats::{median, percentile, RunStats};
 
 /// Numbers of concurrent writers measured.
@@ -86,6 +86,63 @@ pub(crate) struct Phase {
     pub posts_per_sec: f64,
     /// Latency of the posts.
     pub latency: RunStats,
+    /// What the processes did meanwhile.
+    pub work: Work,
+}
+
+/// What the server, the database and the harness did over a stretch of time.
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct Work {
+    /// Database commands the server sent.
+    pub db_commands: u64,
+    /// The same, by command.
+    pub by_command: BTreeMap<String, u64>,
+    /// CPU time of the server, ms.
+    pub server_cpu_ms: f64,
+    /// CPU time of the database the harness started, ms (none with `--mongodb-uri`).
+    pub database_cpu_ms: Option<f64>,
+    /// CPU time of the harness (the writers and the receiver), ms.
+    pub harness_cpu_ms: f64,
+}
+
+/// The counters [`Work`] is the difference of.
+struct Counters {
+    commands: BTreeMap<String, u64>,
+    server: Duration,
+    database: Option<Duration>,
+    harness: Duration,
+}
+
+impl Counters {
+    async fn read(server: &Server, database: Option<u32>) -> anyhow::Result<Counters> {
+        Ok(Counters {
+            commands: server.db_commands_by_name().await?,
+            server: server.cpu_time(),
+            database: database.map(|pid| cpu_time(&format!("/proc/{pid}"))),
+            harness: cpu_time("/proc/self"),
+        })
+    }
+
+    /// What was done from `self` to `later`.
+    fn until(&self, later: &Counters) -> Work {
+        let ms = |a: Duration, b: Duration| b.saturating_sub(a).as_secs_f64() * 1e3;
+        let by_command: BTreeMap<String, u64> = later
+            .commands
+            .iter()
+            .map(|(name, n)| {
+                let was = self.commands.get(name).copied().unwrap_or(0);
+                (name.clone(), n.saturating_sub(was))
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        Work {
+            db_commands: by_command.values().sum(),
+            by_command,
+            server_cpu_ms: ms(self.server, later.server),
+            database_cpu_ms: self.database.zip(later.database).map(|(a, b)| ms(a, b)),
+            harness_cpu_ms: ms(self.harness, later.harness),
+        }
+    }
 }
 
 /// The delivery lag (arrival at the receiver − the event's commit time), in milliseconds.
@@ -129,6 +186,8 @@ pub(crate) struct Round {
     pub missing: usize,
     /// Seconds from the end of `with` until the last delivery arrived (or the wait ran out).
     pub waited_secs: f64,
+    /// What the processes did during that wait.
+    pub drain: Work,
     /// Deliveries that arrived again with a `webhook-id` already seen.
     pub duplicates: usize,
     /// Deliveries that were not of this phase's posts.
@@ -150,6 +209,15 @@ pub(crate) struct WebhookResult {
     pub posts_per_sec_with: f64,
     /// `posts_per_sec_with ÷ posts_per_sec_without`.
     pub ratio: f64,
+    /// Median over the rounds of the database commands per post without an endpoint.
+    pub commands_per_post_without: f64,
+    /// Median over the rounds of the database commands per post with one, its delivery's
+    /// included (the phase and the wait for its deliveries).
+    pub commands_per_post_with: f64,
+    /// Median over the rounds of the server's CPU ms per post without an endpoint.
+    pub server_cpu_ms_per_post_without: f64,
+    /// The same with one, its delivery's included.
+    pub server_cpu_ms_per_post_with: f64,
     /// The lag over every delivery of every round's phase with an endpoint.
     pub lag: Lag,
     /// Posts made with an endpoint, over the rounds.
@@ -168,6 +236,7 @@ pub(crate) async fn measure(
     server: &Server,
     client: &GraphqlClient,
     keys: &JwtKeys,
+    database: Option<u32>,
     settings: &Settings,
 ) -> anyhow::Result<Vec<WebhookResult>> {
     let receiver = Receiver::start().await?;
@@ -179,7 +248,14 @@ pub(crate) async fn measure(
     );
     let mut results = Vec::new();
     for &writers in &settings.writers {
-        let result = at(server, client, keys, &admin, &receiver, settings, writers).await?;
+        let on = On {
+            server,
+            client,
+            database,
+            receiver: &receiver,
+            admin: &admin,
+        };
+        let result = at(&on, keys, settings, writers).await?;
         eprint!("{}", markdown(std::slice::from_ref(&result)));
         results.push(result);
     }
@@ -187,16 +263,31 @@ pub(crate) async fn measure(
     Ok(results)
 }
 
+/// What the rounds run against.
+struct On<'a> {
+    server: &'a Server,
+    client: &'a GraphqlClient,
+    /// The database's process id, when the harness started it.
+    database: Option<u32>,
+    receiver: &'a Receiver,
+    /// An admin's token.
+    admin: &'a str,
+}
+
 /// The rounds at one number of writers.
 async fn at(
-    server: &Server,
-    client: &GraphqlClient,
+    on: &On<'_>,
     keys: &JwtKeys,
-    admin: &str,
-    receiver: &Receiver,
     settings: &Settings,
     writers: usize,
 ) -> anyhow::Result<WebhookResult> {
+    let On {
+        server,
+        client,
+        receiver,
+        admin,
+        ..
+    } = *on;
     let vars = json!({ "t": format!("benchmark webhooks: {writers} writers"), "l": LAYOUT });
     let created = client.send(CREATE, &vars, Some(admin)).await?.data()?;
     let discussion = created["createDiscussion"]["id"]
@@ -225,7 +316,7 @@ async fn at(
             "webhooks, {writers} writer(s), round {round} of {}: without an endpoint",
             settings.rounds
         );
-        let (without, _) = closed_loop(client, &discussion, &tokens, run, seed).await?;
+        let (without, _) = closed_loop(on, &discussion, &tokens, run, seed).await?;
         eprintln!(
             "webhooks, {writers} writer(s), round {round} of {}: with an endpoint",
             settings.rounds
@@ -238,10 +329,12 @@ async fn at(
             .context("no endpoint id")?
             .to_owned();
         let before = server.counters_by_label(ATTEMPTS_METRIC).await?;
-        let (with, slugs) = closed_loop(client, &discussion, &tokens, run, seed ^ 1).await?;
+        let (with, slugs) = closed_loop(on, &discussion, &tokens, run, seed ^ 1).await?;
         let ended = Instant::now();
+        let drain_from = Counters::read(server, on.database).await?;
         let arrived = receiver.collect(&phase, &slugs, WAIT).await;
         let waited_secs = ended.elapsed().as_secs_f64();
+        let drain = drain_from.until(&Counters::read(server, on.database).await?);
         let after = server.counters_by_label(ATTEMPTS_METRIC).await?;
         client
             .send(DELETE_ENDPOINT, &json!({ "id": endpoint }), Some(admin))
@@ -271,6 +364,7 @@ async fn at(
             delivered: arrived.lags_ms.len(),
             missing: arrived.missing,
             waited_secs,
+            drain,
             duplicates: arrived.duplicates,
             others: arrived.others,
             attempts,
@@ -278,12 +372,41 @@ async fn at(
     }
     let without = median(rounds.iter().map(|r| r.without.posts_per_sec).collect());
     let with = median(rounds.iter().map(|r| r.with.posts_per_sec).collect());
+    let per_post = |f: &dyn Fn(&Round) -> (f64, usize)| {
+        median(
+            rounds
+                .iter()
+                .map(|r| {
+                    let (total, posts) = f(r);
+                    total / posts.max(1) as f64
+                })
+                .collect(),
+        )
+    };
     Ok(WebhookResult {
         writers,
         discussion,
         posts_per_sec_without: without,
         posts_per_sec_with: with,
         ratio: with / without,
+        commands_per_post_without: per_post(&|r| {
+            (r.without.work.db_commands as f64, r.without.posts)
+        }),
+        commands_per_post_with: per_post(&|r| {
+            (
+                (r.with.work.db_commands + r.drain.db_commands) as f64,
+                r.with.posts,
+            )
+        }),
+        server_cpu_ms_per_post_without: per_post(&|r| {
+            (r.without.work.server_cpu_ms, r.without.posts)
+        }),
+        server_cpu_ms_per_post_with: per_post(&|r| {
+            (
+                r.with.work.server_cpu_ms + r.drain.server_cpu_ms,
+                r.with.posts,
+            )
+        }),
         lag: Lag::of(&all_lags),
         posts_with: rounds.iter().map(|r| r.with.posts).sum(),
         delivered: rounds.iter().map(|r| r.delivered).sum(),
@@ -295,12 +418,14 @@ async fn at(
 /// `tokens.len()` writers posting top-level comments into `discussion` one after the other
 /// until `run` has passed (each at least once); the phase and the slugs posted.
 async fn closed_loop(
-    client: &GraphqlClient,
+    on: &On<'_>,
     discussion: &str,
     tokens: &[String],
     run: Duration,
     seed: u64,
 ) -> anyhow::Result<(Phase, HashSet<String>)> {
+    let client = on.client;
+    let before = Counters::read(on.server, on.database).await?;
     let started = Instant::now();
     let deadline = started + run;
     let tasks: Vec<_> = tokens
@@ -337,6 +462,7 @@ async fn closed_loop(
         }
     }
     let secs = started.elapsed().as_secs_f64();
+    let work = before.until(&Counters::read(on.server, on.database).await?);
     if slugs.len() != samples.len() {
         bail!(
             "{} posts answered with {} distinct slugs",
@@ -349,6 +475,7 @@ async fn closed_loop(
         secs,
         posts_per_sec: samples.len() as f64 / secs.max(1e-9),
         latency: RunStats::of(&samples),
+        work,
     };
     Ok((phase, slugs))
 }
@@ -533,12 +660,12 @@ pub(crate) fn check(results: &[WebhookResult]) -> anyhow::Result<()> {
 pub(crate) fn markdown(results: &[WebhookResult]) -> String {
     let mark = |ok: bool| if ok { "✅" } else { "❌" };
     let mut out = format!(
-        "| writers | posts/s without | posts/s with an endpoint | with ÷ without (≥ {RATIO_TARGET}) | lag p50 ms | lag p99 ms (≤ {LAG_P99_TARGET_MS:.0}) | lag max ms | delivered |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        "| writers | posts/s without | posts/s with an endpoint | with ÷ without (≥ {RATIO_TARGET}) | lag p50 ms | lag p99 ms (≤ {LAG_P99_TARGET_MS:.0}) | lag max ms | delivered | commands per post, without → with | server CPU ms per post, without → with |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     );
     for r in results {
         let _ = writeln!(
             out,
-            "| {} | {:.0} | {:.0} | {:.2} {} | {:.1} | {:.1} {} | {:.1} | {} of {} |",
+            "| {} | {:.0} | {:.0} | {:.2} {} | {:.1} | {:.1} {} | {:.1} | {} of {} | {:.1} → {:.1} | {:.2} → {:.2} |",
             r.writers,
             r.posts_per_sec_without,
             r.posts_per_sec_with,
@@ -550,6 +677,10 @@ pub(crate) fn markdown(results: &[WebhookResult]) -> String {
             r.lag.max_ms,
             r.delivered,
             r.posts_with,
+            r.commands_per_post_without,
+            r.commands_per_post_with,
+            r.server_cpu_ms_per_post_without,
+            r.server_cpu_ms_per_post_with,
         );
     }
     out
@@ -604,6 +735,7 @@ mod tests {
             secs: 1.0,
             posts_per_sec: 10.0,
             latency: RunStats::of(&[]),
+            work: Work::default(),
         };
         let result = |missing| WebhookResult {
             writers: 1,
@@ -611,6 +743,10 @@ mod tests {
             posts_per_sec_without: 10.0,
             posts_per_sec_with: 9.0,
             ratio: 0.9,
+            commands_per_post_without: 5.0,
+            commands_per_post_with: 9.0,
+            server_cpu_ms_per_post_without: 1.0,
+            server_cpu_ms_per_post_with: 1.5,
             lag,
             posts_with: 10,
             delivered: 10 - missing,
@@ -622,6 +758,7 @@ mod tests {
                 delivered: 10 - missing,
                 missing,
                 waited_secs: 0.1,
+                drain: Work::default(),
                 duplicates: 0,
                 others: 0,
                 attempts: BTreeMap::new(),
@@ -631,6 +768,9 @@ mod tests {
         assert!(check(&[result(0), result(2)]).is_err());
         let table = markdown(&[result(2)]);
         assert!(table.contains("| 1 | 10 | 9 | 0.90 ✅ |"), "{table}");
-        assert!(table.contains("| 8 of 10 |"), "{table}");
+        assert!(
+            table.contains("| 8 of 10 | 5.0 → 9.0 | 1.00 → 1.50 |"),
+            "{table}"
+        );
     }
 }
