@@ -17,6 +17,7 @@ mod report;
 mod server;
 mod stats;
 mod votes;
+mod webhooks;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -227,6 +228,15 @@ struct Args {
     /// to the plain one.
     #[arg(long)]
     markdown_page: bool,
+    /// Measure only the webhook deliveries: with 1 and with 16 writers, posts/s of writers
+    /// posting top-level comments to one shared bucketed discussion in a closed loop for
+    /// `--run-secs` [default: 10; quick: 2], in `--runs` rounds [default: 3; quick: 1] of a
+    /// phase without a webhook endpoint and one with an endpoint subscribed to every kind
+    /// (delivering to a receiver in this process), and the lag from each post's commit to its
+    /// delivery. The results go to `--out` as JSON and to standard output as a table; the run
+    /// fails when a post's delivery does not arrive within 60 s.
+    #[arg(long)]
+    webhooks: bool,
     /// Comments of the hot discussion [default: 2000; quick: 500].
     #[arg(long)]
     hot_comments: Option<usize>,
@@ -340,6 +350,7 @@ async fn main() -> std::process::ExitCode {
         (None, None) if args.import_bombs => run_bombs(&args).await,
         (None, None) if args.hot_discussion => run_hot(&args).await,
         (None, None) if args.markdown_page => run_markdown(&args).await,
+        (None, None) if args.webhooks => run_webhooks(&args).await,
         (None, None) => run(args).await,
     };
     match result {
@@ -471,25 +482,43 @@ async fn on_one_server<T>(
     name: &str,
     measure: impl AsyncFnOnce(&Server, &GraphqlClient, &str) -> anyhow::Result<T>,
 ) -> anyhow::Result<(T, String)> {
+    on_one_server_with(args, name, &[], async |server, client, keys, _| {
+        let token = keys.mint("bench", "Bench", &[], 3600);
+        measure(server, client, &token).await
+    })
+    .await
+}
+
+/// [`on_one_server`] with more server settings (`env`, as [`Server::start_with`] takes them),
+/// giving `measure` the keys its tokens are signed with and the process id of the database the
+/// harness started (none with `--mongodb-uri`).
+async fn on_one_server_with<T>(
+    args: &Args,
+    name: &str,
+    env: &[(&str, Option<&str>)],
+    measure: impl AsyncFnOnce(&Server, &GraphqlClient, &JwtKeys, Option<u32>) -> anyhow::Result<T>,
+) -> anyhow::Result<(T, String)> {
     let server_bin = server::locate(args.server_bin.as_deref())?;
     let database = Database::open(args).await?;
     let described = database.describe();
     let measured = async {
         let secret = new_secret();
-        let token = JwtKeys::new(&secret).mint("bench", "Bench", &[], 3600);
+        let keys = JwtKeys::new(&secret);
         let http = client::http_client()?;
         let db_name = format!("threadql_bench_{name}_{}", std::process::id());
-        let server = Server::start(
+        let server = Server::start_with(
             &server_bin,
             &database.uri,
             &db_name,
             &secret,
             &args.server_log,
             http.clone(),
+            env,
         )
         .await?;
         let client = GraphqlClient::new(http, server.graphql_url());
-        let results = measure(&server, &client, &token).await;
+        let database_pid = database.embedded.as_ref().map(|(db, _)| db.pid());
+        let results = measure(&server, &client, &keys, database_pid).await;
         server.stop().await;
         results
     };
@@ -631,6 +660,32 @@ async fn run_markdown(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Measures the webhook deliveries only (`--webhooks`): posts/s without and with an endpoint,
+/// and the delivery lag, on one server that may deliver to the loopback receiver.
+async fn run_webhooks(args: &Args) -> anyhow::Result<()> {
+    let settings = webhooks::Settings::new(
+        args.run_secs.unwrap_or(if args.quick { 2.0 } else { 10.0 }),
+        args.runs.unwrap_or(if args.quick { 1 } else { 3 }),
+        args.seed,
+    );
+    let env = [("THREADQL_WEBHOOK_ALLOW_INSECURE", Some("true"))];
+    let load_at_start = report::load_average();
+    let (results, described) =
+        on_one_server_with(args, "webhooks", &env, async |server, client, keys, db| {
+            webhooks::measure(server, client, keys, db, &settings).await
+        })
+        .await?;
+    let saved = serde_json::json!({
+        "kind": "webhooks",
+        "quick": args.quick,
+        "load_average_at_start": load_at_start,
+        "settings": settings,
+        "writers": results,
+    });
+    write_results(args, &described, &saved, &webhooks::markdown(&results))?;
+    webhooks::check(&results)
+}
+
 /// Measures the vote throughput only (`--vote-throughput`).
 async fn run_votes(args: &Args) -> anyhow::Result<()> {
     let server_bin = server::locate(args.server_bin.as_deref())?;
@@ -731,6 +786,9 @@ fn write_results(
         "seed": args.seed,
         "results": results,
     });
+    if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
     std::fs::write(&args.out, serde_json::to_string_pretty(&saved)?)
         .with_context(|| format!("cannot write {}", args.out.display()))?;
     println!("{table}");

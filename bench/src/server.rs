@@ -162,6 +162,14 @@ impl Server {
             .collect())
     }
 
+    /// A counter of the server's `/metrics` with one label, by the label's value (`name{label="value"} N`).
+    pub(crate) async fn counters_by_label(
+        &self,
+        name: &str,
+    ) -> anyhow::Result<std::collections::BTreeMap<String, u64>> {
+        Ok(parse_by_label(&self.metrics().await?, name))
+    }
+
     /// One unlabelled gauge or counter of the server's `/metrics`.
     pub(crate) async fn metric(&self, name: &str) -> anyhow::Result<u64> {
         let [value] = self.metrics_of([name]).await?;
@@ -265,11 +273,33 @@ fn parse_commands_total(body: &str) -> u64 {
         .sum()
 }
 
+/// Every `name{label="value"} N` line of a Prometheus text body, as value → N.
+fn parse_by_label(body: &str, name: &str) -> std::collections::BTreeMap<String, u64> {
+    body.lines()
+        .filter_map(|line| line.strip_prefix(name)?.strip_prefix('{'))
+        .filter_map(|rest| {
+            let (labels, count) = rest.split_once("} ")?;
+            let (_, value) = labels.split_once("=\"")?;
+            let count = count.trim().parse::<f64>().ok()?;
+            Some((value.trim_end_matches('"').to_owned(), count as u64))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn sums_the_command_counter() {
         let body = "# HELP x\n# TYPE threadql_db_commands_total counter\nthreadql_db_commands_total{command=\"find\"} 12\nthreadql_db_commands_total{command=\"insert\"} 3\nother 9\n";
         assert_eq!(super::parse_commands_total(body), 15);
+    }
+
+    #[test]
+    fn reads_a_counter_by_its_label() {
+        let body = "# TYPE threadql_webhook_deliveries_total counter\nthreadql_webhook_deliveries_total{result=\"succeeded\"} 7\nthreadql_webhook_deliveries_total{result=\"retried\"} 0\nthreadql_webhook_lag_seconds_count 7\n";
+        let found = super::parse_by_label(body, "threadql_webhook_deliveries_total");
+        assert_eq!(found.get("succeeded"), Some(&7));
+        assert_eq!(found.get("retried"), Some(&0));
+        assert_eq!(found.len(), 2);
     }
 }
