@@ -1,9 +1,11 @@
-//! The dispatcher: every replica runs one. In rounds, it claims events whose fan-out is due and
-//! makes one delivery per endpoint that wants each (an endpoint gets the events committed from
-//! its creation on: the endpoints are read after the claim), then claims the deliveries due
-//! and attempts them, at most `concurrency` at once per endpoint. Every claim is a lease: a
-//! replica that dies mid-attempt leaves the delivery to another (or to itself after a
-//! restart) once the lease has run out, with the same `webhook-id`.
+//! The dispatcher: every replica runs one. In rounds, it reads the events whose fan-out is due
+//! and stores one delivery per endpoint that wants each (an endpoint gets the events committed
+//! from its creation on: the endpoints are read after the events), claimed as it is stored, so
+//! of two replicas fanning out one event, one stores and attempts each delivery. It claims
+//! the deliveries due again too, attempts them all, at most `concurrency` at once per endpoint,
+//! and records the results together. Every claim is a lease: a replica that dies mid-attempt
+//! leaves the delivery to another (or to itself after a restart) once the lease has run out,
+//! with the same `webhook-id`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -116,105 +118,123 @@ impl Dispatcher {
         }
     }
 
-    /// One round: the fan-out, then the attempts; whether it found work.
+    /// One round; whether it found work. The events due are fanned out to deliveries this
+    /// round claims as it stores them, the deliveries due again (retries, redeliveries, lost
+    /// leases) are claimed, all are attempted at once (at most `concurrency` per endpoint),
+    /// and their results are recorded together.
     async fn round(&self) -> StoreResult<bool> {
-        let fanned = self.fan_out().await?;
-        let attempted = self.attempt_due().await?;
-        Ok(fanned + attempted > 0)
-    }
-
-    /// Claims due events and makes their deliveries; how many events it claimed.
-    async fn fan_out(&self) -> StoreResult<usize> {
         let hooks = self.storage.webhooks();
         let now = Micros::now();
         let token = self.claim_token();
-        let events = hooks
-            .claim_events(now, self.lease_end(now), &token, FAN_OUT)
-            .await?;
-        if events.is_empty() {
-            return Ok(0);
-        }
-        // Read after the claim: an endpoint created before an event committed is seen.
+        let until = self.lease_end(now);
+        let events = hooks.due_events(now, FAN_OUT).await?;
+        // Read after the events: an endpoint created before an event committed is seen.
         let endpoints = hooks.endpoints().await?;
+        let mut claimed = self
+            .fan_out(&events, &endpoints, &token, now, until)
+            .await?;
+        let again = hooks.claim_deliveries(now, until, &token, ATTEMPTS).await?;
+        let busy = !events.is_empty() || !again.is_empty();
+        claimed.extend(again);
+        if claimed.is_empty() {
+            return Ok(busy);
+        }
+        let mut records: HashMap<String, EventRecord> =
+            events.into_iter().map(|e| (e.id.clone(), e)).collect();
+        let mut missing: Vec<String> = claimed
+            .iter()
+            .filter(|d| !records.contains_key(&d.event))
+            .map(|d| d.event.clone())
+            .collect();
+        missing.sort();
+        missing.dedup();
+        records.extend(
+            hooks
+                .events(&missing)
+                .await?
+                .into_iter()
+                .map(|e| (e.id.clone(), e)),
+        );
+        let bodies = payload::bodies(self.storage.as_ref(), records.values()).await?;
+        let endpoints: HashMap<&str, &Endpoint> =
+            endpoints.iter().map(|e| (e.id.as_str(), e)).collect();
+        let attempts = claimed.iter().map(|delivery| {
+            let event = records.get(&delivery.event);
+            let body = bodies.get(&delivery.event);
+            self.attempt(
+                delivery,
+                endpoints.get(delivery.endpoint.as_str()).copied(),
+                event.zip(body),
+            )
+        });
+        let attempted = join_all(attempts).await;
+        self.record(&token, &claimed, attempted, &endpoints).await?;
+        Ok(true)
+    }
+
+    /// Stores one delivery per endpoint that wants each event (an endpoint gets the events
+    /// committed from its creation on), claimed by `token` until `until` when the first
+    /// attempt is due at once; returns those to attempt now.
+    async fn fan_out(
+        &self,
+        events: &[EventRecord],
+        endpoints: &[Endpoint],
+        token: &str,
+        now: Micros,
+        until: Micros,
+    ) -> StoreResult<Vec<Delivery>> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
         let first = self.wait_before(1).unwrap_or_default();
+        let due = if first > 0 {
+            Micros(now.0 + first)
+        } else {
+            until
+        };
         let deliveries: Vec<Delivery> = events
             .iter()
             .flat_map(|event| {
                 endpoints
                     .iter()
                     .filter(|e| e.enabled && e.wants(event.kind) && e.created <= event.at)
-                    .map(move |endpoint| new_delivery(event, endpoint, Micros(now.0 + first)))
+                    .map(move |endpoint| new_delivery(event, endpoint, due))
             })
             .collect();
         let ids: Vec<String> = events.iter().map(|e| e.id.clone()).collect();
-        hooks.fan_out(&deliveries, &ids, &token).await?;
-        Ok(events.len())
-    }
-
-    /// Claims due deliveries and attempts them; how many it claimed.
-    async fn attempt_due(&self) -> StoreResult<usize> {
-        let hooks = self.storage.webhooks();
-        let now = Micros::now();
-        let token = self.claim_token();
-        let due = hooks
-            .claim_deliveries(now, self.lease_end(now), &token, ATTEMPTS)
+        let stored = self
+            .storage
+            .webhooks()
+            .fan_out(&deliveries, &ids, token)
             .await?;
-        if due.is_empty() {
-            return Ok(0);
+        if first > 0 {
+            return Ok(Vec::new());
         }
-        let endpoints: HashMap<String, Endpoint> = hooks
-            .endpoints()
-            .await?
+        let stored: std::collections::HashSet<String> = stored.into_iter().collect();
+        Ok(deliveries
             .into_iter()
-            .map(|e| (e.id.clone(), e))
-            .collect();
-        let mut ids: Vec<String> = due.iter().map(|d| d.event.clone()).collect();
-        ids.sort();
-        ids.dedup();
-        let events: HashMap<String, EventRecord> = hooks
-            .events(&ids)
-            .await?
-            .into_iter()
-            .map(|e| (e.id.clone(), e))
-            .collect();
-        let bodies = payload::bodies(self.storage.as_ref(), events.values()).await?;
-        let attempts = due.iter().map(|delivery| {
-            let endpoint = endpoints.get(&delivery.endpoint);
-            let event = events.get(&delivery.event);
-            let body = bodies.get(&delivery.event);
-            self.attempt(&token, delivery, endpoint, event.zip(body))
-        });
-        for result in join_all(attempts).await {
-            if let Err(err) = result {
-                tracing::warn!(%err, "a webhook attempt could not be recorded");
-            }
-        }
-        Ok(due.len())
+            .filter(|d| stored.contains(&d.id))
+            .collect())
     }
 
-    /// One attempt of `delivery` (claimed by this process), recorded with its delivery and
-    /// its endpoint.
+    /// One attempt of `delivery` (claimed by this process): what it came to, not yet recorded.
     async fn attempt(
         &self,
-        token: &str,
         delivery: &Delivery,
         endpoint: Option<&Endpoint>,
         event: Option<(&EventRecord, &Vec<u8>)>,
-    ) -> StoreResult<()> {
-        let hooks = self.storage.webhooks();
+    ) -> Attempted {
         let (Some(endpoint), Some((event, body))) = (endpoint.filter(|e| e.enabled), event) else {
             // The endpoint was disabled or deleted, or the event is past its retention.
-            let record = AttemptRecord {
-                at: Micros::now(),
+            return Attempted {
                 status: None,
                 error: Some("the endpoint is disabled or gone, or the event has expired".into()),
                 body: None,
                 then: DeliveryStatus::Failed,
                 next_at: None,
+                tally: Tally::Failed,
+                answered: Micros::now(),
             };
-            hooks.record_attempt(&delivery.id, token, &record).await?;
-            self.metrics.attempted(Tally::Failed);
-            return Ok(());
         };
         let _permit = self.permit(&endpoint.id).acquire_owned().await;
         let secrets: Vec<Secret> = endpoint
@@ -227,56 +247,109 @@ impl Dispatcher {
             .sender
             .send(&endpoint.url, &event.id, body, &signing)
             .await;
-        let now = Micros::now();
-        let attempt = delivery.attempts + 1;
+        let answered = Micros::now();
         let (then, next_at, tally) = match sent.outcome {
             Outcome::Succeeded => (DeliveryStatus::Succeeded, None, Tally::Succeeded),
             Outcome::Gone => (DeliveryStatus::Failed, None, Tally::Gone),
-            Outcome::Retry => match self.wait_before(attempt + 1) {
+            Outcome::Retry => match self.wait_before(delivery.attempts + 2) {
                 Some(wait) => (
                     DeliveryStatus::Pending,
-                    Some(Micros(now.0 + wait)),
+                    Some(Micros(answered.0 + wait)),
                     Tally::Retried,
                 ),
                 None => (DeliveryStatus::Failed, None, Tally::Failed),
             },
         };
-        let record = AttemptRecord {
-            at: now,
+        Attempted {
             status: sent.status,
-            error: sent.error.clone(),
-            body: (!sent.body.is_empty()).then(|| sent.body.clone()),
+            error: sent.error,
+            body: (!sent.body.is_empty()).then_some(sent.body),
             then,
             next_at,
-        };
-        if !hooks.record_attempt(&delivery.id, token, &record).await? {
-            tracing::info!(delivery = %delivery.id, "a webhook attempt outlived its claim: another replica has it");
-            return Ok(());
+            tally,
+            answered,
         }
-        self.metrics.attempted(tally);
-        if then == DeliveryStatus::Succeeded {
-            let lag = u64::try_from(now.0 - delivery.committed.0).unwrap_or_default();
-            self.metrics.delivered_after(Duration::from_micros(lag));
+    }
+
+    /// Records the round's attempts (one write for a run of the same result), then counts
+    /// those whose claim held, and disables the endpoints that answered 410 or have failed
+    /// for too long. An endpoint's failing streak is written only when it changes.
+    async fn record(
+        &self,
+        token: &str,
+        claimed: &[Delivery],
+        attempted: Vec<Attempted>,
+        endpoints: &HashMap<&str, &Endpoint>,
+    ) -> StoreResult<()> {
+        let hooks = self.storage.webhooks();
+        let at = Micros::now();
+        let writes: Vec<(String, AttemptRecord)> = claimed
+            .iter()
+            .zip(&attempted)
+            .map(|(delivery, a)| {
+                let record = AttemptRecord {
+                    at,
+                    status: a.status,
+                    error: a.error.clone(),
+                    body: a.body.clone(),
+                    then: a.then,
+                    next_at: a.next_at,
+                };
+                (delivery.id.clone(), record)
+            })
+            .collect();
+        let held: std::collections::HashSet<String> = hooks
+            .record_attempts(token, &writes)
+            .await?
+            .into_iter()
+            .collect();
+        // Per endpoint: whether an attempt succeeded, and whether one was answered 410.
+        let mut outcomes: HashMap<&str, (bool, bool)> = HashMap::new();
+        for (delivery, a) in claimed.iter().zip(&attempted) {
+            if !held.contains(&delivery.id) {
+                tracing::info!(delivery = %delivery.id, "a webhook attempt outlived its claim: another replica has it");
+                continue;
+            }
+            self.metrics.attempted(a.tally);
+            if a.then == DeliveryStatus::Succeeded {
+                let lag = u64::try_from(a.answered.0 - delivery.committed.0).unwrap_or_default();
+                self.metrics.delivered_after(Duration::from_micros(lag));
+            }
+            if endpoints
+                .get(delivery.endpoint.as_str())
+                .is_some_and(|e| e.enabled)
+            {
+                let outcome = outcomes.entry(delivery.endpoint.as_str()).or_default();
+                outcome.0 |= a.then == DeliveryStatus::Succeeded;
+                outcome.1 |= a.tally == Tally::Gone;
+            }
         }
-        if sent.outcome == Outcome::Gone {
-            tracing::warn!(endpoint = %endpoint.id, "a webhook endpoint answered 410 Gone: disabled");
-            return hooks
-                .disable_endpoint(&endpoint.id, "the endpoint answered 410 Gone")
-                .await;
-        }
-        let succeeded = then == DeliveryStatus::Succeeded;
-        let after = hooks
-            .endpoint_attempted(&endpoint.id, succeeded, now)
-            .await?;
-        let failing = after.and_then(|e| e.failing_since);
-        let limit = i64::try_from(self.rules.disable_after.as_micros()).unwrap_or(i64::MAX);
-        if failing.is_some_and(|since| now.0 - since.0 >= limit) {
-            let reason = format!(
-                "every attempt failed for {} s (THREADQL_WEBHOOK_DISABLE_AFTER_SECS)",
-                self.rules.disable_after.as_secs()
-            );
-            tracing::warn!(endpoint = %endpoint.id, %reason, "a webhook endpoint was disabled");
-            hooks.disable_endpoint(&endpoint.id, &reason).await?;
+        for (id, (succeeded, gone)) in outcomes {
+            if gone {
+                tracing::warn!(endpoint = %id, "a webhook endpoint answered 410 Gone: disabled");
+                hooks
+                    .disable_endpoint(id, "the endpoint answered 410 Gone")
+                    .await?;
+                continue;
+            }
+            let streak = endpoints.get(id).and_then(|e| e.failing_since);
+            let failing = match (succeeded, streak) {
+                (true, None) => continue,
+                (false, Some(since)) => Some(since),
+                _ => hooks
+                    .endpoint_attempted(id, succeeded, at)
+                    .await?
+                    .and_then(|e| e.failing_since),
+            };
+            let limit = i64::try_from(self.rules.disable_after.as_micros()).unwrap_or(i64::MAX);
+            if failing.is_some_and(|since| at.0 - since.0 >= limit) {
+                let reason = format!(
+                    "every attempt failed for {} s (THREADQL_WEBHOOK_DISABLE_AFTER_SECS)",
+                    self.rules.disable_after.as_secs()
+                );
+                tracing::warn!(endpoint = %id, %reason, "a webhook endpoint was disabled");
+                hooks.disable_endpoint(id, &reason).await?;
+            }
         }
         Ok(())
     }
@@ -311,6 +384,18 @@ impl Dispatcher {
         let lease = i64::try_from(self.rules.lease.as_micros()).unwrap_or(i64::MAX);
         Micros(now.0.saturating_add(lease))
     }
+}
+
+/// What an attempt came to, before it is recorded.
+struct Attempted {
+    status: Option<u16>,
+    error: Option<String>,
+    body: Option<String>,
+    then: DeliveryStatus,
+    next_at: Option<Micros>,
+    tally: Tally,
+    /// When the answer came (for the lag).
+    answered: Micros,
 }
 
 /// The first delivery of `event` to `endpoint`, due at `due`.

@@ -1,7 +1,7 @@
 //! The webhook store on the real database: endpoints and their secrets, the fan-out of
-//! committed events (each event claimed by one process at a time, each delivery stored once),
-//! and the leases on deliveries (one holder at a time, only the holder writes an attempt, an
-//! ended lease is claimed again).
+//! committed events (each delivery stored once, by the one replica that then holds it), the
+//! leases on deliveries (one holder at a time, only the holder writes an attempt, an ended
+//! lease is claimed again), and how long events and finished deliveries are kept.
 
 use std::collections::BTreeSet;
 
@@ -11,9 +11,9 @@ use threadql::domain::webhooks::{
     AttemptRecord, Delivery, DeliveryStatus, Endpoint, EndpointPatch, SigningSecret,
 };
 use threadql::domain::{EventType, Layout, Micros};
-use threadql::store::Storage;
+use threadql::store::{Retention, Storage, Store};
 
-use crate::support::{server_uri, TestApp};
+use crate::support::{server_uri, store_config, Settings, TestApp};
 
 const CREATE: &str = "mutation($t: String!) { createDiscussion(input: {title: $t}) { id } }";
 const POST: &str =
@@ -373,7 +373,7 @@ async fn endpoints_are_created_listed_updated_rotated_disabled_and_deleted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_event_is_fanned_out_by_one_claim_and_its_deliveries_stored_once() {
+async fn each_delivery_is_stored_once_by_one_of_the_replicas_fanning_out_its_event() {
     let app = with_events("webhook_fan_out", 5).await;
     let store = app.store().webhooks();
     let committed = docs_of(&app, "events").await;
@@ -382,77 +382,78 @@ async fn each_event_is_fanned_out_by_one_claim_and_its_deliveries_stored_once() 
         committed.iter().all(|e| e.get_datetime("dispatch").is_ok()),
         "every event is due for its fan-out"
     );
-    let all: BTreeSet<String> = committed
+    let events: Vec<String> = committed
         .iter()
         .map(|e| e.get_str("_id").unwrap().to_owned())
         .collect();
 
-    // Claims at once never share an event, and between them take all.
+    // The events due, in id order; none before they commit; a limit takes the longest due.
     let now = later(SECOND);
-    let lease = later(60 * SECOND);
-    let (a, b, c) = tokio::join!(
-        store.claim_events(now, lease, "a", 4),
-        store.claim_events(now, lease, "b", 4),
-        store.claim_events(now, lease, "c", 4),
-    );
-    let (a, b, c) = (a.unwrap(), b.unwrap(), c.unwrap());
-    let (a, b, c) = (ids(&a, |e| &e.id), ids(&b, |e| &e.id), ids(&c, |e| &e.id));
-    assert!(a.is_disjoint(&b) && b.is_disjoint(&c) && a.is_disjoint(&c));
-    let mut taken: BTreeSet<String> = a.iter().chain(&b).chain(&c).cloned().collect();
-    // The first claims took at most 4 each: what is left is taken now.
-    let rest = store.claim_events(now, lease, "d", 10).await.unwrap();
-    let rest = ids(&rest, |e| &e.id);
-    assert!(rest.is_disjoint(&taken));
-    taken.extend(rest);
-    assert_eq!(taken, all);
-    assert!(
-        store
-            .claim_events(now, lease, "e", 10)
-            .await
-            .unwrap()
-            .is_empty(),
-        "claimed events wait for their lease to end"
-    );
-
-    // An ended lease is claimed again, and its holder can no longer end the fan-out.
-    let events: Vec<String> = all.iter().cloned().collect();
-    let ended = store
-        .claim_events(later(120 * SECOND), later(-SECOND), "f", 10)
-        .await
-        .unwrap();
-    assert_eq!(ended.len(), 6);
-    let records = store
-        .claim_events(Micros::now(), lease, "g", 10)
-        .await
-        .unwrap();
+    let records = store.due_events(now, 10).await.unwrap();
     let order: Vec<&str> = records.iter().map(|e| e.id.as_str()).collect();
-    assert_eq!(order, events, "oldest first, all of them");
+    assert_eq!(order, events, "all of them, in id order");
     let kinds: Vec<EventType> = records.iter().map(|e| e.kind).collect();
     assert_eq!(kinds[0], EventType::DiscussionCreated);
     assert!(kinds[1..].iter().all(|k| *k == EventType::CommentPosted));
-    store.fan_out(&[], &events, "f").await.unwrap();
-    assert!(
-        docs_of(&app, "events")
-            .await
-            .iter()
-            .all(|e| e.get_str("claim") == Ok("g") && e.get("dispatch").is_some()),
-        "the lost claim ended nothing"
-    );
+    assert!(store.due_events(Micros(0), 10).await.unwrap().is_empty());
+    assert!(store.due_events(now, 0).await.unwrap().is_empty());
+    let first: Vec<String> = store
+        .due_events(now, 4)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(first, events[..4], "the longest due");
 
-    // Fanned out twice (a second claim after a crash): each delivery is stored once, as first.
+    // Three replicas fan out the same events at once: each delivery is stored by one of
+    // them, claimed by it, and only that one is told to attempt it.
     let deliveries: Vec<Delivery> = records
         .iter()
         .map(|e| Delivery {
             committed: e.at,
             kind: e.kind,
-            ..delivery(&e.id, "ep_one", e.at)
+            ..delivery(&e.id, "ep_one", later(60 * SECOND))
         })
         .collect();
-    store.fan_out(&deliveries, &events, "g").await.unwrap();
+    let (a, b, c) = tokio::join!(
+        store.fan_out(&deliveries, &events, "a"),
+        store.fan_out(&deliveries, &events, "b"),
+        store.fan_out(&deliveries, &events, "c"),
+    );
+    let won: Vec<(&str, BTreeSet<String>)> = vec![
+        ("a", a.unwrap().into_iter().collect()),
+        ("b", b.unwrap().into_iter().collect()),
+        ("c", c.unwrap().into_iter().collect()),
+    ];
+    let mut all = BTreeSet::new();
+    for (token, ids) in &won {
+        assert!(
+            ids.iter().all(|id| all.insert(id.clone())),
+            "one store each"
+        );
+        for id in ids {
+            let doc = docs_of(&app, "webhook_deliveries")
+                .await
+                .into_iter()
+                .find(|d| d.get_str("_id") == Ok(id))
+                .unwrap();
+            assert_eq!(doc.get_str("claim"), Ok(*token), "claimed by its storer");
+        }
+    }
+    assert_eq!(all, ids(&deliveries, |d| &d.id));
+    assert!(
+        store.due_events(now, 10).await.unwrap().is_empty(),
+        "fanned out: out of the index of events to fan out"
+    );
+
+    // Fanned out again (after a crash between the two writes): each delivery stays as first
+    // stored, and only a new one is the caller's.
     let mut changed = deliveries.clone();
     changed[0].attempts = 7;
     changed.push(delivery(&event_id(99), "ep_one", Micros::now()));
-    store.fan_out(&changed, &events, "g").await.unwrap();
+    let stored = store.fan_out(&changed, &events, "g").await.unwrap();
+    assert_eq!(stored, [changed[6].id.clone()]);
     let kept = store
         .deliveries_of("ep_one", None, None, 100)
         .await
@@ -465,25 +466,13 @@ async fn each_event_is_fanned_out_by_one_claim_and_its_deliveries_stored_once() 
             "stored as first given"
         );
     }
-    let docs = docs_of(&app, "events").await;
     assert!(
-        docs.iter()
-            .all(|e| e.get("dispatch").is_none() && e.get("claim").is_none()),
-        "fanned out: out of the index of events to fan out"
-    );
-    assert!(
-        store
-            .claim_events(later(3_600 * SECOND), later(7_200 * SECOND), "h", 10)
+        docs_of(&app, "events")
             .await
-            .unwrap()
-            .is_empty(),
-        "a fanned-out event is never claimed again"
+            .iter()
+            .all(|e| e.get("dispatch").is_none()),
+        "no event is due any more"
     );
-    assert!(store
-        .claim_events(now, lease, "i", 0)
-        .await
-        .unwrap()
-        .is_empty());
 
     // Events by id, missing ones left out.
     let mut asked = vec![events[2].clone(), "0000000000000000missing0".to_owned()];
@@ -647,6 +636,78 @@ async fn a_delivery_has_one_holder_and_only_the_holder_records_an_attempt() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rounds_attempts_are_recorded_together_and_a_lost_claim_is_left_as_it_is() {
+    let app = TestApp::new("webhook_batch_records", Layout::PerComment).await;
+    let store = app.store().webhooks();
+    let lease = later(60 * SECOND);
+    let deliveries: Vec<Delivery> = (0..6)
+        .map(|n| delivery(&event_id(n), "ep_one", lease))
+        .collect();
+    let mine = store.fan_out(&deliveries, &[], "mine").await.unwrap();
+    assert_eq!(mine.len(), 6, "stored now: all the storer's");
+    // One lease runs out (here: a redelivery) and another replica takes that delivery.
+    let lost = &deliveries[5];
+    store.redeliver(&lost.id, Micros::now()).await.unwrap();
+    let taken = store
+        .claim_deliveries(later(SECOND), lease, "other", 10)
+        .await
+        .unwrap();
+    assert_eq!(ids(&taken, |d| &d.id), BTreeSet::from([lost.id.clone()]));
+
+    let at = Micros::now();
+    let ok = AttemptRecord {
+        at,
+        status: Some(200),
+        error: None,
+        body: Some("ok".into()),
+        then: DeliveryStatus::Succeeded,
+        next_at: None,
+    };
+    let retry = |wait: i64| AttemptRecord {
+        status: Some(500),
+        error: Some("answered 500".into()),
+        body: None,
+        then: DeliveryStatus::Pending,
+        next_at: Some(later(wait * SECOND)),
+        ..ok.clone()
+    };
+    let results = [ok.clone(), retry(5), ok.clone(), ok.clone(), retry(7), ok];
+    let writes: Vec<(String, AttemptRecord)> = deliveries
+        .iter()
+        .zip(&results)
+        .map(|(d, r)| (d.id.clone(), r.clone()))
+        .collect();
+    let held = store.record_attempts("mine", &writes).await.unwrap();
+    let held: BTreeSet<String> = held.into_iter().collect();
+    assert_eq!(held, ids(&deliveries[..5], |d| &d.id));
+    for (d, r) in deliveries[..5].iter().zip(&results) {
+        let now = store.delivery(&d.id).await.unwrap().unwrap();
+        assert_eq!(
+            (now.status, now.attempts, now.next_at, now.last_status),
+            (r.then, 1, r.next_at, r.status),
+            "{}",
+            d.id
+        );
+        assert_eq!(
+            (now.last_attempt_at, now.last_body),
+            (Some(at), r.body.clone())
+        );
+    }
+    let untouched = store.delivery(&lost.id).await.unwrap().unwrap();
+    assert_eq!(
+        (untouched.status, untouched.attempts),
+        (DeliveryStatus::Pending, 0)
+    );
+    let doc = docs_of(&app, "webhook_deliveries")
+        .await
+        .into_iter()
+        .find(|d| d.get_str("_id") == Ok(&lost.id))
+        .unwrap();
+    assert_eq!(doc.get_str("claim"), Ok("other"), "its new holder keeps it");
+    assert!(store.record_attempts("mine", &[]).await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endpoints_deliveries_are_paged_by_id_with_a_status_filter() {
     let app = TestApp::new("webhook_delivery_pages", Layout::PerComment).await;
     let store = app.store().webhooks();
@@ -736,4 +797,91 @@ async fn an_endpoints_deliveries_are_paged_by_id_with_a_status_filter() {
         .await
         .unwrap()
         .is_empty());
+}
+
+/// The seconds the TTL index `name` of `collection` keeps a document.
+async fn kept_for(app: &TestApp, collection: &str, name: &str) -> Option<i64> {
+    let client = mongodb::Client::with_uri_str(server_uri()).await.unwrap();
+    let specs: Vec<Document> = futures::TryStreamExt::try_collect(
+        client
+            .database(&app.database)
+            .run_cursor_command(doc! { "listIndexes": collection })
+            .await
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    let spec = specs.iter().find(|s| s.get_str("name") == Ok(name))?;
+    match spec.get("expireAfterSeconds")? {
+        mongodb::bson::Bson::Int32(n) => Some(i64::from(*n)),
+        mongodb::bson::Bson::Int64(n) => Some(*n),
+        mongodb::bson::Bson::Double(n) => Some(*n as i64),
+        _ => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_and_finished_deliveries_are_kept_for_the_retention_and_pending_ones_until_done() {
+    let app = TestApp::new("webhook_retention", Layout::PerComment).await;
+    let week = 7 * 86_400;
+    assert_eq!(kept_for(&app, "events", "created_ttl").await, Some(week));
+    assert_eq!(
+        kept_for(&app, "webhook_deliveries", "finished_ttl").await,
+        Some(week)
+    );
+    // Started again with another retention: both indexes are changed in place.
+    let mut config = store_config(&app.database, &Settings::new(Layout::PerComment));
+    config.event_retention = Retention(std::time::Duration::from_secs(86_400));
+    Store::connect(&config).await.unwrap();
+    assert_eq!(kept_for(&app, "events", "created_ttl").await, Some(86_400));
+    assert_eq!(
+        kept_for(&app, "webhook_deliveries", "finished_ttl").await,
+        Some(86_400)
+    );
+
+    // Only a finished delivery has the date the TTL index reads; a redelivery removes it.
+    let store = app.store().webhooks();
+    let lease = later(60 * SECOND);
+    let deliveries: Vec<Delivery> = (0..2)
+        .map(|n| delivery(&event_id(n), "ep_one", lease))
+        .collect();
+    store.fan_out(&deliveries, &[], "t").await.unwrap();
+    let done = AttemptRecord {
+        at: Micros::now(),
+        status: Some(204),
+        error: None,
+        body: None,
+        then: DeliveryStatus::Succeeded,
+        next_at: None,
+    };
+    assert!(store
+        .record_attempt(&deliveries[0].id, "t", &done)
+        .await
+        .unwrap());
+    let finished = |id: String| {
+        let app = &app;
+        async move {
+            docs_of(app, "webhook_deliveries")
+                .await
+                .into_iter()
+                .find(|d| d.get_str("_id") == Ok(&id))
+                .and_then(|d| d.get_datetime("finished").ok().copied())
+        }
+    };
+    let date = finished(deliveries[0].id.clone())
+        .await
+        .expect("a finished date");
+    assert_eq!(date.timestamp_millis(), done.at.0 / 1000);
+    assert_eq!(finished(deliveries[1].id.clone()).await, None, "pending");
+    store
+        .redeliver(&deliveries[0].id, Micros::now())
+        .await
+        .unwrap();
+    assert_eq!(
+        finished(deliveries[0].id.clone()).await,
+        None,
+        "pending again"
+    );
+    store.disable_endpoint("ep_one", "gone").await.unwrap();
+    assert!(finished(deliveries[1].id.clone()).await.is_some(), "failed");
 }

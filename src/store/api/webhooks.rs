@@ -55,24 +55,20 @@ pub trait WebhookStore: Send + Sync {
         at: Micros,
     ) -> StoreResult<Option<Endpoint>>;
 
-    /// Claims up to `limit` events whose fan-out is due at `now` (oldest first), until
-    /// `until`, for `token`; returns those claimed.
-    async fn claim_events(
-        &self,
-        now: Micros,
-        until: Micros,
-        token: &str,
-        limit: usize,
-    ) -> StoreResult<Vec<EventRecord>>;
+    /// Up to `limit` events whose fan-out is due at `now` (the longest due first), in id
+    /// order. Reading them claims nothing: two replicas may read the same ones, and the
+    /// deliveries' ids make one of them store each delivery.
+    async fn due_events(&self, now: Micros, limit: usize) -> StoreResult<Vec<EventRecord>>;
 
-    /// Stores `deliveries` (one already stored under an id is kept as it is), then ends the
-    /// fan-out of the events `token` claimed among `events`.
+    /// Stores `deliveries`, claimed by `token` until their `next_at` (one already stored
+    /// under an id is kept as it is), then ends the fan-out of `events`. Returns the ids of
+    /// the deliveries stored now: those `token` holds.
     async fn fan_out(
         &self,
         deliveries: &[Delivery],
         events: &[String],
         token: &str,
-    ) -> StoreResult<()>;
+    ) -> StoreResult<Vec<String>>;
 
     /// The events with these ids (missing ones are left out).
     async fn events(&self, ids: &[String]) -> StoreResult<Vec<EventRecord>>;
@@ -87,14 +83,27 @@ pub trait WebhookStore: Send + Sync {
         limit: usize,
     ) -> StoreResult<Vec<Delivery>>;
 
-    /// Records an attempt of a delivery `token` claimed; `false` when the claim was lost (the
-    /// delivery was claimed again after its lease ended, or redelivered): nothing is written.
+    /// Records attempts of deliveries `token` claimed; returns the ids whose claim held.
+    /// Where a claim was lost (the delivery was claimed again after its lease ended, or
+    /// redelivered), nothing is written.
+    async fn record_attempts(
+        &self,
+        token: &str,
+        attempts: &[(String, AttemptRecord)],
+    ) -> StoreResult<Vec<String>>;
+
+    /// Records one attempt (see [`WebhookStore::record_attempts`]); whether its claim held.
     async fn record_attempt(
         &self,
         id: &str,
         token: &str,
         attempt: &AttemptRecord,
-    ) -> StoreResult<bool>;
+    ) -> StoreResult<bool> {
+        let held = self
+            .record_attempts(token, &[(id.to_owned(), attempt.clone())])
+            .await?;
+        Ok(!held.is_empty())
+    }
 
     /// Makes a delivery pending again, due now (a redelivery: its attempts go on counting);
     /// the delivery as it is now, `None` when there is none.

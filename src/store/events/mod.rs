@@ -10,8 +10,8 @@
 //! date) carries the TTL index that keeps [`Retention`] days.
 //!
 //! `dispatch` (a date, the commit time at first) is there while the event's webhook fan-out is
-//! to do: the fan-out claims it by moving it forward by a lease, and removes it when done, so
-//! its sparse index holds only the events still to fan out.
+//! to do: the fan-out removes it once the event's deliveries are stored, so its sparse index
+//! holds only the events still to fan out.
 
 mod codec;
 
@@ -32,6 +32,7 @@ use crate::domain::slug::MonotonicClock;
 use crate::domain::{Event, EventRecord, EventType, GuestIds, Micros};
 use crate::store::api::EventStore;
 use crate::store::shared::authors::Rewritten;
+use crate::store::shared::connect::ensure_ttl;
 use crate::store::shared::error::{StoreError, StoreResult};
 use crate::store::shared::metrics::{CommandCounter, Counted};
 use crate::store::shared::transactions::{abort, commit, pause};
@@ -78,29 +79,7 @@ impl EventLog {
     /// one is changed in place), the kinds by id for the feed, and the events still to fan out
     /// to webhooks by when that is due (sparse: `dispatch` is removed once they are).
     pub(crate) async fn ensure_indexes(&self, retention: Retention) -> StoreResult<()> {
-        let ttl = IndexModel::builder()
-            .keys(doc! { "created": 1 })
-            .options(
-                IndexOptions::builder()
-                    .name("created_ttl".to_owned())
-                    .expire_after(retention.0)
-                    .build(),
-            )
-            .build();
-        if let Err(err) = self.events.create_index(ttl).await {
-            // Made with another retention: change it in place.
-            let seconds = i64::try_from(retention.0.as_secs()).unwrap_or(i64::MAX);
-            let changed = self
-                .db
-                .run_command(doc! {
-                    "collMod": COLLECTION,
-                    "index": { "name": "created_ttl", "expireAfterSeconds": seconds },
-                })
-                .await;
-            if changed.is_err() {
-                return Err(err.into());
-            }
-        }
+        ensure_ttl(&self.db, COLLECTION, "created_ttl", "created", retention.0).await?;
         self.events
             .create_index(
                 IndexModel::builder()

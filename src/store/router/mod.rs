@@ -141,7 +141,7 @@ impl Store {
         })
         .await?;
         let webhooks = Webhooks::new(&hooks.db, &hooks.commands);
-        webhooks.ensure_indexes().await?;
+        webhooks.ensure_indexes(config.event_retention).await?;
         let cache = ReadCache::new(config.cache_bytes).map(|cache| {
             let cache = Arc::new(cache);
             Cached {

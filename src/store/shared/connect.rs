@@ -136,3 +136,41 @@ pub(crate) fn index_model(name: &str, keys: Document, unique: bool) -> IndexMode
         )
         .build()
 }
+
+/// Makes the TTL index `name` on the date `field` of `collection`, keeping a document `keep`
+/// after that date; an index made with another time is changed in place.
+pub(crate) async fn ensure_ttl(
+    db: &Database,
+    collection: &str,
+    name: &str,
+    field: &str,
+    keep: Duration,
+) -> StoreResult<()> {
+    let ttl = IndexModel::builder()
+        .keys(doc! { field: 1 })
+        .options(
+            IndexOptions::builder()
+                .name(name.to_owned())
+                .expire_after(keep)
+                .build(),
+        )
+        .build();
+    let Err(err) = db
+        .collection::<Document>(collection)
+        .create_index(ttl)
+        .await
+    else {
+        return Ok(());
+    };
+    let seconds = i64::try_from(keep.as_secs()).unwrap_or(i64::MAX);
+    let changed = db
+        .run_command(doc! {
+            "collMod": collection,
+            "index": { "name": name, "expireAfterSeconds": seconds },
+        })
+        .await;
+    match changed {
+        Ok(_) => Ok(()),
+        Err(_) => Err(err.into()),
+    }
+}

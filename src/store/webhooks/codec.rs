@@ -1,6 +1,6 @@
 //! The stored forms of webhook endpoints and deliveries.
 
-use mongodb::bson::{doc, Bson, Document};
+use mongodb::bson::{doc, Bson, DateTime, Document};
 
 use crate::domain::webhooks::{Delivery, DeliveryStatus, Endpoint, SigningSecret};
 use crate::domain::{EventType, Micros};
@@ -120,6 +120,9 @@ pub(super) fn delivery_doc(delivery: &Delivery) -> Document {
     };
     if delivery.status == DeliveryStatus::Pending {
         doc.insert("next_at", delivery.next_at.unwrap_or(delivery.committed).0);
+    } else {
+        // Finished when stored: kept for the retention from now (the TTL index).
+        doc.insert("finished", DateTime::now());
     }
     if let Some(at) = delivery.last_attempt_at {
         doc.insert("last_attempt_at", at.0);

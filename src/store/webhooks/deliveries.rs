@@ -27,7 +27,20 @@ fn as_limit(limit: usize) -> Option<i64> {
     (limit > 0).then(|| i64::try_from(limit).unwrap_or(i64::MAX))
 }
 
-/// A time as the event log's `dispatch` date (milliseconds).
+/// The indexes of the documents a failed `insert_many` did not store.
+fn duplicate_indexes(err: &mongodb::error::Error) -> Vec<usize> {
+    match err.kind.as_ref() {
+        ErrorKind::InsertMany(failure) => failure
+            .write_errors
+            .iter()
+            .flatten()
+            .map(|e| e.index)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A time as a date (milliseconds): the event log's `dispatch`, a delivery's `finished`.
 fn dispatch_date(at: Micros) -> DateTime {
     DateTime::from_millis(at.0 / 1000)
 }
@@ -46,80 +59,103 @@ fn only_duplicates(err: &mongodb::error::Error) -> bool {
     }
 }
 
+/// The write of one attempt: its result, the next due time while pending, one more attempt.
+fn attempt_update(attempt: &AttemptRecord) -> Document {
+    let mut set = doc! {
+        "status": attempt.then.as_str(),
+        "last_attempt_at": attempt.at.0,
+    };
+    let mut unset = doc! { "claim": "" };
+    if attempt.then == DeliveryStatus::Pending {
+        // Pending with no time given: due again at once.
+        set.insert("next_at", attempt.next_at.unwrap_or(attempt.at).0);
+    } else {
+        unset.insert("next_at", "");
+        set.insert("finished", dispatch_date(attempt.at));
+    }
+    let mut last = |key: &str, value: Option<Bson>| match value {
+        Some(value) => set.insert(key, value),
+        None => unset.insert(key, ""),
+    };
+    last(
+        "last_status",
+        attempt.status.map(|s| Bson::Int32(i32::from(s))),
+    );
+    last("last_error", attempt.error.clone().map(Bson::String));
+    last("last_body", attempt.body.clone().map(Bson::String));
+    doc! { "$set": set, "$unset": unset, "$inc": { "attempts": 1_i64 } }
+}
+
 impl Deliveries {
-    /// Claims the events whose fan-out is due: the first `limit` by `dispatch` (a range of
-    /// the sparse index, which holds only the events still to fan out), then those of them
-    /// still due are moved to `until` under `token`, and read back by that token (another
-    /// process may have claimed some in between).
-    pub(super) async fn claim_events(
+    /// The first `limit` events whose fan-out is due at `now`, by `dispatch` (a range of the
+    /// sparse index, which holds only the events still to fan out). Nothing is claimed: the
+    /// deliveries are, when they are stored.
+    pub(super) async fn due_events(
         &self,
         now: Micros,
-        until: Micros,
-        token: &str,
         limit: usize,
     ) -> StoreResult<Vec<EventRecord>> {
         let Some(limit) = as_limit(limit) else {
             return Ok(Vec::new());
         };
-        let due = doc! { "$lte": dispatch_date(now) };
         let found: Vec<Document> = self
             .events
-            .find(doc! { "dispatch": due.clone() })
+            .find(doc! { "dispatch": { "$lte": dispatch_date(now) } })
             .sort(doc! { "dispatch": 1 })
             .limit(limit)
-            .projection(doc! { "_id": 1 })
             .await?
             .try_collect()
             .await?;
-        let ids: Vec<Bson> = found
-            .into_iter()
-            .filter_map(|mut d| d.remove("_id"))
-            .collect();
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.events
-            .update_many(
-                doc! { "_id": { "$in": ids.clone() }, "dispatch": due },
-                doc! { "$set": { "dispatch": dispatch_date(until), "claim": token } },
-            )
-            .await?;
-        let claimed: Vec<Document> = self
-            .events
-            .find(doc! { "_id": { "$in": ids }, "claim": token })
-            .sort(doc! { "_id": 1 })
-            .await?
-            .try_collect()
-            .await?;
-        claimed.iter().map(record_of).collect()
+        let mut events = found
+            .iter()
+            .map(record_of)
+            .collect::<StoreResult<Vec<_>>>()?;
+        events.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(events)
     }
 
-    /// Stores the deliveries (those stored already, by an earlier claim of the same events,
-    /// stay as they are), then ends the fan-out of the `events` that `token` still holds.
+    /// Stores the deliveries claimed by `token` (one stored already, by another replica or
+    /// by an earlier round, stays as it is and is not returned), then ends the fan-out of
+    /// `events`. Returns the ids stored now: `token`'s to attempt.
     pub(super) async fn fan_out(
         &self,
         deliveries: &[Delivery],
         events: &[String],
         token: &str,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<Vec<String>> {
+        let mut stored: Vec<String> = deliveries.iter().map(|d| d.id.clone()).collect();
         if !deliveries.is_empty() {
-            let docs: Vec<Document> = deliveries.iter().map(delivery_doc).collect();
+            let docs: Vec<Document> = deliveries
+                .iter()
+                .map(|d| {
+                    let mut doc = delivery_doc(d);
+                    doc.insert("claim", token);
+                    doc
+                })
+                .collect();
             match self.deliveries.insert_many(docs).ordered(false).await {
                 Ok(_) => {}
-                Err(err) if only_duplicates(&err) => {}
+                Err(err) if only_duplicates(&err) => {
+                    let taken = duplicate_indexes(&err);
+                    stored = stored
+                        .into_iter()
+                        .enumerate()
+                        .filter(|(i, _)| !taken.contains(i))
+                        .map(|(_, id)| id)
+                        .collect();
+                }
                 Err(err) => return Err(err.into()),
             }
         }
-        if events.is_empty() {
-            return Ok(());
+        if !events.is_empty() {
+            self.events
+                .update_many(
+                    doc! { "_id": { "$in": events } },
+                    doc! { "$unset": { "dispatch": "" } },
+                )
+                .await?;
         }
-        self.events
-            .update_many(
-                doc! { "_id": { "$in": events }, "claim": token },
-                doc! { "$unset": { "dispatch": "", "claim": "" } },
-            )
-            .await?;
-        Ok(())
+        Ok(stored)
     }
 
     /// The events with these ids, in id order.
@@ -182,43 +218,54 @@ impl Deliveries {
         claimed.iter().map(delivery_of).collect()
     }
 
-    /// Records an attempt under `token`'s claim; whether the claim still held (else nothing
-    /// is written).
-    pub(super) async fn record_attempt(
+    /// Records attempts under `token`'s claims; the ids whose claim still held (the others
+    /// are left as they are). Attempts whose writes are the same (the usual run of 2xx with
+    /// one answer, recorded at one time) go in one update.
+    pub(super) async fn record_attempts(
         &self,
-        id: &str,
         token: &str,
-        attempt: &AttemptRecord,
-    ) -> StoreResult<bool> {
-        let mut set = doc! {
-            "status": attempt.then.as_str(),
-            "last_attempt_at": attempt.at.0,
-        };
-        let mut unset = doc! { "claim": "" };
-        if attempt.then == DeliveryStatus::Pending {
-            // Pending with no time given: due again at once.
-            set.insert("next_at", attempt.next_at.unwrap_or(attempt.at).0);
-        } else {
-            unset.insert("next_at", "");
+        attempts: &[(String, AttemptRecord)],
+    ) -> StoreResult<Vec<String>> {
+        let mut groups: Vec<(Document, Vec<&str>)> = Vec::new();
+        for (id, attempt) in attempts {
+            let update = attempt_update(attempt);
+            match groups.iter_mut().find(|(u, _)| *u == update) {
+                Some((_, ids)) => ids.push(id),
+                None => groups.push((update, vec![id])),
+            }
         }
-        let mut last = |key: &str, value: Option<Bson>| match value {
-            Some(value) => set.insert(key, value),
-            None => unset.insert(key, ""),
-        };
-        last(
-            "last_status",
-            attempt.status.map(|s| Bson::Int32(i32::from(s))),
-        );
-        last("last_error", attempt.error.clone().map(Bson::String));
-        last("last_body", attempt.body.clone().map(Bson::String));
-        let written = self
-            .deliveries
-            .update_one(
-                doc! { "_id": id, "claim": token, "status": PENDING },
-                doc! { "$set": set, "$unset": unset, "$inc": { "attempts": 1_i64 } },
-            )
-            .await?;
-        Ok(written.matched_count == 1)
+        let mut held = Vec::new();
+        for (mut update, ids) in groups {
+            // Marks this write, to tell which were written when some claims were lost.
+            let mark = format!("{:016x}", rand::random::<u64>());
+            if let Ok(set) = update.get_document_mut("$set") {
+                set.insert("recorded", &mark);
+            }
+            let written = self
+                .deliveries
+                .update_many(
+                    doc! { "_id": { "$in": &ids }, "claim": token, "status": PENDING },
+                    update,
+                )
+                .await?;
+            if written.matched_count == ids.len() as u64 {
+                held.extend(ids.into_iter().map(str::to_owned));
+                continue;
+            }
+            let written: Vec<Document> = self
+                .deliveries
+                .find(doc! { "_id": { "$in": &ids }, "recorded": &mark })
+                .projection(doc! { "_id": 1 })
+                .await?
+                .try_collect()
+                .await?;
+            held.extend(
+                written
+                    .iter()
+                    .filter_map(|d| d.get_str("_id").ok().map(str::to_owned)),
+            );
+        }
+        Ok(held)
     }
 
     /// Makes the delivery pending again, due at `now`, unclaimed (its attempts go on).
@@ -229,7 +276,7 @@ impl Deliveries {
                 doc! { "_id": id },
                 doc! {
                     "$set": { "status": PENDING, "next_at": now.0 },
-                    "$unset": { "claim": "" },
+                    "$unset": { "claim": "", "finished": "" },
                 },
             )
             .return_document(ReturnDocument::After)
@@ -287,7 +334,10 @@ impl Deliveries {
             .update_many(
                 doc! { "endpoint": endpoint, "status": PENDING },
                 doc! {
-                    "$set": { "status": DeliveryStatus::Failed.as_str() },
+                    "$set": {
+                        "status": DeliveryStatus::Failed.as_str(),
+                        "finished": DateTime::now(),
+                    },
                     "$unset": { "next_at": "", "claim": "" },
                 },
             )

@@ -24,7 +24,8 @@ use crate::domain::webhooks::{
 };
 use crate::domain::{EventRecord, Micros};
 use crate::store::api::WebhookStore;
-use crate::store::shared::connect::index_model;
+use crate::store::events::Retention;
+use crate::store::shared::connect::{ensure_ttl, index_model};
 use crate::store::shared::error::{StoreError, StoreResult};
 use crate::store::shared::metrics::{CommandCounter, Counted};
 use codec::{endpoint_doc, endpoint_of, kinds_bson, rotated, secrets_bson};
@@ -35,6 +36,7 @@ const ROTATIONS: usize = 5;
 
 /// Webhook endpoints and their deliveries.
 pub(crate) struct Webhooks {
+    db: Database,
     endpoints: Counted<Document>,
     deliveries: Deliveries,
 }
@@ -47,6 +49,7 @@ impl Webhooks {
 
     pub(crate) fn new(db: &Database, commands: &CommandCounter) -> Self {
         Self {
+            db: db.clone(),
             endpoints: Counted::new(db, Self::ENDPOINTS, commands),
             deliveries: Deliveries {
                 deliveries: Counted::new(db, Self::DELIVERIES, commands),
@@ -56,8 +59,17 @@ impl Webhooks {
     }
 
     /// The deliveries' indexes: the pending ones by when they are due (the claims, and the
-    /// count), and each endpoint's by id (its pages). Endpoints are read by `_id`, or all.
-    pub(crate) async fn ensure_indexes(&self) -> StoreResult<()> {
+    /// count), each endpoint's by id (its pages), and the TTL index that keeps a finished one
+    /// (succeeded or failed) as long as events are kept. Endpoints are read by `_id`, or all.
+    pub(crate) async fn ensure_indexes(&self, retention: Retention) -> StoreResult<()> {
+        ensure_ttl(
+            &self.db,
+            Self::DELIVERIES,
+            "finished_ttl",
+            "finished",
+            retention.0,
+        )
+        .await?;
         self.deliveries
             .deliveries
             .create_indexes([
@@ -224,14 +236,8 @@ impl WebhookStore for Webhooks {
         }
     }
 
-    async fn claim_events(
-        &self,
-        now: Micros,
-        until: Micros,
-        token: &str,
-        limit: usize,
-    ) -> StoreResult<Vec<EventRecord>> {
-        self.deliveries.claim_events(now, until, token, limit).await
+    async fn due_events(&self, now: Micros, limit: usize) -> StoreResult<Vec<EventRecord>> {
+        self.deliveries.due_events(now, limit).await
     }
 
     async fn fan_out(
@@ -239,7 +245,7 @@ impl WebhookStore for Webhooks {
         deliveries: &[Delivery],
         events: &[String],
         token: &str,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<Vec<String>> {
         self.deliveries.fan_out(deliveries, events, token).await
     }
 
@@ -257,13 +263,12 @@ impl WebhookStore for Webhooks {
         self.deliveries.claim(now, until, token, limit).await
     }
 
-    async fn record_attempt(
+    async fn record_attempts(
         &self,
-        id: &str,
         token: &str,
-        attempt: &AttemptRecord,
-    ) -> StoreResult<bool> {
-        self.deliveries.record_attempt(id, token, attempt).await
+        attempts: &[(String, AttemptRecord)],
+    ) -> StoreResult<Vec<String>> {
+        self.deliveries.record_attempts(token, attempts).await
     }
 
     async fn redeliver(&self, id: &str, now: Micros) -> StoreResult<Option<Delivery>> {
