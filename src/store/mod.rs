@@ -22,7 +22,8 @@ pub use api::{
     Announced, ChangeFeed, ChangeKind, Claim, CommentChange, CommentStore, Decide, DiscussionStore,
     DynStorage, EventStore, Health, HeldStore, ImportStore, KeyedGuests, ModerationStore,
     MoveStore, MoveTiming, Moved, NameStore, PostStore, Posted, QueueEntry, Ranked, RankedOf,
-    RankedPage, Report, ServerStore, Step, Storage, VoteStore, Waiting, Watched, WebhookStore,
+    RankedPage, Report, ServerStore, Step, Storage, StoredEvent, VoteStore, Waiting, Watched,
+    WebhookStore,
 };
 pub use discussions::Discussions;
 pub use events::Retention;

@@ -10,7 +10,7 @@ use serde_json::json;
 use threadql::domain::webhooks::{
     AttemptRecord, Delivery, DeliveryStatus, Endpoint, EndpointPatch, SigningSecret,
 };
-use threadql::domain::{EventType, Layout, Micros};
+use threadql::domain::{EventRecord, EventType, Layout, Micros};
 use threadql::store::{Retention, Storage, Store};
 
 use crate::support::{server_uri, store_config, Settings, TestApp};
@@ -389,7 +389,22 @@ async fn each_delivery_is_stored_once_by_one_of_the_replicas_fanning_out_its_eve
 
     // The events due, in id order; none before they commit; a limit takes the longest due.
     let now = later(SECOND);
-    let records = store.due_events(now, 10).await.unwrap();
+    let due = store.due_events(now, 10).await.unwrap();
+    // A posted comment's event says where the comment is stored (per comment: its document).
+    let comments = docs_of(&app, "comments").await;
+    for event in &due[1..] {
+        let home = event.home.as_ref().expect("a posted comment's home");
+        let at_home = comments
+            .iter()
+            .find(|c| c.get("_id") == Some(home))
+            .unwrap();
+        assert_eq!(
+            at_home.get_str("slug").ok(),
+            event.record.slug.as_ref().map(|s| s.as_str())
+        );
+    }
+    assert_eq!(due[0].home, None, "a discussion's event has no comment");
+    let records: Vec<EventRecord> = due.iter().map(|e| e.record.clone()).collect();
     let order: Vec<&str> = records.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(order, events, "all of them, in id order");
     let kinds: Vec<EventType> = records.iter().map(|e| e.kind).collect();
@@ -402,7 +417,7 @@ async fn each_delivery_is_stored_once_by_one_of_the_replicas_fanning_out_its_eve
         .await
         .unwrap()
         .into_iter()
-        .map(|e| e.id)
+        .map(|e| e.record.id)
         .collect();
     assert_eq!(first, events[..4], "the longest due");
 
@@ -479,11 +494,63 @@ async fn each_delivery_is_stored_once_by_one_of_the_replicas_fanning_out_its_eve
     asked.push(events[0].clone());
     let found = store.events(&asked).await.unwrap();
     assert_eq!(
-        found.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
+        found
+            .iter()
+            .map(|e| e.record.id.as_str())
+            .collect::<Vec<_>>(),
         [events[0].as_str(), events[2].as_str()]
     );
-    assert_eq!(found[0], records[0]);
+    assert_eq!(found[0], due[0]);
     assert!(store.events(&[]).await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_posted_comments_event_names_the_page_or_document_it_is_stored_in() {
+    for (layout, collection) in [
+        (Layout::Bucketed, Some("comment_pages")),
+        (Layout::PerComment, Some("comments")),
+        (Layout::Embedded, None),
+    ] {
+        let app = TestApp::new("webhook_homes", layout).await;
+        let ada = app.token("ada", "Ada");
+        let d = app.ok_as(Some(&ada), CREATE, json!({ "t": "Homes" })).await["createDiscussion"]
+            ["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        for n in 0..3 {
+            let text = format!("post {n}");
+            app.ok_as(Some(&ada), POST, json!({ "d": d, "t": text }))
+                .await;
+        }
+        let due = app
+            .store()
+            .webhooks()
+            .due_events(later(SECOND), 10)
+            .await
+            .unwrap();
+        assert_eq!(due.len(), 4, "{layout:?}");
+        let Some(collection) = collection else {
+            assert!(
+                due.iter().all(|e| e.home.is_none()),
+                "one document: no home"
+            );
+            continue;
+        };
+        let docs = docs_of(&app, collection).await;
+        for event in &due[1..] {
+            let home = event.home.as_ref().expect("a home");
+            let doc = docs.iter().find(|d| d.get("_id") == Some(home)).unwrap();
+            let slug = event.record.slug.as_ref().unwrap().as_str();
+            let holds = match doc.get_array("comments") {
+                Ok(comments) => comments
+                    .iter()
+                    .any(|c| c.as_document().unwrap().get_str("slug") == Ok(slug)),
+                Err(_) => doc.get_str("slug") == Ok(slug),
+            };
+            assert!(holds, "{layout:?}: {slug} at {home}");
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -799,8 +866,8 @@ async fn an_endpoints_deliveries_are_paged_by_id_with_a_status_filter() {
         .is_empty());
 }
 
-/// The seconds the TTL index `name` of `collection` keeps a document.
-async fn kept_for(app: &TestApp, collection: &str, name: &str) -> Option<i64> {
+/// The index `name` of `collection`, as the database lists it.
+async fn index_spec(app: &TestApp, collection: &str, name: &str) -> Option<Document> {
     let client = mongodb::Client::with_uri_str(server_uri()).await.unwrap();
     let specs: Vec<Document> = futures::TryStreamExt::try_collect(
         client
@@ -811,7 +878,12 @@ async fn kept_for(app: &TestApp, collection: &str, name: &str) -> Option<i64> {
     )
     .await
     .unwrap();
-    let spec = specs.iter().find(|s| s.get_str("name") == Ok(name))?;
+    specs.into_iter().find(|s| s.get_str("name") == Ok(name))
+}
+
+/// The seconds the TTL index `name` of `collection` keeps a document.
+async fn kept_for(app: &TestApp, collection: &str, name: &str) -> Option<i64> {
+    let spec = index_spec(app, collection, name).await?;
     match spec.get("expireAfterSeconds")? {
         mongodb::bson::Bson::Int32(n) => Some(i64::from(*n)),
         mongodb::bson::Bson::Int64(n) => Some(*n),
@@ -828,6 +900,15 @@ async fn events_and_finished_deliveries_are_kept_for_the_retention_and_pending_o
     assert_eq!(
         kept_for(&app, "webhook_deliveries", "finished_ttl").await,
         Some(week)
+    );
+    // Only deliveries that have the field are in the TTL and due-time indexes.
+    for name in ["finished_ttl", "due"] {
+        let spec = index_spec(&app, "webhook_deliveries", name).await.unwrap();
+        assert_eq!(spec.get_bool("sparse"), Ok(true), "{name}: {spec}");
+    }
+    assert_eq!(
+        index_spec(&app, "webhook_deliveries", "status_next_at").await,
+        None
     );
     // Started again with another retention: both indexes are changed in place.
     let mut config = store_config(&app.database, &Settings::new(Layout::PerComment));

@@ -33,4 +33,4 @@ pub use posting::{Announced, Decide, PostStore, Posted};
 pub use server::{KeyedGuests, ServerStore};
 pub use storage::{DynStorage, Storage};
 pub use votes::{Ranked, RankedOf, RankedPage, VoteStore};
-pub use webhooks::WebhookStore;
+pub use webhooks::{StoredEvent, WebhookStore};

@@ -1,12 +1,24 @@
 //! `WebhookStore`: webhook endpoints, the fan-out of events to them, and their deliveries.
 
 use async_trait::async_trait;
+use mongodb::bson::Bson;
 
 use crate::domain::webhooks::{
     AttemptRecord, Delivery, DeliveryStatus, Endpoint, EndpointPatch, SigningSecret,
 };
 use crate::domain::{EventRecord, Micros};
 use crate::store::shared::error::StoreResult;
+
+/// An event as its deliveries read it: the record, and where its comment was stored when it
+/// committed (its layout's home, see [`crate::store::api::Layout::home_of`]; `None` when the
+/// layout did not say), so that a body reads the comment there rather than by slug.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    /// The event.
+    pub record: EventRecord,
+    /// Its comment's home.
+    pub home: Option<Bson>,
+}
 
 /// Webhook endpoints (`webhook_endpoints`), the events still to fan out (`events` with a
 /// `dispatch` time) and the deliveries (`webhook_deliveries`). Claims are leases: a claim
@@ -58,7 +70,7 @@ pub trait WebhookStore: Send + Sync {
     /// Up to `limit` events whose fan-out is due at `now` (the longest due first), in id
     /// order. Reading them claims nothing: two replicas may read the same ones, and the
     /// deliveries' ids make one of them store each delivery.
-    async fn due_events(&self, now: Micros, limit: usize) -> StoreResult<Vec<EventRecord>>;
+    async fn due_events(&self, now: Micros, limit: usize) -> StoreResult<Vec<StoredEvent>>;
 
     /// Stores `deliveries`, claimed by `token` until their `next_at` (one already stored
     /// under an id is kept as it is), then ends the fan-out of `events`. Returns the ids of
@@ -71,7 +83,7 @@ pub trait WebhookStore: Send + Sync {
     ) -> StoreResult<Vec<String>>;
 
     /// The events with these ids (missing ones are left out).
-    async fn events(&self, ids: &[String]) -> StoreResult<Vec<EventRecord>>;
+    async fn events(&self, ids: &[String]) -> StoreResult<Vec<StoredEvent>>;
 
     /// Claims up to `limit` pending deliveries due at `now` (soonest first), until `until`, for
     /// `token`; returns those claimed.

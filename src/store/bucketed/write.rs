@@ -17,7 +17,9 @@ use mongodb::ClientSession;
 use super::known::Location;
 use super::push::{below_kept, Counted, Located, PostState, Pushed};
 use super::shapes::SEALED;
-use super::shapes::{block_of, comments_of, order_key, page_filter, BLOCK_KEYS, PAGE_BLOCKS};
+use super::shapes::{
+    block_of, comments_of, order_key, page_filter, page_id, BLOCK_KEYS, PAGE_BLOCKS,
+};
 use super::threads::pages_with;
 use super::Bucketed;
 use crate::domain::{Comment, Discussion, DiscussionId, Micros, Placement, Slug, SlugPart};
@@ -190,6 +192,14 @@ impl PostSteps for Bucketed {
 
     /// The write target this process learned while the post waited (the post ahead may have
     /// moved the discussion to a new page), so that the post does not pay for a refused push.
+    /// A keyed page's id follows from its number: the page the post was pushed to.
+    fn home(&self, discussion: &Discussion, state: &PostState) -> Option<Bson> {
+        let target = &state.target;
+        target
+            .keyed
+            .then(|| Bson::String(page_id(&discussion.id, target.page)))
+    }
+
     fn after_turn(&self, discussion: &Discussion, state: &mut PostState) {
         if let Some(known) = self.targets.get(discussion) {
             if known.page > state.target.page {

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::TryStreamExt;
-use mongodb::bson::{doc, Document};
+use mongodb::bson::{doc, Bson, Document};
 use mongodb::error::TRANSIENT_TRANSACTION_ERROR;
 use mongodb::options::IndexOptions;
 use mongodb::{Client, ClientSession, Database, IndexModel};
@@ -32,7 +32,7 @@ use crate::domain::slug::MonotonicClock;
 use crate::domain::{Event, EventRecord, EventType, GuestIds, Micros};
 use crate::store::api::EventStore;
 use crate::store::shared::authors::Rewritten;
-use crate::store::shared::connect::ensure_ttl;
+use crate::store::shared::connect::{ensure_ttl, Ttl};
 use crate::store::shared::error::{StoreError, StoreResult};
 use crate::store::shared::metrics::{CommandCounter, Counted};
 use crate::store::shared::transactions::{abort, commit, pause};
@@ -79,7 +79,13 @@ impl EventLog {
     /// one is changed in place), the kinds by id for the feed, and the events still to fan out
     /// to webhooks by when that is due (sparse: `dispatch` is removed once they are).
     pub(crate) async fn ensure_indexes(&self, retention: Retention) -> StoreResult<()> {
-        ensure_ttl(&self.db, COLLECTION, "created_ttl", "created", retention.0).await?;
+        let ttl = Ttl {
+            name: "created_ttl",
+            field: "created",
+            keep: retention.0,
+            sparse: false,
+        };
+        ensure_ttl(&self.db, COLLECTION, &ttl).await?;
         self.events
             .create_index(
                 IndexModel::builder()
@@ -162,14 +168,30 @@ impl EventLog {
         session: &mut ClientSession,
         events: &[Event],
     ) -> StoreResult<()> {
+        self.append_homed(session, events, &[]).await
+    }
+
+    /// [`Self::append`], with where each event's comment is stored (its layout's home, by
+    /// position; none past the end): a webhook delivery reads it there.
+    pub(crate) async fn append_homed(
+        &self,
+        session: &mut ClientSession,
+        events: &[Event],
+        homes: &[Option<Bson>],
+    ) -> StoreResult<()> {
         if events.is_empty() {
             return Ok(());
         }
         let docs: Vec<Document> = events
             .iter()
-            .map(|event| {
+            .enumerate()
+            .map(|(i, event)| {
                 let at = self.clock.now();
-                codec::event_doc(&event.record(new_id(at), at))
+                let mut doc = codec::event_doc(&event.record(new_id(at), at));
+                if let Some(Some(home)) = homes.get(i) {
+                    doc.insert("home", home.clone());
+                }
+                doc
             })
             .collect();
         self.events.insert_many(docs).session(session).await?;

@@ -1,7 +1,7 @@
 //! Posting: the per-comment steps of the post skeleton (numbering, thread and subtree counts).
 
 use async_trait::async_trait;
-use mongodb::bson::{doc, Document};
+use mongodb::bson::{doc, Bson, Document};
 use mongodb::ClientSession;
 
 use super::subtree::{self};
@@ -20,6 +20,8 @@ pub(crate) struct PostState {
     floor: Option<Micros>,
     thread: Option<i64>,
     threads: i64,
+    /// The stored comment's document id.
+    home: Option<Bson>,
 }
 
 impl PerComment {
@@ -69,6 +71,7 @@ impl PostSteps for PerComment {
             floor: None,
             thread: None,
             threads: i64::try_from(discussion.thread_count).unwrap_or(i64::MAX),
+            home: None,
         };
         let Some(slug) = parent else {
             return Ok((None, state));
@@ -107,6 +110,10 @@ impl PostSteps for PerComment {
         state.floor
     }
 
+    fn home(&self, _discussion: &Discussion, state: &PostState) -> Option<Bson> {
+        state.home.clone()
+    }
+
     /// In a sequenced discussion: number the comment (refused when another post came in with a
     /// later time: learn that time and try again after it), then insert it; otherwise insert it.
     async fn attempt(
@@ -142,7 +149,10 @@ impl PostSteps for PerComment {
             }
         }
         match self.coll.insert_one(stored).session(session).await {
-            Ok(_) => Ok(Attempt::Stored),
+            Ok(inserted) => {
+                state.home = Some(inserted.inserted_id);
+                Ok(Attempt::Stored)
+            }
             Err(err) if is_duplicate_key(&err) => Ok(Attempt::Retry),
             Err(err) => Err(err.into()),
         }

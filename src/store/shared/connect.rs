@@ -137,36 +137,39 @@ pub(crate) fn index_model(name: &str, keys: Document, unique: bool) -> IndexMode
         .build()
 }
 
-/// Makes the TTL index `name` on the date `field` of `collection`, keeping a document `keep`
-/// after that date; an index made with another time is changed in place.
-pub(crate) async fn ensure_ttl(
-    db: &Database,
-    collection: &str,
-    name: &str,
-    field: &str,
-    keep: Duration,
-) -> StoreResult<()> {
-    let ttl = IndexModel::builder()
-        .keys(doc! { field: 1 })
+/// A TTL index: `name`, on the date `field`, keeping a document `keep` after that date,
+/// sparse when only some documents have the field.
+pub(crate) struct Ttl<'a> {
+    pub name: &'a str,
+    pub field: &'a str,
+    pub keep: Duration,
+    pub sparse: bool,
+}
+
+/// Makes the TTL index `ttl` on `collection`; one made with another time is changed in place.
+pub(crate) async fn ensure_ttl(db: &Database, collection: &str, ttl: &Ttl<'_>) -> StoreResult<()> {
+    let index = IndexModel::builder()
+        .keys(doc! { ttl.field: 1 })
         .options(
             IndexOptions::builder()
-                .name(name.to_owned())
-                .expire_after(keep)
+                .name(ttl.name.to_owned())
+                .expire_after(ttl.keep)
+                .sparse(ttl.sparse.then_some(true))
                 .build(),
         )
         .build();
     let Err(err) = db
         .collection::<Document>(collection)
-        .create_index(ttl)
+        .create_index(index)
         .await
     else {
         return Ok(());
     };
-    let seconds = i64::try_from(keep.as_secs()).unwrap_or(i64::MAX);
+    let seconds = i64::try_from(ttl.keep.as_secs()).unwrap_or(i64::MAX);
     let changed = db
         .run_command(doc! {
             "collMod": collection,
-            "index": { "name": name, "expireAfterSeconds": seconds },
+            "index": { "name": ttl.name, "expireAfterSeconds": seconds },
         })
         .await;
     match changed {

@@ -8,7 +8,8 @@ use mongodb::options::ReturnDocument;
 
 use super::codec::{delivery_doc, delivery_of};
 use crate::domain::webhooks::{AttemptRecord, Delivery, DeliveryStatus};
-use crate::domain::{EventRecord, Micros};
+use crate::domain::Micros;
+use crate::store::api::StoredEvent;
 use crate::store::events::record_of;
 use crate::store::shared::error::StoreResult;
 use crate::store::shared::metrics::Counted;
@@ -38,6 +39,14 @@ fn duplicate_indexes(err: &mongodb::error::Error) -> Vec<usize> {
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// The event stored as `doc`, with its comment's home.
+fn stored_event_of(doc: &Document) -> StoreResult<StoredEvent> {
+    Ok(StoredEvent {
+        record: record_of(doc)?,
+        home: doc.get("home").cloned(),
+    })
 }
 
 /// A time as a date (milliseconds): the event log's `dispatch`, a delivery's `finished`.
@@ -94,7 +103,7 @@ impl Deliveries {
         &self,
         now: Micros,
         limit: usize,
-    ) -> StoreResult<Vec<EventRecord>> {
+    ) -> StoreResult<Vec<StoredEvent>> {
         let Some(limit) = as_limit(limit) else {
             return Ok(Vec::new());
         };
@@ -108,9 +117,9 @@ impl Deliveries {
             .await?;
         let mut events = found
             .iter()
-            .map(record_of)
+            .map(stored_event_of)
             .collect::<StoreResult<Vec<_>>>()?;
-        events.sort_by(|a, b| a.id.cmp(&b.id));
+        events.sort_by(|a, b| a.record.id.cmp(&b.record.id));
         Ok(events)
     }
 
@@ -159,7 +168,7 @@ impl Deliveries {
     }
 
     /// The events with these ids, in id order.
-    pub(super) async fn events(&self, ids: &[String]) -> StoreResult<Vec<EventRecord>> {
+    pub(super) async fn events(&self, ids: &[String]) -> StoreResult<Vec<StoredEvent>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -170,7 +179,7 @@ impl Deliveries {
             .await?
             .try_collect()
             .await?;
-        docs.iter().map(record_of).collect()
+        docs.iter().map(stored_event_of).collect()
     }
 
     /// Claims the pending deliveries due at `now`, soonest first: the first `limit` of the
@@ -189,7 +198,7 @@ impl Deliveries {
         };
         let due: Vec<Document> = self
             .deliveries
-            .find(doc! { "status": PENDING, "next_at": { "$lte": now.0 } })
+            .find(doc! { "next_at": { "$lte": now.0 } })
             .sort(doc! { "next_at": 1 })
             .limit(limit)
             .projection(doc! { "_id": 1, "next_at": 1 })
@@ -319,11 +328,11 @@ impl Deliveries {
         docs.iter().map(delivery_of).collect()
     }
 
-    /// How many deliveries are pending.
+    /// How many deliveries are pending (those with a due time: a range of its sparse index).
     pub(super) async fn pending(&self) -> StoreResult<u64> {
         Ok(self
             .deliveries
-            .count_documents(doc! { "status": PENDING })
+            .count_documents(doc! { "next_at": { "$gte": i64::MIN } })
             .await?)
     }
 

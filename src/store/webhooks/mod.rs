@@ -16,16 +16,16 @@ mod deliveries;
 use async_trait::async_trait;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
-use mongodb::options::ReturnDocument;
-use mongodb::Database;
+use mongodb::options::{IndexOptions, ReturnDocument};
+use mongodb::{Database, IndexModel};
 
 use crate::domain::webhooks::{
     AttemptRecord, Delivery, DeliveryStatus, Endpoint, EndpointPatch, SigningSecret,
 };
-use crate::domain::{EventRecord, Micros};
-use crate::store::api::WebhookStore;
+use crate::domain::Micros;
+use crate::store::api::{StoredEvent, WebhookStore};
 use crate::store::events::Retention;
-use crate::store::shared::connect::{ensure_ttl, index_model};
+use crate::store::shared::connect::{ensure_ttl, index_model, Ttl};
 use crate::store::shared::error::{StoreError, StoreResult};
 use crate::store::shared::metrics::{CommandCounter, Counted};
 use codec::{endpoint_doc, endpoint_of, kinds_bson, rotated, secrets_bson};
@@ -58,25 +58,37 @@ impl Webhooks {
         }
     }
 
-    /// The deliveries' indexes: the pending ones by when they are due (the claims, and the
+    /// The deliveries' indexes, sparse where only some deliveries have the field (fewer keys
+    /// to write per attempt): the pending ones by when they are due (`due`: the claims, and the
     /// count), each endpoint's by id (its pages), and the TTL index that keeps a finished one
     /// (succeeded or failed) as long as events are kept. Endpoints are read by `_id`, or all.
     pub(crate) async fn ensure_indexes(&self, retention: Retention) -> StoreResult<()> {
-        ensure_ttl(
-            &self.db,
-            Self::DELIVERIES,
-            "finished_ttl",
-            "finished",
-            retention.0,
-        )
-        .await?;
-        self.deliveries
-            .deliveries
+        let ttl = Ttl {
+            name: "finished_ttl",
+            field: "finished",
+            keep: retention.0,
+            sparse: true,
+        };
+        ensure_ttl(&self.db, Self::DELIVERIES, &ttl).await?;
+        let due = IndexModel::builder()
+            .keys(doc! { "next_at": 1 })
+            .options(
+                IndexOptions::builder()
+                    .name("due".to_owned())
+                    .sparse(true)
+                    .build(),
+            )
+            .build();
+        let deliveries = &self.deliveries.deliveries;
+        deliveries
             .create_indexes([
-                index_model("status_next_at", doc! { "status": 1, "next_at": 1 }, false),
+                due,
                 index_model("endpoint_id", doc! { "endpoint": 1, "_id": 1 }, false),
             ])
             .await?;
+        // Before the sparse `due`, pending deliveries were found by (status, next_at).
+        let raw = self.db.collection::<Document>(Self::DELIVERIES);
+        let _ = raw.drop_index("status_next_at").await;
         Ok(())
     }
 
@@ -236,7 +248,7 @@ impl WebhookStore for Webhooks {
         }
     }
 
-    async fn due_events(&self, now: Micros, limit: usize) -> StoreResult<Vec<EventRecord>> {
+    async fn due_events(&self, now: Micros, limit: usize) -> StoreResult<Vec<StoredEvent>> {
         self.deliveries.due_events(now, limit).await
     }
 
@@ -249,7 +261,7 @@ impl WebhookStore for Webhooks {
         self.deliveries.fan_out(deliveries, events, token).await
     }
 
-    async fn events(&self, ids: &[String]) -> StoreResult<Vec<EventRecord>> {
+    async fn events(&self, ids: &[String]) -> StoreResult<Vec<StoredEvent>> {
         self.deliveries.events(ids).await
     }
 

@@ -7,6 +7,7 @@ pub(crate) use change::revise;
 pub(crate) use post::{post, Waiting};
 
 use async_trait::async_trait;
+use mongodb::bson::Bson;
 use mongodb::ClientSession;
 
 use crate::domain::{Comment, Discussion, FullSlug, Micros, Slug, SlugPart};
@@ -73,6 +74,13 @@ pub(crate) trait PostSteps: Send + Sync {
     /// Brings what `prepare` read up to date with what this process learned while the post
     /// waited for its turn (without a database command).
     fn after_turn(&self, _discussion: &Discussion, _state: &mut Self::State) {}
+
+    /// Where a stored post's comment is (see [`crate::store::api::Layout::home_of`]), kept
+    /// with its event so that its webhook deliveries read it there; `None` when the layout
+    /// has no such thing or does not know it.
+    fn home(&self, _discussion: &Discussion, _state: &Self::State) -> Option<Bson> {
+        None
+    }
 
     /// Tries to store every comment of `group` (one comment unless the layout groups posts),
     /// setting each one's outcome; a layout may store some and not others (those try again).

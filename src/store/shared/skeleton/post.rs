@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use mongodb::bson::Bson;
 use mongodb::error::TRANSIENT_TRANSACTION_ERROR;
 use mongodb::ClientSession;
 use tokio::sync::oneshot;
@@ -98,13 +99,16 @@ async fn try_once<S: PostSteps>(
         steps.attempt_group(discussion, group, session).await?;
         if group.iter().any(|t| t.outcome == Attempt::Stored) {
             steps.count_group(discussion, group, session).await?;
-            let events: Vec<Event> = group
+            let (events, homes): (Vec<Event>, Vec<Option<Bson>>) = group
                 .iter()
                 .zip(announced)
                 .filter(|(t, _)| t.outcome == Attempt::Stored)
-                .filter_map(|(t, announce)| announce.as_ref().map(|a| a.event(t.comment)))
-                .collect();
-            log.append(session, &events).await?;
+                .filter_map(|(t, announce)| {
+                    let event = announce.as_ref()?.event(t.comment);
+                    Some((event, steps.home(discussion, t.state)))
+                })
+                .unzip();
+            log.append_homed(session, &events, &homes).await?;
             if transaction {
                 commit(session, commands).await?;
             }
