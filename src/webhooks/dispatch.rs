@@ -7,7 +7,7 @@
 //! leaves the delivery to another (or to itself after a restart) once the lease has run out,
 //! with the same `webhook-id`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -120,32 +120,53 @@ impl Dispatcher {
         }
     }
 
-    /// One round; whether it found work. The events due are fanned out to deliveries this
-    /// round claims as it stores them, the deliveries due again (retries, redeliveries, lost
-    /// leases) are claimed, all are attempted at once (at most `concurrency` per endpoint),
-    /// and their results are recorded together.
+    /// One round; whether it should run again at once (it took all it could). It claims the
+    /// events due (and takes over a round whose holder died), makes one delivery per endpoint
+    /// that wants each, claims the deliveries due again (retries, redeliveries), attempts
+    /// them all at once (at most `concurrency` per endpoint, holding its claims while that
+    /// lasts), then stores the first attempts (one insert each) and records the others.
     async fn round(&self) -> StoreResult<bool> {
         let hooks = self.storage.webhooks();
         let now = Micros::now();
         let token = self.claim_token();
         let until = self.lease_end(now);
-        let events = hooks.due_events(now, FAN_OUT).await?;
+        let mut events = hooks.claim_events(now, until, &token, FAN_OUT).await?;
+        let claimed_all = events.len() >= FAN_OUT;
+        let taken = hooks.take_round(now, until, &token).await?;
+        let holding = !events.is_empty() || taken.is_some();
         // Read after the events: an endpoint created before an event committed is seen.
         let endpoints = hooks.endpoints().await?;
-        let mut claimed = self
-            .fan_out(&events, &endpoints, &token, now, until)
-            .await?;
+        let mut fresh = new_deliveries(&events, &endpoints);
+        if let Some(taken) = taken {
+            // Of a dead holder's round, what it did not store.
+            let owed = new_deliveries(&taken, &endpoints);
+            let ids: Vec<String> = owed.iter().map(|d| d.id.clone()).collect();
+            let stored = hooks.stored_deliveries(&ids).await?;
+            fresh.extend(owed.into_iter().filter(|d| !stored.contains(&d.id)));
+            events.extend(taken);
+        }
+        let first = self.wait_before(1).unwrap_or_default();
+        if holding && first > 0 {
+            // Not due yet: stored pending, for a later claim.
+            for delivery in &mut fresh {
+                delivery.next_at = Some(Micros(now.0 + first));
+            }
+            hooks.finish_round(&fresh, &token).await?;
+            fresh.clear();
+        }
         let again = hooks.claim_deliveries(now, until, &token, ATTEMPTS).await?;
-        let full = events.len() >= FAN_OUT || again.len() >= ATTEMPTS;
-        claimed.extend(again);
-        if claimed.is_empty() {
+        let full = claimed_all || again.len() >= ATTEMPTS;
+        if fresh.is_empty() && again.is_empty() {
+            if holding && first == 0 {
+                hooks.finish_round(&[], &token).await?;
+            }
             return Ok(full);
         }
         let mut records: HashMap<String, StoredEvent> = events
             .into_iter()
             .map(|e| (e.record.id.clone(), e))
             .collect();
-        let mut missing: Vec<String> = claimed
+        let mut missing: Vec<String> = again
             .iter()
             .filter(|d| !records.contains_key(&d.event))
             .map(|d| d.event.clone())
@@ -162,7 +183,7 @@ impl Dispatcher {
         let bodies = payload::bodies(self.storage.as_ref(), records.values()).await?;
         let endpoints: HashMap<&str, &Endpoint> =
             endpoints.iter().map(|e| (e.id.as_str(), e)).collect();
-        let attempts = claimed.iter().map(|delivery| {
+        let attempts = fresh.iter().chain(&again).map(|delivery| {
             let event = records.get(&delivery.event).map(|e| &e.record);
             let body = bodies.get(&delivery.event);
             self.attempt(
@@ -171,55 +192,54 @@ impl Dispatcher {
                 event.zip(body),
             )
         });
-        let attempted = join_all(attempts).await;
-        self.record(&token, &claimed, attempted, &endpoints).await?;
+        let claimed: Vec<String> = again.iter().map(|d| d.id.clone()).collect();
+        let mut attempted = self.holding(&token, &claimed, join_all(attempts)).await;
+        let retried = attempted.split_off(fresh.len());
+        let at = Micros::now();
+        let done: Vec<Delivery> = fresh
+            .iter()
+            .zip(&attempted)
+            .map(|(delivery, a)| a.applied_to(delivery, at))
+            .collect();
+        let stored = hooks.finish_round(&done, &token).await?;
+        let writes: Vec<(String, AttemptRecord)> = again
+            .iter()
+            .zip(&retried)
+            .map(|(delivery, a)| (delivery.id.clone(), a.record(at)))
+            .collect();
+        let recorded = hooks.record_attempts(&token, &writes).await?;
+        let held: HashSet<&str> = stored.iter().chain(&recorded).map(String::as_str).collect();
+        let results: Vec<(&Delivery, &Attempted)> = fresh
+            .iter()
+            .zip(&attempted)
+            .chain(again.iter().zip(&retried))
+            .collect();
+        self.after_attempts(&results, &held, &endpoints, at).await?;
         Ok(full)
     }
 
-    /// Stores one delivery per endpoint that wants each event (an endpoint gets the events
-    /// committed from its creation on), claimed by `token` until `until` when the first
-    /// attempt is due at once; returns those to attempt now.
-    async fn fan_out(
+    /// Runs `attempts`, holding this round's claims (its rounds and the deliveries `claimed`)
+    /// every third of the lease while they last, so that a slow endpoint never lets another
+    /// replica take them over mid-attempt.
+    async fn holding<T>(
         &self,
-        events: &[StoredEvent],
-        endpoints: &[Endpoint],
         token: &str,
-        now: Micros,
-        until: Micros,
-    ) -> StoreResult<Vec<Delivery>> {
-        if events.is_empty() {
-            return Ok(Vec::new());
+        claimed: &[String],
+        attempts: impl std::future::Future<Output = T>,
+    ) -> T {
+        let every = (self.rules.lease / 3).max(Duration::from_millis(100));
+        tokio::pin!(attempts);
+        loop {
+            tokio::select! {
+                done = &mut attempts => return done,
+                _ = tokio::time::sleep(every) => {
+                    let until = self.lease_end(Micros::now());
+                    if let Err(err) = self.storage.webhooks().renew(token, claimed, until).await {
+                        tracing::warn!(%err, "a webhook round could not hold its claims");
+                    }
+                }
+            }
         }
-        let first = self.wait_before(1).unwrap_or_default();
-        let due = if first > 0 {
-            Micros(now.0 + first)
-        } else {
-            until
-        };
-        let deliveries: Vec<Delivery> = events
-            .iter()
-            .map(|e| &e.record)
-            .flat_map(|event| {
-                endpoints
-                    .iter()
-                    .filter(|e| e.enabled && e.wants(event.kind) && e.created <= event.at)
-                    .map(move |endpoint| new_delivery(event, endpoint, due))
-            })
-            .collect();
-        let ids: Vec<String> = events.iter().map(|e| e.record.id.clone()).collect();
-        let stored = self
-            .storage
-            .webhooks()
-            .fan_out(&deliveries, &ids, token)
-            .await?;
-        if first > 0 {
-            return Ok(Vec::new());
-        }
-        let stored: std::collections::HashSet<String> = stored.into_iter().collect();
-        Ok(deliveries
-            .into_iter()
-            .filter(|d| stored.contains(&d.id))
-            .collect())
     }
 
     /// One attempt of `delivery` (claimed by this process): what it came to, not yet recorded.
@@ -276,42 +296,21 @@ impl Dispatcher {
         }
     }
 
-    /// Records the round's attempts (one write for a run of the same result), then counts
-    /// those whose claim held, and disables the endpoints that answered 410 or have failed
-    /// for too long. An endpoint's failing streak is written only when it changes.
-    async fn record(
+    /// Counts the attempts whose claim held (`held`), and disables the endpoints that
+    /// answered 410 or have failed for too long. An endpoint's failing streak is written only
+    /// when it changes.
+    async fn after_attempts(
         &self,
-        token: &str,
-        claimed: &[Delivery],
-        attempted: Vec<Attempted>,
+        results: &[(&Delivery, &Attempted)],
+        held: &HashSet<&str>,
         endpoints: &HashMap<&str, &Endpoint>,
+        at: Micros,
     ) -> StoreResult<()> {
         let hooks = self.storage.webhooks();
-        let at = Micros::now();
-        let writes: Vec<(String, AttemptRecord)> = claimed
-            .iter()
-            .zip(&attempted)
-            .map(|(delivery, a)| {
-                let record = AttemptRecord {
-                    at,
-                    status: a.status,
-                    error: a.error.clone(),
-                    body: a.body.clone(),
-                    then: a.then,
-                    next_at: a.next_at,
-                };
-                (delivery.id.clone(), record)
-            })
-            .collect();
-        let held: std::collections::HashSet<String> = hooks
-            .record_attempts(token, &writes)
-            .await?
-            .into_iter()
-            .collect();
         // Per endpoint: whether an attempt succeeded, and whether one was answered 410.
         let mut outcomes: HashMap<&str, (bool, bool)> = HashMap::new();
-        for (delivery, a) in claimed.iter().zip(&attempted) {
-            if !held.contains(&delivery.id) {
+        for (delivery, a) in results {
+            if !held.contains(delivery.id.as_str()) {
                 tracing::info!(delivery = %delivery.id, "a webhook attempt outlived its claim: another replica has it");
                 continue;
             }
@@ -401,6 +400,49 @@ struct Attempted {
     tally: Tally,
     /// When the answer came (for the lag).
     answered: Micros,
+}
+
+impl Attempted {
+    /// The record of this attempt, written at `at`.
+    fn record(&self, at: Micros) -> AttemptRecord {
+        AttemptRecord {
+            at,
+            status: self.status,
+            error: self.error.clone(),
+            body: self.body.clone(),
+            then: self.then,
+            next_at: self.next_at,
+        }
+    }
+
+    /// `delivery` after this attempt, written at `at`.
+    fn applied_to(&self, delivery: &Delivery, at: Micros) -> Delivery {
+        Delivery {
+            status: self.then,
+            attempts: delivery.attempts + 1,
+            next_at: self.next_at,
+            last_attempt_at: Some(at),
+            last_status: self.status,
+            last_error: self.error.clone(),
+            last_body: self.body.clone(),
+            ..delivery.clone()
+        }
+    }
+}
+
+/// One delivery per endpoint that wants each event (an endpoint gets the events committed from
+/// its creation on), not yet attempted.
+fn new_deliveries(events: &[StoredEvent], endpoints: &[Endpoint]) -> Vec<Delivery> {
+    events
+        .iter()
+        .map(|e| &e.record)
+        .flat_map(|event| {
+            endpoints
+                .iter()
+                .filter(|e| e.enabled && e.wants(event.kind) && e.created <= event.at)
+                .map(move |endpoint| new_delivery(event, endpoint, event.at))
+        })
+        .collect()
 }
 
 /// The first delivery of `event` to `endpoint`, due at `due`.

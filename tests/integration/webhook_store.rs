@@ -11,7 +11,7 @@ use threadql::domain::webhooks::{
     AttemptRecord, Delivery, DeliveryStatus, Endpoint, EndpointPatch, SigningSecret,
 };
 use threadql::domain::{EventRecord, EventType, Layout, Micros};
-use threadql::store::{Retention, Storage, Store};
+use threadql::store::{Retention, Storage, Store, WebhookStore};
 
 use crate::support::{server_uri, store_config, Settings, TestApp};
 
@@ -271,7 +271,7 @@ async fn endpoints_are_created_listed_updated_rotated_disabled_and_deleted() {
         delivery(&event_id(2), "ep_first", due),
         delivery(&event_id(1), "ep_second", due),
     ];
-    store.fan_out(&deliveries, &[], "t").await.unwrap();
+    store.finish_round(&deliveries, "t").await.unwrap();
     let claimed = store
         .claim_deliveries(later(SECOND), later(60 * SECOND), "holder", 1)
         .await
@@ -373,7 +373,7 @@ async fn endpoints_are_created_listed_updated_rotated_disabled_and_deleted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_delivery_is_stored_once_by_one_of_the_replicas_fanning_out_its_event() {
+async fn each_event_is_claimed_by_one_round_and_a_dead_rounds_events_are_taken_over() {
     let app = with_events("webhook_fan_out", 5).await;
     let store = app.store().webhooks();
     let committed = docs_of(&app, "events").await;
@@ -386,108 +386,121 @@ async fn each_delivery_is_stored_once_by_one_of_the_replicas_fanning_out_its_eve
         .iter()
         .map(|e| e.get_str("_id").unwrap().to_owned())
         .collect();
-
-    // The events due, in id order; none before they commit; a limit takes the longest due.
-    let now = later(SECOND);
-    let due = store.due_events(now, 10).await.unwrap();
-    // A posted comment's event says where the comment is stored (per comment: its document).
-    let comments = docs_of(&app, "comments").await;
-    for event in &due[1..] {
-        let home = event.home.as_ref().expect("a posted comment's home");
-        let at_home = comments
-            .iter()
-            .find(|c| c.get("_id") == Some(home))
-            .unwrap();
-        assert_eq!(
-            at_home.get_str("slug").ok(),
-            event.record.slug.as_ref().map(|s| s.as_str())
-        );
-    }
-    assert_eq!(due[0].home, None, "a discussion's event has no comment");
-    let records: Vec<EventRecord> = due.iter().map(|e| e.record.clone()).collect();
-    let order: Vec<&str> = records.iter().map(|e| e.id.as_str()).collect();
-    assert_eq!(order, events, "all of them, in id order");
-    let kinds: Vec<EventType> = records.iter().map(|e| e.kind).collect();
-    assert_eq!(kinds[0], EventType::DiscussionCreated);
-    assert!(kinds[1..].iter().all(|k| *k == EventType::CommentPosted));
-    assert!(store.due_events(Micros(0), 10).await.unwrap().is_empty());
-    assert!(store.due_events(now, 0).await.unwrap().is_empty());
-    let first: Vec<String> = store
-        .due_events(now, 4)
+    let (now, lease) = (later(SECOND), later(60 * SECOND));
+    assert!(store
+        .claim_events(Micros(0), lease, "early", 10)
         .await
         .unwrap()
-        .into_iter()
-        .map(|e| e.record.id)
-        .collect();
-    assert_eq!(first, events[..4], "the longest due");
-
-    // Three replicas fan out the same events at once: each delivery is stored by one of
-    // them, claimed by it, and only that one is told to attempt it.
-    let deliveries: Vec<Delivery> = records
-        .iter()
-        .map(|e| Delivery {
-            committed: e.at,
-            kind: e.kind,
-            ..delivery(&e.id, "ep_one", later(60 * SECOND))
-        })
-        .collect();
-    let (a, b, c) = tokio::join!(
-        store.fan_out(&deliveries, &events, "a"),
-        store.fan_out(&deliveries, &events, "b"),
-        store.fan_out(&deliveries, &events, "c"),
-    );
-    let won: Vec<(&str, BTreeSet<String>)> = vec![
-        ("a", a.unwrap().into_iter().collect()),
-        ("b", b.unwrap().into_iter().collect()),
-        ("c", c.unwrap().into_iter().collect()),
-    ];
-    let mut all = BTreeSet::new();
-    for (token, ids) in &won {
-        assert!(
-            ids.iter().all(|id| all.insert(id.clone())),
-            "one store each"
-        );
-        for id in ids {
-            let doc = docs_of(&app, "webhook_deliveries")
-                .await
-                .into_iter()
-                .find(|d| d.get_str("_id") == Ok(id))
-                .unwrap();
-            assert_eq!(doc.get_str("claim"), Ok(*token), "claimed by its storer");
-        }
-    }
-    assert_eq!(all, ids(&deliveries, |d| &d.id));
-    assert!(
-        store.due_events(now, 10).await.unwrap().is_empty(),
-        "fanned out: out of the index of events to fan out"
-    );
-
-    // Fanned out again (after a crash between the two writes): each delivery stays as first
-    // stored, and only a new one is the caller's.
-    let mut changed = deliveries.clone();
-    changed[0].attempts = 7;
-    changed.push(delivery(&event_id(99), "ep_one", Micros::now()));
-    let stored = store.fan_out(&changed, &events, "g").await.unwrap();
-    assert_eq!(stored, [changed[6].id.clone()]);
-    let kept = store
-        .deliveries_of("ep_one", None, None, 100)
+        .is_empty());
+    assert!(store
+        .claim_events(now, lease, "none", 0)
         .await
-        .unwrap();
-    assert_eq!(kept.len(), 7);
-    for d in &deliveries {
-        assert_eq!(
-            kept.iter().find(|k| k.id == d.id),
-            Some(d),
-            "stored as first given"
+        .unwrap()
+        .is_empty());
+    assert!(
+        docs_of(&app, "webhook_rounds").await.is_empty(),
+        "no round for nothing"
+    );
+
+    // Three replicas claim at once: each event goes to one round, and each round names what
+    // it took; a limit takes the longest due first.
+    let (a, b, c) = tokio::join!(
+        store.claim_events(now, lease, "a", 4),
+        store.claim_events(now, lease, "b", 4),
+        store.claim_events(now, lease, "c", 4),
+    );
+    let mut taken: BTreeSet<String> = BTreeSet::new();
+    let rounds = docs_of(&app, "webhook_rounds").await;
+    for (token, claimed) in [("a", a.unwrap()), ("b", b.unwrap()), ("c", c.unwrap())] {
+        let ids: Vec<String> = claimed.iter().map(|e| e.record.id.clone()).collect();
+        let mut sorted = ids.clone();
+        sorted.sort();
+        assert_eq!(ids, sorted, "in id order");
+        assert!(
+            ids.iter().all(|id| taken.insert(id.clone())),
+            "one round each"
         );
+        let named: Vec<String> = rounds
+            .iter()
+            .find(|r| r.get_str("_id") == Ok(token))
+            .map(|r| {
+                let events = r.get_array("events").unwrap();
+                events
+                    .iter()
+                    .map(|e| e.as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(named, ids, "round {token} names what it took");
     }
+    let rest = store.claim_events(now, lease, "d", 10).await.unwrap();
+    taken.extend(rest.iter().map(|e| e.record.id.clone()));
+    assert_eq!(taken, events.iter().cloned().collect::<BTreeSet<_>>());
+    assert!(store
+        .claim_events(now, lease, "e", 10)
+        .await
+        .unwrap()
+        .is_empty());
     assert!(
         docs_of(&app, "events")
             .await
             .iter()
             .all(|e| e.get("dispatch").is_none()),
-        "no event is due any more"
+        "claimed: out of the index of events to fan out"
     );
+
+    // A round held is not taken over; one whose lease ended is, whole (its holder died).
+    assert_eq!(store.take_round(now, lease, "x").await.unwrap(), None);
+    store.renew("d", &[], later(600 * SECOND)).await.unwrap();
+    let (after, heirs_lease) = (later(61 * SECOND), later(900 * SECOND));
+    let mut inherited: BTreeSet<String> = BTreeSet::new();
+    while let Some(over) = store.take_round(after, heirs_lease, "heir").await.unwrap() {
+        assert!(over.iter().all(|e| inherited.insert(e.record.id.clone())));
+    }
+    let of_abc: BTreeSet<String> = taken
+        .iter()
+        .filter(|id| !rest.iter().any(|e| &e.record.id == *id))
+        .cloned()
+        .collect();
+    assert_eq!(inherited, of_abc, "the rounds of a, b and c; d still holds");
+    let rounds = docs_of(&app, "webhook_rounds").await;
+    assert!(rounds
+        .iter()
+        .all(|r| r.get_str("holder") == Ok("heir") || r.get_str("_id") == Ok("d")));
+
+    // What the dead holders stored is known, and the heir stores the rest: each delivery
+    // stays as first stored, and finishing ends the heir's rounds.
+    let record = committed_record(store, &inherited).await;
+    let first = Delivery {
+        committed: record.at,
+        kind: record.kind,
+        ..delivery(&record.id, "ep_one", Micros::now())
+    };
+    let stored = store
+        .finish_round(std::slice::from_ref(&first), "a")
+        .await
+        .unwrap();
+    assert_eq!(stored, std::slice::from_ref(&first.id));
+    let ids = vec![first.id.clone(), Delivery::id_of(&record.id, "ep_none")];
+    let found = store.stored_deliveries(&ids).await.unwrap();
+    assert_eq!(found, std::slice::from_ref(&first.id));
+    assert!(store.stored_deliveries(&[]).await.unwrap().is_empty());
+    let mut again = first.clone();
+    again.attempts = 7;
+    let second = delivery(&event_id(99), "ep_one", Micros::now());
+    let stored = store
+        .finish_round(&[again, second.clone()], "heir")
+        .await
+        .unwrap();
+    assert_eq!(stored, std::slice::from_ref(&second.id));
+    assert_eq!(store.delivery(&first.id).await.unwrap(), Some(first));
+    let left: Vec<String> = docs_of(&app, "webhook_rounds")
+        .await
+        .iter()
+        .map(|r| r.get_str("_id").unwrap().to_owned())
+        .collect();
+    let held = if rest.is_empty() { vec![] } else { vec!["d"] };
+    assert_eq!(left, held, "a finished round is removed");
 
     // Events by id, missing ones left out.
     let mut asked = vec![events[2].clone(), "0000000000000000missing0".to_owned()];
@@ -500,7 +513,9 @@ async fn each_delivery_is_stored_once_by_one_of_the_replicas_fanning_out_its_eve
             .collect::<Vec<_>>(),
         [events[0].as_str(), events[2].as_str()]
     );
+    let due = store.events(&events[..1]).await.unwrap();
     assert_eq!(found[0], due[0]);
+    assert_eq!(found[0].record.kind, EventType::DiscussionCreated);
     assert!(store.events(&[]).await.unwrap().is_empty());
 }
 
@@ -526,7 +541,7 @@ async fn a_posted_comments_event_names_the_page_or_document_it_is_stored_in() {
         let due = app
             .store()
             .webhooks()
-            .due_events(later(SECOND), 10)
+            .claim_events(later(SECOND), later(60 * SECOND), "t", 10)
             .await
             .unwrap();
         assert_eq!(due.len(), 4, "{layout:?}");
@@ -564,7 +579,7 @@ async fn a_delivery_has_one_holder_and_only_the_holder_records_an_attempt() {
     let not_yet = delivery(&event_id(50), "ep_one", later(3_600 * SECOND));
     let mut all = deliveries.clone();
     all.push(not_yet.clone());
-    store.fan_out(&all, &[], "t").await.unwrap();
+    store.finish_round(&all, "t").await.unwrap();
     assert_eq!(store.pending().await.unwrap(), 21);
 
     // Claims at once never share a delivery; between them they take every due one.
@@ -708,10 +723,15 @@ async fn a_rounds_attempts_are_recorded_together_and_a_lost_claim_is_left_as_it_
     let store = app.store().webhooks();
     let lease = later(60 * SECOND);
     let deliveries: Vec<Delivery> = (0..6)
-        .map(|n| delivery(&event_id(n), "ep_one", lease))
+        .map(|n| delivery(&event_id(n), "ep_one", later(-SECOND)))
         .collect();
-    let mine = store.fan_out(&deliveries, &[], "mine").await.unwrap();
-    assert_eq!(mine.len(), 6, "stored now: all the storer's");
+    let stored = store.finish_round(&deliveries, "t").await.unwrap();
+    assert_eq!(stored.len(), 6);
+    let mine = store
+        .claim_deliveries(Micros::now(), lease, "mine", 10)
+        .await
+        .unwrap();
+    assert_eq!(mine.len(), 6);
     // One lease runs out (here: a redelivery) and another replica takes that delivery.
     let lost = &deliveries[5];
     store.redeliver(&lost.id, Micros::now()).await.unwrap();
@@ -794,7 +814,7 @@ async fn an_endpoints_deliveries_are_paged_by_id_with_a_status_filter() {
     }
     // Stored in another order than their ids.
     all.reverse();
-    store.fan_out(&all, &[], "t").await.unwrap();
+    store.finish_round(&all, "t").await.unwrap();
     assert_eq!(store.pending().await.unwrap(), 7);
 
     let mut seen = Vec::new();
@@ -866,6 +886,12 @@ async fn an_endpoints_deliveries_are_paged_by_id_with_a_status_filter() {
         .is_empty());
 }
 
+/// The record of one of the events `ids`, read from the log.
+async fn committed_record(store: &dyn WebhookStore, ids: &BTreeSet<String>) -> EventRecord {
+    let ids: Vec<String> = ids.iter().cloned().collect();
+    store.events(&ids).await.unwrap().remove(0).record
+}
+
 /// The index `name` of `collection`, as the database lists it.
 async fn index_spec(app: &TestApp, collection: &str, name: &str) -> Option<Document> {
     let client = mongodb::Client::with_uri_str(server_uri()).await.unwrap();
@@ -924,9 +950,14 @@ async fn events_and_finished_deliveries_are_kept_for_the_retention_and_pending_o
     let store = app.store().webhooks();
     let lease = later(60 * SECOND);
     let deliveries: Vec<Delivery> = (0..2)
-        .map(|n| delivery(&event_id(n), "ep_one", lease))
+        .map(|n| delivery(&event_id(n), "ep_one", later(-SECOND)))
         .collect();
-    store.fan_out(&deliveries, &[], "t").await.unwrap();
+    store.finish_round(&deliveries, "x").await.unwrap();
+    let claimed = store
+        .claim_deliveries(Micros::now(), lease, "t", 10)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 2);
     let done = AttemptRecord {
         at: Micros::now(),
         status: Some(204),

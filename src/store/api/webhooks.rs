@@ -21,7 +21,8 @@ pub struct StoredEvent {
 }
 
 /// Webhook endpoints (`webhook_endpoints`), the events still to fan out (`events` with a
-/// `dispatch` time) and the deliveries (`webhook_deliveries`). Claims are leases: a claim
+/// `dispatch` time), the rounds fanning them out (`webhook_rounds`) and the deliveries
+/// (`webhook_deliveries`). Claims are leases: a claim
 /// moves a time forward by the lease and names its `token`, and only the holder of a claim
 /// writes its result, so a replica that dies leaves its work to another once the lease ends.
 #[async_trait]
@@ -67,20 +68,38 @@ pub trait WebhookStore: Send + Sync {
         at: Micros,
     ) -> StoreResult<Option<Endpoint>>;
 
-    /// Up to `limit` events whose fan-out is due at `now` (the longest due first), in id
-    /// order. Reading them claims nothing: two replicas may read the same ones, and the
-    /// deliveries' ids make one of them store each delivery.
-    async fn due_events(&self, now: Micros, limit: usize) -> StoreResult<Vec<StoredEvent>>;
-
-    /// Stores `deliveries`, claimed by `token` until their `next_at` (one already stored
-    /// under an id is kept as it is), then ends the fan-out of `events`. Returns the ids of
-    /// the deliveries stored now: those `token` holds.
-    async fn fan_out(
+    /// Claims up to `limit` events whose fan-out is due at `now` (the longest due first) for
+    /// the round `token`, held until `until`; returns them in id order. Of two replicas
+    /// claiming at once, one gets each event. The round holds until [`Self::finish_round`].
+    async fn claim_events(
         &self,
-        deliveries: &[Delivery],
-        events: &[String],
+        now: Micros,
+        until: Micros,
         token: &str,
-    ) -> StoreResult<Vec<String>>;
+        limit: usize,
+    ) -> StoreResult<Vec<StoredEvent>>;
+
+    /// Takes over one round whose hold ended at `now` (its holder died), for `holder` until
+    /// `until`; returns its events (`None` when there is no such round). Which of their
+    /// deliveries were stored, [`Self::stored_deliveries`] says.
+    async fn take_round(
+        &self,
+        now: Micros,
+        until: Micros,
+        holder: &str,
+    ) -> StoreResult<Option<Vec<StoredEvent>>>;
+
+    /// Which of the deliveries `ids` are stored.
+    async fn stored_deliveries(&self, ids: &[String]) -> StoreResult<Vec<String>>;
+
+    /// Holds `holder`'s rounds, and the deliveries `claimed` it claimed, until `until` (a
+    /// round whose attempts outlast the lease).
+    async fn renew(&self, holder: &str, claimed: &[String], until: Micros) -> StoreResult<()>;
+
+    /// Stores `deliveries` (first attempts, with their results; one stored already keeps what
+    /// it has), then ends `holder`'s rounds; returns the ids stored now.
+    async fn finish_round(&self, deliveries: &[Delivery], holder: &str)
+        -> StoreResult<Vec<String>>;
 
     /// The events with these ids (missing ones are left out).
     async fn events(&self, ids: &[String]) -> StoreResult<Vec<StoredEvent>>;

@@ -76,7 +76,7 @@ pub const SHARD_KEYS: [ShardKey; 9] = [
 /// The collections left unsharded, each with the reason: small, and read and written by `_id`
 /// alone, or read across every discussion (so every command goes to the one shard that holds
 /// the collection).
-pub const UNSHARDED: [(&str, &str); 11] = [
+pub const UNSHARDED: [(&str, &str); 12] = [
     (
         crate::store::events::COLLECTION,
         "the event log: one small document per change, kept for days, read in ranges of `_id` \
@@ -123,7 +123,12 @@ pub const UNSHARDED: [(&str, &str); 11] = [
     (
         Webhooks::DELIVERIES,
         "one document per event and webhook endpoint, read across every discussion: the due \
-         ones in ranges of (status, time), an endpoint's in ranges of (endpoint, `_id`)",
+         ones in ranges of their due time, an endpoint's in ranges of (endpoint, `_id`)",
+    ),
+    (
+        Webhooks::ROUNDS,
+        "one small document per round of the webhook fan-out still attempting, read by `_id`, \
+         holder and lease end",
     ),
 ];
 

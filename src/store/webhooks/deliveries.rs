@@ -1,35 +1,31 @@
-//! The fan-out of events to deliveries (claimed on the event log's `dispatch` time), and the
-//! deliveries' own claims, attempts and reads.
+//! The deliveries' claims (of those due again), attempts and reads.
 
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, DateTime, Document};
 use mongodb::error::ErrorKind;
 use mongodb::options::ReturnDocument;
 
-use super::codec::{delivery_doc, delivery_of};
+use super::codec::delivery_of;
 use crate::domain::webhooks::{AttemptRecord, Delivery, DeliveryStatus};
 use crate::domain::Micros;
-use crate::store::api::StoredEvent;
-use crate::store::events::record_of;
 use crate::store::shared::error::StoreResult;
 use crate::store::shared::metrics::Counted;
 
 /// The stored name of pending deliveries.
 const PENDING: &str = "pending";
 
-/// The deliveries, and the event log they are made from.
+/// The deliveries.
 pub(super) struct Deliveries {
     pub(super) deliveries: Counted<Document>,
-    pub(super) events: Counted<Document>,
 }
 
 /// `limit` as the driver takes it (`None` for 0, which the server would read as no limit).
-fn as_limit(limit: usize) -> Option<i64> {
+pub(super) fn as_limit(limit: usize) -> Option<i64> {
     (limit > 0).then(|| i64::try_from(limit).unwrap_or(i64::MAX))
 }
 
 /// The indexes of the documents a failed `insert_many` did not store.
-fn duplicate_indexes(err: &mongodb::error::Error) -> Vec<usize> {
+pub(super) fn duplicate_indexes(err: &mongodb::error::Error) -> Vec<usize> {
     match err.kind.as_ref() {
         ErrorKind::InsertMany(failure) => failure
             .write_errors
@@ -41,21 +37,13 @@ fn duplicate_indexes(err: &mongodb::error::Error) -> Vec<usize> {
     }
 }
 
-/// The event stored as `doc`, with its comment's home.
-fn stored_event_of(doc: &Document) -> StoreResult<StoredEvent> {
-    Ok(StoredEvent {
-        record: record_of(doc)?,
-        home: doc.get("home").cloned(),
-    })
-}
-
 /// A time as a date (milliseconds): the event log's `dispatch`, a delivery's `finished`.
-fn dispatch_date(at: Micros) -> DateTime {
+pub(super) fn dispatch_date(at: Micros) -> DateTime {
     DateTime::from_millis(at.0 / 1000)
 }
 
 /// Whether a failed `insert_many` failed only on ids stored already.
-fn only_duplicates(err: &mongodb::error::Error) -> bool {
+pub(super) fn only_duplicates(err: &mongodb::error::Error) -> bool {
     match err.kind.as_ref() {
         ErrorKind::InsertMany(failure) => {
             failure.write_concern_error.is_none()
@@ -96,92 +84,6 @@ fn attempt_update(attempt: &AttemptRecord) -> Document {
 }
 
 impl Deliveries {
-    /// The first `limit` events whose fan-out is due at `now`, by `dispatch` (a range of the
-    /// sparse index, which holds only the events still to fan out). Nothing is claimed: the
-    /// deliveries are, when they are stored.
-    pub(super) async fn due_events(
-        &self,
-        now: Micros,
-        limit: usize,
-    ) -> StoreResult<Vec<StoredEvent>> {
-        let Some(limit) = as_limit(limit) else {
-            return Ok(Vec::new());
-        };
-        let found: Vec<Document> = self
-            .events
-            .find(doc! { "dispatch": { "$lte": dispatch_date(now) } })
-            .sort(doc! { "dispatch": 1 })
-            .limit(limit)
-            .await?
-            .try_collect()
-            .await?;
-        let mut events = found
-            .iter()
-            .map(stored_event_of)
-            .collect::<StoreResult<Vec<_>>>()?;
-        events.sort_by(|a, b| a.record.id.cmp(&b.record.id));
-        Ok(events)
-    }
-
-    /// Stores the deliveries claimed by `token` (one stored already, by another replica or
-    /// by an earlier round, stays as it is and is not returned), then ends the fan-out of
-    /// `events`. Returns the ids stored now: `token`'s to attempt.
-    pub(super) async fn fan_out(
-        &self,
-        deliveries: &[Delivery],
-        events: &[String],
-        token: &str,
-    ) -> StoreResult<Vec<String>> {
-        let mut stored: Vec<String> = deliveries.iter().map(|d| d.id.clone()).collect();
-        if !deliveries.is_empty() {
-            let docs: Vec<Document> = deliveries
-                .iter()
-                .map(|d| {
-                    let mut doc = delivery_doc(d);
-                    doc.insert("claim", token);
-                    doc
-                })
-                .collect();
-            match self.deliveries.insert_many(docs).ordered(false).await {
-                Ok(_) => {}
-                Err(err) if only_duplicates(&err) => {
-                    let taken = duplicate_indexes(&err);
-                    stored = stored
-                        .into_iter()
-                        .enumerate()
-                        .filter(|(i, _)| !taken.contains(i))
-                        .map(|(_, id)| id)
-                        .collect();
-                }
-                Err(err) => return Err(err.into()),
-            }
-        }
-        if !events.is_empty() {
-            self.events
-                .update_many(
-                    doc! { "_id": { "$in": events } },
-                    doc! { "$unset": { "dispatch": "" } },
-                )
-                .await?;
-        }
-        Ok(stored)
-    }
-
-    /// The events with these ids, in id order.
-    pub(super) async fn events(&self, ids: &[String]) -> StoreResult<Vec<StoredEvent>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let docs: Vec<Document> = self
-            .events
-            .find(doc! { "_id": { "$in": ids } })
-            .sort(doc! { "_id": 1 })
-            .await?
-            .try_collect()
-            .await?;
-        docs.iter().map(stored_event_of).collect()
-    }
-
     /// Claims the pending deliveries due at `now`, soonest first: the first `limit` of the
     /// (status, time) range are moved to `until` under `token` in one update, on condition that
     /// they are still due (another process may win some), then read back: three commands
@@ -275,6 +177,25 @@ impl Deliveries {
             );
         }
         Ok(held)
+    }
+
+    /// Holds the deliveries `ids` that `token` claimed until `until`.
+    pub(super) async fn renew(
+        &self,
+        ids: &[String],
+        token: &str,
+        until: Micros,
+    ) -> StoreResult<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.deliveries
+            .update_many(
+                doc! { "_id": { "$in": ids }, "claim": token, "status": PENDING },
+                doc! { "$set": { "next_at": until.0 } },
+            )
+            .await?;
+        Ok(())
     }
 
     /// Makes the delivery pending again, due at `now`, unclaimed (its attempts go on).

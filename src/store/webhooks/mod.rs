@@ -1,4 +1,4 @@
-//! Webhooks' collections, both unsharded (see `shard::UNSHARDED`):
+//! Webhooks' collections, all unsharded (see `shard::UNSHARDED`):
 //!
 //! * `webhook_endpoints`: one document per endpoint, `_id` its id; its kinds by name (null for
 //!   every kind), its signing secrets as `[{secret, until}]`, newest first. A rotation reads
@@ -8,10 +8,13 @@
 //!   while it is pending; a claim moves it forward by a lease and names the claim's token,
 //!   which the attempt's write must still find.
 //!
-//! The fan-out claims the events of the event log by their `dispatch` time the same way.
+//! * `webhook_rounds` (`rounds.rs`): one document per round of the fan-out still attempting,
+//!   `_id` its token: the events it claimed from the event log (by their `dispatch` time), its
+//!   holder and until when it holds.
 
 mod codec;
 mod deliveries;
+mod rounds;
 
 use async_trait::async_trait;
 use futures::TryStreamExt;
@@ -30,6 +33,7 @@ use crate::store::shared::error::{StoreError, StoreResult};
 use crate::store::shared::metrics::{CommandCounter, Counted};
 use codec::{endpoint_doc, endpoint_of, kinds_bson, rotated, secrets_bson};
 use deliveries::Deliveries;
+use rounds::Rounds;
 
 /// Times a rotation reads the secrets again after another change of them won the race.
 const ROTATIONS: usize = 5;
@@ -39,6 +43,7 @@ pub(crate) struct Webhooks {
     db: Database,
     endpoints: Counted<Document>,
     deliveries: Deliveries,
+    rounds: Rounds,
 }
 
 impl Webhooks {
@@ -46,6 +51,8 @@ impl Webhooks {
     pub(crate) const ENDPOINTS: &str = "webhook_endpoints";
     /// The collection of deliveries.
     pub(crate) const DELIVERIES: &str = "webhook_deliveries";
+    /// The collection of the fan-out's rounds.
+    pub(crate) const ROUNDS: &str = "webhook_rounds";
 
     pub(crate) fn new(db: &Database, commands: &CommandCounter) -> Self {
         Self {
@@ -53,7 +60,11 @@ impl Webhooks {
             endpoints: Counted::new(db, Self::ENDPOINTS, commands),
             deliveries: Deliveries {
                 deliveries: Counted::new(db, Self::DELIVERIES, commands),
+            },
+            rounds: Rounds {
+                rounds: Counted::new(db, Self::ROUNDS, commands),
                 events: Counted::new(db, crate::store::events::COLLECTION, commands),
+                deliveries: Counted::new(db, Self::DELIVERIES, commands),
             },
         }
     }
@@ -84,6 +95,13 @@ impl Webhooks {
             .create_indexes([
                 due,
                 index_model("endpoint_id", doc! { "endpoint": 1, "_id": 1 }, false),
+            ])
+            .await?;
+        self.rounds
+            .rounds
+            .create_indexes([
+                index_model("until", doc! { "until": 1 }, false),
+                index_model("holder", doc! { "holder": 1 }, false),
             ])
             .await?;
         // Before the sparse `due`, pending deliveries were found by (status, next_at).
@@ -248,21 +266,44 @@ impl WebhookStore for Webhooks {
         }
     }
 
-    async fn due_events(&self, now: Micros, limit: usize) -> StoreResult<Vec<StoredEvent>> {
-        self.deliveries.due_events(now, limit).await
+    async fn claim_events(
+        &self,
+        now: Micros,
+        until: Micros,
+        token: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredEvent>> {
+        self.rounds.claim_events(now, until, token, limit).await
     }
 
-    async fn fan_out(
+    async fn take_round(
+        &self,
+        now: Micros,
+        until: Micros,
+        holder: &str,
+    ) -> StoreResult<Option<Vec<StoredEvent>>> {
+        self.rounds.take_round(now, until, holder).await
+    }
+
+    async fn stored_deliveries(&self, ids: &[String]) -> StoreResult<Vec<String>> {
+        self.rounds.stored(ids).await
+    }
+
+    async fn renew(&self, holder: &str, claimed: &[String], until: Micros) -> StoreResult<()> {
+        self.rounds.renew(holder, until).await?;
+        self.deliveries.renew(claimed, holder, until).await
+    }
+
+    async fn finish_round(
         &self,
         deliveries: &[Delivery],
-        events: &[String],
-        token: &str,
+        holder: &str,
     ) -> StoreResult<Vec<String>> {
-        self.deliveries.fan_out(deliveries, events, token).await
+        self.rounds.finish(deliveries, holder).await
     }
 
     async fn events(&self, ids: &[String]) -> StoreResult<Vec<StoredEvent>> {
-        self.deliveries.events(ids).await
+        self.rounds.events(ids).await
     }
 
     async fn claim_deliveries(
