@@ -10,7 +10,7 @@ use crate::domain::{EventRecord, Micros};
 use crate::store::shared::error::StoreResult;
 
 /// An event as its deliveries read it: the record, and where its comment was stored when it
-/// committed (its layout's home, see [`crate::store::api::Layout::home_of`]; `None` when the
+/// committed (its layout's home, see [`crate::store::CommentStore::home_of`]; `None` when the
 /// layout did not say), so that a body reads the comment there rather than by slug.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredEvent {

@@ -32,10 +32,10 @@ use crate::domain::slug::MonotonicClock;
 use crate::domain::{Event, EventRecord, EventType, GuestIds, Micros};
 use crate::store::api::EventStore;
 use crate::store::shared::authors::Rewritten;
-use crate::store::shared::connect::{ensure_ttl, Ttl};
 use crate::store::shared::error::{StoreError, StoreResult};
 use crate::store::shared::metrics::{CommandCounter, Counted};
 use crate::store::shared::transactions::{abort, commit, pause};
+use crate::store::shared::ttl::{ensure_ttl, Ttl};
 
 /// The collection of events.
 pub(crate) const COLLECTION: &str = "events";

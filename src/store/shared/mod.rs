@@ -15,4 +15,5 @@ pub(crate) mod scope;
 pub(crate) mod sharding;
 pub(crate) mod skeleton;
 pub(crate) mod transactions;
+pub(crate) mod ttl;
 pub(crate) mod writer;

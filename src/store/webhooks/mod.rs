@@ -28,9 +28,10 @@ use crate::domain::webhooks::{
 use crate::domain::Micros;
 use crate::store::api::{StoredEvent, WebhookStore};
 use crate::store::events::Retention;
-use crate::store::shared::connect::{ensure_ttl, index_model, Ttl};
+use crate::store::shared::connect::index_model;
 use crate::store::shared::error::{StoreError, StoreResult};
 use crate::store::shared::metrics::{CommandCounter, Counted};
+use crate::store::shared::ttl::{ensure_ttl, Ttl};
 use codec::{endpoint_doc, endpoint_of, kinds_bson, rotated, secrets_bson};
 use deliveries::Deliveries;
 use rounds::Rounds;

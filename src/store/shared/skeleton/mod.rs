@@ -75,7 +75,7 @@ pub(crate) trait PostSteps: Send + Sync {
     /// waited for its turn (without a database command).
     fn after_turn(&self, _discussion: &Discussion, _state: &mut Self::State) {}
 
-    /// Where a stored post's comment is (see [`crate::store::api::Layout::home_of`]), kept
+    /// Where a stored post's comment is (see [`crate::store::CommentStore::home_of`]), kept
     /// with its event so that its webhook deliveries read it there; `None` when the layout
     /// has no such thing or does not know it.
     fn home(&self, _discussion: &Discussion, _state: &Self::State) -> Option<Bson> {
