@@ -22,6 +22,7 @@
 //! `THREADQL_CACHE_BYTES`.
 
 mod discussions;
+mod flights;
 mod layout;
 
 use std::any::Any;
@@ -33,6 +34,7 @@ use std::time::Duration;
 use moka::sync::Cache;
 
 pub(crate) use self::discussions::CachedDiscussions;
+use self::flights::{Flight, Flights};
 pub(crate) use self::layout::CachedLayout;
 use crate::domain::{Comment, Discussion, DiscussionId, DiscussionKey};
 use crate::store::shared::error::StoreResult;
@@ -62,6 +64,14 @@ struct Entry {
     bytes: u32,
 }
 
+/// `value` as an entry weighing `bytes`.
+fn entry<T: Send + Sync + 'static>(value: T, bytes: usize) -> Entry {
+    Entry {
+        value: Arc::new(value),
+        bytes: u32::try_from(bytes).unwrap_or(u32::MAX),
+    }
+}
+
 /// Which discussion a key named, as of a generation of it.
 #[derive(Clone)]
 struct Named {
@@ -77,6 +87,8 @@ pub(crate) struct CacheStats {
     pub(crate) hits: AtomicU64,
     /// Reads of admitted discussions that went to the database (and were cached).
     pub(crate) misses: AtomicU64,
+    /// Misses that took what a concurrent miss of the same entry read (no read of their own).
+    pub(crate) shared: AtomicU64,
     /// Entries evicted for room.
     pub(crate) evictions: AtomicU64,
     /// Discussions invalidated (by this process's writes and by the feed), and whole-cache
@@ -90,6 +102,8 @@ pub(crate) struct ReadCache {
     generations: Cache<DiscussionId, u64>,
     reads: Cache<DiscussionId, Arc<AtomicU64>>,
     keys: Cache<DiscussionKey, Named>,
+    /// The refills of comment reads in flight.
+    flights: Flights<Key, Entry>,
     /// Hands out generations: a discussion seen for the first time (or forgotten) starts above
     /// every generation handed out before.
     counter: AtomicU64,
@@ -136,6 +150,7 @@ impl ReadCache {
                 .time_to_live(ADMIT_WINDOW)
                 .build(),
             keys: Cache::new(TRACKED),
+            flights: Flights::new(),
             counter: AtomicU64::new(1),
             epoch: AtomicU64::new(0),
             open: AtomicBool::new(false),
@@ -294,19 +309,23 @@ impl ReadCache {
     /// Stores what the database gave for `lookup` (weighing `bytes`), when the discussion is
     /// admitted.
     pub(crate) fn put<T: Send + Sync + 'static>(&self, lookup: Lookup, value: T, bytes: usize) {
-        if !lookup.admitted {
-            return;
+        if lookup.admitted {
+            self.entries.insert(lookup.key, entry(value, bytes));
         }
-        let entry = Entry {
-            value: Arc::new(value),
-            bytes: u32::try_from(bytes).unwrap_or(u32::MAX),
-        };
-        self.entries.insert(lookup.key, entry);
+    }
+
+    /// Whether what was read under `key` may still be served: the feed stayed open, and
+    /// neither the epoch nor the discussion's generation moved.
+    fn current(&self, key: &Key) -> bool {
+        self.open.load(Ordering::Acquire)
+            && self.epoch.load(Ordering::Acquire) == key.epoch
+            && self.generations.get(&key.discussion) == Some(key.generation)
     }
 
     /// `read` of `discussion`'s comments from the cache, or from the database (stored when
     /// admitted). The entry keeps the discussion document the read was given, and serves only
-    /// a read given an equal one.
+    /// a read given an equal one. Of concurrent misses of one entry, one reads and the others
+    /// take what it read, if their discussion has not changed meanwhile (else they read too).
     pub(crate) async fn through<T, F>(
         &self,
         discussion: &Discussion,
@@ -321,15 +340,43 @@ impl ReadCache {
         let Some(lookup) = self.lookup(&discussion.id, describe()) else {
             return read.await;
         };
-        let found =
-            self.get_if::<(Arc<Discussion>, T)>(&lookup, |(basis, _)| **basis == *discussion);
-        if let Some((_, value)) = found {
+        let fits = |(basis, _): &(Arc<Discussion>, T)| **basis == *discussion;
+        if let Some((_, value)) = self.get_if(&lookup, fits) {
             return Ok(value);
         }
-        let value = read.await?;
-        let bytes = weigh(&value) + discussion_weight(discussion);
-        self.put(lookup, (Arc::new(discussion.clone()), value.clone()), bytes);
-        Ok(value)
+        if !lookup.admitted {
+            return read.await;
+        }
+        match self.flights.join(&lookup.key) {
+            Flight::Wait(waiting) => {
+                let landed = flights::wait(waiting)
+                    .await
+                    .filter(|_| self.current(&lookup.key));
+                let taken = landed.as_ref().and_then(|entry| {
+                    entry
+                        .value
+                        .downcast_ref::<(Arc<Discussion>, T)>()
+                        .filter(|v| fits(v))
+                        .map(|(_, value)| value.clone())
+                });
+                if let Some(value) = taken {
+                    self.stats.shared.fetch_add(1, Ordering::Relaxed);
+                    return Ok(value);
+                }
+                let value = read.await?;
+                let bytes = weigh(&value) + discussion_weight(discussion);
+                self.put(lookup, (Arc::new(discussion.clone()), value.clone()), bytes);
+                Ok(value)
+            }
+            Flight::Lead(lead) => {
+                let value = read.await?;
+                let bytes = weigh(&value) + discussion_weight(discussion);
+                let stored = entry((Arc::new(discussion.clone()), value.clone()), bytes);
+                self.entries.insert(lookup.key, stored.clone());
+                lead.land(stored);
+                Ok(value)
+            }
+        }
     }
 
     /// Forgets everything read of discussion `id` so far (its entries are left to age out).
@@ -346,6 +393,7 @@ impl ReadCache {
         let counters = [
             ("threadql_cache_hits_total", "Reads of hot discussions answered from the read cache.", &stats.hits),
             ("threadql_cache_misses_total", "Reads of hot discussions that went to the database (and were cached).", &stats.misses),
+            ("threadql_cache_shared_misses_total", "Misses answered by what a concurrent miss of the same entry read (one database read for all of them).", &stats.shared),
             ("threadql_cache_evictions_total", "Read cache entries evicted to stay under THREADQL_CACHE_BYTES.", &stats.evictions),
             ("threadql_cache_invalidations_total", "Discussions whose cached reads were dropped after a change, and whole-cache drops when the change feed was interrupted.", &stats.invalidations),
         ];
@@ -532,5 +580,117 @@ mod tests {
         }
         assert!(cache.bytes() <= 10_000, "{}", cache.bytes());
         assert!(ReadCache::new(0).is_none(), "0 turns it off");
+    }
+
+    fn cached_discussion() -> Discussion {
+        Discussion {
+            id: id(),
+            title: "hot".into(),
+            key: None,
+            url: None,
+            layout: crate::domain::Layout::PerComment,
+            created: crate::domain::Micros(0),
+            comment_count: 0,
+            thread_count: 0,
+            locked: false,
+            moderation: None,
+            pinned: Vec::new(),
+            moves: 0,
+            hints: crate::domain::LayoutHints::default(),
+        }
+    }
+
+    /// `through` with a read that counts itself, answers `value` after `wait`, and fails
+    /// when `value` is 0.
+    async fn counted_read(
+        cache: &ReadCache,
+        d: &Discussion,
+        reads: &AtomicU64,
+        value: u32,
+        wait: Duration,
+    ) -> StoreResult<u32> {
+        let read = async {
+            reads.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(wait).await;
+            match value {
+                0 => Err(crate::store::StoreError::Corrupt("planted".into())),
+                v => Ok(v),
+            }
+        };
+        cache.through(d, || "tree".into(), read, |_| 4).await
+    }
+
+    #[tokio::test]
+    async fn concurrent_misses_of_one_entry_make_one_read() {
+        let cache = ReadCache::new(1 << 20).expect("cache");
+        cache.feed_open();
+        let d = cached_discussion();
+        admit(&cache, &d.id);
+        let reads = AtomicU64::new(0);
+        let wait = Duration::from_millis(50);
+        let all = (0..8).map(|_| counted_read(&cache, &d, &reads, 7, wait));
+        let got = futures::future::join_all(all).await;
+        assert!(got.iter().all(|g| matches!(g, Ok(7))), "{got:?}");
+        assert_eq!(reads.load(Ordering::SeqCst), 1);
+        assert_eq!(cache.stats().shared.load(Ordering::SeqCst), 7);
+        assert_eq!(cache.flights.len(), 0);
+        // Then it is a hit.
+        assert_eq!(counted_read(&cache, &d, &reads, 9, wait).await.unwrap(), 7);
+        assert_eq!(reads.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_waiter_whose_discussion_changed_meanwhile_reads_for_itself() {
+        let cache = ReadCache::new(1 << 20).expect("cache");
+        cache.feed_open();
+        let d = cached_discussion();
+        admit(&cache, &d.id);
+        let reads = AtomicU64::new(0);
+        let leader = counted_read(&cache, &d, &reads, 1, Duration::from_millis(100));
+        let waiter = async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let waiting = counted_read(&cache, &d, &reads, 2, Duration::from_millis(10));
+            let change = async {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                cache.invalidate(&d.id);
+            };
+            tokio::join!(waiting, change).0
+        };
+        let (led, waited) = tokio::join!(leader, waiter);
+        assert_eq!(led.unwrap(), 1);
+        // The waiter joined before the change and was handed the leader's result after it:
+        // it read again, and saw what the database says now.
+        assert_eq!(waited.unwrap(), 2);
+        assert_eq!(reads.load(Ordering::SeqCst), 2);
+        assert_eq!(cache.stats().shared.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn when_the_leader_fails_its_waiters_read_for_themselves() {
+        let cache = ReadCache::new(1 << 20).expect("cache");
+        cache.feed_open();
+        let d = cached_discussion();
+        admit(&cache, &d.id);
+        let reads = AtomicU64::new(0);
+        let leader = counted_read(&cache, &d, &reads, 0, Duration::from_millis(50));
+        let waiter = async {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            counted_read(&cache, &d, &reads, 3, Duration::from_millis(10)).await
+        };
+        let (led, waited) = tokio::join!(leader, waiter);
+        assert!(led.is_err());
+        assert_eq!(waited.unwrap(), 3);
+        assert_eq!(reads.load(Ordering::SeqCst), 2);
+        // A leader dropped mid-read hands nothing either.
+        let d = cached_discussion();
+        admit(&cache, &d.id);
+        let dropped = tokio::time::timeout(
+            Duration::from_millis(10),
+            counted_read(&cache, &d, &reads, 4, Duration::from_secs(60)),
+        );
+        assert!(dropped.await.is_err());
+        assert_eq!(cache.flights.len(), 0, "a dropped leader leaves no flight");
+        let after = counted_read(&cache, &d, &reads, 5, Duration::ZERO).await;
+        assert_eq!(after.unwrap(), 5);
     }
 }
