@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{discussion_weight, Lookup, ReadCache};
+use std::sync::atomic::Ordering;
+
+use super::flights::{self, Flight};
+use super::{discussion_weight, entry, Lookup, ReadCache};
 use crate::domain::Event;
 use crate::domain::{
     Discussion, DiscussionId, DiscussionKey, DiscussionUpdate, ModerationMode, NewDiscussion, Page,
@@ -64,34 +67,82 @@ impl DiscussionStore for CachedDiscussions {
     }
 
     /// Each document is one lookup, which counts towards its discussion's admission: a request
-    /// reads a discussion's document once.
+    /// reads a discussion's document once. Of concurrent misses of one document, one reads it
+    /// and the others take it (if it has not changed meanwhile; else they read it too).
     async fn by_ids(&self, ids: &[DiscussionId]) -> StoreResult<Vec<Discussion>> {
         let mut found = Vec::with_capacity(ids.len());
         let mut missing = Vec::new();
         let mut lookups = Vec::new();
+        let mut leads = Vec::new();
+        let mut waits = Vec::new();
         for id in ids {
             let lookup = self.cache.lookup_with(id, DOCUMENT.into(), true);
-            match lookup
+            if let Some(cached) = lookup
                 .as_ref()
                 .and_then(|l| self.cache.get::<Discussion>(l))
             {
-                Some(cached) => found.push(cached),
-                None => {
+                found.push(cached);
+                continue;
+            }
+            match lookup {
+                Some(lookup) if lookup.admitted => match self.cache.flights.join(&lookup.key) {
+                    Flight::Lead(lead) => {
+                        missing.push(id.clone());
+                        leads.push((id.clone(), lead));
+                    }
+                    Flight::Wait(waiting) => waits.push((id.clone(), lookup, waiting)),
+                },
+                lookup => {
                     missing.push(id.clone());
                     lookups.push((id.clone(), lookup));
                 }
             }
         }
-        if missing.is_empty() {
-            return Ok(found);
+        if !missing.is_empty() {
+            let read = self.inner.by_ids(&missing).await?;
+            for (id, lookup) in lookups {
+                if let Some(doc) = read.iter().find(|d| d.id == id) {
+                    self.keep(lookup, doc);
+                }
+            }
+            for (id, lead) in leads {
+                // Not found: the lead is dropped, and its waiters read for themselves.
+                if let Some(doc) = read.iter().find(|d| d.id == id) {
+                    let stored = entry(doc.clone(), discussion_weight(doc));
+                    self.cache
+                        .entries
+                        .insert(lead.key().clone(), stored.clone());
+                    lead.land(stored);
+                }
+            }
+            found.extend(read);
         }
-        let read = self.inner.by_ids(&missing).await?;
-        for (id, lookup) in lookups {
-            if let Some(doc) = read.iter().find(|d| d.id == id) {
-                self.keep(lookup, doc);
+        let mut again = Vec::new();
+        let mut again_lookups = Vec::new();
+        for (id, lookup, waiting) in waits {
+            let landed = flights::wait(waiting)
+                .await
+                .filter(|_| self.cache.current(&lookup.key));
+            match landed.and_then(|e| e.value.downcast_ref::<Discussion>().cloned()) {
+                Some(doc) => {
+                    self.cache.stats.shared.fetch_add(1, Ordering::Relaxed);
+                    found.push(doc);
+                }
+                None => {
+                    again.push(id);
+                    again_lookups.push(lookup);
+                }
             }
         }
-        found.extend(read);
+        if !again.is_empty() {
+            let read = self.inner.by_ids(&again).await?;
+            for (id, lookup) in again.iter().zip(again_lookups) {
+                if let Some(doc) = read.iter().find(|d| &d.id == id) {
+                    self.keep(Some(lookup), doc);
+                }
+            }
+            found.extend(read);
+        }
         Ok(found)
     }
 

@@ -65,6 +65,11 @@ impl<K: Hash + Eq + Clone, V: Clone> Flights<K, V> {
 }
 
 impl<K: Hash + Eq + Clone, V: Clone> Lead<'_, K, V> {
+    /// The key this flight refills.
+    pub(super) fn key(&self) -> &K {
+        &self.key
+    }
+
     /// Hands `value` to the waiters (store it first, so that a caller arriving once the flight
     /// has ended finds it stored).
     pub(super) fn land(self, value: V) {

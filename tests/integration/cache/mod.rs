@@ -595,3 +595,77 @@ async fn cold_discussions_read_once_stay_out_of_the_cache() {
     server.shutdown().await;
     writer.shutdown().await;
 }
+
+/// The database commands a server has sent, over every command name.
+async fn commands_sent(server: &Running) -> f64 {
+    let scrape = crate::support::Scrape::of(server).await;
+    let family = scrape.family("threadql_db_commands_total");
+    family.iter().map(|(_, v)| v).sum()
+}
+
+/// Single flight: after a post makes a hot discussion's entries stale, 16 readers that miss
+/// together cost the database what one reader does (one leader reads each entry; the others
+/// take what it read), and all of them see the post.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_that_miss_together_after_a_post_read_the_database_once() {
+    let database = unique_db("cache_single_flight");
+    let writer = Running::start(cache_config(&database, Layout::Bucketed, false)).await;
+    let server = Running::start(cache_config(&database, Layout::Bucketed, true)).await;
+    until("the cached server opens its change feed", || async {
+        metric(&server, STREAMS).await >= 1
+    })
+    .await;
+    let author = user("u1");
+    let d = writer.discussion(&author, Layout::Bucketed).await;
+    for i in 0..30 {
+        writer
+            .post(&author, &d, None, &format!("comment {i}"))
+            .await;
+    }
+    let client = reqwest::Client::new();
+    let read = |expected: usize| {
+        let (client, server, d) = (&client, &server, d.clone());
+        async move {
+            let body = ask(client, server, None, CRAWL, json!({ "d": d })).await;
+            let nodes = &body["data"]["discussion"]["comments"]["nodes"];
+            assert_eq!(nodes.as_array().map(Vec::len), Some(expected), "{body:#}");
+        }
+    };
+    // A post heard through the change feed (the invalidations settle), then `readers` at once:
+    // the commands they cost.
+    let mut total = 30;
+    let mut burst = |readers: usize| {
+        total += 1;
+        let (writer, server, author, d, read) = (&writer, &server, &author, &d, &read);
+        let shown = total.min(20);
+        async move {
+            let heard = metric(server, INVALIDATIONS).await;
+            writer.post(author, d, None, "one more").await;
+            until("the cached server hears the post", || async {
+                metric(server, INVALIDATIONS).await > heard
+            })
+            .await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let before = commands_sent(server).await;
+            futures::future::join_all((0..readers).map(|_| read(shown))).await;
+            commands_sent(server).await - before
+        }
+    };
+    for _ in 0..5 {
+        read(20).await;
+    }
+    let one = burst(1).await;
+    let shared = metric(&server, "threadql_cache_shared_misses_total").await;
+    let sixteen = burst(16).await;
+    assert!(
+        one >= 1.0,
+        "a reader after a post reads the database: {one}"
+    );
+    assert_eq!(sixteen, one, "16 readers at once cost what one does");
+    assert!(
+        metric(&server, "threadql_cache_shared_misses_total").await > shared,
+        "some readers took what another read"
+    );
+    server.shutdown().await;
+    writer.shutdown().await;
+}
