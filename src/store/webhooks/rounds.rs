@@ -120,21 +120,17 @@ impl Rounds {
             return Ok(None);
         };
         let ids = round.get_array("events").cloned().unwrap_or_default();
-        let docs: Vec<Document> = self
-            .events
-            .find(doc! { "_id": { "$in": ids } })
-            .sort(doc! { "_id": 1 })
-            .await?
-            .try_collect()
-            .await?;
-        docs.iter()
-            .map(stored_event_of)
-            .collect::<StoreResult<_>>()
-            .map(Some)
+        self.events_in(ids).await.map(Some)
     }
 
     /// The events with these ids, in id order.
     pub(super) async fn events(&self, ids: &[String]) -> StoreResult<Vec<StoredEvent>> {
+        self.events_in(ids.iter().map(|id| Bson::from(id.as_str())).collect())
+            .await
+    }
+
+    /// The events with the ids `ids` (missing ones left out), in id order.
+    async fn events_in(&self, ids: Vec<Bson>) -> StoreResult<Vec<StoredEvent>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
