@@ -18,6 +18,7 @@ use crate::graphql::live::LiveConfig;
 use crate::graphql::shared::SubscriptionCaps;
 use crate::graphql::{Api, Limits};
 use crate::http::{ConnectionTimeouts, Connections, HttpLimits};
+use crate::notify::fanout::{FanOut, FanOutRules};
 use crate::service::closing::Stage;
 use crate::service::{EventSink, ModerationLog, PageOrigins, Rules, Services};
 use crate::webhooks::dispatch::{DispatchRules, Dispatcher};
@@ -53,6 +54,7 @@ pub struct App {
     embedded: Option<EmbeddedDb>,
     /// Delivers webhooks while serving.
     dispatcher: Arc<Dispatcher>,
+    fan_out: Arc<FanOut>,
 }
 
 /// Descriptors kept out of the default connection cap: the database pool's, plus the process's
@@ -256,7 +258,12 @@ pub fn services(
         insecure_webhooks: config.webhooks.allow_insecure,
     };
     let log: Arc<dyn EventSink> = Arc::new(ModerationLog(storage.clone()));
-    Services::new(storage, rules, words, vec![log]).with_page_origins(page_origins(config))
+    Services::new(storage, rules, words, vec![log])
+        .with_page_origins(page_origins(config))
+        .with_mail(crate::service::MailRules {
+            enabled: config.notify.smtp_url.is_some(),
+            default: config.notify.email_default,
+        })
 }
 
 /// The pages users who are not moderators may create discussions for: those of
@@ -302,6 +309,47 @@ fn dispatcher(config: &Config, services: &Services) -> anyhow::Result<Dispatcher
         services.webhook_metrics().clone(),
     )
     .map_err(|e| anyhow::anyhow!("cannot build the webhook client: {e}"))
+}
+
+/// How this process's notification fan-out works, from `config`.
+fn fan_out_rules(config: &Config) -> FanOutRules {
+    let settings = &config.notify;
+    let secs = |s: u64| i64::try_from(s.saturating_mul(1_000_000)).unwrap_or(i64::MAX);
+    FanOutRules {
+        lease: Duration::from_secs(config.webhooks.lease_secs),
+        mail: settings.smtp_url.is_some(),
+        email_default: settings.email_default,
+        pace: crate::domain::notifications::MailPace {
+            min_interval: secs(settings.min_interval_secs),
+            hourly: secs(settings.hourly_secs),
+            daily: secs(settings.daily_secs),
+        },
+    }
+}
+
+/// A second store over the same database for background work (the notifications' fan-out):
+/// connections of its own, no read cache, no command events, so its reads never land among
+/// the requests' (in their counts, their traces or the cache's admissions).
+async fn background_store(
+    config: &Config,
+    embedded: Option<&EmbeddedDb>,
+) -> anyhow::Result<crate::store::DynStorage> {
+    let uri = match (&config.mongodb_uri, embedded) {
+        (Some(uri), _) => uri.clone(),
+        (None, Some(db)) => db.uri(),
+        (None, None) => anyhow::bail!("no database to connect to"),
+    };
+    let store = Store::connect(&StoreConfig {
+        pool_size: 4,
+        cache_bytes: 0,
+        traces: false,
+        command_events: None,
+        ensure_indexes: false,
+        ..store_config(config, uri)
+    })
+    .await
+    .context("cannot connect the background store to the database")?;
+    Ok(Arc::new(store))
 }
 
 fn log_page_origins(config: &Config) {
@@ -384,6 +432,10 @@ pub fn store_config(config: &Config, uri: String) -> StoreConfig {
         event_retention: crate::store::Retention(Duration::from_secs(
             config.event_retention_days.saturating_mul(86_400),
         )),
+        notification_retention: Duration::from_secs(
+            config.notify.retention_days.saturating_mul(86_400),
+        ),
+        ensure_indexes: true,
     }
 }
 
@@ -403,6 +455,7 @@ impl App {
         log_word_lists(config, &words);
         let configured = configured_key(config)?;
         let (store, embedded) = connect_observed(config, events).await?;
+        let background = background_store(config, embedded.as_ref()).await?;
         let key = server_key(configured, store.as_ref()).await?;
         key_guest_ids(store.as_ref(), &key).await?;
         let keys = jwt_keys(config)?;
@@ -414,6 +467,7 @@ impl App {
             .await
             .context("cannot read the reserved names")?;
         let dispatcher = Arc::new(dispatcher(config, &services)?);
+        let fan_out = Arc::new(FanOut::new(background, fan_out_rules(config)));
         let api = Api::new(store.clone(), keys, config.into(), services);
         let connections = Connections::new(connection_cap(config));
         let listener = TcpListener::bind(config.listen)
@@ -457,6 +511,7 @@ impl App {
             follow_changes: config.cache_bytes > 0,
             embedded,
             dispatcher,
+            fan_out,
         })
     }
 
@@ -478,6 +533,8 @@ impl App {
         let (stop, stopped) = tokio::sync::watch::channel(None::<tokio::time::Instant>);
         let wake = self.api.services().events();
         tokio::spawn(self.dispatcher.clone().run(wake, stopped.clone()));
+        let wake = self.api.services().events();
+        tokio::spawn(self.fan_out.clone().run(wake, stopped.clone()));
         let grace = self.grace;
         let (api, connections) = (self.api.clone(), self.connections.clone());
         tokio::spawn(async move {

@@ -11,6 +11,7 @@ pub mod graphql; // schema, resolvers, dataloaders, error codes
 pub mod http; // axum routes
 pub mod import; // `threadql import`: comments from threadql, Disqus and WordPress files
 pub mod migrate; // `threadql migrate` and `key-guest-ids`: migrations of stored data
+pub mod notify; // notifications off the write path: the fan-out into inboxes, and mail
 pub mod rate; // rate limits per author and per client
 pub mod service; // the workflows: checked callers in, domain values and events out
 pub mod store; // CommentStore and the MongoDB layouts

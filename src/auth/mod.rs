@@ -41,6 +41,12 @@ pub struct Claims {
     /// Issued at, seconds since the epoch.
     #[serde(default)]
     pub iat: Option<u64>,
+    /// The OIDC `email` claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// The OIDC `email_verified` claim: an address is kept only when it is `true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email_verified: Option<bool>,
 }
 
 /// The authenticated caller.
@@ -52,6 +58,9 @@ pub struct Viewer {
     pub moderator: bool,
     /// Whether they may manage webhooks and read the event log (`admin`).
     pub admin: bool,
+    /// Their e-mail address, when the token carries one with `email_verified: true` (and it
+    /// looks like an address).
+    pub email: Option<String>,
 }
 
 /// What the request's `Authorization` header said.
@@ -277,6 +286,38 @@ struct TokenClaims {
     sub: Option<String>,
     name: Option<String>,
     roles: Option<Vec<String>>,
+    /// Anything but a string is no address.
+    #[serde(default, deserialize_with = "lenient")]
+    email: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    email_verified: Option<bool>,
+}
+
+/// An optional claim that is `None` when it has another type (an identity provider's odd
+/// claim never refuses a token).
+fn lenient<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let value = serde_json::Value::deserialize(deserializer)?;
+    Ok(serde_json::from_value(value).ok())
+}
+
+/// A verified address, when `email` is one (at most 254 characters, one `@` with text on both
+/// sides, no spaces or controls) and `verified` is `true`.
+pub fn verified_address(email: Option<&str>, verified: Option<bool>) -> Option<String> {
+    let email = email?.trim();
+    let (local, domain) = email.split_once('@')?;
+    let fine = verified == Some(true)
+        && email.len() <= 254
+        && !local.is_empty()
+        && domain.contains('.')
+        && !domain.contains('@')
+        && !email
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '<' || c == '>');
+    fine.then(|| email.to_owned())
 }
 
 /// The claims a minted token carries: threadql's, plus the configured issuer and audience.
@@ -383,6 +424,8 @@ impl JwtKeys {
             roles: roles.to_vec(),
             exp: now.saturating_add(ttl_secs),
             iat: Some(now),
+            email: None,
+            email_verified: None,
         };
         self.try_sign(&MintedClaims {
             claims: &claims,
@@ -470,6 +513,7 @@ impl JwtKeys {
         let viewer = Viewer {
             moderator: admin || roles.iter().any(|r| r == "moderator"),
             admin,
+            email: verified_address(claims.email.as_deref(), claims.email_verified),
             author: Author { id: sub, name },
         };
         Ok((viewer, claims.exp.ok_or(Rejection::MissingClaims)?))

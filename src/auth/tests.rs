@@ -165,6 +165,8 @@ fn tokens_are_checked() {
         roles: vec![],
         exp: now_secs() - 3600,
         iat: None,
+        email: None,
+        email_verified: None,
     });
     assert_eq!(
         keys.authenticate(Some(&format!("Bearer {expired}"))),
@@ -413,4 +415,52 @@ fn unusable_jwks_keys_are_skipped_and_bad_sets_refused() {
         JwtKeys::from_jwks(b"not json", rules()),
         Err(KeyError::Jwks(_))
     ));
+}
+
+#[test]
+fn an_address_is_kept_only_when_verified_and_well_formed() {
+    let keys = JwtKeys::new("secret");
+    let with = |email: serde_json::Value, verified: serde_json::Value| {
+        let token = keys
+            .try_sign(&json!({
+                "sub": "u1", "name": "Ada", "exp": now_secs() + 60,
+                "email": email, "email_verified": verified,
+            }))
+            .expect("signed");
+        match keys.authenticate(Some(&format!("Bearer {token}"))) {
+            AuthState::Authenticated(viewer) => viewer.email,
+            other => panic!("refused: {other:?}"),
+        }
+    };
+    assert_eq!(
+        with(json!("ada@example.com"), json!(true)),
+        Some("ada@example.com".into())
+    );
+    assert_eq!(with(json!("ada@example.com"), json!(false)), None);
+    assert_eq!(
+        with(json!("ada@example.com"), json!("true")),
+        None,
+        "a string is not true"
+    );
+    assert_eq!(
+        with(json!("ada@example.com"), serde_json::Value::Null),
+        None
+    );
+    assert_eq!(
+        with(json!(42), json!(true)),
+        None,
+        "an odd claim never refuses the token"
+    );
+    for bad in [
+        "ada",
+        "ada@",
+        "@example.com",
+        "a b@example.com",
+        "ada@localhost",
+        "a@b@c.d",
+        "<a@b.c>",
+        "a@b.c\r\nBcc: x@y.z",
+    ] {
+        assert_eq!(verified_address(Some(bad), Some(true)), None, "{bad}");
+    }
 }

@@ -145,6 +145,9 @@ pub struct Config {
     /// How webhooks are delivered.
     #[command(flatten)]
     pub webhooks: super::WebhookSettings,
+    /// How people are notified.
+    #[command(flatten)]
+    pub notify: super::NotifySettings,
     /// Largest page a client may ask for.
     #[arg(
         long,
@@ -525,6 +528,7 @@ impl fmt::Debug for Config {
             .field("edit_window_secs", &self.edit_window_secs)
             .field("event_retention_days", &self.event_retention_days)
             .field("webhooks", &self.webhooks)
+            .field("notify", &self.notify)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_batch", &self.max_batch)
             .field("max_query_depth", &self.max_query_depth)

@@ -19,6 +19,35 @@ pub struct Acted {
     pub at: Micros,
 }
 
+/// What a moderator's approval did to a comment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// A held comment was published: it is public for the first time.
+    Published,
+    /// A placeholder (held by an edit or by reports, or rejected) was restored.
+    Restored,
+    /// A public comment's reports were dismissed.
+    Dismissed,
+}
+
+impl Approval {
+    /// Its name in the event log's `detail`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Approval::Published => "published",
+            Approval::Restored => "restored",
+            Approval::Dismissed => "dismissed",
+        }
+    }
+
+    /// The approval a `detail` names.
+    pub fn from_name(name: &str) -> Option<Approval> {
+        [Approval::Published, Approval::Restored, Approval::Dismissed]
+            .into_iter()
+            .find(|a| a.as_str() == name)
+    }
+}
+
 /// A comment an event concerns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommentRef {
@@ -84,6 +113,8 @@ pub enum Event {
         acted: Acted,
         /// The comment.
         comment: CommentRef,
+        /// What the approval did.
+        how: Approval,
     },
     /// A moderator rejected a comment.
     CommentRejected {
@@ -320,6 +351,7 @@ impl Announce {
             Announce::Approved(acted) => Event::CommentApproved {
                 acted: acted.clone(),
                 comment: on,
+                how: Approval::Published,
             },
         }
     }
@@ -407,9 +439,9 @@ impl Event {
                 record.detail = Some(name.as_str().to_owned());
             }
             Event::NameReleased { name, .. } => record.detail = Some(name.as_str().to_owned()),
+            Event::CommentApproved { how, .. } => record.detail = Some(how.as_str().to_owned()),
             Event::CommentEdited { .. }
             | Event::CommentDeleted { .. }
-            | Event::CommentApproved { .. }
             | Event::DiscussionCreated { .. } => {}
         }
         record

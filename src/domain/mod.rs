@@ -11,6 +11,7 @@ pub mod lifecycle;
 pub mod markdown;
 pub mod moderation;
 pub mod names;
+pub mod notifications;
 pub mod paging;
 pub mod ranking;
 pub mod secrets;
@@ -26,7 +27,7 @@ pub use comment::{
     Author, Comment, CommentText, Discussion, LayoutHints, NewComment, Placement, Revision, SortKey,
 };
 pub use error::DomainError;
-pub use events::{Acted, Announce, CommentRef, Event, EventRecord, EventType};
+pub use events::{Acted, Announce, Approval, CommentRef, Event, EventRecord, EventType};
 pub use guests::GuestIds;
 pub use ids::{DiscussionId, Layout};
 pub use keys::{DiscussionKey, DiscussionTitle, DiscussionUpdate, DiscussionUrl, NewDiscussion};
@@ -34,6 +35,7 @@ pub use lifecycle::{Actor, Change, EditRules};
 pub use moderation::{Ban, LogEntry, Logged, ModerationAction, Reason, UserId};
 pub use moderation::{Held, Queue, ReportReason};
 pub use names::{check_identity, name_key, DisplayName, ReservedName};
+pub use notifications::{EmailFrequency, NotificationKind, NotificationSettings};
 pub use paging::{Cursor, CursorKind, Page, PageArgs, Paged, Paging, Span, Window};
 pub use secrets::{KeyError, Purpose, ServerKey, SubKey};
 pub use slug::{FullSlug, Micros, Slug, SlugPart};

@@ -6,6 +6,7 @@ pub mod cost;
 mod documents;
 pub mod error;
 pub mod events;
+pub mod inbox;
 pub mod limits;
 pub mod live;
 pub mod loaders;
@@ -41,7 +42,12 @@ pub use subscription::Subscription;
 
 /// Reads: the core queries, the event log and the webhook endpoints.
 #[derive(async_graphql::MergedObject, Default)]
-pub struct Query(query::CoreQuery, events::EventQuery, webhooks::WebhookQuery);
+pub struct Query(
+    query::CoreQuery,
+    events::EventQuery,
+    webhooks::WebhookQuery,
+    inbox::InboxQuery,
+);
 
 /// Every field is nullable: a failed mutation is `null` with its error, and the other fields of
 /// the same request keep their results (GraphQL's null propagation stops at the field).
@@ -50,6 +56,7 @@ pub struct Mutation(
     mutation::CoreMutation,
     names::NameMutation,
     webhooks::WebhookMutation,
+    inbox::InboxMutation,
 );
 
 /// The threadql schema type.

@@ -220,6 +220,8 @@ impl CoreQuery {
                 end_cursor: page.items.last().map(cursor),
             },
             items: page.items.into_iter().map(Arc::new).collect(),
+            cursors: None,
+            total: None,
         }))
     }
 

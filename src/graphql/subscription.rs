@@ -39,6 +39,18 @@ impl Subscription {
     ) -> async_graphql::Result<impl Stream<Item = async_graphql::Result<CommentNode>> + 'ctx> {
         follow(ctx, &discussion_id, ChangeKind::Changed).await
     }
+
+    /// The signed-in viewer's notifications from now on, as they are made (on any replica).
+    async fn notification_received<'ctx>(
+        &self,
+        ctx: &Context<'ctx>,
+    ) -> async_graphql::Result<impl Stream<Item = super::inbox::NotificationNode> + 'ctx> {
+        let received = super::inbox::received(ctx)?;
+        if let Some(ready) = ctx.data_opt::<Ready>() {
+            ready.mark();
+        }
+        Ok(received)
+    }
 }
 
 /// The comments of one kind of change in a discussion (`NOT_FOUND` for an unknown discussion).

@@ -7,6 +7,7 @@ pub mod caller;
 pub mod closing;
 mod comments;
 mod discussions;
+mod inbox;
 mod moderation;
 mod names;
 mod pages;
@@ -31,6 +32,7 @@ use crate::store::{DynStorage, ReadScope};
 pub use caller::{Allowance, Caller};
 pub use comments::{NewPost, Posted};
 pub use discussions::Creating;
+pub use inbox::MailRules;
 pub use moderation::Approved;
 pub use names::{MAX_RESERVED_NAMES, NAMES_REFRESH};
 pub use pages::PageOrigins;
@@ -87,6 +89,8 @@ pub struct Services {
     pages: Arc<PageOrigins>,
     names: names::NameCopy,
     webhook_metrics: Arc<crate::webhooks::metrics::WebhookMetrics>,
+    inboxes: inbox::Inboxes,
+    mail: MailRules,
 }
 
 impl Services {
@@ -115,7 +119,17 @@ impl Services {
             feed,
             pages: Arc::new(PageOrigins::Any),
             webhook_metrics: Arc::default(),
+            inboxes: inbox::Inboxes::new(),
+            mail: MailRules {
+                enabled: false,
+                default: crate::domain::EmailFrequency::Never,
+            },
         }
+    }
+
+    /// The same services, with what mail this server can send.
+    pub fn with_mail(self, mail: MailRules) -> Self {
+        Self { mail, ..self }
     }
 
     /// The same services, letting users who are not moderators create discussions only for

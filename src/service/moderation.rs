@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use super::render::Renderer;
 use super::{acted, public_comment, Caller, Services, Told};
 use crate::domain::{
-    Acted, Announce, Ban, Comment, CommentRef, CommentStatus, CommentText, Discussion,
+    Acted, Announce, Approval, Ban, Comment, CommentRef, CommentStatus, CommentText, Discussion,
     DiscussionId, DomainError, Event, Held, Micros, NewComment, Queue, Reason, ReportReason,
     Screening, Slug, Standing, UserId, WordLists,
 };
@@ -66,6 +66,8 @@ pub struct Approved {
     pub comment: Comment,
     /// Whether anything changed (approving a public comment without reports changes nothing).
     pub changed: bool,
+    /// What it did.
+    pub how: Approval,
 }
 
 /// Approves a comment: a held one is published (see [`publish`]); a placeholder is restored in
@@ -101,6 +103,7 @@ async fn approve(
                 discussion,
                 comment,
                 changed: true,
+                how: Approval::Published,
             });
         }
     }
@@ -116,10 +119,11 @@ async fn approve(
     let before = public_comment(&storage, &discussion, &slug)
         .await?
         .ok_or_else(|| not_found(&discussion.id, &slug))?;
-    let announce = |_: &Comment, next: &Comment| {
+    let announce = |current: &Comment, next: &Comment| {
         vec![Event::CommentApproved {
             acted: acted.clone(),
             comment: CommentRef::of(next),
+            how: approval(current),
         }]
     };
     let comment = storage
@@ -139,7 +143,17 @@ async fn approve(
         discussion,
         comment,
         changed,
+        how: approval(&before),
     })
+}
+
+/// What approving the public comment `current` does: restores a placeholder, or dismisses
+/// the reports of a comment that is shown.
+fn approval(current: &Comment) -> Approval {
+    match current.standing.is_public() {
+        true => Approval::Dismissed,
+        false => Approval::Restored,
+    }
 }
 
 /// How long an approval's claim on a held comment lasts (see [`crate::store::HeldStore::claim`]).
@@ -432,6 +446,7 @@ impl Services {
                 true => vec![Event::CommentApproved {
                     acted,
                     comment: CommentRef::of(&approved.comment),
+                    how: approved.how,
                 }],
                 false => Vec::new(),
             };

@@ -11,6 +11,7 @@ pub mod embedded;
 mod events;
 pub mod moderation;
 mod moves;
+mod notifications;
 pub mod per_comment;
 mod router;
 mod server;
@@ -20,10 +21,10 @@ mod webhooks;
 
 pub use api::{
     Announced, ChangeFeed, ChangeKind, Claim, CommentChange, CommentStore, Decide, DiscussionStore,
-    DynStorage, EventStore, Health, HeldStore, ImportStore, KeyedGuests, ModerationStore,
-    MoveStore, MoveTiming, Moved, NameStore, PostStore, Posted, QueueEntry, Ranked, RankedOf,
-    RankedPage, Report, ServerStore, Step, Storage, StoredEvent, VoteStore, Waiting, Watched,
-    WebhookStore,
+    DynStorage, EventStore, Following, Health, HeldStore, ImportStore, KeyedGuests,
+    ModerationStore, MoveStore, MoveTiming, Moved, NameStore, NotificationStore, Person, PostStore,
+    Posted, QueueEntry, Ranked, RankedOf, RankedPage, Report, ServerStore, Step, Storage,
+    StoredEvent, VoteStore, Waiting, Watched, WebhookStore,
 };
 pub use discussions::Discussions;
 pub use events::Retention;

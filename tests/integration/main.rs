@@ -38,6 +38,7 @@ mod moderation_leak;
 mod moderation_log;
 mod module_map;
 mod node;
+mod notifications;
 mod observability;
 mod orphans;
 mod paging;

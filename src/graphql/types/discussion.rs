@@ -62,6 +62,19 @@ impl DiscussionNode {
         self.0.locked
     }
 
+    /// Whether the signed-in viewer follows it (null without a token).
+    async fn viewer_follows(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<bool>> {
+        let crate::auth::AuthState::Authenticated(viewer) = crate::graphql::auth(ctx) else {
+            return Ok(None);
+        };
+        let follows = store(ctx)
+            .notifications()
+            .follows(&viewer.author.id, std::slice::from_ref(&self.0.id))
+            .await
+            .gql()?;
+        Ok(Some(follows.contains(&self.0.id)))
+    }
+
     /// How it moderates new comments: what a moderator set with `setModeration`, else the
     /// server's default (`THREADQL_MODERATION`).
     async fn moderation(&self, ctx: &Context<'_>) -> ModerationMode {
@@ -331,18 +344,28 @@ pub struct DiscussionConnection {
     /// The discussions of the page, in order.
     #[graphql(skip)]
     pub items: Vec<Arc<Discussion>>,
+    /// Each item's cursor, for a list with cursors of its own (else the discussion's).
+    #[graphql(skip)]
+    pub cursors: Option<Vec<String>>,
+    /// How many the list holds, for a list that is not every discussion.
+    #[graphql(skip)]
+    pub total: Option<u64>,
 }
 
 /// One discussion in a page, with its cursor.
 pub struct DiscussionEdge {
     discussion: Arc<Discussion>,
+    cursor: Option<String>,
 }
 
 #[Object]
 impl DiscussionEdge {
     /// Pass it as `after` to continue after this discussion, or as `before` to page back from it.
     async fn cursor(&self) -> String {
-        Cursor::of_discussion(&self.discussion).encode()
+        match &self.cursor {
+            Some(cursor) => cursor.clone(),
+            None => Cursor::of_discussion(&self.discussion).encode(),
+        }
     }
 
     /// The discussion.
@@ -357,8 +380,10 @@ impl DiscussionConnection {
     async fn edges(&self) -> Vec<DiscussionEdge> {
         self.items
             .iter()
-            .map(|d| DiscussionEdge {
+            .enumerate()
+            .map(|(i, d)| DiscussionEdge {
                 discussion: d.clone(),
+                cursor: self.cursors.as_ref().and_then(|c| c.get(i).cloned()),
             })
             .collect()
     }
@@ -371,8 +396,11 @@ impl DiscussionConnection {
             .collect()
     }
 
-    /// How many discussions exist.
+    /// How many discussions the list holds (every discussion, or those followed).
     async fn total_count(&self, ctx: &Context<'_>) -> async_graphql::Result<u64> {
+        if let Some(total) = self.total {
+            return Ok(total);
+        }
         store(ctx)
             .discussions()
             .count()

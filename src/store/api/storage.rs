@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use super::{
     ChangeFeed, CommentStore, DiscussionStore, EventStore, Health, HeldStore, ImportStore,
-    ModerationStore, MoveStore, NameStore, PostStore, ServerStore, VoteStore, WebhookStore,
+    ModerationStore, MoveStore, NameStore, NotificationStore, PostStore, ServerStore, VoteStore,
+    WebhookStore,
 };
 use crate::domain::Layout;
 use crate::store::shared::error::StoreResult;
@@ -54,6 +55,9 @@ pub trait Storage: Send + Sync {
 
     /// Webhook endpoints and their deliveries.
     fn webhooks(&self) -> &dyn WebhookStore;
+
+    /// Inboxes, follows and people's settings.
+    fn notifications(&self) -> &dyn NotificationStore;
 }
 
 /// Storage as the API layer holds it.

@@ -7,7 +7,8 @@ use crate::domain::{DiscussionId, EventRecord, EventType, Slug};
 use crate::store::shared::bson::{author_doc, author_of, corrupt, micros_of, string_of};
 use crate::store::shared::error::StoreResult;
 
-/// The document of `record`, due for its webhook fan-out (`dispatch`) from its commit time.
+/// The document of `record`, due for its webhook fan-out (`dispatch`) from its commit time, and
+/// for its notifications (`notify`) when it may notify anyone.
 pub(super) fn event_doc(record: &EventRecord) -> Document {
     let mut doc = doc! {
         "_id": &record.id,
@@ -18,6 +19,9 @@ pub(super) fn event_doc(record: &EventRecord) -> Document {
         "actor": author_doc(&record.actor),
         "moderator": record.moderator,
     };
+    if crate::domain::notifications::notifies(record.kind) {
+        doc.insert("notify", DateTime::from_millis(record.at.0 / 1000));
+    }
     let mut put = |key: &str, value: Option<&str>| {
         if let Some(value) = value {
             doc.insert(key, value);

@@ -11,7 +11,8 @@
 //!
 //! `dispatch` (a date, the commit time at first) is there while the event's webhook fan-out is
 //! to do: the fan-out removes it once the event's deliveries are stored, so its sparse index
-//! holds only the events still to fan out.
+//! holds only the events still to fan out. `notify` does the same for the notifications'
+//! fan-out, on the events that may notify anyone.
 
 mod codec;
 
@@ -93,14 +94,16 @@ impl EventLog {
                     .build(),
             )
             .await?;
-        self.events
-            .create_index(
-                IndexModel::builder()
-                    .keys(doc! { "dispatch": 1 })
-                    .options(IndexOptions::builder().sparse(true).build())
-                    .build(),
-            )
-            .await?;
+        for due in ["dispatch", "notify"] {
+            self.events
+                .create_index(
+                    IndexModel::builder()
+                        .keys(doc! { due: 1 })
+                        .options(IndexOptions::builder().sparse(true).build())
+                        .build(),
+                )
+                .await?;
+        }
         Ok(())
     }
 

@@ -25,14 +25,15 @@ use crate::domain::{Discussion, DiscussionId, Layout};
 use crate::store::api::HeldStore;
 use crate::store::api::MoveTiming;
 use crate::store::api::{
-    ChangeFeed, EventStore, Health, ImportStore, MoveStore, PostStore, ServerStore, VoteStore,
-    WebhookStore,
+    ChangeFeed, EventStore, Health, ImportStore, MoveStore, NotificationStore, PostStore,
+    ServerStore, VoteStore, WebhookStore,
 };
 use crate::store::api::{CommentStore, DiscussionStore, ModerationStore, NameStore, Storage};
 use crate::store::moderation::held::HeldComments;
 use crate::store::moderation::names::ReservedNames;
 use crate::store::moderation::Moderation;
 use crate::store::moves::migrate;
+use crate::store::notifications::Notifications;
 use crate::store::shared::connect::{self, Connection, StoreConfig};
 use crate::store::shared::error::StoreResult;
 use crate::store::shared::metrics::CommandCounter;
@@ -58,6 +59,7 @@ pub struct Store {
     imports: crate::store::moves::imports::Imports,
     server: crate::store::server::ServerDocs,
     webhooks: Webhooks,
+    notifications: Notifications,
     writer: Writer,
     log: EventLog,
     commands: CommandCounter,
@@ -89,7 +91,6 @@ impl Store {
         } = connect::open(config).await?;
         let clock = Arc::new(MonotonicClock::default());
         let log = EventLog::new(&db, client.clone(), transactions, clock.clone(), &commands);
-        log.ensure_indexes(config.event_retention).await?;
         let writer = Writer::new(
             client,
             transactions,
@@ -119,17 +120,12 @@ impl Store {
             config.max_depth.max(1),
             log.clone(),
         );
-        discussions.ensure_indexes().await?;
-        held.ensure_indexes().await?;
-        layouts.ensure_indexes().await?;
         // Moderation's collections are read and written by `_id` only: no index of their own.
         let moderation = Moderation::new(&db, &commands, log.clone());
         let names = ReservedNames::new(&db, &commands, log.clone());
         let votes = VoteBook::new(&db, &commands);
-        votes.ensure_indexes().await?;
         let imports = crate::store::moves::imports::Imports::new(&db, &commands);
         let server = crate::store::server::ServerDocs::new(&db, &commands);
-        imports.ensure_indexes().await?;
         // The dispatcher polls in the background on connections of its own (a small pool), so
         // neither its commands nor its waits land among the requests', in their counts or as
         // spans of traces of their own.
@@ -141,7 +137,19 @@ impl Store {
         })
         .await?;
         let webhooks = Webhooks::new(&hooks.db, &hooks.commands);
-        webhooks.ensure_indexes(config.event_retention).await?;
+        let notifications = Notifications::new((&db, &commands), (&hooks.db, &hooks.commands));
+        if config.ensure_indexes {
+            log.ensure_indexes(config.event_retention).await?;
+            discussions.ensure_indexes().await?;
+            held.ensure_indexes().await?;
+            layouts.ensure_indexes().await?;
+            votes.ensure_indexes().await?;
+            imports.ensure_indexes().await?;
+            webhooks.ensure_indexes(config.event_retention).await?;
+            notifications
+                .ensure_indexes(config.notification_retention)
+                .await?;
+        }
         let cache = ReadCache::new(config.cache_bytes).map(|cache| {
             let cache = Arc::new(cache);
             Cached {
@@ -165,6 +173,7 @@ impl Store {
             imports,
             server,
             webhooks,
+            notifications,
             writer,
             log,
             commands,
@@ -266,5 +275,9 @@ impl Storage for Store {
 
     fn webhooks(&self) -> &dyn WebhookStore {
         &self.webhooks
+    }
+
+    fn notifications(&self) -> &dyn NotificationStore {
+        &self.notifications
     }
 }

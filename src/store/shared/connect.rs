@@ -50,6 +50,11 @@ pub struct StoreConfig {
     pub traces: bool,
     /// How long the event log keeps events.
     pub event_retention: crate::store::Retention,
+    /// How long notifications are kept.
+    pub notification_retention: std::time::Duration,
+    /// Whether connecting makes the indexes (a second store over the same database, for
+    /// background work, leaves them to the first).
+    pub ensure_indexes: bool,
 }
 
 impl StoreConfig {

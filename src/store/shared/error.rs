@@ -137,3 +137,35 @@ pub(crate) fn is_unavailable(err: &mongodb::error::Error) -> bool {
         || err.contains_label(RETRYABLE_WRITE_ERROR)
         || err.contains_label(TRANSIENT_TRANSACTION_ERROR)
 }
+
+/// `limit` as the driver takes it (`None` for 0, which the server would read as no limit).
+pub(crate) fn as_limit(limit: usize) -> Option<i64> {
+    (limit > 0).then(|| i64::try_from(limit).unwrap_or(i64::MAX))
+}
+
+/// The indexes of the documents a failed `insert_many` did not store.
+pub(crate) fn duplicate_indexes(err: &mongodb::error::Error) -> Vec<usize> {
+    match err.kind.as_ref() {
+        mongodb::error::ErrorKind::InsertMany(failure) => failure
+            .write_errors
+            .iter()
+            .flatten()
+            .map(|e| e.index)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Whether a failed `insert_many` failed only on ids stored already.
+pub(crate) fn only_duplicates(err: &mongodb::error::Error) -> bool {
+    match err.kind.as_ref() {
+        mongodb::error::ErrorKind::InsertMany(failure) => {
+            failure.write_concern_error.is_none()
+                && failure
+                    .write_errors
+                    .as_ref()
+                    .is_some_and(|errs| errs.iter().all(|e| e.code == 11000))
+        }
+        _ => false,
+    }
+}

@@ -2,7 +2,6 @@
 
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, DateTime, Document};
-use mongodb::error::ErrorKind;
 use mongodb::options::ReturnDocument;
 
 use super::codec::delivery_of;
@@ -13,47 +12,16 @@ use crate::store::shared::metrics::Counted;
 
 /// The stored name of pending deliveries.
 const PENDING: &str = "pending";
-
 /// The deliveries.
 pub(super) struct Deliveries {
     pub(super) deliveries: Counted<Document>,
 }
 
-/// `limit` as the driver takes it (`None` for 0, which the server would read as no limit).
-pub(super) fn as_limit(limit: usize) -> Option<i64> {
-    (limit > 0).then(|| i64::try_from(limit).unwrap_or(i64::MAX))
-}
-
-/// The indexes of the documents a failed `insert_many` did not store.
-pub(super) fn duplicate_indexes(err: &mongodb::error::Error) -> Vec<usize> {
-    match err.kind.as_ref() {
-        ErrorKind::InsertMany(failure) => failure
-            .write_errors
-            .iter()
-            .flatten()
-            .map(|e| e.index)
-            .collect(),
-        _ => Vec::new(),
-    }
-}
+pub(super) use crate::store::shared::error::{as_limit, duplicate_indexes, only_duplicates};
 
 /// A time as a date (milliseconds): the event log's `dispatch`, a delivery's `finished`.
 pub(super) fn dispatch_date(at: Micros) -> DateTime {
     DateTime::from_millis(at.0 / 1000)
-}
-
-/// Whether a failed `insert_many` failed only on ids stored already.
-pub(super) fn only_duplicates(err: &mongodb::error::Error) -> bool {
-    match err.kind.as_ref() {
-        ErrorKind::InsertMany(failure) => {
-            failure.write_concern_error.is_none()
-                && failure
-                    .write_errors
-                    .as_ref()
-                    .is_some_and(|errs| errs.iter().all(|e| e.code == 11000))
-        }
-        _ => false,
-    }
 }
 
 /// The write of one attempt: its result, the next due time while pending, one more attempt.

@@ -1,0 +1,199 @@
+//! The fan-out: every replica runs one. In rounds, it claims the events whose notifications
+//! are due (under a lease: a replica that dies leaves them to another once it has run out),
+//! works out who each notifies, stores the notifications in batches (`insertMany`; one stored
+//! already is left as it is, so a re-run after a crash adds nothing), makes the messages of
+//! those who are mailed due, and ends the events' fan-out. A post never waits for any of it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{broadcast, watch};
+
+use crate::domain::notifications::{plan, MailPace, Notification, NotificationSettings, Plan};
+use crate::domain::{EmailFrequency, Event, EventRecord, EventType, Micros, Slug};
+use crate::store::{DynStorage, ReadScope, StoreResult};
+
+/// Events claimed per round.
+const EVENTS: usize = 64;
+/// Followers read (and notifications stored) at once.
+const BATCH: usize = 1_000;
+/// The wait between rounds that found nothing to do (a commit in this process wakes it).
+const IDLE: Duration = Duration::from_millis(250);
+/// How long a round woken by a commit waits for the commits that follow it.
+const GATHER: Duration = Duration::from_millis(50);
+
+/// How the fan-out works and mails.
+#[derive(Debug, Clone)]
+pub struct FanOutRules {
+    /// How long a claim on events holds.
+    pub lease: Duration,
+    /// Whether mail can be sent at all (an SMTP server is set).
+    pub mail: bool,
+    /// How often a person who set nothing is mailed.
+    pub email_default: EmailFrequency,
+    /// The periods that pace mail.
+    pub pace: MailPace,
+}
+
+/// One replica's fan-out.
+pub struct FanOut {
+    /// The storage its reads of comments go through (connections of their own).
+    storage: DynStorage,
+    rules: FanOutRules,
+    token: String,
+    claims: AtomicU64,
+}
+
+impl FanOut {
+    /// A fan-out over `storage`.
+    pub fn new(storage: DynStorage, rules: FanOutRules) -> Self {
+        Self {
+            storage,
+            rules,
+            token: format!("{:032x}@{}", rand::random::<u128>(), std::process::id()),
+            claims: AtomicU64::new(0),
+        }
+    }
+
+    /// Runs rounds until `stop` changes: at once while there is work, else after a short wait
+    /// or soon after this process commits an event (`wake`).
+    pub async fn run(
+        self: Arc<Self>,
+        mut wake: broadcast::Receiver<Arc<Event>>,
+        mut stop: watch::Receiver<Option<tokio::time::Instant>>,
+    ) {
+        loop {
+            if stop.borrow().is_some() {
+                return;
+            }
+            let full = match self.round().await {
+                Ok(full) => full,
+                Err(err) => {
+                    tracing::warn!(%err, "a notification round failed: trying again");
+                    false
+                }
+            };
+            if full {
+                continue;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(IDLE) => {}
+                _ = wake.recv() => tokio::time::sleep(GATHER).await,
+                _ = stop.changed() => return,
+            }
+        }
+    }
+
+    /// One round; whether it took all it could (and should run again at once).
+    pub async fn round(&self) -> StoreResult<bool> {
+        let store = self.storage.notifications();
+        let now = Micros::now();
+        let until = Micros(now.0.saturating_add(micros(self.rules.lease)));
+        let n = self.claims.fetch_add(1, Ordering::Relaxed);
+        let token = format!("{}#{n}", self.token);
+        let events = store.claim_events(now, until, &token, EVENTS).await?;
+        for event in &events {
+            self.fan_out(event).await?;
+        }
+        let ids: Vec<String> = events.iter().map(|e| e.id.clone()).collect();
+        store.finish_events(&ids, &token).await?;
+        Ok(events.len() >= EVENTS)
+    }
+
+    /// Stores the notifications of `event` and makes its recipients' messages due.
+    async fn fan_out(&self, event: &EventRecord) -> StoreResult<()> {
+        let store = self.storage.notifications();
+        let parent_author = self.parent_author(event).await?;
+        let plan = plan(event, parent_author.as_deref());
+        store.insert(&plan.direct).await?;
+        self.mail(&plan.direct).await?;
+        if !plan.followers {
+            return Ok(());
+        }
+        let Some(discussion) = &event.discussion else {
+            return Ok(());
+        };
+        let mut after: Option<String> = None;
+        loop {
+            let followers = store.followers(discussion, after.as_deref(), BATCH).await?;
+            let batch: Vec<Notification> = followers
+                .iter()
+                .filter_map(|f| Plan::followed(&plan, event, f))
+                .collect();
+            store.insert(&batch).await?;
+            self.mail(&batch).await?;
+            if followers.len() < BATCH {
+                return Ok(());
+            }
+            after = followers.last().cloned();
+        }
+    }
+
+    /// The author of the comment `event`'s comment replies to, when it is a reply whose parent
+    /// is still there (a post names its parent; an approval's is its slug's parent).
+    async fn parent_author(&self, event: &EventRecord) -> StoreResult<Option<String>> {
+        let parent: Option<Slug> = match event.kind {
+            EventType::CommentPosted => event.parent.clone(),
+            EventType::CommentApproved => event.slug.as_ref().and_then(Slug::parent),
+            _ => None,
+        };
+        let (Some(parent), Some(id)) = (parent, &event.discussion) else {
+            return Ok(None);
+        };
+        let Some(discussion) = self
+            .storage
+            .discussions()
+            .by_ids(std::slice::from_ref(id))
+            .await?
+            .into_iter()
+            .next()
+        else {
+            return Ok(None);
+        };
+        let layout = self.storage.layout(discussion.layout)?;
+        let found = layout
+            .by_slugs(&ReadScope::new(), &discussion, &[parent])
+            .await?;
+        Ok(found
+            .into_iter()
+            .next()
+            .filter(|c| !c.deleted)
+            .map(|c| c.author.id))
+    }
+
+    /// Makes the messages of the recipients of `notifications` who are mailed for their kind
+    /// due, when mail can be sent.
+    async fn mail(&self, notifications: &[Notification]) -> StoreResult<()> {
+        if !self.rules.mail || notifications.is_empty() {
+            return Ok(());
+        }
+        let store = self.storage.notifications();
+        let users: Vec<String> = notifications.iter().map(|n| n.recipient.clone()).collect();
+        let now = Micros::now();
+        for person in store.with_address(&users).await? {
+            let settings = person
+                .settings
+                .unwrap_or_else(|| NotificationSettings::defaults(self.rules.email_default));
+            let wanted = notifications
+                .iter()
+                .any(|n| n.recipient == person.id && settings.mails(n.kind));
+            if !wanted {
+                continue;
+            }
+            if let Some(due) = self
+                .rules
+                .pace
+                .next(settings.email, person.last_mailed, now)
+            {
+                store.mail_due(&person.id, due).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `d` in microseconds.
+pub(super) fn micros(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}

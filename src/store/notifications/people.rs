@@ -1,0 +1,190 @@
+//! People (`people`): one document per person who set something or has a verified address,
+//! `_id` their user id. `mail_due` (sparse, indexed) is when their next message is due; a
+//! mailer claims it by moving it to the end of its lease.
+
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Document};
+use mongodb::options::IndexOptions;
+use mongodb::IndexModel;
+
+use super::codec::{person_of, settings_doc};
+use crate::domain::notifications::NotificationSettings;
+use crate::domain::Micros;
+use crate::store::api::Person;
+use crate::store::shared::error::{as_limit, is_duplicate_key, StoreResult};
+use crate::store::shared::metrics::Counted;
+
+/// People read at once by id (an `$in` of this many, at most).
+const BATCH: usize = 1_000;
+
+/// People by when their message is due.
+pub(super) async fn ensure_indexes(people: &Counted<Document>) -> StoreResult<()> {
+    people
+        .create_index(
+            IndexModel::builder()
+                .keys(doc! { "mail_due": 1 })
+                .options(
+                    IndexOptions::builder()
+                        .name("mail_due".to_owned())
+                        .sparse(true)
+                        .build(),
+                )
+                .build(),
+        )
+        .await?;
+    Ok(())
+}
+
+/// The person `user`.
+pub(super) async fn person(people: &Counted<Document>, user: &str) -> StoreResult<Option<Person>> {
+    people
+        .find_one(doc! { "_id": user })
+        .await?
+        .map(|d| person_of(&d))
+        .transpose()
+}
+
+/// Stores `user`'s settings.
+pub(super) async fn set_settings(
+    people: &Counted<Document>,
+    user: &str,
+    settings: &NotificationSettings,
+) -> StoreResult<()> {
+    people
+        .update_one(
+            doc! { "_id": user },
+            doc! { "$set": { "settings": settings_doc(settings) } },
+        )
+        .upsert(true)
+        .await?;
+    Ok(())
+}
+
+/// Keeps `address` as `user`'s, unless it is kept already (then nothing is written).
+pub(super) async fn remember_address(
+    people: &Counted<Document>,
+    user: &str,
+    address: &str,
+) -> StoreResult<()> {
+    let done = people
+        .update_one(
+            doc! { "_id": user, "address": { "$ne": address } },
+            doc! { "$set": { "address": address, "address_at": Micros::now().0 } },
+        )
+        .upsert(true)
+        .await;
+    match done {
+        Ok(_) => Ok(()),
+        // The person has that address already (the filter missed, and the insert found them).
+        Err(err) if is_duplicate_key(&err) => Ok(()),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// Of `users`, those with an address.
+pub(super) async fn with_address(
+    people: &Counted<Document>,
+    users: &[String],
+) -> StoreResult<Vec<Person>> {
+    let mut found = Vec::new();
+    for batch in users.chunks(BATCH) {
+        let docs: Vec<Document> = people
+            .find(doc! { "_id": { "$in": batch }, "address": { "$exists": true } })
+            .await?
+            .try_collect()
+            .await?;
+        for doc in &docs {
+            found.push(person_of(doc)?);
+        }
+    }
+    Ok(found)
+}
+
+/// Makes `user`'s message due at `due` at the latest.
+pub(super) async fn mail_due(
+    people: &Counted<Document>,
+    user: &str,
+    due: Micros,
+) -> StoreResult<()> {
+    people
+        .update_one(doc! { "_id": user }, doc! { "$min": { "mail_due": due.0 } })
+        .await?;
+    Ok(())
+}
+
+/// Claims the people whose message is due: each by moving its due time to `until`, on
+/// condition that it is as read (one claimant wins each).
+pub(super) async fn claim_mail(
+    people: &Counted<Document>,
+    now: Micros,
+    until: Micros,
+    limit: usize,
+) -> StoreResult<Vec<Person>> {
+    let Some(limit) = as_limit(limit) else {
+        return Ok(Vec::new());
+    };
+    let due: Vec<Document> = people
+        .find(doc! { "mail_due": { "$lte": now.0 } })
+        .sort(doc! { "mail_due": 1 })
+        .limit(limit)
+        .await?
+        .try_collect()
+        .await?;
+    let mut claimed = Vec::new();
+    for doc in &due {
+        let mut person = person_of(doc)?;
+        let Some(was) = person.mail_due else {
+            continue;
+        };
+        let won = people
+            .update_one(
+                doc! { "_id": &person.id, "mail_due": was.0 },
+                doc! { "$set": { "mail_due": until.0 } },
+            )
+            .await?;
+        if won.modified_count == 1 {
+            person.mail_due = Some(until);
+            claimed.push(person);
+        }
+    }
+    Ok(claimed)
+}
+
+/// Records a message (or a message given up): mailed at `at`, and not due any more unless a
+/// notification made it due again since the claim.
+pub(super) async fn mailed(
+    people: &Counted<Document>,
+    user: &str,
+    at: Micros,
+    claimed: Micros,
+) -> StoreResult<()> {
+    people
+        .update_one(
+            doc! { "_id": user },
+            doc! { "$set": { "last_mailed": at.0 }, "$unset": { "mail_tries": "" } },
+        )
+        .await?;
+    people
+        .update_one(
+            doc! { "_id": user, "mail_due": claimed.0 },
+            doc! { "$unset": { "mail_due": "" } },
+        )
+        .await?;
+    Ok(())
+}
+
+/// Records a failed try: due again at `retry`.
+pub(super) async fn mail_failed(
+    people: &Counted<Document>,
+    user: &str,
+    tries: u32,
+    retry: Micros,
+) -> StoreResult<()> {
+    people
+        .update_one(
+            doc! { "_id": user },
+            doc! { "$set": { "mail_due": retry.0, "mail_tries": i64::from(tries) } },
+        )
+        .await?;
+    Ok(())
+}
