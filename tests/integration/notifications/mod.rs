@@ -1,4 +1,7 @@
-//! Notifications over real sockets: the inbox, follows and settings.
+//! Notifications over real sockets: the inbox, follows and settings; the fan-out through kill
+//! -9 (`durable.rs`).
+
+mod durable;
 
 use std::time::Duration;
 
