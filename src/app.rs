@@ -467,7 +467,11 @@ impl App {
             .await
             .context("cannot read the reserved names")?;
         let dispatcher = Arc::new(dispatcher(config, &services)?);
-        let fan_out = Arc::new(FanOut::new(background, fan_out_rules(config)));
+        let fan_out = Arc::new(FanOut::new(
+            background,
+            fan_out_rules(config),
+            services.notify_metrics().clone(),
+        ));
         let api = Api::new(store.clone(), keys, config.into(), services);
         let connections = Connections::new(connection_cap(config));
         let listener = TcpListener::bind(config.listen)

@@ -402,6 +402,7 @@ async fn metrics(State(state): State<HttpState>) -> impl IntoResponse {
     }
     api.write_store_metrics(&mut page);
     api.services().webhook_metrics().write(&mut page);
+    api.services().notify_metrics().write(&mut page);
     let gauges = [
         (
             "threadql_connections_open",

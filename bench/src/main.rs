@@ -10,6 +10,7 @@ mod import;
 mod load;
 mod markdown;
 mod measure;
+mod notify;
 mod plan;
 mod probe;
 mod reads;
@@ -237,6 +238,15 @@ struct Args {
     /// fails when a post's delivery does not arrive within 60 s.
     #[arg(long)]
     webhooks: bool,
+    /// Measures notifications only: the p50 of posts into a discussion nobody follows and into
+    /// one with `--followers` followers (10 000; 1 000 with `--quick`) while its fan-outs run,
+    /// and how long the fan-out takes to notify them all. Fails when one does not end within
+    /// 300 s.
+    #[arg(long)]
+    notifications: bool,
+    /// Followers of the followed discussion (`--notifications`).
+    #[arg(long)]
+    followers: Option<usize>,
     /// Comments of the hot discussion [default: 2000; quick: 500].
     #[arg(long)]
     hot_comments: Option<usize>,
@@ -351,6 +361,7 @@ async fn main() -> std::process::ExitCode {
         (None, None) if args.hot_discussion => run_hot(&args).await,
         (None, None) if args.markdown_page => run_markdown(&args).await,
         (None, None) if args.webhooks => run_webhooks(&args).await,
+        (None, None) if args.notifications => run_notifications(&args).await,
         (None, None) => run(args).await,
     };
     match result {
@@ -684,6 +695,35 @@ async fn run_webhooks(args: &Args) -> anyhow::Result<()> {
     });
     write_results(args, &described, &saved, &webhooks::markdown(&results))?;
     webhooks::check(&results)
+}
+
+/// Measures notifications only (`--notifications`).
+async fn run_notifications(args: &Args) -> anyhow::Result<()> {
+    let settings = notify::Settings {
+        followers: args
+            .followers
+            .unwrap_or(if args.quick { 1_000 } else { 10_000 }),
+        posts: if args.quick { 5 } else { 20 },
+        rounds: args.runs.unwrap_or(if args.quick { 1 } else { 3 }),
+        alone: if args.quick { 1 } else { 3 },
+        seed: args.seed,
+    };
+    let load_at_start = report::load_average();
+    let (result, described) = on_one_server_with(
+        args,
+        "notifications",
+        &[],
+        async |server, client, keys, _| notify::measure(server, client, keys, &settings).await,
+    )
+    .await?;
+    let saved = serde_json::json!({
+        "kind": "notifications",
+        "quick": args.quick,
+        "load_average_at_start": load_at_start,
+        "settings": settings,
+        "result": result,
+    });
+    write_results(args, &described, &saved, &notify::markdown(&result))
 }
 
 /// Measures the vote throughput only (`--vote-throughput`).

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use tokio::sync::{broadcast, watch};
 
+use super::metrics::NotifyMetrics;
 use crate::domain::notifications::{plan, MailPace, Notification, NotificationSettings, Plan};
 use crate::domain::{EmailFrequency, Event, EventRecord, EventType, Micros, Slug};
 use crate::store::{DynStorage, ReadScope, StoreResult};
@@ -43,14 +44,16 @@ pub struct FanOut {
     rules: FanOutRules,
     token: String,
     claims: AtomicU64,
+    metrics: Arc<NotifyMetrics>,
 }
 
 impl FanOut {
     /// A fan-out over `storage`.
-    pub fn new(storage: DynStorage, rules: FanOutRules) -> Self {
+    pub fn new(storage: DynStorage, rules: FanOutRules, metrics: Arc<NotifyMetrics>) -> Self {
         Self {
             storage,
             rules,
+            metrics,
             token: format!("{:032x}@{}", rand::random::<u128>(), std::process::id()),
             claims: AtomicU64::new(0),
         }
@@ -95,6 +98,9 @@ impl FanOut {
         let events = store.claim_events(now, until, &token, EVENTS).await?;
         for event in &events {
             self.fan_out(event).await?;
+            let lag = Micros::now().0.saturating_sub(event.at.0);
+            self.metrics
+                .fanned_out_after(Duration::from_micros(u64::try_from(lag).unwrap_or(0)));
         }
         let ids: Vec<String> = events.iter().map(|e| e.id.clone()).collect();
         store.finish_events(&ids, &token).await?;
@@ -106,7 +112,7 @@ impl FanOut {
         let store = self.storage.notifications();
         let parent_author = self.parent_author(event).await?;
         let plan = plan(event, parent_author.as_deref());
-        store.insert(&plan.direct).await?;
+        self.metrics.stored(store.insert(&plan.direct).await?);
         self.mail(&plan.direct).await?;
         if !plan.followers {
             return Ok(());
@@ -121,7 +127,7 @@ impl FanOut {
                 .iter()
                 .filter_map(|f| Plan::followed(&plan, event, f))
                 .collect();
-            store.insert(&batch).await?;
+            self.metrics.stored(store.insert(&batch).await?);
             self.mail(&batch).await?;
             if followers.len() < BATCH {
                 return Ok(());

@@ -2,3 +2,4 @@
 //! the mail that tells them.
 
 pub mod fanout;
+pub mod metrics;

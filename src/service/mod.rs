@@ -91,6 +91,7 @@ pub struct Services {
     webhook_metrics: Arc<crate::webhooks::metrics::WebhookMetrics>,
     inboxes: inbox::Inboxes,
     mail: MailRules,
+    notify_metrics: Arc<crate::notify::metrics::NotifyMetrics>,
 }
 
 impl Services {
@@ -120,6 +121,7 @@ impl Services {
             pages: Arc::new(PageOrigins::Any),
             webhook_metrics: Arc::default(),
             inboxes: inbox::Inboxes::new(),
+            notify_metrics: Arc::default(),
             mail: MailRules {
                 enabled: false,
                 default: crate::domain::EmailFrequency::Never,
@@ -144,6 +146,11 @@ impl Services {
     /// Every event committed through these services from now on.
     pub fn events(&self) -> tokio::sync::broadcast::Receiver<Arc<Event>> {
         self.feed.subscribe()
+    }
+
+    /// The notifications' figures (fan-out, mail), shared with `/metrics`.
+    pub fn notify_metrics(&self) -> &Arc<crate::notify::metrics::NotifyMetrics> {
+        &self.notify_metrics
     }
 
     /// The webhook dispatcher's figures, shared with `/metrics`.
