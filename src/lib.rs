@@ -10,6 +10,7 @@ pub mod graphiql; // GraphiQL at /, served from the binary
 pub mod graphql; // schema, resolvers, dataloaders, error codes
 pub mod http; // axum routes
 pub mod import; // `threadql import`: comments from threadql, Disqus and WordPress files
+pub mod mail; // notification mail: composing, unsubscribe tokens, sending over SMTP
 pub mod migrate; // `threadql migrate` and `key-guest-ids`: migrations of stored data
 pub mod notify; // notifications off the write path: the fan-out into inboxes, and mail
 pub mod rate; // rate limits per author and per client

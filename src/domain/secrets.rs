@@ -15,6 +15,8 @@ type HmacSha256 = Hmac<Sha256>;
 pub enum Purpose {
     /// The ids of imported authors who had no account at the source (`disqus-guest:…`).
     ImportedGuestIds,
+    /// The one-click unsubscribe links of notification mail.
+    Unsubscribe,
 }
 
 impl Purpose {
@@ -22,6 +24,7 @@ impl Purpose {
     pub fn label(self) -> &'static str {
         match self {
             Purpose::ImportedGuestIds => "threadql/imported-guest-ids/v1",
+            Purpose::Unsubscribe => "threadql/unsubscribe/v1",
         }
     }
 }

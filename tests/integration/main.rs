@@ -30,6 +30,7 @@ mod lifecycle;
 mod links;
 mod live;
 mod logs;
+mod mail;
 mod migrate;
 mod model;
 mod moderation;

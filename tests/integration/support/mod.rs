@@ -5,8 +5,8 @@
 //! (`responses`), the change feed (`feed`), command counting (`commands`), live connections with
 //! chosen headers (`live_origin`), an OpenTelemetry collector (`otlp`), the repository's own
 //! files (`files`), imported guests' ids as stored (`guests`), import files and their measured
-//! runs (`imports`), reserved names (`names`) and comments as the database stores them
-//! (`stored`).
+//! runs (`imports`), reserved names (`names`), comments as the database stores them
+//! (`stored`) and an SMTP server that reports the mail it takes (`smtp`).
 
 mod app;
 mod commands;
@@ -24,6 +24,7 @@ mod process;
 mod receiver;
 mod responses;
 mod server;
+mod smtp;
 mod stored;
 mod tokens;
 
@@ -53,6 +54,7 @@ pub(crate) use server::{
     graphql_data, graphql_data_at, metric, metric_from, one_shot_client, post_graphql, series,
     server_config, sha256_hex, Running, Scrape,
 };
+pub(crate) use smtp::{Mail, SmtpServer};
 pub(crate) use stored::{rewrite_stored_comment, stored_comment, stored_events, stored_html, Home};
 pub(crate) use tokens::{
     admin_token_for, ec_token, fixture, moderator_token, now, rsa_key, rsa_token, sign, sign_key,
