@@ -55,6 +55,7 @@ pub struct App {
     /// Delivers webhooks while serving.
     dispatcher: Arc<Dispatcher>,
     fan_out: Arc<FanOut>,
+    mail: Option<Arc<crate::notify::mail::MailWorker>>,
 }
 
 /// Descriptors kept out of the default connection cap: the database pool's, plus the process's
@@ -264,6 +265,7 @@ pub fn services(
             enabled: config.notify.smtp_url.is_some(),
             default: config.notify.email_default,
         })
+        .with_unsubscribe_tokens(crate::mail::UnsubscribeTokens::new(key))
 }
 
 /// The pages users who are not moderators may create discussions for: those of
@@ -325,6 +327,47 @@ fn fan_out_rules(config: &Config) -> FanOutRules {
             daily: secs(settings.daily_secs),
         },
     }
+}
+
+/// The mail worker, when an SMTP server is set (`THREADQL_SMTP_URL`, with `THREADQL_MAIL_FROM`):
+/// a bad URL or sender stops the start. Links use `THREADQL_PUBLIC_URL`, else the listener.
+fn mail_worker(
+    config: &Config,
+    storage: crate::store::DynStorage,
+    key: &ServerKey,
+    addr: std::net::SocketAddr,
+    metrics: Arc<crate::notify::metrics::NotifyMetrics>,
+) -> anyhow::Result<Option<crate::notify::mail::MailWorker>> {
+    let settings = &config.notify;
+    let Some(url) = &settings.smtp_url else {
+        return Ok(None);
+    };
+    let from = settings
+        .mail_from
+        .as_deref()
+        .context("THREADQL_SMTP_URL is set without THREADQL_MAIL_FROM: set the sender of notification e-mail")?;
+    let mailer = crate::mail::Mailer::new(url, from, Duration::from_secs(60))?;
+    let public_url = match &config.public_url {
+        Some(public) => public.to_string().trim_end_matches('/').to_owned(),
+        None => {
+            tracing::warn!("THREADQL_SMTP_URL is set without THREADQL_PUBLIC_URL: e-mail links and unsubscribe links name http://{addr}");
+            format!("http://{addr}")
+        }
+    };
+    let rules = fan_out_rules(config);
+    Ok(Some(crate::notify::mail::MailWorker::new(
+        storage,
+        mailer,
+        crate::mail::UnsubscribeTokens::new(key),
+        crate::notify::mail::MailRules {
+            lease: Duration::from_secs(config.webhooks.lease_secs.max(60)),
+            default: settings.email_default,
+            pace: rules.pace,
+            retry: Duration::from_secs(settings.retry_secs),
+            public_url,
+        },
+        metrics,
+    )))
 }
 
 /// A second store over the same database for background work (the notifications' fan-out):
@@ -467,10 +510,11 @@ impl App {
             .await
             .context("cannot read the reserved names")?;
         let dispatcher = Arc::new(dispatcher(config, &services)?);
+        let notify_metrics = services.notify_metrics().clone();
         let fan_out = Arc::new(FanOut::new(
-            background,
+            background.clone(),
             fan_out_rules(config),
-            services.notify_metrics().clone(),
+            notify_metrics.clone(),
         ));
         let api = Api::new(store.clone(), keys, config.into(), services);
         let connections = Connections::new(connection_cap(config));
@@ -478,6 +522,7 @@ impl App {
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         let addr = listener.local_addr()?;
+        let mail = mail_worker(config, background, &key, addr, notify_metrics)?.map(Arc::new);
         let limits = HttpLimits {
             own_origins: own_origins(config.public_url.as_ref(), addr),
             ..HttpLimits::from(config)
@@ -516,6 +561,7 @@ impl App {
             embedded,
             dispatcher,
             fan_out,
+            mail,
         })
     }
 
@@ -539,6 +585,9 @@ impl App {
         tokio::spawn(self.dispatcher.clone().run(wake, stopped.clone()));
         let wake = self.api.services().events();
         tokio::spawn(self.fan_out.clone().run(wake, stopped.clone()));
+        if let Some(mail) = &self.mail {
+            tokio::spawn(mail.clone().run(stopped.clone()));
+        }
         let grace = self.grace;
         let (api, connections) = (self.api.clone(), self.connections.clone());
         tokio::spawn(async move {

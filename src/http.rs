@@ -23,6 +23,7 @@ mod live;
 mod request;
 mod response;
 mod serve;
+mod unsubscribe;
 
 pub(crate) use serve::serve;
 pub use serve::{default_max_connections, ConnectionTimeouts, Connections};
@@ -103,7 +104,11 @@ pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router 
         .merge(embed)
         .route("/graphql", graphql_route)
         .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz));
+        .route("/readyz", get(readyz))
+        .route(
+            "/notifications/unsubscribe",
+            get(unsubscribe::show).post(unsubscribe::confirm),
+        );
     let router = match public_metrics {
         true => router.route("/metrics", get(metrics)),
         false => router,

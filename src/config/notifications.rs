@@ -43,6 +43,10 @@ pub struct NotifySettings {
     /// The period of a daily digest, in seconds.
     #[arg(long = "email-daily-secs", env = "THREADQL_EMAIL_DAILY_SECS", default_value_t = 86_400, value_parser = clap::value_parser!(u64).range(1..=7 * 86_400), global = true)]
     pub daily_secs: u64,
+    /// Seconds before a message that failed for now (a 4xx answer, no connection) is tried
+    /// again; doubled for each further try, up to an hour, 8 tries in all.
+    #[arg(long = "email-retry-secs", env = "THREADQL_EMAIL_RETRY_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3_600), global = true)]
+    pub retry_secs: u64,
 }
 
 impl std::fmt::Debug for NotifySettings {
@@ -68,6 +72,7 @@ impl std::fmt::Debug for NotifySettings {
             .field("min_interval_secs", &self.min_interval_secs)
             .field("hourly_secs", &self.hourly_secs)
             .field("daily_secs", &self.daily_secs)
+            .field("retry_secs", &self.retry_secs)
             .finish()
     }
 }
@@ -86,6 +91,7 @@ mod tests {
             min_interval_secs: 300,
             hourly_secs: 3600,
             daily_secs: 86_400,
+            retry_secs: 30,
         };
         let shown = format!("{settings:?}");
         assert!(

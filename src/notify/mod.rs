@@ -2,4 +2,5 @@
 //! the mail that tells them.
 
 pub mod fanout;
+pub mod mail;
 pub mod metrics;

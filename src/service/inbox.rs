@@ -147,7 +147,24 @@ impl Services {
         Ok(settings)
     }
 
-    /// Turns `user`'s e-mail off (the one-click unsubscribe).
+    /// Turns e-mail off for the person an unsubscribe link's `token` names (the one-click
+    /// unsubscribe, no sign-in); who that is. `BAD_USER_INPUT` for a token this server did not
+    /// sign for anyone.
+    pub async fn unsubscribe_with(&self, token: &str) -> Result<String, DomainError> {
+        let user = self
+            .unsubscribe_tokens
+            .verify(token)
+            .ok_or_else(|| DomainError::BadInput("this unsubscribe link is not valid".into()))?;
+        self.unsubscribe(&user).await?;
+        Ok(user)
+    }
+
+    /// The person an unsubscribe link's `token` names, if this server signed it.
+    pub fn check_unsubscribe(&self, token: &str) -> Option<String> {
+        self.unsubscribe_tokens.verify(token)
+    }
+
+    /// Turns `user`'s e-mail off.
     pub async fn unsubscribe(&self, user: &str) -> Result<(), DomainError> {
         let author = Author {
             id: user.to_owned(),

@@ -92,6 +92,7 @@ pub struct Services {
     inboxes: inbox::Inboxes,
     mail: MailRules,
     notify_metrics: Arc<crate::notify::metrics::NotifyMetrics>,
+    unsubscribe_tokens: crate::mail::UnsubscribeTokens,
 }
 
 impl Services {
@@ -122,10 +123,22 @@ impl Services {
             webhook_metrics: Arc::default(),
             inboxes: inbox::Inboxes::new(),
             notify_metrics: Arc::default(),
+            // A key of its own until the server's is given (`with_unsubscribe_tokens`).
+            unsubscribe_tokens: crate::mail::UnsubscribeTokens::new(
+                &crate::domain::ServerKey::generate(),
+            ),
             mail: MailRules {
                 enabled: false,
                 default: crate::domain::EmailFrequency::Never,
             },
+        }
+    }
+
+    /// The same services, checking unsubscribe links with `tokens` (the server key's).
+    pub fn with_unsubscribe_tokens(self, tokens: crate::mail::UnsubscribeTokens) -> Self {
+        Self {
+            unsubscribe_tokens: tokens,
+            ..self
         }
     }
 

@@ -130,14 +130,14 @@ pub trait NotificationStore: Send + Sync {
     /// `user`'s unread notifications not mailed yet, oldest first, at most `limit`.
     async fn unmailed(&self, user: &str, limit: usize) -> StoreResult<Vec<Notification>>;
 
-    /// Records a message to `user` at `at` holding `ids` (or given up on): those are mailed,
-    /// and the person's message, claimed until `claimed`, is no longer due (unless a
-    /// notification made it due again meanwhile).
+    /// Records a message to `user` sent at `at` (`None`: none was sent: nothing to say, or
+    /// given up) holding `ids`: those count as mailed, and the person's message, claimed until
+    /// `claimed`, is no longer due (unless a notification made it due again meanwhile).
     async fn mailed(
         &self,
         user: &str,
         ids: &[String],
-        at: Micros,
+        at: Option<Micros>,
         claimed: Micros,
     ) -> StoreResult<()>;
 

@@ -272,7 +272,7 @@ impl NotificationStore for Notifications {
         &self,
         user: &str,
         ids: &[String],
-        at: Micros,
+        at: Option<Micros>,
         claimed: Micros,
     ) -> StoreResult<()> {
         if !ids.is_empty() {

@@ -155,15 +155,14 @@ pub(super) async fn claim_mail(
 pub(super) async fn mailed(
     people: &Counted<Document>,
     user: &str,
-    at: Micros,
+    at: Option<Micros>,
     claimed: Micros,
 ) -> StoreResult<()> {
-    people
-        .update_one(
-            doc! { "_id": user },
-            doc! { "$set": { "last_mailed": at.0 }, "$unset": { "mail_tries": "" } },
-        )
-        .await?;
+    let update = match at {
+        Some(at) => doc! { "$set": { "last_mailed": at.0 }, "$unset": { "mail_tries": "" } },
+        None => doc! { "$unset": { "mail_tries": "" } },
+    };
+    people.update_one(doc! { "_id": user }, update).await?;
     people
         .update_one(
             doc! { "_id": user, "mail_due": claimed.0 },

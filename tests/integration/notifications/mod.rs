@@ -1,7 +1,8 @@
 //! Notifications over real sockets: the inbox, follows and settings; the fan-out through kill
-//! -9 (`durable.rs`).
+//! -9 (`durable.rs`); e-mail through a real SMTP server (`email.rs`).
 
 mod durable;
+mod email;
 
 use std::time::Duration;
 
