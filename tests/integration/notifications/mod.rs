@@ -1,8 +1,10 @@
 //! Notifications over real sockets: the inbox, follows and settings. Every kind on every layout,
-//! who is (not) told (`kinds`), the inbox's paging, marking and count (`inbox`).
+//! who is (not) told (`kinds`), the inbox's paging, marking and count (`inbox`) and the live
+//! subscription (`live`).
 
 mod inbox;
 mod kinds;
+mod live;
 
 use std::time::Duration;
 
