@@ -1,10 +1,12 @@
 //! Notifications over real sockets: the inbox, follows and settings. Every kind on every layout,
-//! who is (not) told (`kinds`), the inbox's paging, marking and count (`inbox`) and the live
-//! subscription (`live`).
+//! who is (not) told (`kinds`), the inbox's paging, marking and count (`inbox`), the live
+//! subscription (`live`), follows (`follows`) and settings (`settings`).
 
+mod follows;
 mod inbox;
 mod kinds;
 mod live;
+mod settings;
 
 use std::time::Duration;
 
