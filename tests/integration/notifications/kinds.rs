@@ -223,7 +223,8 @@ async fn held_comments_tell_nobody_until_approved_bucketed() {
 }
 
 /// Notices of a reply its author deleted and of one a moderator rejected stay, without the
-/// comment for the people they told; a moderator who follows still sees both comments.
+/// comment for the people they told; a moderator who follows still sees both comments; the
+/// rejected one approved again shows again and tells only its author.
 async fn a_notice_outlives_its_comment_case(layout: Layout) {
     let label = format!("notify_gone_{}", layout_name(layout));
     let (server, db) = notify_server(&label, layout).await;
@@ -273,6 +274,24 @@ async fn a_notice_outlives_its_comment_case(layout: Layout) {
     assert_eq!(bob_notes[0]["kind"], "MODERATION");
     assert_eq!(bob_notes[0]["approved"], false);
     assert_eq!(bob_notes[0]["reason"], "spam");
+
+    // Approving the rejected reply restores it in place: its notices show it again, its
+    // author hears of it, and nobody hears of it as new.
+    approve_as(&server, &m, &d, &rejected).await;
+    settled(&db).await;
+    assert_eq!(
+        gists_of(&server, &ada).await,
+        vec![
+            json!(["REPLY", "bob", rejected]),
+            json!(["REPLY", "bob", Value::Null])
+        ]
+    );
+    assert_eq!(gists_of(&server, &cy).await.len(), 2, "nothing new");
+    let bob_notes = all_notes(&server, &bob).await;
+    assert_eq!(bob_notes.len(), 2, "{bob_notes:#?}");
+    assert_eq!(bob_notes[0]["kind"], "MODERATION");
+    assert_eq!(bob_notes[0]["approved"], true);
+    assert_eq!(bob_notes[0]["actor"]["id"], "mod");
     server.shutdown().await;
 }
 
