@@ -200,6 +200,9 @@ pub struct Plan {
     pub followers: bool,
     /// Who is never notified of it as a follower (the actor, the author, the direct ones).
     pub except: Vec<String>,
+    /// Who the comment it makes public is by, when that is not who acted (an approval): the
+    /// actor of its `Reply` and `Followed` notices.
+    pub by: Option<Author>,
 }
 
 impl Plan {
@@ -208,7 +211,8 @@ impl Plan {
         if !self.followers || self.except.iter().any(|e| e == follower) {
             return None;
         }
-        notice(record, follower, NotificationKind::Followed, None)
+        let by = self.by.as_ref().unwrap_or(&record.actor);
+        notice(record, follower, NotificationKind::Followed, by, None)
     }
 }
 
@@ -221,8 +225,13 @@ pub fn notifies(kind: EventType) -> bool {
 }
 
 /// Who `record` notifies, given the author of the comment it replies to (when it is a reply
-/// and that comment is still there).
-pub fn plan(record: &EventRecord, parent_author: Option<&str>) -> Plan {
+/// and that comment is still there) and, for an approval, the author of the comment it
+/// publishes as stored (their name; the id alone when the comment cannot be read).
+pub fn plan(
+    record: &EventRecord,
+    parent_author: Option<&str>,
+    published_by: Option<&Author>,
+) -> Plan {
     let Some(author) = record.author.as_ref().map(|a| a.as_str()) else {
         return Plan::default();
     };
@@ -250,6 +259,7 @@ pub fn plan(record: &EventRecord, parent_author: Option<&str>) -> Plan {
             record,
             author,
             NotificationKind::Moderation,
+            &record.actor,
             Some(approved),
         ));
     }
@@ -259,23 +269,34 @@ pub fn plan(record: &EventRecord, parent_author: Option<&str>) -> Plan {
             ..Plan::default()
         };
     }
+    // A reply or a follow tells of the comment's author, whoever published it.
+    let by = (author != actor).then(|| match published_by {
+        Some(by) if by.id == author => by.clone(),
+        _ => Author {
+            id: author.to_owned(),
+            name: String::new(),
+        },
+    });
     let mut except = vec![actor.to_owned(), author.to_owned()];
     if let Some(parent) = parent_author.filter(|p| *p != actor && *p != author) {
-        direct.extend(notice(record, parent, NotificationKind::Reply, None));
+        let from = by.as_ref().unwrap_or(&record.actor);
+        direct.extend(notice(record, parent, NotificationKind::Reply, from, None));
         except.push(parent.to_owned());
     }
     Plan {
         direct,
         followers: true,
         except,
+        by,
     }
 }
 
-/// The notification of `recipient` about `record`.
+/// The notification of `recipient` about `record`, telling of `actor`.
 fn notice(
     record: &EventRecord,
     recipient: &str,
     kind: NotificationKind,
+    actor: &Author,
     approved: Option<bool>,
 ) -> Option<Notification> {
     Some(Notification {
@@ -286,7 +307,7 @@ fn notice(
         read: false,
         discussion: record.discussion.clone()?,
         slug: record.slug.clone()?,
-        actor: record.actor.clone(),
+        actor: actor.clone(),
         reason: record.reason.clone(),
         approved,
     })
@@ -327,7 +348,7 @@ mod tests {
     #[test]
     fn a_reply_notifies_the_parents_author_and_the_followers_but_neither_twice() {
         let posted = record(EventType::CommentPosted, "bob", "bob", None);
-        let plan = plan(&posted, Some("ada"));
+        let plan = plan(&posted, Some("ada"), None);
         assert_eq!(who(&plan), vec![("ada".into(), NotificationKind::Reply)]);
         assert!(plan.followed(&posted, "ada").is_none(), "a reply wins");
         assert!(plan.followed(&posted, "bob").is_none(), "not of oneself");
@@ -344,13 +365,17 @@ mod tests {
     #[test]
     fn nobody_hears_of_their_own_reply() {
         let posted = record(EventType::CommentPosted, "ada", "ada", None);
-        assert!(plan(&posted, Some("ada")).direct.is_empty());
+        assert!(plan(&posted, Some("ada"), None).direct.is_empty());
     }
 
     #[test]
     fn an_approval_that_publishes_notifies_like_a_post_and_tells_the_author() {
         let approved = record(EventType::CommentApproved, "mod", "bob", Some("published"));
-        let plan = plan(&approved, Some("ada"));
+        let bob = Author {
+            id: "bob".into(),
+            name: "Bob".into(),
+        };
+        let plan = plan(&approved, Some("ada"), Some(&bob));
         assert_eq!(
             who(&plan),
             vec![
@@ -359,27 +384,48 @@ mod tests {
             ]
         );
         assert_eq!(plan.direct[0].approved, Some(true));
+        assert_eq!(plan.direct[0].actor.id, "mod", "the moderator approved it");
+        assert_eq!(plan.direct[1].actor, bob, "bob replied");
         assert!(plan.followed(&approved, "mod").is_none());
         assert!(plan.followed(&approved, "bob").is_none());
+        let followed = plan.followed(&approved, "cy").expect("a follower");
+        assert_eq!(followed.actor, bob, "bob wrote the comment");
+    }
+
+    #[test]
+    fn an_approved_comment_that_cannot_be_read_names_its_author_by_id() {
+        let approved = record(EventType::CommentApproved, "mod", "bob", Some("published"));
+        let plan = plan(&approved, Some("ada"), None);
+        assert_eq!(plan.direct[1].kind, NotificationKind::Reply);
+        assert_eq!(plan.direct[1].actor.id, "bob");
+        let stranger = Author {
+            id: "eve".into(),
+            name: "Eve".into(),
+        };
+        let plan = super::plan(&approved, Some("ada"), Some(&stranger));
+        assert_eq!(
+            plan.direct[1].actor.id, "bob",
+            "only the author's own name is taken"
+        );
     }
 
     #[test]
     fn a_restored_placeholder_tells_its_author_only_and_dismissed_reports_tell_nobody() {
         let restored = record(EventType::CommentApproved, "mod", "bob", Some("restored"));
-        let restored = plan(&restored, Some("ada"));
+        let restored = plan(&restored, Some("ada"), None);
         assert_eq!(
             who(&restored),
             vec![("bob".into(), NotificationKind::Moderation)]
         );
         assert!(!restored.followers);
         let dismissed = record(EventType::CommentApproved, "mod", "bob", Some("dismissed"));
-        assert_eq!(plan(&dismissed, Some("ada")), Plan::default());
+        assert_eq!(plan(&dismissed, Some("ada"), None), Plan::default());
     }
 
     #[test]
     fn a_rejection_tells_the_author_with_the_reason_unless_they_rejected_it() {
         let rejected = record(EventType::CommentRejected, "mod", "bob", None);
-        let plan = plan(&rejected, Some("ada"));
+        let plan = plan(&rejected, Some("ada"), None);
         assert_eq!(
             who(&plan),
             vec![("bob".into(), NotificationKind::Moderation)]
@@ -388,7 +434,7 @@ mod tests {
         assert_eq!(plan.direct[0].reason.as_deref(), Some("off topic"));
         assert!(!plan.followers);
         let own = record(EventType::CommentRejected, "bob", "bob", None);
-        assert!(super::plan(&own, None).direct.is_empty());
+        assert!(super::plan(&own, None, None).direct.is_empty());
     }
 
     #[test]
@@ -396,7 +442,7 @@ mod tests {
         for kind in [EventType::CommentHeld, EventType::CommentEdited] {
             assert!(!notifies(kind));
             assert_eq!(
-                plan(&record(kind, "bob", "bob", None), Some("ada")),
+                plan(&record(kind, "bob", "bob", None), Some("ada"), None),
                 Plan::default()
             );
         }

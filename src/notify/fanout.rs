@@ -12,7 +12,7 @@ use tokio::sync::{broadcast, watch};
 
 use super::metrics::NotifyMetrics;
 use crate::domain::notifications::{plan, MailPace, Notification, NotificationSettings, Plan};
-use crate::domain::{EmailFrequency, Event, EventRecord, EventType, Micros, Slug};
+use crate::domain::{Author, EmailFrequency, Event, EventRecord, EventType, Micros, Slug};
 use crate::store::{DynStorage, ReadScope, StoreResult};
 
 /// Events claimed per round.
@@ -110,8 +110,8 @@ impl FanOut {
     /// Stores the notifications of `event` and makes its recipients' messages due.
     async fn fan_out(&self, event: &EventRecord) -> StoreResult<()> {
         let store = self.storage.notifications();
-        let parent_author = self.parent_author(event).await?;
-        let plan = plan(event, parent_author.as_deref());
+        let (parent_author, published_by) = self.authors(event).await?;
+        let plan = plan(event, parent_author.as_deref(), published_by.as_ref());
         self.metrics.stored(store.insert(&plan.direct).await?);
         self.mail(&plan.direct).await?;
         if !plan.followers {
@@ -137,15 +137,21 @@ impl FanOut {
     }
 
     /// The author of the comment `event`'s comment replies to, when it is a reply whose parent
-    /// is still there (a post names its parent; an approval's is its slug's parent).
-    async fn parent_author(&self, event: &EventRecord) -> StoreResult<Option<String>> {
-        let parent: Option<Slug> = match event.kind {
-            EventType::CommentPosted => event.parent.clone(),
-            EventType::CommentApproved => event.slug.as_ref().and_then(Slug::parent),
-            _ => None,
+    /// is still there (a post names its parent; an approval's is its slug's parent), and for an
+    /// approval, the author of the comment it publishes as stored (a post's is its actor). One
+    /// read of both.
+    async fn authors(&self, event: &EventRecord) -> StoreResult<(Option<String>, Option<Author>)> {
+        let (parent, published): (Option<Slug>, Option<Slug>) = match event.kind {
+            EventType::CommentPosted => (event.parent.clone(), None),
+            EventType::CommentApproved => (
+                event.slug.as_ref().and_then(Slug::parent),
+                event.slug.clone(),
+            ),
+            _ => (None, None),
         };
-        let (Some(parent), Some(id)) = (parent, &event.discussion) else {
-            return Ok(None);
+        let slugs: Vec<Slug> = parent.iter().chain(published.iter()).cloned().collect();
+        let (false, Some(id)) = (slugs.is_empty(), &event.discussion) else {
+            return Ok((None, None));
         };
         let Some(discussion) = self
             .storage
@@ -155,17 +161,22 @@ impl FanOut {
             .into_iter()
             .next()
         else {
-            return Ok(None);
+            return Ok((None, None));
         };
         let layout = self.storage.layout(discussion.layout)?;
         let found = layout
-            .by_slugs(&ReadScope::new(), &discussion, &[parent])
+            .by_slugs(&ReadScope::new(), &discussion, &slugs)
             .await?;
-        Ok(found
-            .into_iter()
-            .next()
-            .filter(|c| !c.deleted)
-            .map(|c| c.author.id))
+        let of = |slug: &Option<Slug>| {
+            let slug = slug.as_ref()?;
+            found.iter().find(|c| &c.slug == slug)
+        };
+        Ok((
+            of(&parent)
+                .filter(|c| !c.deleted)
+                .map(|c| c.author.id.clone()),
+            of(&published).map(|c| c.author.clone()),
+        ))
     }
 
     /// Makes the messages of the recipients of `notifications` who are mailed for their kind

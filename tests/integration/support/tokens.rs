@@ -47,10 +47,16 @@ pub(crate) struct Claims {
     pub nbf: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aud: Option<String>,
+    /// The OIDC `email` claim.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// The OIDC `email_verified` claim.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email_verified: Option<bool>,
 }
 
 impl Claims {
-    /// A user's claims, valid for ten minutes, without roles or audience.
+    /// A user's claims, valid for ten minutes, without roles, audience or address.
     pub(crate) fn new(sub: &str, name: &str) -> Claims {
         Claims {
             sub: sub.to_owned(),
@@ -59,6 +65,8 @@ impl Claims {
             exp: now() + 600,
             nbf: None,
             aud: None,
+            email: None,
+            email_verified: None,
         }
     }
 }
