@@ -703,7 +703,7 @@ async fn run_notifications(args: &Args) -> anyhow::Result<()> {
         followers: args
             .followers
             .unwrap_or(if args.quick { 1_000 } else { 10_000 }),
-        posts: if args.quick { 5 } else { 20 },
+        posts: if args.quick { 5 } else { 30 },
         rounds: args.runs.unwrap_or(if args.quick { 1 } else { 3 }),
         alone: if args.quick { 1 } else { 3 },
         seed: args.seed,

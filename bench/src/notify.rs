@@ -1,6 +1,7 @@
-//! Notifications off the write path: the post latency into a discussion nobody follows and
-//! into one with many followers (whose fan-out then runs in the background), and how long
-//! that fan-out takes to notify every follower.
+//! Notifications off the write path: the post latency into a discussion nobody follows (the
+//! server otherwise idle) and into one with many followers, posts a gap apart so that each lands
+//! while earlier fan-outs are still being stored, and how long a fan-out takes to notify every
+//! follower.
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -24,6 +25,8 @@ const LAYOUT: &str = "BUCKETED";
 const STORED: &str = "threadql_notifications_total";
 /// Longest wait for a fan-out to end.
 const WAIT: Duration = Duration::from_secs(300);
+/// The gap between two timed posts: shorter than a fan-out, so the followed posts overlap them.
+const GAP: Duration = Duration::from_millis(100);
 /// Target: p50 of a post into the followed discussion ÷ into the quiet one.
 pub(crate) const RATIO_TARGET: f64 = 1.10;
 
@@ -169,7 +172,7 @@ fn id_of(data: &serde_json::Value) -> anyhow::Result<String> {
         .to_owned())
 }
 
-/// `n` posts into `discussion`, one after the other; their latencies.
+/// `n` posts into `discussion`, one after the other, [`GAP`] apart; their latencies.
 async fn posts(
     client: &GraphqlClient,
     writer: &str,
@@ -183,6 +186,7 @@ async fn posts(
         let answer = client.send(POST, &vars, Some(writer)).await?;
         answer.check()?;
         samples.push(answer.elapsed);
+        tokio::time::sleep(GAP).await;
     }
     Ok(RunStats::of(&samples))
 }

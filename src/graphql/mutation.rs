@@ -29,10 +29,18 @@ async fn caller(ctx: &Context<'_>, allowance: Allowance) -> async_graphql::Resul
         .gql(),
         AuthState::Rejected(why) => return Err(DomainError::Unauthenticated(why.clone())).gql(),
     };
-    services(ctx)
+    let caller = services(ctx)
         .caller(&viewer.author, (viewer.moderator, viewer.admin), allowance)
         .await
-        .gql()
+        .gql()?;
+    // The latest verified address is kept, so a person who only posts can be mailed.
+    if let Some(address) = &viewer.email {
+        services(ctx)
+            .remember_address(&viewer.author.id, address)
+            .await
+            .gql()?;
+    }
+    Ok(caller)
 }
 
 /// The caller, who must be a moderator (`FORBIDDEN` otherwise).

@@ -79,10 +79,12 @@ pub trait NotificationStore: Send + Sync {
     /// How many discussions `user` follows (a count of one index range).
     async fn following_count(&self, user: &str) -> StoreResult<u64>;
 
-    /// The followers of `discussion` after the user `after` (by id), at most `limit`.
+    /// The followers of `discussion` who followed it by `by`, after the user `after` (by id),
+    /// at most `limit` (fewer than `limit` only at the end).
     async fn followers(
         &self,
         discussion: &DiscussionId,
+        by: Micros,
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<String>>;

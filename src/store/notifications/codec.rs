@@ -10,10 +10,13 @@ use crate::store::api::Person;
 use crate::store::shared::bson::{author_doc, author_of, corrupt, micros_of, string_of};
 use crate::store::shared::error::StoreResult;
 
-/// The document of `notification`, with the date its TTL index counts from.
+/// The document of `notification`: `_id` is what keeps it once (`<once>|<recipient>`; a
+/// `once` never holds `|`), `key` its id (which sorts by commit time), `created` the date its
+/// TTL index counts from.
 pub(super) fn notification_doc(notification: &Notification) -> Document {
     let mut doc = doc! {
-        "_id": &notification.id,
+        "_id": format!("{}|{}", notification.once(), notification.recipient),
+        "key": &notification.id,
         "recipient": &notification.recipient,
         "kind": notification.kind.as_str(),
         "at": notification.at.0,
@@ -21,7 +24,6 @@ pub(super) fn notification_doc(notification: &Notification) -> Document {
         "discussion_id": notification.discussion.as_str(),
         "slug": notification.slug.as_str(),
         "actor": author_doc(&notification.actor),
-        "once": notification.once(),
         "created": DateTime::from_millis(notification.at.0 / 1000),
     };
     if let Some(reason) = &notification.reason {
@@ -38,7 +40,7 @@ pub(super) fn notification_of(doc: &Document) -> StoreResult<Notification> {
     let bad = |what: &str| corrupt(format!("a notification: {what}"));
     let text = |key: &str| doc.get_str(key).map_err(|_| bad(key));
     Ok(Notification {
-        id: text("_id")?.to_owned(),
+        id: text("key")?.to_owned(),
         recipient: text("recipient")?.to_owned(),
         kind: NotificationKind::from_name(text("kind")?).ok_or_else(|| bad("kind"))?,
         at: micros_of(doc, "at")?.ok_or_else(|| bad("at"))?,
@@ -119,7 +121,12 @@ mod tests {
             approved: Some(false),
         };
         let doc = notification_doc(&notification);
-        assert_eq!(doc.get_str("once"), Ok("0000000000000001abcdefgh:ada"));
+        assert_eq!(
+            doc.get_str("_id"),
+            Ok("0000000000000001abcdefgh:ada|ada"),
+            "a moderation notice is kept once per event"
+        );
+        assert_eq!(doc.get_str("key"), Ok("0000000000000001abcdefgh:ada"));
         assert!(matches!(doc.get("created"), Some(Bson::DateTime(_))));
         assert_eq!(notification_of(&doc).expect("read back"), notification);
     }

@@ -117,30 +117,44 @@ pub(super) async fn following(
         .collect())
 }
 
-/// A discussion's followers after `after`, by id.
+/// A discussion's followers after `after`, by id, who followed it by `by`: a page of the range
+/// is read whole and those who followed later are left out of it (a short page is the end only
+/// when the range had no more).
 pub(super) async fn followers(
     follows: &Counted<Document>,
     discussion: &DiscussionId,
+    by: Micros,
     after: Option<&str>,
     limit: usize,
 ) -> StoreResult<Vec<String>> {
-    let Some(limit) = as_limit(limit) else {
+    let Some(limit_i64) = as_limit(limit) else {
         return Ok(Vec::new());
     };
-    let mut filter = doc! { "discussion_id": discussion.as_str() };
-    if let Some(after) = after {
-        filter.insert("user", doc! { "$gt": after });
+    let mut found = Vec::new();
+    let mut after = after.map(str::to_owned);
+    loop {
+        let mut filter = doc! { "discussion_id": discussion.as_str() };
+        if let Some(after) = &after {
+            filter.insert("user", doc! { "$gt": after });
+        }
+        let page: Vec<Document> = follows
+            .find(filter)
+            .sort(doc! { "user": 1 })
+            .limit(limit_i64)
+            .projection(doc! { "user": 1, "at": 1 })
+            .await?
+            .try_collect()
+            .await?;
+        let ended = page.len() < limit;
+        after = page
+            .last()
+            .and_then(|d| d.get_str("user").ok().map(str::to_owned));
+        found.extend(page.iter().filter_map(|d| {
+            let at = d.get_i64("at").unwrap_or(i64::MIN);
+            (at <= by.0).then(|| d.get_str("user").ok().map(str::to_owned))?
+        }));
+        if ended || found.len() >= limit {
+            return Ok(found);
+        }
     }
-    let found: Vec<Document> = follows
-        .find(filter)
-        .sort(doc! { "user": 1 })
-        .limit(limit)
-        .projection(doc! { "user": 1 })
-        .await?
-        .try_collect()
-        .await?;
-    Ok(found
-        .iter()
-        .filter_map(|d| d.get_str("user").ok().map(str::to_owned))
-        .collect())
 }

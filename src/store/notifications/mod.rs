@@ -1,10 +1,11 @@
 //! Notifications (`notifications`), follows (`follows`) and people (`people`).
 //!
-//! An inbox page is one range of `{recipient, _id}` (ids start with the event's, so they sort
-//! by commit time), unread ones one range of `{recipient, read, _id}`, and the unread count a
-//! count of that range: exact whatever runs at once, since it counts what is stored. A unique
-//! `{recipient, once}` keeps one comment from notifying a person twice, and the `_id`
-//! (`<event>:<recipient>`) makes a re-run of a fan-out store nothing new.
+//! Three indexes, since each costs every one of a fan-out's writes: `_id` (`<once>|<recipient>`,
+//! where `once` is the comment for a reply or a follow and the event for a moderation notice)
+//! keeps one comment from notifying a person twice and makes a re-run of a fan-out store nothing
+//! new; `{recipient, read, key}` (`key`, the API's id, `<event>:<recipient>`, sorts by commit
+//! time) holds an inbox page (both values of `read`), an unread page, the unread count (exact
+//! whatever runs at once: it counts what is stored) and marking read; a TTL index keeps them.
 //!
 //! Requests read and write through the main connections; the background workers (the fan-out,
 //! the mail, the live stream) through their own, so their commands never mix with requests'.
@@ -19,7 +20,7 @@ use std::collections::HashSet;
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 use futures::TryStreamExt;
-use mongodb::bson::{doc, Document};
+use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 
 use crate::domain::notifications::{Notification, NotificationSettings};
@@ -92,15 +93,11 @@ impl Notifications {
         ensure_ttl(&self.db, Self::NOTIFICATIONS, &ttl).await?;
         self.front
             .notifications
-            .create_indexes([
-                index_model("recipient_id", doc! { "recipient": 1, "_id": 1 }, false),
-                index_model(
-                    "recipient_read_id",
-                    doc! { "recipient": 1, "read": 1, "_id": 1 },
-                    false,
-                ),
-                index_model("recipient_once", doc! { "recipient": 1, "once": 1 }, true),
-            ])
+            .create_indexes([index_model(
+                "recipient_read_key",
+                doc! { "recipient": 1, "read": 1, "key": 1 },
+                false,
+            )])
             .await?;
         follows::ensure_indexes(&self.front.follows).await?;
         people::ensure_indexes(&self.front.people).await?;
@@ -120,18 +117,19 @@ impl NotificationStore for Notifications {
         let Some(limit) = as_limit(limit) else {
             return Ok(Vec::new());
         };
-        let mut filter = doc! { "recipient": recipient };
-        if unread_only {
-            filter.insert("read", false);
-        }
+        let read = match unread_only {
+            true => Bson::Boolean(false),
+            false => Bson::Document(doc! { "$in": [false, true] }),
+        };
+        let mut filter = doc! { "recipient": recipient, "read": read };
         if let Some(before) = before {
-            filter.insert("_id", doc! { "$lt": before });
+            filter.insert("key", doc! { "$lt": before });
         }
         let docs: Vec<Document> = self
             .front
             .notifications
             .find(filter)
-            .sort(doc! { "_id": -1 })
+            .sort(doc! { "key": -1 })
             .limit(limit)
             .await?
             .try_collect()
@@ -150,7 +148,7 @@ impl NotificationStore for Notifications {
     async fn mark_read(&self, recipient: &str, up_to: Option<&str>) -> StoreResult<u64> {
         let mut filter = doc! { "recipient": recipient, "read": false };
         if let Some(up_to) = up_to {
-            filter.insert("_id", doc! { "$lte": up_to });
+            filter.insert("key", doc! { "$lte": up_to });
         }
         let done = self
             .front
@@ -198,10 +196,11 @@ impl NotificationStore for Notifications {
     async fn followers(
         &self,
         discussion: &DiscussionId,
+        by: Micros,
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<String>> {
-        follows::followers(&self.back.follows, discussion, after, limit).await
+        follows::followers(&self.back.follows, discussion, by, after, limit).await
     }
 
     async fn person(&self, user: &str) -> StoreResult<Option<Person>> {
@@ -260,7 +259,7 @@ impl NotificationStore for Notifications {
             .back
             .notifications
             .find(filter)
-            .sort(doc! { "_id": 1 })
+            .sort(doc! { "key": 1 })
             .limit(limit)
             .await?
             .try_collect()
@@ -279,7 +278,7 @@ impl NotificationStore for Notifications {
             self.back
                 .notifications
                 .update_many(
-                    doc! { "_id": { "$in": ids } },
+                    doc! { "recipient": user, "read": false, "key": { "$in": ids } },
                     doc! { "$set": { "mailed": true } },
                 )
                 .await?;
