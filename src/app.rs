@@ -18,7 +18,7 @@ use crate::graphql::live::LiveConfig;
 use crate::graphql::shared::SubscriptionCaps;
 use crate::graphql::{Api, Limits};
 use crate::http::{ConnectionTimeouts, Connections, HttpLimits};
-use crate::notify::fanout::{FanOut, FanOutRules};
+use crate::notify::fanout::FanOut;
 use crate::service::closing::Stage;
 use crate::service::{EventSink, ModerationLog, PageOrigins, Rules, Services};
 use crate::webhooks::dispatch::{DispatchRules, Dispatcher};
@@ -313,63 +313,6 @@ fn dispatcher(config: &Config, services: &Services) -> anyhow::Result<Dispatcher
     .map_err(|e| anyhow::anyhow!("cannot build the webhook client: {e}"))
 }
 
-/// How this process's notification fan-out works, from `config`.
-fn fan_out_rules(config: &Config) -> FanOutRules {
-    let settings = &config.notify;
-    let secs = |s: u64| i64::try_from(s.saturating_mul(1_000_000)).unwrap_or(i64::MAX);
-    FanOutRules {
-        lease: Duration::from_secs(config.webhooks.lease_secs),
-        mail: settings.smtp_url.is_some(),
-        email_default: settings.email_default,
-        pace: crate::domain::notifications::MailPace {
-            min_interval: secs(settings.min_interval_secs),
-            hourly: secs(settings.hourly_secs),
-            daily: secs(settings.daily_secs),
-        },
-    }
-}
-
-/// The mail worker, when an SMTP server is set (`THREADQL_SMTP_URL`, with `THREADQL_MAIL_FROM`):
-/// a bad URL or sender stops the start. Links use `THREADQL_PUBLIC_URL`, else the listener.
-fn mail_worker(
-    config: &Config,
-    storage: crate::store::DynStorage,
-    key: &ServerKey,
-    addr: std::net::SocketAddr,
-    metrics: Arc<crate::notify::metrics::NotifyMetrics>,
-) -> anyhow::Result<Option<crate::notify::mail::MailWorker>> {
-    let settings = &config.notify;
-    let Some(url) = &settings.smtp_url else {
-        return Ok(None);
-    };
-    let from = settings
-        .mail_from
-        .as_deref()
-        .context("THREADQL_SMTP_URL is set without THREADQL_MAIL_FROM: set the sender of notification e-mail")?;
-    let mailer = crate::mail::Mailer::new(url, from, Duration::from_secs(60))?;
-    let public_url = match &config.public_url {
-        Some(public) => public.to_string().trim_end_matches('/').to_owned(),
-        None => {
-            tracing::warn!("THREADQL_SMTP_URL is set without THREADQL_PUBLIC_URL: e-mail links and unsubscribe links name http://{addr}");
-            format!("http://{addr}")
-        }
-    };
-    let rules = fan_out_rules(config);
-    Ok(Some(crate::notify::mail::MailWorker::new(
-        storage,
-        mailer,
-        crate::mail::UnsubscribeTokens::new(key),
-        crate::notify::mail::MailRules {
-            lease: Duration::from_secs(config.webhooks.lease_secs.max(60)),
-            default: settings.email_default,
-            pace: rules.pace,
-            retry: Duration::from_secs(settings.retry_secs),
-            public_url,
-        },
-        metrics,
-    )))
-}
-
 /// A second store over the same database for background work (the notifications' fan-out):
 /// connections of its own, no read cache, no command events, so its reads never land among
 /// the requests' (in their counts, their traces or the cache's admissions).
@@ -513,7 +456,7 @@ impl App {
         let notify_metrics = services.notify_metrics().clone();
         let fan_out = Arc::new(FanOut::new(
             background.clone(),
-            fan_out_rules(config),
+            crate::notify::fan_out_rules(config),
             notify_metrics.clone(),
         ));
         let api = Api::new(store.clone(), keys, config.into(), services);
@@ -522,7 +465,8 @@ impl App {
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         let addr = listener.local_addr()?;
-        let mail = mail_worker(config, background, &key, addr, notify_metrics)?.map(Arc::new);
+        let mail = crate::notify::mail_worker(config, background, &key, addr, notify_metrics)?
+            .map(Arc::new);
         let limits = HttpLimits {
             own_origins: own_origins(config.public_url.as_ref(), addr),
             ..HttpLimits::from(config)

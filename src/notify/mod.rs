@@ -4,3 +4,69 @@
 pub mod fanout;
 pub mod mail;
 pub mod metrics;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use crate::config::Config;
+use crate::domain::ServerKey;
+use fanout::FanOutRules;
+
+/// How this process's notification fan-out works, from `config`.
+pub fn fan_out_rules(config: &Config) -> FanOutRules {
+    let settings = &config.notify;
+    let secs = |s: u64| i64::try_from(s.saturating_mul(1_000_000)).unwrap_or(i64::MAX);
+    FanOutRules {
+        lease: Duration::from_secs(config.webhooks.lease_secs),
+        mail: settings.smtp_url.is_some(),
+        email_default: settings.email_default,
+        pace: crate::domain::notifications::MailPace {
+            min_interval: secs(settings.min_interval_secs),
+            hourly: secs(settings.hourly_secs),
+            daily: secs(settings.daily_secs),
+        },
+    }
+}
+
+/// The mail worker, when an SMTP server is set (`THREADQL_SMTP_URL`, with `THREADQL_MAIL_FROM`):
+/// a bad URL or sender stops the start. Links use `THREADQL_PUBLIC_URL`, else the listener.
+pub fn mail_worker(
+    config: &Config,
+    storage: crate::store::DynStorage,
+    key: &ServerKey,
+    addr: std::net::SocketAddr,
+    metrics: Arc<crate::notify::metrics::NotifyMetrics>,
+) -> anyhow::Result<Option<crate::notify::mail::MailWorker>> {
+    let settings = &config.notify;
+    let Some(url) = &settings.smtp_url else {
+        return Ok(None);
+    };
+    let from = settings
+        .mail_from
+        .as_deref()
+        .context("THREADQL_SMTP_URL is set without THREADQL_MAIL_FROM: set the sender of notification e-mail")?;
+    let mailer = crate::mail::Mailer::new(url, from, Duration::from_secs(60))?;
+    let public_url = match &config.public_url {
+        Some(public) => public.to_string().trim_end_matches('/').to_owned(),
+        None => {
+            tracing::warn!("THREADQL_SMTP_URL is set without THREADQL_PUBLIC_URL: e-mail links and unsubscribe links name http://{addr}");
+            format!("http://{addr}")
+        }
+    };
+    let rules = fan_out_rules(config);
+    Ok(Some(crate::notify::mail::MailWorker::new(
+        storage,
+        mailer,
+        crate::mail::UnsubscribeTokens::new(key),
+        crate::notify::mail::MailRules {
+            lease: Duration::from_secs(config.webhooks.lease_secs.max(60)),
+            default: settings.email_default,
+            pace: rules.pace,
+            retry: Duration::from_secs(settings.retry_secs),
+            public_url,
+        },
+        metrics,
+    )))
+}
