@@ -1,7 +1,7 @@
 //! Notifications over real sockets: every kind on every layout, who is (not) told (`kinds`),
 //! the inbox's paging, marking and count (`inbox`), the live subscription (`live`), follows
-//! (`follows`), settings (`settings`), the fan-out through kill -9 (`durable`) and e-mail
-//! through a real SMTP server (`email`).
+//! (`follows`), settings (`settings`), the fan-out through kill -9 (`durable`) and across two
+//! replicas, with SSE (`replicas`), and e-mail through a real SMTP server (`email`).
 
 mod durable;
 mod email;
@@ -9,6 +9,7 @@ mod follows;
 mod inbox;
 mod kinds;
 mod live;
+mod replicas;
 mod settings;
 
 use std::time::Duration;
@@ -26,7 +27,7 @@ pub(crate) const NOTE: &str =
     "id kind at read reason approved actor { id name } discussion { id } comment { slug }";
 
 /// Runs `query` as `token`; its data.
-async fn as_user(server: &Running, token: &str, query: &str, vars: Value) -> Value {
+pub(crate) async fn as_user(server: &Running, token: &str, query: &str, vars: Value) -> Value {
     graphql_data(&reqwest::Client::new(), server, Some(token), query, vars).await
 }
 
