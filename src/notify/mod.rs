@@ -40,14 +40,9 @@ pub fn mail_worker(
     metrics: Arc<crate::notify::metrics::NotifyMetrics>,
 ) -> anyhow::Result<Option<crate::notify::mail::MailWorker>> {
     let settings = &config.notify;
-    let Some(url) = &settings.smtp_url else {
+    let Some(mailer) = mailer_of(config)? else {
         return Ok(None);
     };
-    let from = settings
-        .mail_from
-        .as_deref()
-        .context("THREADQL_SMTP_URL is set without THREADQL_MAIL_FROM: set the sender of notification e-mail")?;
-    let mailer = crate::mail::Mailer::new(url, from, Duration::from_secs(60))?;
     let public_url = match &config.public_url {
         Some(public) => public.to_string().trim_end_matches('/').to_owned(),
         None => {
@@ -69,4 +64,62 @@ pub fn mail_worker(
         },
         metrics,
     )))
+}
+
+/// The mailer `THREADQL_SMTP_URL` and `THREADQL_MAIL_FROM` say (`None` without a URL); a bad
+/// URL, or a URL without a sender, is an error that names the setting.
+pub fn mailer_of(config: &Config) -> anyhow::Result<Option<crate::mail::Mailer>> {
+    let settings = &config.notify;
+    let Some(url) = &settings.smtp_url else {
+        return Ok(None);
+    };
+    let from = settings.mail_from.as_deref().context(
+        "THREADQL_SMTP_URL is set without THREADQL_MAIL_FROM: set the sender of notification e-mail",
+    )?;
+    Ok(Some(crate::mail::Mailer::new(
+        url,
+        from,
+        Duration::from_secs(60),
+    )?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(url: Option<&str>, from: Option<&str>) -> anyhow::Result<Option<crate::mail::Mailer>> {
+        let mut config = Config::defaults().expect("the defaults");
+        config.notify.smtp_url = url.map(str::to_owned);
+        config.notify.mail_from = from.map(str::to_owned);
+        mailer_of(&config)
+    }
+
+    #[tokio::test]
+    async fn a_bad_smtp_url_or_a_missing_sender_stops_the_start_naming_the_setting() {
+        assert!(with(None, None).expect("no mail").is_none());
+        assert!(with(Some("smtp://127.0.0.1:2525"), Some("a@example.com"))
+            .expect("a mailer")
+            .is_some());
+        let missing = with(Some("smtp://127.0.0.1:2525"), None).expect_err("no sender");
+        assert!(
+            missing.to_string().contains("THREADQL_MAIL_FROM"),
+            "{missing}"
+        );
+        for bad in [
+            "http://mail.example.com",
+            "smtp://",
+            "smtps://u:secret@mail.example.com:99999",
+        ] {
+            let refused = with(Some(bad), Some("a@example.com")).expect_err(bad);
+            let shown = format!("{refused:#}");
+            assert!(shown.contains("THREADQL_SMTP_URL"), "{bad}: {shown}");
+            assert!(!shown.contains("secret"), "{bad}: {shown}");
+        }
+        let bad_from =
+            with(Some("smtp://127.0.0.1:2525"), Some("not an address")).expect_err("from");
+        assert!(
+            format!("{bad_from:#}").contains("mail address"),
+            "{bad_from:#}"
+        );
+    }
 }
