@@ -529,6 +529,7 @@ impl App {
         tokio::spawn(self.dispatcher.clone().run(wake, stopped.clone()));
         let wake = self.api.services().events();
         tokio::spawn(self.fan_out.clone().run(wake, stopped.clone()));
+        self.api.services().follow_notifications();
         if let Some(mail) = &self.mail {
             tokio::spawn(mail.clone().run(stopped.clone()));
         }

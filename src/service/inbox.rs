@@ -49,13 +49,8 @@ impl Inboxes {
         }
     }
 
-    /// `recipient`'s notifications from now on.
-    fn subscribe(
-        &self,
-        storage: &DynStorage,
-        recipient: String,
-    ) -> BoxStream<'static, Notification> {
-        let receiver = self.sender.subscribe();
+    /// Opens the stream of what is stored, once.
+    fn open(&self, storage: &DynStorage) {
         self.opened.get_or_init(|| {
             let (storage, sender) = (storage.clone(), self.sender.clone());
             tokio::spawn(async move {
@@ -65,6 +60,16 @@ impl Inboxes {
                 }
             });
         });
+    }
+
+    /// `recipient`'s notifications from now on.
+    fn subscribe(
+        &self,
+        storage: &DynStorage,
+        recipient: String,
+    ) -> BoxStream<'static, Notification> {
+        let receiver = self.sender.subscribe();
+        self.open(storage);
         futures::stream::unfold(receiver, move |mut receiver| {
             let recipient = recipient.clone();
             async move {
@@ -211,6 +216,13 @@ impl Services {
     /// Whether mail can be sent, and the default frequency.
     pub fn mail_rules(&self) -> MailRules {
         self.mail
+    }
+
+    /// Opens this process's stream of stored notifications now, so that a subscription made
+    /// later hears everything stored from its start (one opened on the first subscription could
+    /// miss what is stored while it opens).
+    pub fn follow_notifications(&self) {
+        self.inboxes.open(&self.storage);
     }
 
     /// `recipient`'s notifications from now on, as they are stored on any replica.
