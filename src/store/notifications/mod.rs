@@ -65,8 +65,9 @@ impl Notifications {
     pub(crate) const NOTIFICATIONS: &str = "notifications";
     /// The collection of follows.
     pub(crate) const FOLLOWS: &str = "follows";
-    /// The collection of people.
-    pub(crate) const PEOPLE: &str = "people";
+    /// The collection of people: the document per person that moderation keeps its trust count
+    /// in also holds their address, settings and mail state.
+    pub(crate) const PEOPLE: &str = crate::store::moderation::held::PEOPLE;
 
     /// The store over `front` (requests) and `back` (background work).
     pub(crate) fn new(

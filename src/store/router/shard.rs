@@ -22,8 +22,10 @@ use crate::store::webhooks::Webhooks;
 /// `_id`'s own unique index keeps unique, and reports by hashed `_id` (comment and reporter),
 /// which they are written and removed by; votes by discussion, comment and voter, tallies by
 /// discussion and comment (their unique indexes), import entries by discussion and source id
-/// (their unique index), rankings by hashed `_id` (the discussion).
-pub const SHARD_KEYS: [ShardKey; 9] = [
+/// (their unique index), rankings by hashed `_id` (the discussion); notifications by hashed
+/// recipient (every read names one; `_id` holds the recipient, so it stays unique on its
+/// shard), follows by hashed discussion (the fan-out's reads; `_id` holds the discussion).
+pub const SHARD_KEYS: [ShardKey; 11] = [
     ShardKey {
         collection: Discussions::COLLECTION,
         fields: &[("_id", KeyKind::Hashed)],
@@ -71,6 +73,16 @@ pub const SHARD_KEYS: [ShardKey; 9] = [
         unique: false,
     },
     Bucketed::SHARD_KEY,
+    ShardKey {
+        collection: crate::store::notifications::Notifications::NOTIFICATIONS,
+        fields: &[("recipient", KeyKind::Hashed)],
+        unique: false,
+    },
+    ShardKey {
+        collection: crate::store::notifications::Notifications::FOLLOWS,
+        fields: &[("discussion_id", KeyKind::Hashed)],
+        unique: false,
+    },
 ];
 
 /// The collections left unsharded, each with the reason: small, and read and written by `_id`
@@ -89,7 +101,8 @@ pub const UNSHARDED: [(&str, &str); 12] = [
     ),
     (
         crate::store::moderation::held::PEOPLE,
-        "one small document per author who has had a comment approved, read and written by `_id`",
+        "one small document per person (an author's approved comments, notification settings, \
+         address, mail due), read and written by `_id`, and the mail due in a range of its time",
     ),
     (
         Moderation::BANS,
