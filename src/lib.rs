@@ -2,6 +2,7 @@
 
 pub mod app; // wiring: config -> store -> API -> router
 pub mod auth; // bearer JWTs
+pub mod background; // the loop of background workers' rounds
 pub mod config; // typed CLI flags and THREADQL_* env vars
 pub mod domain; // comments, slugs, paging, errors (no I/O)
 pub mod embed; // the reference embed at /embed, served from the binary

@@ -303,11 +303,12 @@ impl ViewerNode {
         let has_next_page = follows.len() > first;
         follows.truncate(first);
         let total = store.following_count(&self.0.author.id).await.gql()?;
-        let mut items = Vec::new();
-        let mut cursors = Vec::new();
+        // One batch for the page's discussions; one gone since is left out.
+        let ids: Vec<DiscussionId> = follows.iter().map(|(_, id)| id.clone()).collect();
+        let mut found = reads(ctx).loader.load_many(ids).await.gql()?;
+        let (mut items, mut cursors) = (Vec::new(), Vec::new());
         for (key, id) in follows {
-            // A discussion gone since is left out.
-            if let Ok(discussion) = load_discussion(ctx, id.as_str()).await {
+            if let Some(discussion) = found.remove(&id) {
                 items.push(discussion);
                 cursors.push(key);
             }

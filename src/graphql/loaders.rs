@@ -80,6 +80,15 @@ pub struct ViewerVoteKey {
     pub slug: Slug,
 }
 
+/// Whether a user follows a discussion.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ViewerFollowKey {
+    /// The follower (a token's `sub`).
+    pub user: String,
+    /// The discussion.
+    pub discussion: DiscussionId,
+}
+
 /// Loads everything a request reads, batched by key type, discussion and window.
 pub struct StoreLoader {
     store: DynStorage,
@@ -305,6 +314,40 @@ impl Loader<ViewerVoteKey> for StoreLoader {
                         slug,
                     },
                     vote,
+                );
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The viewer's follows: one command for every discussion a request level shows (a discussion
+/// not followed has no value).
+impl Loader<ViewerFollowKey> for StoreLoader {
+    type Value = ();
+    type Error = DomainError;
+
+    #[tracing::instrument(level = "debug", name = "store.viewerFollows", skip_all, fields(store.keys = keys.len()))]
+    async fn load(
+        &self,
+        keys: &[ViewerFollowKey],
+    ) -> Result<HashMap<ViewerFollowKey, ()>, DomainError> {
+        let mut out = HashMap::new();
+        for (user, group) in group_by(keys, |k| k.user.clone()) {
+            let discussions: Vec<DiscussionId> =
+                group.iter().map(|k| k.discussion.clone()).collect();
+            for discussion in self
+                .store
+                .notifications()
+                .follows(&user, &discussions)
+                .await?
+            {
+                out.insert(
+                    ViewerFollowKey {
+                        user: user.clone(),
+                        discussion,
+                    },
+                    (),
                 );
             }
         }

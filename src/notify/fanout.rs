@@ -69,29 +69,15 @@ impl FanOut {
     /// or soon after this process commits an event (`wake`).
     pub async fn run(
         self: Arc<Self>,
-        mut wake: broadcast::Receiver<Arc<Event>>,
-        mut stop: watch::Receiver<Option<tokio::time::Instant>>,
+        wake: broadcast::Receiver<Arc<Event>>,
+        stop: watch::Receiver<Option<tokio::time::Instant>>,
     ) {
-        loop {
-            if stop.borrow().is_some() {
-                return;
-            }
-            let full = match self.round().await {
-                Ok(full) => full,
-                Err(err) => {
-                    tracing::warn!(%err, "a notification round failed: trying again");
-                    false
-                }
-            };
-            if full {
-                continue;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(IDLE) => {}
-                _ = wake.recv() => tokio::time::sleep(GATHER).await,
-                _ = stop.changed() => return,
-            }
-        }
+        let pace = crate::background::Pace {
+            idle: IDLE,
+            gather: GATHER,
+        };
+        crate::background::run_rounds("notification", pace, Some(wake), stop, || self.round())
+            .await;
     }
 
     /// One round; whether it took all it could (and should run again at once).

@@ -75,26 +75,12 @@ impl MailWorker {
     }
 
     /// Runs rounds until `stop` changes.
-    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<Option<tokio::time::Instant>>) {
-        loop {
-            if stop.borrow().is_some() {
-                return;
-            }
-            let full = match self.round().await {
-                Ok(full) => full,
-                Err(err) => {
-                    tracing::warn!(%err, "a mail round failed: trying again");
-                    false
-                }
-            };
-            if full {
-                continue;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(IDLE) => {}
-                _ = stop.changed() => return,
-            }
-        }
+    pub async fn run(self: Arc<Self>, stop: watch::Receiver<Option<tokio::time::Instant>>) {
+        let pace = crate::background::Pace {
+            idle: IDLE,
+            gather: IDLE,
+        };
+        crate::background::run_rounds("mail", pace, None, stop, || self.round()).await;
     }
 
     /// One round; whether it took all it could.

@@ -87,37 +87,35 @@ impl Dispatcher {
     /// or as soon as this process commits an event (`wake`).
     pub async fn run(
         self: Arc<Self>,
-        mut wake: broadcast::Receiver<Arc<Event>>,
-        mut stop: watch::Receiver<Option<tokio::time::Instant>>,
+        wake: broadcast::Receiver<Arc<Event>>,
+        stop: watch::Receiver<Option<tokio::time::Instant>>,
     ) {
-        let mut counted = tokio::time::Instant::now() - COUNT_EVERY;
-        loop {
-            if stop.borrow().is_some() {
-                return;
-            }
-            let full = match self.round().await {
-                Ok(full) => full,
-                Err(err) => {
-                    tracing::warn!(%err, "a webhook dispatch round failed: trying again");
-                    false
+        let counted = Mutex::new(tokio::time::Instant::now() - COUNT_EVERY);
+        let pace = crate::background::Pace {
+            idle: IDLE,
+            gather: GATHER,
+        };
+        crate::background::run_rounds("webhook dispatch", pace, Some(wake), stop, || {
+            let (this, counted) = (&self, &counted);
+            async move {
+                let full = this.round().await;
+                let due = {
+                    let mut last = counted.lock().unwrap_or_else(|e| e.into_inner());
+                    let due = last.elapsed() >= COUNT_EVERY;
+                    if due {
+                        *last = tokio::time::Instant::now();
+                    }
+                    due
+                };
+                if due {
+                    if let Ok(pending) = this.storage.webhooks().pending().await {
+                        this.metrics.set_pending(pending);
+                    }
                 }
-            };
-            if counted.elapsed() >= COUNT_EVERY {
-                counted = tokio::time::Instant::now();
-                if let Ok(pending) = self.storage.webhooks().pending().await {
-                    self.metrics.set_pending(pending);
-                }
+                full
             }
-            if full {
-                continue;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(IDLE) => {}
-                // A commit here: the commits of the next moments go in the same round.
-                _ = wake.recv() => tokio::time::sleep(GATHER).await,
-                _ = stop.changed() => return,
-            }
-        }
+        })
+        .await;
     }
 
     /// One round; whether it should run again at once (it took all it could). It claims the

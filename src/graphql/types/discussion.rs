@@ -67,12 +67,11 @@ impl DiscussionNode {
         let crate::auth::AuthState::Authenticated(viewer) = crate::graphql::auth(ctx) else {
             return Ok(None);
         };
-        let follows = store(ctx)
-            .notifications()
-            .follows(&viewer.author.id, std::slice::from_ref(&self.0.id))
-            .await
-            .gql()?;
-        Ok(Some(follows.contains(&self.0.id)))
+        let key = crate::graphql::loaders::ViewerFollowKey {
+            user: viewer.author.id.clone(),
+            discussion: self.0.id.clone(),
+        };
+        Ok(Some(reads(ctx).loader.load_one(key).await.gql()?.is_some()))
     }
 
     /// How it moderates new comments: what a moderator set with `setModeration`, else the

@@ -44,6 +44,27 @@ pub(crate) const COLLECTION: &str = "events";
 /// How often a write and its events meet a concurrent transaction before giving up.
 const CONFLICTS: u32 = 200;
 
+/// Up to `limit` events whose fan-out marked by `field` (`dispatch`, `notify`: a date) is due at
+/// `now`, the longest due first: one range of that field's sparse index.
+pub(crate) async fn due(
+    events: &Counted<Document>,
+    field: &str,
+    now: crate::domain::Micros,
+    limit: usize,
+) -> StoreResult<Vec<Document>> {
+    let Some(limit) = crate::store::shared::error::as_limit(limit) else {
+        return Ok(Vec::new());
+    };
+    let at = mongodb::bson::DateTime::from_millis(now.0 / 1000);
+    Ok(events
+        .find(doc! { field: { "$lte": at } })
+        .sort(doc! { field: 1 })
+        .limit(limit)
+        .await?
+        .try_collect()
+        .await?)
+}
+
 /// How long events are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retention(pub Duration);

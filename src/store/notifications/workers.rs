@@ -12,7 +12,7 @@ use super::codec::{notification_doc, notification_of};
 use crate::domain::notifications::Notification;
 use crate::domain::{EventRecord, Micros};
 use crate::store::events::record_of;
-use crate::store::shared::error::{as_limit, duplicate_indexes, only_duplicates, StoreResult};
+use crate::store::shared::error::{duplicate_indexes, only_duplicates, StoreResult};
 use crate::store::shared::metrics::Counted;
 
 /// The wait before the live stream is opened again after it failed.
@@ -31,17 +31,8 @@ pub(super) async fn claim_events(
     token: &str,
     limit: usize,
 ) -> StoreResult<Vec<EventRecord>> {
-    let Some(limit) = as_limit(limit) else {
-        return Ok(Vec::new());
-    };
+    let found = crate::store::events::due(events, "notify", now, limit).await?;
     let due = doc! { "$lte": date(now) };
-    let found: Vec<Document> = events
-        .find(doc! { "notify": due.clone() })
-        .sort(doc! { "notify": 1 })
-        .limit(limit)
-        .await?
-        .try_collect()
-        .await?;
     if found.is_empty() {
         return Ok(Vec::new());
     }

@@ -11,7 +11,7 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::ReturnDocument;
 
 use super::codec::delivery_doc;
-use super::deliveries::{as_limit, dispatch_date, duplicate_indexes, only_duplicates};
+use super::deliveries::{dispatch_date, duplicate_indexes, only_duplicates};
 use crate::domain::webhooks::Delivery;
 use crate::domain::Micros;
 use crate::store::api::StoredEvent;
@@ -46,18 +46,8 @@ impl Rounds {
         token: &str,
         limit: usize,
     ) -> StoreResult<Vec<StoredEvent>> {
-        let Some(limit) = as_limit(limit) else {
-            return Ok(Vec::new());
-        };
+        let found = crate::store::events::due(&self.events, "dispatch", now, limit).await?;
         let due = doc! { "$lte": dispatch_date(now) };
-        let found: Vec<Document> = self
-            .events
-            .find(doc! { "dispatch": due.clone() })
-            .sort(doc! { "dispatch": 1 })
-            .limit(limit)
-            .await?
-            .try_collect()
-            .await?;
         if found.is_empty() {
             return Ok(Vec::new());
         }
