@@ -658,17 +658,24 @@ async fn readers_that_miss_together_after_a_post_read_the_database_once() {
         read(20).await;
     }
     let one = burst(1).await;
-    let shared = metric(&server, "threadql_cache_shared_misses_total").await;
-    let sixteen = burst(16).await;
     assert!(
         one >= 1.0,
         "a reader after a post reads the database: {one}"
     );
-    assert_eq!(sixteen, one, "16 readers at once cost what one does");
-    assert!(
-        metric(&server, "threadql_cache_shared_misses_total").await > shared,
-        "some readers took what another read"
-    );
+    // On a busy machine the first reader can finish before the others ask (they then hit the
+    // stored entry, and nobody waits): a few bursts, each costing what one reader does, until
+    // one has readers that waited for another's read.
+    let mut waited = false;
+    for _ in 0..5 {
+        let shared = metric(&server, "threadql_cache_shared_misses_total").await;
+        let sixteen = burst(16).await;
+        assert_eq!(sixteen, one, "16 readers at once cost what one does");
+        if metric(&server, "threadql_cache_shared_misses_total").await > shared {
+            waited = true;
+            break;
+        }
+    }
+    assert!(waited, "some readers took what another read");
     server.shutdown().await;
     writer.shutdown().await;
 }
