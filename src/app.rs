@@ -530,6 +530,7 @@ impl App {
         let wake = self.api.services().events();
         tokio::spawn(self.fan_out.clone().run(wake, stopped.clone()));
         self.api.services().follow_notifications();
+        self.api.services().watch_queues();
         if let Some(mail) = &self.mail {
             tokio::spawn(mail.clone().run(stopped.clone()));
         }

@@ -32,7 +32,7 @@ pub use guests::GuestIds;
 pub use ids::{DiscussionId, Layout};
 pub use keys::{DiscussionKey, DiscussionTitle, DiscussionUpdate, DiscussionUrl, NewDiscussion};
 pub use lifecycle::{Actor, Change, EditRules};
-pub use moderation::{Ban, LogEntry, Logged, ModerationAction, Reason, UserId};
+pub use moderation::{Ban, LogEntry, LogFilter, Logged, ModerationAction, Reason, UserId};
 pub use moderation::{Held, Queue, ReportReason};
 pub use names::{check_identity, name_key, DisplayName, ReservedName};
 pub use notifications::{EmailFrequency, NotificationKind, NotificationSettings};

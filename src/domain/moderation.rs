@@ -333,6 +333,22 @@ pub struct LogEntry {
     pub logged: Logged,
 }
 
+/// Which entries of the moderation log a page keeps: one action, one moderator's, or both.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogFilter {
+    /// Only entries of this action.
+    pub action: Option<ModerationAction>,
+    /// Only entries of the moderator with this id.
+    pub moderator: Option<UserId>,
+}
+
+impl LogFilter {
+    /// Whether it keeps every entry.
+    pub fn is_empty(&self) -> bool {
+        self.action.is_none() && self.moderator.is_none()
+    }
+}
+
 /// A comment held back from the public (kept outside every layout until it is approved): its
 /// `posted` is when it was submitted, its slug the one it keeps when it is published, its
 /// `standing` pending or rejected.

@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 
+use super::moderation::UserId;
 use super::votes::{Rank, RankKey};
 use super::{Comment, Discussion, DiscussionId, DomainError, FullSlug, Micros, Slug, SortKey};
 
@@ -50,6 +51,8 @@ pub enum CursorKind {
     ModerationLog,
     /// `(since, key)`: a moderator queue, oldest first.
     ModerationQueue,
+    /// `(at, user)`: the current bans, newest first.
+    Bans,
     /// `(value, posted, slug)` in a ranked order, with the walk's vote number.
     Ranked(Rank),
 }
@@ -64,6 +67,7 @@ impl CursorKind {
             CursorKind::Discussion => "d",
             CursorKind::ModerationLog => "l",
             CursorKind::ModerationQueue => "q",
+            CursorKind::Bans => "b",
             CursorKind::Ranked(Rank::Top) => "T",
             CursorKind::Ranked(Rank::Best) => "B",
             CursorKind::Ranked(Rank::Controversial) => "V",
@@ -78,6 +82,7 @@ impl CursorKind {
             CursorKind::Discussion,
             CursorKind::ModerationLog,
             CursorKind::ModerationQueue,
+            CursorKind::Bans,
             CursorKind::Ranked(Rank::Top),
             CursorKind::Ranked(Rank::Best),
             CursorKind::Ranked(Rank::Controversial),
@@ -95,6 +100,7 @@ impl CursorKind {
             CursorKind::Discussion => "the discussion list",
             CursorKind::ModerationLog => "the moderation log",
             CursorKind::ModerationQueue => "a moderation queue",
+            CursorKind::Bans => "the list of bans",
             CursorKind::Ranked(Rank::Top) => "a TOP list",
             CursorKind::Ranked(Rank::Best) => "a BEST list",
             CursorKind::Ranked(Rank::Controversial) => "a CONTROVERSIAL list",
@@ -135,6 +141,13 @@ pub enum Cursor {
         since: Micros,
         /// `<discussion id>:<slug>`, the tie-break.
         key: String,
+    },
+    /// Position in the list of bans.
+    Ban {
+        /// When the ban was made.
+        at: Micros,
+        /// The banned user's id, the tie-break.
+        user: String,
     },
     /// Ranked position, and the walk it belongs to.
     Ranked {
@@ -209,6 +222,7 @@ impl Cursor {
             Cursor::Discussion { .. } => CursorKind::Discussion,
             Cursor::Log(_) => CursorKind::ModerationLog,
             Cursor::Queue { .. } => CursorKind::ModerationQueue,
+            Cursor::Ban { .. } => CursorKind::Bans,
             // Its order is not in it: ranked cursors are written with `encode_for`.
             Cursor::Ranked { .. } => CursorKind::Ranked(Rank::Top),
         })
@@ -229,6 +243,7 @@ impl Cursor {
             Cursor::Discussion { created, id } => format!("d|{}|{}", created.0, id),
             Cursor::Log(seq) => format!("l|{seq}"),
             Cursor::Queue { since, key } => format!("q|{}|{key}", since.0),
+            Cursor::Ban { at, user } => format!("b|{}|{user}", at.0),
             Cursor::Ranked {
                 value,
                 posted,
@@ -283,6 +298,10 @@ impl Cursor {
                     key: key.to_owned(),
                 }
             }
+            (CursorKind::Bans, Some(at), Some(user)) => Cursor::Ban {
+                at: Micros(at.parse().map_err(|_| bad())?),
+                user: UserId::parse(user).map_err(|_| bad())?.as_str().to_owned(),
+            },
             (CursorKind::Ranked(_), Some(numbers), Some(slug)) => {
                 let mut parts = numbers.split('.');
                 let (Some(value), Some(posted), Some(walk), None) =
@@ -321,6 +340,7 @@ impl Cursor {
             Cursor::Discussion { .. }
             | Cursor::Log(_)
             | Cursor::Queue { .. }
+            | Cursor::Ban { .. }
             | Cursor::Ranked { .. } => false,
         }
     }
@@ -335,6 +355,7 @@ impl Cursor {
             Cursor::Discussion { .. }
             | Cursor::Log(_)
             | Cursor::Queue { .. }
+            | Cursor::Ban { .. }
             | Cursor::Ranked { .. } => false,
         }
     }

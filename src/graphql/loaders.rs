@@ -11,7 +11,7 @@ use crate::domain::{
     Comment, Discussion, DiscussionId, DiscussionKey, DomainError, FullSlug, Page, Slug, Vote,
     Window,
 };
-use crate::store::{DynStorage, ReadScope};
+use crate::store::{DynStorage, ReadScope, Report};
 
 /// A loaded discussion, compared and hashed by id.
 #[derive(Debug, Clone)]
@@ -88,6 +88,18 @@ pub struct ViewerFollowKey {
     /// The discussion.
     pub discussion: DiscussionId,
 }
+
+/// A comment's reports, for moderators.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ReportsKey {
+    /// Its discussion.
+    pub discussion: DiscussionId,
+    /// The comment.
+    pub slug: Slug,
+}
+
+/// Reports a comment shows at most.
+pub const REPORTS_SHOWN: usize = 20;
 
 /// Loads everything a request reads, batched by key type, discussion and window.
 pub struct StoreLoader {
@@ -350,6 +362,38 @@ impl Loader<ViewerFollowKey> for StoreLoader {
                     (),
                 );
             }
+        }
+        Ok(out)
+    }
+}
+
+/// The reports of every comment a request level shows, in one command (at most
+/// [`REPORTS_SHOWN`] each, oldest first; a comment without reports has no value).
+impl Loader<ReportsKey> for StoreLoader {
+    type Value = Vec<Report>;
+    type Error = DomainError;
+
+    #[tracing::instrument(level = "debug", name = "store.reports", skip_all, fields(store.keys = keys.len()))]
+    async fn load(
+        &self,
+        keys: &[ReportsKey],
+    ) -> Result<HashMap<ReportsKey, Vec<Report>>, DomainError> {
+        let comments: Vec<(DiscussionId, Slug)> = keys
+            .iter()
+            .map(|k| (k.discussion.clone(), k.slug.clone()))
+            .collect();
+        let mut out: HashMap<ReportsKey, Vec<Report>> = HashMap::new();
+        for report in self
+            .store
+            .held()
+            .reports_of(&comments, REPORTS_SHOWN)
+            .await?
+        {
+            let key = ReportsKey {
+                discussion: report.discussion.clone(),
+                slug: report.slug.clone(),
+            };
+            out.entry(key).or_default().push(report);
         }
         Ok(out)
     }

@@ -10,6 +10,7 @@ pub mod inbox;
 pub mod limits;
 pub mod live;
 pub mod loaders;
+mod moderating;
 mod mutation;
 mod names;
 pub mod observe;
@@ -44,6 +45,7 @@ pub use subscription::Subscription;
 #[derive(async_graphql::MergedObject, Default)]
 pub struct Query(
     query::CoreQuery,
+    moderating::ModerationQuery,
     events::EventQuery,
     webhooks::WebhookQuery,
     inbox::InboxQuery,

@@ -9,7 +9,7 @@ use super::error::OrGql;
 use super::loaders::{CommentKey, DiscussionRef};
 use super::types::{
     comment_by_slug, CommentConnection, CommentNode, DiscussionConnection, DiscussionNode,
-    ModerationLogConnection, ModerationQueue, PageInfo, ReservedNameNode, Total,
+    ModerationQueue, PageInfo, Total,
 };
 use super::{auth, reads, store, Limits};
 use crate::auth::AuthState;
@@ -17,7 +17,6 @@ use crate::domain::paging::Cursor;
 use crate::domain::{
     CursorKind, Discussion, DiscussionId, DiscussionKey, DomainError, PageArgs, Queue, Window,
 };
-use crate::service::MAX_RESERVED_NAMES;
 use crate::store::{QueueEntry, Waiting};
 
 /// Loads a discussion by client-supplied id: `BAD_USER_INPUT` if malformed, `NOT_FOUND` if unknown.
@@ -37,7 +36,7 @@ pub(super) async fn load_discussion(
 
 /// Refuses a read that is for moderators unless the caller is one (`FORBIDDEN`, or
 /// `UNAUTHENTICATED` without a valid token).
-fn moderator_reading(ctx: &Context<'_>, what: &str) -> async_graphql::Result<()> {
+pub(super) fn moderator_reading(ctx: &Context<'_>, what: &str) -> async_graphql::Result<()> {
     match auth(ctx) {
         AuthState::Authenticated(viewer) if viewer.moderator => Ok(()),
         AuthState::Authenticated(_) => Err(DomainError::Forbidden(format!(
@@ -223,54 +222,6 @@ impl CoreQuery {
             cursors: None,
             total: None,
         }))
-    }
-
-    /// What moderators did, newest first: every approval and rejection, mode set, lock and
-    /// unlock, pin and unpin, move, ban and lifted ban, and every edit or delete of a comment by
-    /// a moderator who did not write it.
-    /// Paged forward (`first`/`after`, toward older entries) or backward (`last`/`before`,
-    /// toward newer ones; the oldest entries without `before`). Moderators only.
-    async fn moderation_log(
-        &self,
-        ctx: &Context<'_>,
-        first: Option<i32>,
-        after: Option<String>,
-        last: Option<i32>,
-        before: Option<String>,
-    ) -> async_graphql::Result<Option<ModerationLogConnection>> {
-        moderator_reading(ctx, "the moderation log")?;
-        let paging = ctx.data_unchecked::<Limits>().paging(
-            &PageArgs {
-                first,
-                after,
-                last,
-                before,
-                offset: None,
-            },
-            CursorKind::ModerationLog,
-        )?;
-        let page = store(ctx)
-            .moderation()
-            .log_page(&paging.window)
-            .instrument(tracing::debug_span!("store.moderationLog"))
-            .await
-            .gql()?;
-        Ok(Some(ModerationLogConnection(paging.finish(page))))
-    }
-
-    /// Every reserved display name, by name (at most 10 000). Moderators only.
-    async fn reserved_names(
-        &self,
-        ctx: &Context<'_>,
-    ) -> async_graphql::Result<Option<Vec<ReservedNameNode>>> {
-        moderator_reading(ctx, "the reserved names")?;
-        let names = store(ctx)
-            .names()
-            .all(MAX_RESERVED_NAMES)
-            .instrument(tracing::debug_span!("store.reservedNames"))
-            .await
-            .gql()?;
-        Ok(Some(names.into_iter().map(ReservedNameNode).collect()))
     }
 
     /// The comments waiting in a moderators' queue, oldest first (by when they entered it):

@@ -2,17 +2,19 @@
 
 use std::sync::Arc;
 
-use async_graphql::{Context, Subscription as GqlSubscription, ID};
+use async_graphql::{Context, Object, Subscription as GqlSubscription, ID};
 use futures::{Stream, StreamExt};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 use super::error::{gql, OrGql};
+use super::events::EventType;
 use super::live::{Event, Live};
-use super::query::load_discussion;
+use super::query::{load_discussion, moderator_reading};
 use super::shared::Ready;
-use super::types::CommentNode;
+use super::types::{CommentNode, ModerationQueue};
 use super::RequestReads;
-use crate::domain::DomainError;
+use crate::domain::{DiscussionId, DomainError};
+use crate::service::{QueueChange, QueueNews};
 use crate::store::ChangeKind;
 
 /// Live updates.
@@ -50,6 +52,61 @@ impl Subscription {
             ready.mark();
         }
         Ok(received)
+    }
+
+    /// Every change of the moderators' queues from now on (in `discussionId`'s, or all): a
+    /// comment held, reported, rejected, approved or deleted, with the queue it waits in now,
+    /// as it is committed on any replica. An event with `EVENTS_MISSED` says some were
+    /// missed: read the queues again. Moderators only.
+    async fn moderation_queue_changed<'ctx>(
+        &self,
+        ctx: &Context<'ctx>,
+        discussion_id: Option<ID>,
+    ) -> async_graphql::Result<
+        impl Stream<Item = async_graphql::Result<ModerationQueueChange>> + 'ctx,
+    > {
+        moderator_reading(ctx, "the moderation queues")?;
+        let discussion = discussion_id
+            .as_deref()
+            .map(|id| DiscussionId::parse(id))
+            .transpose()
+            .gql()?;
+        let changes = super::services(ctx).queue_changes(discussion);
+        if let Some(ready) = ctx.data_opt::<Ready>() {
+            ready.mark();
+        }
+        Ok(changes.map(|news| match news {
+            QueueNews::Changed(change) => Ok(ModerationQueueChange(change)),
+            QueueNews::Missed(missed) => Err(gql(DomainError::EventsMissed(format!(
+                "this subscription fell behind and missed {missed} queue changes"
+            )))),
+        }))
+    }
+}
+
+/// A comment that entered a moderators' queue, moved between queues or left them.
+pub(super) struct ModerationQueueChange(QueueChange);
+
+#[Object]
+impl ModerationQueueChange {
+    /// The comment's discussion.
+    async fn discussion_id(&self) -> ID {
+        ID(self.0.discussion.to_string())
+    }
+
+    /// The comment.
+    async fn slug(&self) -> &str {
+        self.0.slug.as_str()
+    }
+
+    /// The queue it waits in now; null when it waits in none (approved, or deleted).
+    async fn queue(&self) -> Option<ModerationQueue> {
+        self.0.queue.map(Into::into)
+    }
+
+    /// What happened to it.
+    async fn event(&self) -> EventType {
+        self.0.event.into()
     }
 }
 

@@ -11,6 +11,7 @@ mod inbox;
 mod moderation;
 mod names;
 mod pages;
+mod queue_watch;
 mod render;
 pub mod sink;
 mod votes;
@@ -36,6 +37,7 @@ pub use inbox::MailRules;
 pub use moderation::Approved;
 pub use names::{MAX_RESERVED_NAMES, NAMES_REFRESH};
 pub use pages::PageOrigins;
+pub use queue_watch::{QueueChange, QueueNews};
 pub use render::Filled;
 pub use sink::{EventFeed, EventSink, ModerationLog, Sinks};
 pub use webhooks::{NewEndpoint, MAX_ENDPOINTS};
@@ -90,6 +92,7 @@ pub struct Services {
     names: names::NameCopy,
     webhook_metrics: Arc<crate::webhooks::metrics::WebhookMetrics>,
     inboxes: inbox::Inboxes,
+    queues: queue_watch::QueueWatch,
     mail: MailRules,
     notify_metrics: Arc<crate::notify::metrics::NotifyMetrics>,
     unsubscribe_tokens: crate::mail::UnsubscribeTokens,
@@ -122,6 +125,7 @@ impl Services {
             pages: Arc::new(PageOrigins::Any),
             webhook_metrics: Arc::default(),
             inboxes: inbox::Inboxes::new(),
+            queues: queue_watch::QueueWatch::new(),
             notify_metrics: Arc::default(),
             // A key of its own until the server's is given (`with_unsubscribe_tokens`).
             unsubscribe_tokens: crate::mail::UnsubscribeTokens::new(

@@ -10,6 +10,7 @@ mod bucketed;
 mod cache;
 mod clients;
 mod connections;
+mod console_api;
 mod contract;
 mod cors;
 mod costs;

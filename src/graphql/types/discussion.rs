@@ -6,6 +6,7 @@ use async_graphql::{ComplexObject, Context, Object, SimpleObject, ID};
 use chrono::{DateTime, Utc};
 use tracing::Instrument as _;
 
+use super::DiscussionNode;
 use super::{
     CommentConnection, CommentNode, CommentOrder, ModerationMode, PageInfo, StorageLayout, Total,
 };
@@ -15,9 +16,6 @@ use crate::graphql::error::OrGql;
 use crate::graphql::loaders::{CommentKey, DiscussionRef};
 use crate::graphql::{reads, store, Limits};
 use crate::store::{Listing, Ranked, RankedOf};
-
-/// A discussion: one thread of comments, e.g. under an article.
-pub struct DiscussionNode(pub Arc<Discussion>);
 
 /// The paging of a list of comments, under the configured limits.
 fn paging(ctx: &Context<'_>, args: &PageArgs, kind: CursorKind) -> async_graphql::Result<Paging> {

@@ -8,13 +8,17 @@ use async_graphql::Enum;
 
 use crate::domain::{CursorKind, DomainError, Rank};
 
-pub use comment::{Author, CommentConnection, CommentEdge, CommentNode, PageInfo, Revision, Total};
-pub use discussion::{
-    comment_by_slug, visible_held, DiscussionConnection, DiscussionEdge, DiscussionNode,
+pub use comment::{
+    Author, CommentConnection, CommentEdge, CommentNode, PageInfo, ReportNode, Revision, Total,
 };
+pub use discussion::{comment_by_slug, visible_held, DiscussionConnection, DiscussionEdge};
+
+/// A discussion: one thread of comments, e.g. under an article (its fields: `discussion.rs`).
+/// Defined here, where both it and the comments that name their discussion can see it.
+pub struct DiscussionNode(pub std::sync::Arc<crate::domain::Discussion>);
 pub use moderation::{
-    BanNode, ModerationAction, ModerationLogConnection, ModerationLogEdge, ModerationLogEntry,
-    ReservedNameNode,
+    BanConnection, BanEdge, BanNode, ModerationAction, ModerationLogConnection, ModerationLogEdge,
+    ModerationLogEntry, ReservedNameNode,
 };
 
 /// How a discussion's comments are stored.

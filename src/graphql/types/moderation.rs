@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::{Author, PageInfo};
 use crate::domain::paging::Cursor;
-use crate::domain::{Ban, CursorKind, LogEntry, Paged};
+use crate::domain::{Ban, CursorKind, LogEntry, Page, Paged};
 
 /// A ban: the user may make no change (post, edit, delete, anything) until it ends.
 pub struct BanNode(pub Ban);
@@ -35,6 +35,57 @@ impl BanNode {
     /// When it was made.
     async fn at(&self) -> DateTime<Utc> {
         self.0.at.to_datetime()
+    }
+}
+
+/// A page of the bans in force, newest first.
+pub struct BanConnection(pub Page<Ban>);
+
+/// One ban of a page, with its cursor.
+pub struct BanEdge(Ban);
+
+/// The cursor of a ban in the list of bans.
+fn ban_cursor(ban: &Ban) -> String {
+    Cursor::Ban {
+        at: ban.at,
+        user: ban.user.to_string(),
+    }
+    .encode()
+}
+
+#[Object]
+impl BanEdge {
+    /// Pass it as `after` to continue with older bans.
+    async fn cursor(&self) -> String {
+        ban_cursor(&self.0)
+    }
+
+    /// The ban.
+    async fn node(&self) -> BanNode {
+        BanNode(self.0.clone())
+    }
+}
+
+#[Object]
+impl BanConnection {
+    /// The bans with their cursors.
+    async fn edges(&self) -> Vec<BanEdge> {
+        self.0.items.iter().cloned().map(BanEdge).collect()
+    }
+
+    /// The bans.
+    async fn nodes(&self) -> Vec<BanNode> {
+        self.0.items.iter().cloned().map(BanNode).collect()
+    }
+
+    /// Where this page stands (forward paging only: `hasPreviousPage` is false).
+    async fn page_info(&self) -> PageInfo {
+        PageInfo {
+            has_next_page: self.0.has_next,
+            has_previous_page: false,
+            start_cursor: self.0.items.first().map(ban_cursor),
+            end_cursor: self.0.items.last().map(ban_cursor),
+        }
     }
 }
 

@@ -1,11 +1,12 @@
 //! `EventStore`: the event log, read.
 
 use async_trait::async_trait;
+use futures::stream::BoxStream;
 
 use crate::domain::{EventRecord, EventType, Micros};
 use crate::store::shared::error::StoreResult;
 
-/// The event log, as the pull feed and the webhook dispatcher read it.
+/// The event log, as the pull feed, the webhook dispatcher and the live queue read it.
 #[async_trait]
 pub trait EventStore: Send + Sync {
     /// Events after `after` (by id), of `kinds` (every kind when empty), committed before
@@ -17,4 +18,7 @@ pub trait EventStore: Send + Sync {
         before: Micros,
         limit: usize,
     ) -> StoreResult<Vec<EventRecord>>;
+
+    /// The events of `kinds` committed from now on, as they are committed (on any replica).
+    fn committed(&self, kinds: &[EventType]) -> BoxStream<'static, EventRecord>;
 }

@@ -156,6 +156,16 @@ pub trait HeldStore: Send + Sync {
     /// Stores a report: false when this reporter already reported this comment.
     async fn report(&self, report: &Report) -> StoreResult<bool>;
 
+    /// The queue the comment waits in now (`None`: in none): one read by id.
+    async fn queue_of(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<Option<Queue>>;
+
+    /// The reports of these comments, oldest first, at most `each` per comment: one command.
+    async fn reports_of(
+        &self,
+        comments: &[(DiscussionId, Slug)],
+        each: usize,
+    ) -> StoreResult<Vec<Report>>;
+
     /// Takes back a report that could not be counted.
     async fn unreport(&self, report: &Report) -> StoreResult<()>;
 

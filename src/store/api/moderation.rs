@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::domain::moderation::{Ban, LogEntry, Logged, UserId};
-use crate::domain::{Author, Event, Page, Window};
+use crate::domain::moderation::{Ban, LogEntry, LogFilter, Logged, UserId};
+use crate::domain::paging::Cursor;
+use crate::domain::{Author, Event, Micros, Page, Window};
 use crate::store::shared::error::StoreResult;
 
 /// Bans, the moderators seen acting, and the moderation log: what moderation keeps apart from
@@ -39,6 +40,15 @@ pub trait ModerationStore: Send + Sync {
     async fn record(&self, logged: Logged) -> StoreResult<LogEntry>;
 
     /// One page of the moderation log in stored order (oldest first; the API lists it newest
-    /// first), read as a range of entry numbers.
-    async fn log_page(&self, window: &Window) -> StoreResult<Page<LogEntry>>;
+    /// first): a range of entry numbers, or with a `filter` one action's or one moderator's
+    /// entries (newest-first windows only: the first page or one before a cursor).
+    async fn log_page(&self, window: &Window, filter: &LogFilter) -> StoreResult<Page<LogEntry>>;
+
+    /// A page of the bans in force at `now`, newest first, after the `Ban` cursor `after`.
+    async fn bans_page(
+        &self,
+        after: Option<&Cursor>,
+        limit: usize,
+        now: Micros,
+    ) -> StoreResult<Page<Ban>>;
 }

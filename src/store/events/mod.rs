@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::stream::BoxStream;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::error::TRANSIENT_TRANSACTION_ERROR;
@@ -34,6 +35,7 @@ use crate::domain::{Event, EventRecord, EventType, GuestIds, Micros};
 use crate::store::api::EventStore;
 use crate::store::shared::authors::Rewritten;
 use crate::store::shared::error::{StoreError, StoreResult};
+use crate::store::shared::inserts::inserted;
 use crate::store::shared::metrics::{CommandCounter, Counted};
 use crate::store::shared::transactions::{abort, commit, pause};
 use crate::store::shared::ttl::{ensure_ttl, Ttl};
@@ -301,6 +303,12 @@ impl EventStore for EventLog {
             .try_collect()
             .await?;
         docs.iter().map(codec::record_of).collect()
+    }
+
+    fn committed(&self, kinds: &[EventType]) -> BoxStream<'static, EventRecord> {
+        let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+        let filter = doc! { "fullDocument.type": { "$in": names } };
+        inserted(self.events.clone(), filter, "events", codec::record_of)
     }
 }
 

@@ -97,6 +97,11 @@ impl HeldComments {
         }
     }
 
+    /// The collection of reports.
+    pub(super) fn reports_collection(&self) -> &Counted<Document> {
+        &self.reports
+    }
+
     /// The queue indexes: oldest first, across the service or in one discussion.
     pub(crate) async fn ensure_indexes(&self) -> StoreResult<()> {
         let all = index_model(
@@ -553,6 +558,26 @@ impl HeldStore for HeldComments {
             .delete_many(doc! { "_id": report_key(report) })
             .await?;
         Ok(())
+    }
+
+    async fn queue_of(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<Option<Queue>> {
+        let found = self
+            .coll
+            .find_one(doc! { "_id": key(discussion, slug) })
+            .projection(doc! { "status": 1 })
+            .await?;
+        Ok(found
+            .as_ref()
+            .and_then(|d| d.get_str("status").ok())
+            .and_then(Queue::from_stored))
+    }
+
+    async fn reports_of(
+        &self,
+        comments: &[(DiscussionId, Slug)],
+        each: usize,
+    ) -> StoreResult<Vec<Report>> {
+        self.reports_of_comments(comments, each).await
     }
 
     async fn report(&self, report: &Report) -> StoreResult<bool> {

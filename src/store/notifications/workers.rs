@@ -2,9 +2,7 @@
 //! (`notify` on the event log, claimed under a lease), the notifications stored, and the live
 //! stream of notifications as they are stored.
 
-use std::time::Duration;
-
-use futures::stream::{BoxStream, StreamExt};
+use futures::stream::BoxStream;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, DateTime, Document};
 
@@ -13,10 +11,8 @@ use crate::domain::notifications::Notification;
 use crate::domain::{EventRecord, Micros};
 use crate::store::events::record_of;
 use crate::store::shared::error::{duplicate_indexes, only_duplicates, StoreResult};
+use crate::store::shared::inserts::inserted;
 use crate::store::shared::metrics::Counted;
-
-/// The wait before the live stream is opened again after it failed.
-const REOPEN: Duration = Duration::from_secs(1);
 
 fn date(at: Micros) -> DateTime {
     DateTime::from_millis(at.0 / 1000)
@@ -94,52 +90,7 @@ pub(super) async fn finish_events(
     Ok(())
 }
 
-/// The notifications stored from now on, from a change stream of inserts, opened again after
-/// a failure from where it stopped.
+/// The notifications stored from now on (see [`inserted`]).
 pub(super) fn received(notifications: Counted<Document>) -> BoxStream<'static, Notification> {
-    let pipeline = vec![doc! { "$match": { "operationType": "insert" } }];
-    let stream = futures::stream::unfold(
-        (notifications, None, None),
-        move |(coll, mut open, mut token)| {
-            let pipeline = pipeline.clone();
-            async move {
-                loop {
-                    let stream = match open.as_mut() {
-                        Some(stream) => stream,
-                        None => {
-                            let opened = coll
-                                .watch()
-                                .pipeline(pipeline.clone())
-                                .resume_after(token.clone())
-                                .await;
-                            match opened {
-                                Ok(stream) => open.insert(stream),
-                                Err(err) => {
-                                    tracing::warn!(%err, "cannot open the notifications' stream");
-                                    token = None;
-                                    tokio::time::sleep(REOPEN).await;
-                                    continue;
-                                }
-                            }
-                        }
-                    };
-                    match stream.next().await {
-                        Some(Ok(event)) => {
-                            let read = event.full_document.as_ref().map(notification_of);
-                            if let Some(Ok(notification)) = read {
-                                return Some((notification, (coll, open, token)));
-                            }
-                        }
-                        _ => {
-                            token = stream.resume_token();
-                            open = None;
-                            tokio::time::sleep(REOPEN).await;
-                        }
-                    }
-                }
-            }
-        },
-    );
-    let untraced = opentelemetry::Context::new().with_telemetry_suppressed();
-    opentelemetry::context::FutureExt::with_context(stream, untraced).boxed()
+    inserted(notifications, doc! {}, "notifications", notification_of)
 }

@@ -120,7 +120,6 @@ impl Store {
             config.max_depth.max(1),
             log.clone(),
         );
-        // Moderation's collections are read and written by `_id` only: no index of their own.
         let moderation = Moderation::new(&db, &commands, log.clone());
         let names = ReservedNames::new(&db, &commands, log.clone());
         let votes = VoteBook::new(&db, &commands);
@@ -142,6 +141,7 @@ impl Store {
             log.ensure_indexes(config.event_retention).await?;
             discussions.ensure_indexes().await?;
             held.ensure_indexes().await?;
+            moderation.ensure_indexes().await?;
             layouts.ensure_indexes().await?;
             votes.ensure_indexes().await?;
             imports.ensure_indexes().await?;

@@ -9,6 +9,7 @@ pub(crate) mod connect;
 pub(crate) mod docs;
 pub mod embedded_db;
 pub(crate) mod error;
+pub(crate) mod inserts;
 pub(crate) mod metrics;
 pub(crate) mod order;
 pub(crate) mod scope;

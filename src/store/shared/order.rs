@@ -23,6 +23,10 @@ fn key(cursor: &Cursor) -> Vec<(&'static str, Bson)> {
             ("since", Bson::Int64(since.0)),
             ("_id", Bson::String(key.clone())),
         ],
+        Cursor::Ban { at, user } => vec![
+            ("at", Bson::Int64(at.0)),
+            ("_id", Bson::String(user.clone())),
+        ],
         // Within one rank value, ranked lists follow posting order (see `store::ranked`).
         Cursor::Ranked { posted, slug, .. } => vec![
             ("posted", Bson::Int64(posted.0)),

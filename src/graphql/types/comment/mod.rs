@@ -9,14 +9,15 @@ mod connection;
 
 pub use connection::{CommentConnection, CommentEdge, PageInfo, Total};
 
-use super::{CommentOrder, CommentStatus, VoteValue};
+use super::{CommentOrder, CommentStatus, DiscussionNode, ReportReason, VoteValue};
 use crate::domain::ranking::{ranked_in, window_in_memory};
 use crate::domain::{
     Comment, CursorKind, Discussion, Held, Page, PageArgs, Paging, Rank, Slug, Window,
 };
 use crate::graphql::error::OrGql;
 use crate::graphql::loaders::{
-    CommentKey, DiscussionRef, RepliesKey, SubDiscussionCountKey, SubDiscussionKey, ViewerVoteKey,
+    CommentKey, DiscussionRef, RepliesKey, ReportsKey, SubDiscussionCountKey, SubDiscussionKey,
+    ViewerVoteKey,
 };
 use crate::graphql::{reads, Limits};
 use crate::store::{Ranked, RankedOf};
@@ -48,6 +49,35 @@ pub struct Revision {
     pub edited_at: DateTime<Utc>,
     /// Who wrote that version: the author, or the moderator who edited it.
     pub editor: Author,
+}
+
+/// A report of a comment, as moderators see it.
+pub struct ReportNode(pub crate::store::Report);
+
+#[Object(name = "Report")]
+impl ReportNode {
+    /// Why it was reported.
+    async fn reason(&self) -> ReportReason {
+        self.0.reason.into()
+    }
+
+    /// What the reporter added.
+    async fn note(&self) -> Option<&str> {
+        self.0.note.as_deref()
+    }
+
+    /// When it was reported.
+    async fn at(&self) -> DateTime<Utc> {
+        self.0.at.to_datetime()
+    }
+}
+
+/// Whether the request's caller is a moderator.
+fn moderator_viewing(ctx: &Context<'_>) -> bool {
+    matches!(
+        crate::graphql::auth(ctx),
+        crate::auth::AuthState::Authenticated(viewer) if viewer.moderator
+    )
 }
 
 /// Whether the request's caller is a moderator, or this author.
@@ -319,6 +349,32 @@ impl CommentNode {
     /// Whether a moderator pinned it to the top of its discussion.
     async fn pinned(&self) -> bool {
         self.discussion.is_pinned(&self.comment.slug)
+    }
+
+    /// The discussion it belongs to.
+    async fn discussion(&self) -> DiscussionNode {
+        DiscussionNode(self.discussion.clone())
+    }
+
+    /// Its reports, oldest first (at most 20): why and when people reported it, and what they
+    /// added. Moderators only: null for everybody else. The reports of a page of comments are
+    /// read in one database command.
+    async fn reports(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<Vec<ReportNode>>> {
+        if !moderator_viewing(ctx) {
+            return Ok(None);
+        }
+        let key = ReportsKey {
+            discussion: self.discussion.id.clone(),
+            slug: self.comment.slug.clone(),
+        };
+        let reports = reads(ctx).loader.load_one(key).await.gql()?;
+        Ok(Some(
+            reports
+                .unwrap_or_default()
+                .into_iter()
+                .map(ReportNode)
+                .collect(),
+        ))
     }
 
     /// Its text; null once deleted, and for everybody but its author and moderators while it
