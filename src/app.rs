@@ -255,6 +255,7 @@ pub fn services(
         },
         change_rate: config.rate_limit,
         vote_rate: config.vote_rate_limit,
+        moderation_rate: config.moderation_rate_limit,
         guest_ids: GuestIds::new(key),
         insecure_webhooks: config.webhooks.allow_insecure,
     };

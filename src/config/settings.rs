@@ -268,6 +268,16 @@ pub struct Config {
         global = true
     )]
     pub vote_rate_limit: RateLimit,
+    /// Moderators' actions per moderator (approvals, rejections, bans, locks, pins, moves…),
+    /// counted apart from their own posts and edits, so that a console can act on a page of the
+    /// queue at once: `<count>/<seconds>s`, or `off`.
+    #[arg(
+        long,
+        env = "THREADQL_MODERATION_RATE_LIMIT",
+        default_value = "300/60s",
+        global = true
+    )]
+    pub moderation_rate_limit: RateLimit,
     /// Operations per client of callers that are not signed in (no token, or a refused one):
     /// `<count>/<seconds>s`, or `off`. Every operation counts: each one of a batch, of a
     /// WebSocket (and its upgrade), of Server-Sent Events. A client is an IPv4 address or an
@@ -545,6 +555,7 @@ impl fmt::Debug for Config {
             .field("jwt_leeway_secs", &self.jwt_leeway_secs)
             .field("rate_limit", &self.rate_limit)
             .field("vote_rate_limit", &self.vote_rate_limit)
+            .field("moderation_rate_limit", &self.moderation_rate_limit)
             .field("rate_limit_anon", &self.rate_limit_anon)
             .field("rate_limit_reads", &self.rate_limit_reads)
             .field("client_ip_header", &self.client_ip_header)

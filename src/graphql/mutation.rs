@@ -45,7 +45,7 @@ async fn caller(ctx: &Context<'_>, allowance: Allowance) -> async_graphql::Resul
 
 /// The caller, who must be a moderator (`FORBIDDEN` otherwise).
 pub(super) async fn moderator(ctx: &Context<'_>) -> async_graphql::Result<Caller> {
-    let caller = caller(ctx, Allowance::Changes).await?;
+    let caller = caller(ctx, Allowance::Moderation).await?;
     caller.must_moderate().gql()?;
     Ok(caller)
 }

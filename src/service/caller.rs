@@ -14,6 +14,9 @@ pub enum Allowance {
     Changes,
     /// Votes (`THREADQL_VOTE_RATE_LIMIT`).
     Votes,
+    /// A moderator's action (`THREADQL_MODERATION_RATE_LIMIT`); a caller who is no moderator
+    /// spends `Changes` (and is refused for want of the role).
+    Moderation,
 }
 
 /// A caller whose identity was checked by a transport and whose standing was checked here.
@@ -87,7 +90,8 @@ impl Services {
             }
         }
         let (limiter, what) = match allowance {
-            Allowance::Changes => (&self.changes, "changes"),
+            Allowance::Moderation if moderator || admin => (&self.moderations, "moderator actions"),
+            Allowance::Changes | Allowance::Moderation => (&self.changes, "changes"),
             Allowance::Votes => (&self.votes, "votes"),
         };
         if let Err(wait) = limiter.check(&author.id) {

@@ -61,6 +61,8 @@ pub struct Rules {
     pub change_rate: RateLimit,
     /// Votes per user.
     pub vote_rate: RateLimit,
+    /// Moderators' actions per moderator.
+    pub moderation_rate: RateLimit,
     /// The ids imported guests get, keyed with the server key.
     pub guest_ids: GuestIds,
     /// Whether webhook endpoints may use `http` and private addresses.
@@ -84,6 +86,7 @@ pub struct Services {
     words: Arc<WordLists>,
     changes: Arc<Limiter<String>>,
     votes: Arc<Limiter<String>>,
+    moderations: Arc<Limiter<String>>,
     closing: closing::Closing,
     renderer: render::Renderer,
     sink: Arc<dyn EventSink>,
@@ -116,6 +119,7 @@ impl Services {
             storage,
             changes: Arc::new(Limiter::new(rules.change_rate)),
             votes: Arc::new(Limiter::new(rules.vote_rate)),
+            moderations: Arc::new(Limiter::new(rules.moderation_rate)),
             rules,
             words,
             closing: closing::Closing::default(),

@@ -309,3 +309,38 @@ async fn moderators_hear_the_queues_change_live() {
     drop((all, one, refused, anonymous));
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moderators_act_on_a_page_of_the_queue_past_the_rate_of_posts() {
+    let mut settings = Settings::new(Layout::PerComment);
+    settings.rate_limit = "3/60s".parse().expect("rate");
+    settings.moderation_rate_limit = "6/60s".parse().expect("rate");
+    let app = TestApp::with("console_rate", settings).await;
+    let moderator = app.moderator_token("mod", "Mo");
+    // Six bans in a row: moderators' actions have their own allowance; a seventh is past it.
+    for n in 0..6 {
+        let vars = json!({ "u": format!("spammer{n}") });
+        app.ok_as(Some(&moderator), BAN, vars).await;
+    }
+    let limited = app
+        .exec_as(Some(&moderator), BAN, json!({ "u": "more" }))
+        .await;
+    assert_eq!(error_code(&limited), "RATE_LIMITED", "{limited:#}");
+    // Their posts still spend the rate of changes.
+    let d = app.discussion("rates").await;
+    let post =
+        "mutation($d: ID!) { postComment(input: {discussionId: $d, text: \"hi\"}) { slug } }";
+    for _ in 0..3 {
+        app.ok_as(Some(&moderator), post, json!({ "d": d })).await;
+    }
+    let limited = app.exec_as(Some(&moderator), post, json!({ "d": d })).await;
+    assert_eq!(error_code(&limited), "RATE_LIMITED", "{limited:#}");
+    // Someone without the role spends the rate of changes, and is refused for the role.
+    let reader = app.token("reader", "Rea");
+    for _ in 0..3 {
+        let refused = app.exec_as(Some(&reader), BAN, json!({ "u": "x" })).await;
+        assert_eq!(error_code(&refused), "FORBIDDEN", "{refused:#}");
+    }
+    let limited = app.exec_as(Some(&reader), BAN, json!({ "u": "x" })).await;
+    assert_eq!(error_code(&limited), "RATE_LIMITED", "{limited:#}");
+}

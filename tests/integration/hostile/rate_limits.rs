@@ -116,6 +116,7 @@ async fn spend_together(
 async fn each_mutation_spends_one_rate_token() {
     let settings = Settings {
         rate_limit: "10/10s".parse().expect("rate"),
+        moderation_rate_limit: "10/10s".parse().expect("rate"),
         ..Settings::new(Layout::PerComment)
     };
     let app = TestApp::with("rate_one_token", settings).await;
@@ -177,7 +178,8 @@ async fn each_mutation_spends_one_rate_token() {
         .collect();
     spend_together(&app, &creator, "eleven new discussions", creates, 10).await;
 
-    // Locks and moves (moderators), each on a discussion of its own.
+    // Locks and moves (moderators' actions, their own allowance), each on a discussion of its
+    // own.
     let mut own = Vec::new();
     for n in 0..11 {
         own.push(new_discussion(format!("own {n}")).await.id.to_string());

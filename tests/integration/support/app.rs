@@ -35,6 +35,8 @@ pub(crate) struct Settings {
     pub rate_limit: RateLimit,
     /// Votes per user (off by default here: tests cast many).
     pub vote_rate_limit: RateLimit,
+    /// Moderators' actions per moderator (off by default here).
+    pub moderation_rate_limit: RateLimit,
     /// Whether a full embedded discussion moves to the bucketed layout (as the server's default).
     pub promote_embedded: bool,
     /// Receives every command the store sends (see `sharding`).
@@ -65,6 +67,7 @@ impl Settings {
             edit_window_secs: config.edit_window_secs,
             rate_limit: RateLimit::Off,
             vote_rate_limit: RateLimit::Off,
+            moderation_rate_limit: RateLimit::Off,
             promote_embedded: config.promote_embedded,
             command_events: None,
             reports_to_hold: config.reports_to_hold,
@@ -92,6 +95,7 @@ impl Settings {
         config.edit_window_secs = self.edit_window_secs;
         config.rate_limit = self.rate_limit;
         config.vote_rate_limit = self.vote_rate_limit;
+        config.moderation_rate_limit = self.moderation_rate_limit;
         config.promote_embedded = self.promote_embedded;
         config.rate_limit_anon = RateLimit::Off;
         config.rate_limit_reads = RateLimit::Off;
