@@ -50,6 +50,8 @@ pub enum CursorKind {
     ModerationLog,
     /// `(since, key)`: a moderator queue, oldest first.
     ModerationQueue,
+    /// `(posted, discussion, slug)`: one author's comments across discussions, newest first.
+    ByAuthor,
     /// `(value, posted, slug)` in a ranked order, with the walk's vote number.
     Ranked(Rank),
 }
@@ -64,6 +66,7 @@ impl CursorKind {
             CursorKind::Discussion => "d",
             CursorKind::ModerationLog => "l",
             CursorKind::ModerationQueue => "q",
+            CursorKind::ByAuthor => "a",
             CursorKind::Ranked(Rank::Top) => "T",
             CursorKind::Ranked(Rank::Best) => "B",
             CursorKind::Ranked(Rank::Controversial) => "V",
@@ -78,6 +81,7 @@ impl CursorKind {
             CursorKind::Discussion,
             CursorKind::ModerationLog,
             CursorKind::ModerationQueue,
+            CursorKind::ByAuthor,
             CursorKind::Ranked(Rank::Top),
             CursorKind::Ranked(Rank::Best),
             CursorKind::Ranked(Rank::Controversial),
@@ -95,6 +99,7 @@ impl CursorKind {
             CursorKind::Discussion => "the discussion list",
             CursorKind::ModerationLog => "the moderation log",
             CursorKind::ModerationQueue => "a moderation queue",
+            CursorKind::ByAuthor => "an author's comments",
             CursorKind::Ranked(Rank::Top) => "a TOP list",
             CursorKind::Ranked(Rank::Best) => "a BEST list",
             CursorKind::Ranked(Rank::Controversial) => "a CONTROVERSIAL list",
@@ -136,6 +141,9 @@ pub enum Cursor {
         /// `<discussion id>:<slug>`, the tie-break.
         key: String,
     },
+    /// Position among one author's comments across discussions (newest first): the posting
+    /// time (a held comment's submission time), then the discussion and the slug, tie-breaks.
+    ByAuthor(Micros, DiscussionId, Slug),
     /// Ranked position, and the walk it belongs to.
     Ranked {
         /// The item's value as it was read (`f64` bits).
@@ -209,6 +217,7 @@ impl Cursor {
             Cursor::Discussion { .. } => CursorKind::Discussion,
             Cursor::Log(_) => CursorKind::ModerationLog,
             Cursor::Queue { .. } => CursorKind::ModerationQueue,
+            Cursor::ByAuthor(..) => CursorKind::ByAuthor,
             // Its order is not in it: ranked cursors are written with `encode_for`.
             Cursor::Ranked { .. } => CursorKind::Ranked(Rank::Top),
         })
@@ -229,6 +238,9 @@ impl Cursor {
             Cursor::Discussion { created, id } => format!("d|{}|{}", created.0, id),
             Cursor::Log(seq) => format!("l|{seq}"),
             Cursor::Queue { since, key } => format!("q|{}|{key}", since.0),
+            Cursor::ByAuthor(posted, discussion, slug) => {
+                format!("a|{}|{discussion}:{slug}", posted.0)
+            }
             Cursor::Ranked {
                 value,
                 posted,
@@ -283,6 +295,14 @@ impl Cursor {
                     key: key.to_owned(),
                 }
             }
+            (CursorKind::ByAuthor, Some(posted), Some(key)) => {
+                let (id, slug) = key.split_once(':').ok_or_else(bad)?;
+                Cursor::ByAuthor(
+                    Micros(posted.parse().map_err(|_| bad())?),
+                    DiscussionId::parse(id).map_err(|_| bad())?,
+                    Slug::parse(slug).map_err(|_| bad())?,
+                )
+            }
             (CursorKind::Ranked(_), Some(numbers), Some(slug)) => {
                 let mut parts = numbers.split('.');
                 let (Some(value), Some(posted), Some(walk), None) =
@@ -321,6 +341,7 @@ impl Cursor {
             Cursor::Discussion { .. }
             | Cursor::Log(_)
             | Cursor::Queue { .. }
+            | Cursor::ByAuthor(..)
             | Cursor::Ranked { .. } => false,
         }
     }
@@ -335,6 +356,7 @@ impl Cursor {
             Cursor::Discussion { .. }
             | Cursor::Log(_)
             | Cursor::Queue { .. }
+            | Cursor::ByAuthor(..)
             | Cursor::Ranked { .. } => false,
         }
     }
@@ -933,6 +955,30 @@ mod tests {
         assert!(Cursor::decode(&forged, CursorKind::Chronological).is_err());
         let unknown = URL_SAFE_NO_PAD.encode("x|1|abcdefgh");
         assert!(Cursor::decode(&unknown, CursorKind::Chronological).is_err());
+    }
+
+    #[test]
+    fn author_cursors_round_trip_and_forgeries_are_refused() {
+        let kind = CursorKind::ByAuthor;
+        let cursor = Cursor::ByAuthor(
+            Micros(1_700_000_000_000_000),
+            DiscussionId::parse("0123456789abcdef01234567").expect("id"),
+            Slug::parse("abcd1234/efgh5678").expect("slug"),
+        );
+        let text = cursor.encode();
+        assert_eq!(Cursor::decode(&text, kind), Ok(cursor));
+        assert!(Cursor::decode(&text, CursorKind::ModerationQueue).is_err());
+        for raw in [
+            "a|1",
+            "a|x|0123456789abcdef01234567:abcd1234",
+            "a|1|0123456789abcdef01234567",
+            "a|1|nope:abcd1234",
+            "a|1|0123456789abcdef01234567:not a slug",
+            "q|1|0123456789abcdef01234567:abcd1234",
+        ] {
+            let forged = URL_SAFE_NO_PAD.encode(raw);
+            assert!(Cursor::decode(&forged, kind).is_err(), "{raw}");
+        }
     }
 
     #[test]

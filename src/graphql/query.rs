@@ -37,7 +37,7 @@ pub(super) async fn load_discussion(
 
 /// Refuses a read that is for moderators unless the caller is one (`FORBIDDEN`, or
 /// `UNAUTHENTICATED` without a valid token).
-fn moderator_reading(ctx: &Context<'_>, what: &str) -> async_graphql::Result<()> {
+pub(super) fn moderator_reading(ctx: &Context<'_>, what: &str) -> async_graphql::Result<()> {
     match auth(ctx) {
         AuthState::Authenticated(viewer) if viewer.moderator => Ok(()),
         AuthState::Authenticated(_) => Err(DomainError::Forbidden(format!(

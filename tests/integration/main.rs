@@ -22,6 +22,7 @@ mod federation;
 mod formatting;
 mod held;
 mod helper_names;
+mod history;
 mod hostile;
 mod http;
 mod identity;
