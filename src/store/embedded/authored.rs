@@ -14,7 +14,9 @@ use crate::domain::paging::Cursor;
 use crate::domain::{Comment, Layout, Window};
 use crate::store::api::DiscussionStore;
 use crate::store::discussions::{Discussions, FENCE};
-use crate::store::shared::authored::{join, metadata_of, ByAuthor, DISCUSSION, POSTED, SLUG};
+use crate::store::shared::authored::{
+    join, metadata_of, ByAuthor, COMMENT, DISCUSSION, GONE, META, POSTED, SLUG,
+};
 use crate::store::shared::bson::{as_i64, corrupt};
 use crate::store::shared::connect::index_model;
 use crate::store::shared::error::StoreResult;
@@ -111,11 +113,11 @@ impl Embedded {
         } };
         let mut picked = doc! {
             "_id": 0,
-            "gone": { "$ne": ["$doc.layout", Layout::Embedded.as_str()] },
+            GONE: { "$ne": ["$doc.layout", Layout::Embedded.as_str()] },
             "picks": { "$slice": [theirs, -i32::try_from(of.limit).unwrap_or(i32::MAX)] },
         };
         if let Some(projection) = metadata.filter(|_| of.bodies) {
-            picked.insert("d", metadata_of("$doc", projection));
+            picked.insert(META, metadata_of("$doc", projection));
             picked.insert("replies", "$doc.replies");
         }
         stages.push(doc! { "$project": picked });
@@ -124,14 +126,14 @@ impl Embedded {
         }
         stages.push(doc! { "$unwind": "$picks" });
         let mut item = doc! {
-            "gone": 1,
-            DISCUSSION: "$picks.discussion_id",
-            POSTED: "$picks.posted",
-            SLUG: "$picks.slug",
+            GONE: 1,
+            DISCUSSION: format!("$picks.{DISCUSSION}"),
+            POSTED: format!("$picks.{POSTED}"),
+            SLUG: format!("$picks.{SLUG}"),
         };
         if of.bodies {
-            item.insert("d", 1);
-            item.insert("comment", "$picks.comment");
+            item.insert(META, 1);
+            item.insert(COMMENT, format!("$picks.{COMMENT}"));
         }
         stages.push(doc! { "$project": item });
         stages
@@ -139,15 +141,15 @@ impl Embedded {
 
     /// The stages that add to each pick its comment, without its replies.
     fn comments_of_picks() -> Vec<Document> {
-        let top =
-            doc! { "$arrayElemAt": ["$tops", { "$indexOfArray": ["$heads", head("$$e.slug")] }] };
+        let slug = format!("$$e.{SLUG}");
+        let top = doc! { "$arrayElemAt": ["$tops", { "$indexOfArray": ["$heads", head(&slug)] }] };
         let comment = doc! { "$reduce": {
             "input": "$$e.at", "initialValue": top,
             "in": { "$arrayElemAt": ["$$value.replies", "$$this"] },
         } };
         vec![
             doc! { "$set": {
-                "wanted": { "$map": { "input": "$picks", "as": "e", "in": head("$$e.slug") } },
+                "wanted": { "$map": { "input": "$picks", "as": "e", "in": head(&slug) } },
             } },
             doc! { "$set": { "tops": { "$filter": {
                 "input": "$replies", "as": "t", "cond": { "$in": ["$$t.slug", "$wanted"] },
@@ -155,10 +157,10 @@ impl Embedded {
             doc! { "$set": {
                 "heads": { "$map": { "input": "$tops", "as": "t", "in": "$$t.slug" } },
             } },
-            doc! { "$project": { "gone": 1, "d": 1, "picks": { "$map": {
+            doc! { "$project": { GONE: 1, META: 1, "picks": { "$map": {
                 "input": "$picks", "as": "e", "in": {
-                    "discussion_id": "$$e.discussion_id", "posted": "$$e.posted",
-                    "slug": "$$e.slug", "comment": without_replies(comment),
+                    DISCUSSION: format!("$$e.{DISCUSSION}"), POSTED: format!("$$e.{POSTED}"),
+                    SLUG: format!("$$e.{SLUG}"), COMMENT: without_replies(comment),
                 },
             } } } },
         ]
