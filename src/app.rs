@@ -235,6 +235,24 @@ pub async fn key_guest_ids(storage: &dyn Storage, key: &ServerKey) -> anyhow::Re
     Ok(())
 }
 
+/// Writes the flat array of authors of the embedded discussions stored without it (by a
+/// version before it), once, after the keying of guest ids (so it holds keyed ids) and before
+/// serving: when the database records it done, one read and nothing else.
+pub async fn index_embedded_authors(storage: &dyn Storage) -> anyhow::Result<()> {
+    let server = storage.server();
+    if !server.embedded_authors_indexed().await? {
+        let written = server
+            .index_embedded_authors()
+            .await
+            .context("cannot index the authors of embedded discussions")?;
+        tracing::info!(
+            discussions = written,
+            "authors of embedded discussions indexed"
+        );
+    }
+    Ok(())
+}
+
 /// The workflows over `storage` with the rules of `config`, screening texts against `words`
 /// and keying guest ids with `key`; their events go to the moderation log (and this process's
 /// feed).
@@ -445,6 +463,7 @@ impl App {
         let background = background_store(config, embedded.as_ref()).await?;
         let key = server_key(configured, store.as_ref()).await?;
         key_guest_ids(store.as_ref(), &key).await?;
+        index_embedded_authors(store.as_ref()).await?;
         let keys = jwt_keys(config)?;
         log_jwt_keys(config, &keys);
         log_page_origins(config);

@@ -2,6 +2,7 @@
 //! (no I/O).
 
 pub mod comment;
+mod cursors;
 pub mod error;
 pub mod events;
 pub mod guests;

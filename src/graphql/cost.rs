@@ -21,10 +21,11 @@ use async_graphql::{Name, Positioned, Value, Variables};
 /// The connections whose `totalCount` is counted when asked for, as (type, field): a
 /// sub-discussion's descendants (its subtree, in some layouts) and all discussions. The other
 /// connections' totals are counters kept with the data (see `types::Total`).
-pub const COUNTED: [(&str, &str); 3] = [
+pub const COUNTED: [(&str, &str); 4] = [
     ("Comment", "subDiscussion"),
     ("Query", "discussions"),
     ("Query", "moderationQueue"),
+    ("Query", "commentsByAuthor"),
 ];
 
 /// The root query fields that cost their selection once per item of a list argument, as

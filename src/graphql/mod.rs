@@ -6,6 +6,7 @@ pub mod cost;
 mod documents;
 pub mod error;
 pub mod events;
+mod history;
 pub mod inbox;
 pub mod limits;
 pub mod live;
@@ -49,6 +50,7 @@ pub struct Query(
     events::EventQuery,
     webhooks::WebhookQuery,
     inbox::InboxQuery,
+    history::HistoryQuery,
 );
 
 /// Every field is nullable: a failed mutation is `null` with its error, and the other fields of

@@ -3,6 +3,7 @@
 //! report, ban and unban. Every step that hides a public comment puts it in its queue first, so
 //! a crash in between leaves a comment a moderator can still find.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use crate::domain::{
     DiscussionId, DomainError, Event, Held, Micros, NewComment, Queue, Reason, ReportReason,
     Screening, Slug, Standing, UserId, WordLists,
 };
-use crate::store::{Announced, Claim, DynStorage, Report};
+use crate::store::{Announced, Claim, DynStorage, Report, Tally};
 
 /// What the word lists make of a text posted or edited by a non-moderator: `None` when it goes
 /// through as the discussion's mode says; a pending standing for a suspect word, a rejected
@@ -258,11 +259,14 @@ async fn reject(
             reason: said.clone(),
         }]
     };
-    if let Some(held) = storage
+    if let Some((held, now)) = storage
         .held()
         .reject(id, &slug, reason.clone(), &announce)
         .await?
     {
+        if now {
+            tally(&storage, &held.comment.author.id, Tally::Rejected).await;
+        }
         return Ok(held.comment);
     }
     let current = public_comment(&storage, &discussion, &slug)
@@ -277,10 +281,16 @@ async fn reject(
         .held()
         .enqueue(id, &slug, Queue::Rejected, Micros::now())
         .await?;
-    let decide = move |current: &Comment, _now| {
+    // Whether the change made (the last one decided) made it REJECTED: a rejection to count.
+    let newly = AtomicBool::new(false);
+    let decide = |current: &Comment, _now| {
         let standing = current
             .standing
             .set(CommentStatus::Rejected, reason.clone());
+        newly.store(
+            current.standing.status != CommentStatus::Rejected,
+            Ordering::Relaxed,
+        );
         if standing == current.standing {
             return Ok(None);
         }
@@ -289,10 +299,22 @@ async fn reject(
             ..current.clone()
         }))
     };
-    storage
+    let rejected = storage
         .posting()
         .change_comment(&discussion, &slug, &decide, &|_, next| announce(next))
-        .await
+        .await?;
+    if newly.load(Ordering::Relaxed) {
+        tally(&storage, &rejected.author.id, Tally::Rejected).await;
+    }
+    Ok(rejected)
+}
+
+/// Adds one to a person's tally (see `authorStanding`). The change it counts is made already:
+/// a failure is logged, and the change stands.
+async fn tally(storage: &DynStorage, person: &str, tally: Tally) {
+    if let Err(err) = storage.held().count(person, tally).await {
+        tracing::warn!(%err, ?tally, "a moderation tally could not be counted");
+    }
 }
 
 /// What a report did.
@@ -385,7 +407,7 @@ async fn report(
     // moderator approved it meanwhile: its entry follows the comment as it is now (one more
     // read; reports are rare next to reads).
     settle_queue(&storage, &discussion, slug).await;
-    let _ = comment;
+    tally(&storage, &comment.author.id, Tally::Reported).await;
     Ok(Reported::Counted)
 }
 

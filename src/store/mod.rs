@@ -19,12 +19,13 @@ mod shared;
 mod votes;
 mod webhooks;
 
+pub use api::AuthoredComment;
 pub use api::{
     Announced, ChangeFeed, ChangeKind, Claim, CommentChange, CommentStore, Decide, DiscussionStore,
-    DynStorage, EventStore, Following, Health, HeldStore, ImportStore, KeyedGuests,
+    DynStorage, EventStore, Following, Health, HeldStore, HistoryStore, ImportStore, KeyedGuests,
     ModerationStore, MoveStore, MoveTiming, Moved, NameStore, NotificationStore, Person, PostStore,
     Posted, QueueEntry, Ranked, RankedOf, RankedPage, Report, ServerStore, Step, Storage,
-    StoredEvent, VoteStore, Waiting, Watched, WebhookStore,
+    StoredEvent, Tallies, Tally, VoteStore, Waiting, Watched, WebhookStore,
 };
 pub use discussions::Discussions;
 pub use events::Retention;

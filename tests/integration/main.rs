@@ -23,6 +23,7 @@ mod federation;
 mod formatting;
 mod held;
 mod helper_names;
+mod history;
 mod hostile;
 mod http;
 mod identity;

@@ -92,15 +92,16 @@ pub trait HeldStore: Send + Sync {
     /// The held (never public) comment `slug` of the discussion, if there is one.
     async fn find(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<Option<Held>>;
 
-    /// Marks a held comment REJECTED with `reason`; `None` when there is no such held comment.
-    /// The events `announce` gives for it are written with the change.
+    /// Marks a held comment REJECTED with `reason`; `None` when there is no such held comment,
+    /// else the comment and whether it became REJECTED now (it was pending). The events
+    /// `announce` gives for it are written with the change.
     async fn reject(
         &self,
         discussion: &DiscussionId,
         slug: &Slug,
         reason: Option<String>,
         announce: &(dyn for<'c> Fn(&'c Comment) -> Vec<Event> + Send + Sync),
-    ) -> StoreResult<Option<Held>>;
+    ) -> StoreResult<Option<(Held, bool)>>;
 
     /// Removes the comment's entry (held comment or queue entry); whether there was one.
     async fn remove(&self, discussion: &DiscussionId, slug: &Slug) -> StoreResult<bool>;
@@ -174,6 +175,45 @@ pub trait HeldStore: Send + Sync {
 
     /// Counts an approved comment of the person (who is trusted from now on).
     async fn trust(&self, person: &str) -> StoreResult<()>;
+
+    /// Adds one to the person's `tally` (one `$inc`).
+    async fn count(&self, person: &str, tally: Tally) -> StoreResult<()>;
+
+    /// What moderation counted of the person (zeros for someone it never counted).
+    async fn tallies(&self, person: &str) -> StoreResult<Tallies>;
+}
+
+/// What moderation counts of each person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tally {
+    /// Comments of theirs a moderator approved (published or restored).
+    Approved,
+    /// Comments of theirs a moderator rejected (a held or public one becoming REJECTED).
+    Rejected,
+    /// Reports counted against comments of theirs.
+    Reported,
+}
+
+impl Tally {
+    /// Its field on the person's document.
+    pub(crate) fn field(self) -> &'static str {
+        match self {
+            Tally::Approved => "approved",
+            Tally::Rejected => "rejected",
+            Tally::Reported => "reported",
+        }
+    }
+}
+
+/// The tallies of one person.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tallies {
+    /// See [`Tally::Approved`].
+    pub approved: u64,
+    /// See [`Tally::Rejected`].
+    pub rejected: u64,
+    /// See [`Tally::Reported`].
+    pub reported: u64,
 }
 
 /// What [`HeldStore::claim`] found.

@@ -42,4 +42,15 @@ pub trait ServerStore: Send + Sync {
         ids: &GuestIds,
         progress: &(dyn Fn(KeyedGuests) + Send + Sync),
     ) -> StoreResult<KeyedGuests>;
+
+    /// Whether every embedded discussion keeps its flat array of authors whole: an indexing
+    /// of them ran to its end.
+    async fn embedded_authors_indexed(&self) -> StoreResult<bool>;
+
+    /// Writes the flat array of authors (what an author's history reads of the embedded
+    /// layout) of every embedded discussion whose array does not hold all its comments (stored
+    /// before the array was kept), then records that it ran. Returns how many discussions were
+    /// written; one that changed while it was read is left as it is (logged), and then nothing
+    /// is recorded, so the next run writes it.
+    async fn index_embedded_authors(&self) -> StoreResult<u64>;
 }

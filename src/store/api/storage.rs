@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use super::{
-    ChangeFeed, CommentStore, DiscussionStore, EventStore, Health, HeldStore, ImportStore,
-    ModerationStore, MoveStore, NameStore, NotificationStore, PostStore, ServerStore, VoteStore,
-    WebhookStore,
+    ChangeFeed, CommentStore, DiscussionStore, EventStore, Health, HeldStore, HistoryStore,
+    ImportStore, ModerationStore, MoveStore, NameStore, NotificationStore, PostStore, ServerStore,
+    VoteStore, WebhookStore,
 };
 use crate::domain::Layout;
 use crate::store::shared::error::StoreResult;
@@ -25,6 +25,9 @@ pub trait Storage: Send + Sync {
 
     /// Held comments (waiting for a moderator), shared by every layout.
     fn held(&self) -> &dyn HeldStore;
+
+    /// One author's comments across discussions and layouts.
+    fn history(&self) -> &dyn HistoryStore;
 
     /// The implementation of a layout (`Unsupported` when it is not available).
     fn layout(&self, layout: Layout) -> StoreResult<&dyn CommentStore>;

@@ -6,6 +6,7 @@
 //! windows are cut from the `{page, count}` list, cursor windows start at the first page whose
 //! `last_key` follows the cursor. See docs/ARCHITECTURE.md for why this holds under concurrency.
 
+mod authored;
 mod headers;
 pub mod hints;
 mod kept;
@@ -118,6 +119,7 @@ impl Bucketed {
                     doc! { "discussion_id": 1, "comments.full_slug": 1 },
                     false,
                 ),
+                authored::index(),
             ])
             .await?;
         Ok(())

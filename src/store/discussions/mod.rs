@@ -318,12 +318,12 @@ impl Discussions {
     }
 
     /// Reads discussion documents as read by a metadata read.
-    fn read(&self, raw: &RawDocument) -> StoreResult<Discussion> {
+    pub(crate) fn read(&self, raw: &RawDocument) -> StoreResult<Discussion> {
         discussion_of(raw, &self.fields)
     }
 
     /// Fields a metadata read returns.
-    fn projection(&self) -> Document {
+    pub(crate) fn projection(&self) -> Document {
         metadata_projection(&self.fields)
     }
 

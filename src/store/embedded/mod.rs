@@ -12,6 +12,7 @@ use crate::store::shared::error::{StoreError, StoreResult};
 use crate::store::shared::metrics::CommandCounter;
 use crate::store::shared::metrics::Counted;
 use crate::store::shared::skeleton::Waiting;
+mod authored;
 mod moving;
 mod reads;
 mod shape;
@@ -67,6 +68,8 @@ pub(super) struct Located {
     path: Vec<usize>,
     /// Full slug of each comment of the chain.
     full: Vec<FullSlug>,
+    /// How many direct replies each comment of the chain has.
+    replies: Vec<usize>,
     /// Latest `posted` among the top-level comments (index 0) and among the direct replies of
     /// the comment of depth `k` (index `k + 1`).
     last_child: Vec<Option<i64>>,

@@ -110,16 +110,19 @@ impl Shape {
     pub(super) fn located(&self, chain: &[Slug]) -> Option<Located> {
         let mut path = Vec::with_capacity(chain.len());
         let mut full = Vec::with_capacity(chain.len());
+        let mut replies = Vec::with_capacity(chain.len());
         let mut last_child = vec![self.top.latest];
         for slug in chain {
             let node = self.nodes.get(slug)?;
             path.push(node.index);
             full.push(node.full.clone());
+            replies.push(node.replies.count);
             last_child.push(node.replies.latest);
         }
         Some(Located {
             path,
             full,
+            replies,
             last_child,
             bytes: self.bytes,
         })

@@ -1,9 +1,10 @@
 //! Posting: the embedded steps of the post skeleton (one guarded positional `$push` per group).
 
 use async_trait::async_trait;
-use mongodb::bson::{doc, to_document, Bson, Document};
+use mongodb::bson::{doc, to_document, Bson};
 use mongodb::ClientSession;
 
+use super::authored;
 use super::shape::{chain_of, missing};
 use super::*;
 use crate::domain::{Comment, Discussion, DiscussionId, Micros, Slug, SlugPart};
@@ -18,15 +19,17 @@ use crate::store::shared::skeleton::{Attempt, ParentPaths, PostPolicy, PostSteps
 
 impl Embedded {
     /// Appends each comment of `group` (with the position of its parent, the top-level array
-    /// when empty, and the bytes it adds) to its parent's replies with one update, guarded so that it lands only where
-    /// and when it is right: each parent is still at its position, no sibling has one of the
-    /// slugs or a later time, the counted size stays under the cap, and the discussion is
-    /// neither locked nor moved since `discussion` was read (the post may not have read it).
-    /// Counters move in the same update. The parents' arrays must not nest (see [`nests`]).
+    /// when empty, how many replies that parent has, and the bytes it adds) to its parent's
+    /// replies with one update, with its entry in the flat array of authors
+    /// (`authored.rs`), guarded so that it lands only where and when it is right: each parent
+    /// is still at its position with that many replies, no sibling has one of the slugs or a
+    /// later time, the counted size stays under the cap, and the discussion is neither locked
+    /// nor moved since `discussion` was read (the post may not have read it). Counters move in
+    /// the same update. The parents' arrays must not nest (see [`nests`]).
     pub(super) async fn push(
         &self,
         discussion: &Discussion,
-        group: &[(&Comment, &[usize], i64)],
+        group: &[Member<'_>],
     ) -> StoreResult<Guarded> {
         let id = &discussion.id;
         let mut growth = 0_i64;
@@ -34,7 +37,17 @@ impl Embedded {
         let mut inc = doc! { "comment_count": i64::try_from(group.len()).unwrap_or(i64::MAX) };
         let mut filter = open_for_posts(discussion);
         let mut tops = 0_i64;
-        for (comment, parent_at, bytes) in group {
+        let mut entries: Vec<Bson> = Vec::new();
+        // The next position in each parent's replies array (below the top level).
+        let mut next: Vec<(String, usize)> = Vec::new();
+        for Member {
+            comment,
+            parent_at,
+            replies,
+            bytes,
+        } in group
+        {
+            let (comment, parent_at, bytes) = (*comment, *parent_at, bytes);
             let mut element =
                 to_document(&CommentDoc::from_comment(comment, false)).map_err(corrupt)?;
             element.insert(REPLIES, Bson::Array(Vec::new()));
@@ -43,7 +56,7 @@ impl Embedded {
             let index = match arrays.iter().position(|(path, ..)| *path == siblings) {
                 Some(index) => index,
                 None => {
-                    arrays.push((siblings, Vec::new(), Vec::new(), i64::MAX));
+                    arrays.push((siblings.clone(), Vec::new(), Vec::new(), i64::MAX));
                     arrays.len() - 1
                 }
             };
@@ -51,6 +64,26 @@ impl Embedded {
             elements.push(Bson::Document(element));
             slugs.push(comment.slug.as_str());
             *earliest = (*earliest).min(comment.posted.0);
+            let below_top = match (parent_at.get(1..), replies) {
+                (Some(above), Some(count)) => {
+                    let position = match next.iter_mut().find(|(path, _)| *path == siblings) {
+                        Some((_, n)) => n,
+                        None => {
+                            // The parent has exactly the replies it was seen with.
+                            filter.insert(format!("{siblings}.{count}"), doc! { "$exists": false });
+                            next.push((siblings.clone(), *count));
+                            &mut next.last_mut().ok_or_else(|| corrupt("a position"))?.1
+                        }
+                    };
+                    let mut at = above.to_vec();
+                    at.push(*position);
+                    *position += 1;
+                    at
+                }
+                (None, _) => Vec::new(),
+                (Some(_), None) => return Err(corrupt("a reply's parent was not located")),
+            };
+            entries.push(Bson::Document(authored::entry(comment, &below_top)));
             match &comment.parent {
                 Some(parent) => {
                     let at = element_path(parent_at);
@@ -68,7 +101,9 @@ impl Embedded {
         if tops > 0 {
             inc.insert("thread_count", tops);
         }
-        let mut push = Document::new();
+        let mut push = doc! {
+            authored::AUTHORED: { "$each": entries, "$sort": authored::sorted() },
+        };
         for (siblings, elements, slugs, earliest) in arrays {
             filter.insert(format!("{siblings}.slug"), doc! { "$nin": slugs });
             filter.insert(
@@ -77,7 +112,7 @@ impl Embedded {
             );
             push.insert(siblings, doc! { "$each": elements });
         }
-        let slugs: Vec<&Slug> = group.iter().map(|(c, ..)| &c.slug).collect();
+        let slugs: Vec<&Slug> = group.iter().map(|member| &member.comment.slug).collect();
         let mark = changes::mark_all(ChangeKind::Posted, &slugs);
         match self
             .coll
@@ -130,6 +165,18 @@ impl Embedded {
             self.max_bytes
         ))
     }
+}
+
+/// A comment of a group stored together.
+pub(super) struct Member<'a> {
+    /// The comment.
+    comment: &'a Comment,
+    /// Its parent's position (empty at the top level).
+    parent_at: &'a [usize],
+    /// How many replies its parent has (`None` at the top level).
+    replies: Option<usize>,
+    /// The bytes it adds to the counted size.
+    bytes: i64,
 }
 
 /// The update path of the comment at `at`: `replies.0.replies.2`.
@@ -255,7 +302,9 @@ impl PostSteps for Embedded {
                     .ok_or_else(|| corrupt("the parent was not located"))?
                     .to_vec(),
             };
-            let growth = element_size(one.comment, true)?.saturating_add(ELEMENT_OVERHEAD);
+            let growth = element_size(one.comment, true)?
+                .saturating_add(ELEMENT_OVERHEAD)
+                .saturating_add(authored::entry_size(one.comment)?);
             let twin = chosen
                 .iter()
                 .any(|(j, ..)| group[*j].comment.slug == one.comment.slug);
@@ -274,14 +323,24 @@ impl PostSteps for Embedded {
                 Attempt::Moved
             };
         }
-        let members: Vec<(&Comment, &[usize], i64)> = chosen
+        let members: Vec<Member<'_>> = chosen
             .iter()
-            .map(|(i, at, growth)| (group[*i].comment, at.as_slice(), *growth))
+            .map(|(i, at, growth)| Member {
+                comment: group[*i].comment,
+                parent_at: at.as_slice(),
+                // The parent it is placed under (an ancestor of the one asked for, past the
+                // depth cap).
+                replies: group[*i].comment.parent.as_ref().and_then(|parent| {
+                    let located = group[*i].state.located.as_ref()?;
+                    located.replies.get(parent.depth()).copied()
+                }),
+                bytes: *growth,
+            })
             .collect();
         match self.push(discussion, &members).await? {
             Guarded::Done => {
-                for (comment, _, growth) in &members {
-                    self.learn(discussion, comment, *growth);
+                for member in &members {
+                    self.learn(discussion, member.comment, member.bytes);
                 }
                 for one in group.iter_mut() {
                     one.state.alone = false;

@@ -6,8 +6,8 @@
 //! (reported, held by reports, or rejected in place: `public: true`, the comment itself stays in
 //! its layout), so that each queue is one index range, oldest first, across the service or in
 //! one discussion. `reports` keeps one document per reporter and comment (a repeat is a no-op),
-//! and `people` counts each author's approved comments (an author with one is trusted by
-//! `PRE_FIRST`).
+//! and `people` counts, per author, the comments a moderator approved (an author with one is
+//! trusted by `PRE_FIRST`) or rejected and the reports counted against them.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -25,8 +25,9 @@ use crate::domain::{
     Author, Comment, CommentStatus, DiscussionId, Event, FullSlug, Held, Micros, NewComment,
     Placement, Queue, Slug, SlugPart, Standing,
 };
-use crate::store::api::{Claim, HeldStore, QueueEntry, Report, Waiting};
+use crate::store::api::{Claim, HeldStore, QueueEntry, Report, Tallies, Tally, Waiting};
 use crate::store::events::{announced, EventLog};
+use crate::store::shared::authored::{join, ByAuthor};
 use crate::store::shared::authors::{rename_ids, Rewritten};
 use crate::store::shared::connect::index_model;
 use crate::store::shared::error::{is_duplicate_key, StoreError, StoreResult};
@@ -116,7 +117,28 @@ impl HeldComments {
             false,
         );
         self.coll.create_index(one).await?;
+        let author = index_model(
+            "author_submitted",
+            doc! { "author.id": 1, "submitted": 1 },
+            false,
+        );
+        self.coll.create_index(author).await?;
         Ok(())
+    }
+
+    /// The stages that give, from the seed, the author's held comments older than the cursor,
+    /// as items: one equality of the `author_submitted` index (every held comment of theirs;
+    /// queue entries of public comments name no author).
+    pub(crate) fn authored_branch(of: &ByAuthor<'_>) -> Vec<Document> {
+        let mut stages = join(COLLECTION, "author.id", "h").to_vec();
+        stages.push(of.item("$h.discussion_id", "$h.submitted", "$h.slug", "$h"));
+        stages.extend(of.older());
+        stages
+    }
+
+    /// A held comment as an author's history gives it (its stored document).
+    pub(crate) fn authored_of(doc: &Document) -> StoreResult<Held> {
+        from_doc(doc)
     }
 
     /// The held comments and queue entries of a discussion (their `_id` starts with it): the
@@ -340,7 +362,7 @@ impl HeldStore for HeldComments {
         slug: &Slug,
         reason: Option<String>,
         announce: &(dyn for<'c> Fn(&'c Comment) -> Vec<Event> + Send + Sync),
-    ) -> StoreResult<Option<Held>> {
+    ) -> StoreResult<Option<(Held, bool)>> {
         let id = key(discussion, slug);
         let rejected = CommentStatus::Rejected.as_str();
         // A pending one enters the REJECTED queue now; a rejected one keeps its place there
@@ -356,7 +378,7 @@ impl HeldStore for HeldComments {
             ),
         ];
         let coll = &self.coll;
-        for (filter, update) in steps {
+        for (step, (filter, update)) in steps.into_iter().enumerate() {
             let rejected = self
                 .log
                 .atomically(|mut session| {
@@ -381,8 +403,8 @@ impl HeldStore for HeldComments {
                     }
                 })
                 .await?;
-            if rejected.is_some() {
-                return Ok(rejected);
+            if let Some(held) = rejected {
+                return Ok(Some((held, step == 0)));
             }
         }
         Ok(None)
@@ -605,7 +627,7 @@ impl HeldStore for HeldComments {
             }
         }
         let found = self.people.find_one(doc! { "_id": person }).await?;
-        let approved = match found.as_ref().and_then(|d| d.get("approved")) {
+        let approved = match found.as_ref().and_then(|d| d.get(Tally::Approved.field())) {
             Some(Bson::Int32(n)) => i64::from(*n),
             Some(Bson::Int64(n)) => *n,
             _ => 0,
@@ -617,11 +639,36 @@ impl HeldStore for HeldComments {
     }
 
     async fn trust(&self, person: &str) -> StoreResult<()> {
-        self.people
-            .update_one(doc! { "_id": person }, doc! { "$inc": { "approved": 1 } })
-            .upsert(true)
-            .await?;
+        self.count(person, Tally::Approved).await?;
         self.remember(person);
         Ok(())
+    }
+
+    async fn count(&self, person: &str, tally: Tally) -> StoreResult<()> {
+        self.people
+            .update_one(
+                doc! { "_id": person },
+                doc! { "$inc": { tally.field(): 1 } },
+            )
+            .upsert(true)
+            .await?;
+        Ok(())
+    }
+
+    async fn tallies(&self, person: &str) -> StoreResult<Tallies> {
+        let found = self.people.find_one(doc! { "_id": person }).await?;
+        let count = |tally: Tally| {
+            found
+                .as_ref()
+                .and_then(|d| d.get(tally.field()))
+                .and_then(crate::store::shared::bson::as_i64)
+                .and_then(|n| u64::try_from(n).ok())
+                .unwrap_or(0)
+        };
+        Ok(Tallies {
+            approved: count(Tally::Approved),
+            rejected: count(Tally::Rejected),
+            reported: count(Tally::Reported),
+        })
     }
 }

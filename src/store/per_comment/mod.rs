@@ -14,6 +14,7 @@ use crate::store::shared::metrics::Counted;
 use crate::store::shared::order::{cursor_filter, limit_plus_one, sort_toward};
 use crate::store::shared::sharding::{KeyKind, ShardKey};
 use crate::store::shared::writer::Writer;
+mod authored;
 pub mod hints;
 mod moving;
 mod numbered;
@@ -106,6 +107,7 @@ impl PerComment {
                     doc! { "discussion_id": 1, "thread_seq": 1 },
                     false,
                 ),
+                authored::index(),
             ])
             .await?;
         Ok(())

@@ -5,6 +5,7 @@
 
 mod feed;
 mod health;
+mod history;
 mod moves;
 mod posting;
 pub(crate) mod registry;
@@ -22,13 +23,13 @@ use super::discussions::Discussions;
 use super::events::EventLog;
 use crate::domain::slug::MonotonicClock;
 use crate::domain::{Discussion, DiscussionId, Layout};
-use crate::store::api::HeldStore;
 use crate::store::api::MoveTiming;
 use crate::store::api::{
     ChangeFeed, EventStore, Health, ImportStore, MoveStore, NotificationStore, PostStore,
     ServerStore, VoteStore, WebhookStore,
 };
 use crate::store::api::{CommentStore, DiscussionStore, ModerationStore, NameStore, Storage};
+use crate::store::api::{HeldStore, HistoryStore};
 use crate::store::moderation::held::HeldComments;
 use crate::store::moderation::names::ReservedNames;
 use crate::store::moderation::Moderation;
@@ -228,6 +229,10 @@ impl Storage for Store {
 
     fn held(&self) -> &dyn HeldStore {
         &self.held
+    }
+
+    fn history(&self) -> &dyn HistoryStore {
+        self
     }
 
     fn layout(&self, layout: Layout) -> StoreResult<&dyn CommentStore> {

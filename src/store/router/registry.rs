@@ -67,7 +67,13 @@ impl Layouts {
     /// Creates every layout's indexes (idempotent).
     pub(crate) async fn ensure_indexes(&self) -> StoreResult<()> {
         self.per_comment.ensure_indexes().await?;
+        self.embedded.ensure_indexes().await?;
         self.bucketed.ensure_indexes().await
+    }
+
+    /// The layouts as an author's history reads them (see `router::history`).
+    pub(crate) fn authored(&self) -> (&PerComment, &Embedded, &Bucketed) {
+        (&self.per_comment, &self.embedded, &self.bucketed)
     }
 
     /// The reads and changes of a layout.

@@ -7,7 +7,7 @@ use super::Store;
 use crate::domain::{GuestIds, ServerKey};
 use crate::store::api::{KeyedGuests, ServerStore};
 use crate::store::server::guests::Keying;
-use crate::store::server::GUEST_IDS;
+use crate::store::server::{EMBEDDED_AUTHORS, GUEST_IDS};
 use crate::store::shared::error::StoreResult;
 
 #[async_trait]
@@ -35,5 +35,18 @@ impl ServerStore for Store {
         let keyed = keying.run(ids, progress).await?;
         self.server.record_done(GUEST_IDS).await?;
         Ok(keyed)
+    }
+
+    async fn embedded_authors_indexed(&self) -> StoreResult<bool> {
+        self.server.is_done(EMBEDDED_AUTHORS).await
+    }
+
+    async fn index_embedded_authors(&self) -> StoreResult<u64> {
+        let (_, embedded, _) = self.layouts.authored();
+        let (written, left) = embedded.backfill_authored(&self.discussions).await?;
+        if left == 0 {
+            self.server.record_done(EMBEDDED_AUTHORS).await?;
+        }
+        Ok(written)
     }
 }

@@ -1,6 +1,6 @@
 //! The installation's own settings, in the `server` collection, one document each, read and
 //! written by `_id`: `server_key` (the root secret, see `domain::secrets`), and a record per
-//! migration of stored data that ran to its end (`guest_ids`). The keying of guest ids itself is
+//! migration of stored data that ran to its end (`guest_ids`, `embedded_authors`). The keying of guest ids itself is
 //! in `guests`.
 
 pub(crate) mod guests;
@@ -20,6 +20,9 @@ const KEY: &str = "server_key";
 
 /// The `_id` of the record that every imported guest id is keyed.
 pub(crate) const GUEST_IDS: &str = "guest_ids";
+
+/// The `_id` of the record that every embedded discussion keeps its flat array of authors.
+pub(crate) const EMBEDDED_AUTHORS: &str = "embedded_authors";
 
 /// The `server` collection.
 pub(crate) struct ServerDocs {

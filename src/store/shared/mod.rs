@@ -2,6 +2,7 @@
 //! transactions, the writer and the write skeleton, errors, command metrics, BSON and comment
 //! documents, ordering, bounded blocks, and the per-request read scope.
 
+pub(crate) mod authored;
 pub(crate) mod authors;
 pub(crate) mod blocks;
 pub(crate) mod bson;

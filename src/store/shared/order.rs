@@ -27,6 +27,14 @@ fn key(cursor: &Cursor) -> Vec<(&'static str, Bson)> {
             ("at", Bson::Int64(at.0)),
             ("_id", Bson::String(user.clone())),
         ],
+        Cursor::ByAuthor(posted, discussion, slug) => vec![
+            ("posted", Bson::Int64(posted.0)),
+            (
+                "discussion_id",
+                Bson::String(discussion.as_str().to_owned()),
+            ),
+            ("slug", Bson::String(slug.as_str().to_owned())),
+        ],
         // Within one rank value, ranked lists follow posting order (see `store::ranked`).
         Cursor::Ranked { posted, slug, .. } => vec![
             ("posted", Bson::Int64(posted.0)),

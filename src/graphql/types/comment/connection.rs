@@ -21,6 +21,8 @@ pub enum Total {
     SubDiscussion(SubDiscussionCountKey),
     /// The size of a moderator queue (in one discussion, or all), counted on demand.
     Queue(Queue, Option<DiscussionId>),
+    /// One author's comments, held ones included, counted on demand up to 10 000.
+    ByAuthor(crate::domain::UserId),
     /// The comments of a ranked list of every comment (`threads`: of the top-level ones) of a
     /// discussion: those it counts less its placeholders, which ranked lists leave out, counted
     /// on demand.
@@ -204,6 +206,11 @@ impl CommentConnection {
                 .held()
                 .queue_size(*queue, discussion.as_ref())
                 .instrument(tracing::debug_span!("store.queueSize"))
+                .await
+                .gql(),
+            Total::ByAuthor(user) => crate::graphql::services(ctx)
+                .authored_count(user)
+                .instrument(tracing::debug_span!("store.authoredCount"))
                 .await
                 .gql(),
             Total::Ranked {

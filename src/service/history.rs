@@ -1,0 +1,72 @@
+//! An author's history, for moderators: their comments across every discussion and layout
+//! (held ones included), and their standing (their ban, how many comments they have, what
+//! moderation counted of them). These are reads: the transport checks that its caller
+//! moderates.
+
+use std::sync::Arc;
+
+use crate::domain::paging::Cursor;
+use crate::domain::{Ban, DomainError, Micros, UserId};
+use crate::store::{AuthoredComment, Tallies};
+
+use super::Services;
+
+/// Most comments an author's count counts: past it, the count says this many ("at least").
+pub const MAX_COUNTED_COMMENTS: u64 = 10_000;
+
+/// An author's standing with the moderators.
+#[derive(Debug, Clone)]
+pub struct AuthorStanding {
+    /// Who.
+    pub user: UserId,
+    /// Their ban, while it lasts.
+    pub ban: Option<Arc<Ban>>,
+    /// Their comments, held ones included, counted up to [`MAX_COUNTED_COMMENTS`].
+    pub comments: u64,
+    /// What moderation counted of them.
+    pub tallies: Tallies,
+}
+
+impl Services {
+    /// Up to `limit` of the author's comments, newest first, after `after` (a `ByAuthor`
+    /// cursor), and whether more follow (see `HistoryStore::authored`).
+    pub async fn authored(
+        &self,
+        user: &UserId,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<(Vec<AuthoredComment>, bool), DomainError> {
+        Ok(self
+            .storage
+            .history()
+            .authored(user.as_str(), after, limit)
+            .await?)
+    }
+
+    /// How many comments the author has, held ones included, up to [`MAX_COUNTED_COMMENTS`].
+    pub async fn authored_count(&self, user: &UserId) -> Result<u64, DomainError> {
+        Ok(self
+            .storage
+            .history()
+            .authored_count(user.as_str(), MAX_COUNTED_COMMENTS)
+            .await?)
+    }
+
+    /// The author's standing: their ban now (as this process knows it, see
+    /// `ModerationStore::ban_of`), their comments counted, and their tallies (three reads,
+    /// at once).
+    pub async fn author_standing(&self, user: &UserId) -> Result<AuthorStanding, DomainError> {
+        let (ban, tallies, comments) = tokio::try_join!(
+            async { Ok::<_, DomainError>(self.storage.moderation().ban_of(user.as_str()).await?) },
+            async { Ok::<_, DomainError>(self.storage.held().tallies(user.as_str()).await?) },
+            self.authored_count(user),
+        )?;
+        let now = Micros::now();
+        Ok(AuthorStanding {
+            user: user.clone(),
+            ban: ban.filter(|ban| ban.applies_at(now)),
+            comments,
+            tallies,
+        })
+    }
+}

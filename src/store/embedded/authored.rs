@@ -1,0 +1,348 @@
+//! The embedded layout's part of an author's history. Replies nest recursively, so no index
+//! reaches a reply's author: each discussion document also keeps a flat array, `authored`, one
+//! entry per comment, `{author: {id}, p: posted, s: slug, at: positions}`, sorted by `(p, s)`.
+//! `at` is the comment's position in each `replies` array below its top-level comment (empty
+//! for a top-level comment, which is found by its slug's first part). Entries are pushed by the
+//! update that pushes their comments (`write.rs`), written whole by a move into the layout
+//! (`moving.rs`), and written once for documents stored before the array (`backfill_authored`);
+//! they count in the size cap as comments do.
+
+use mongodb::bson::{doc, Bson, Document, RawArray, RawBsonRef, RawDocument, RawDocumentBuf};
+
+use super::{Embedded, BYTES, ELEMENT_OVERHEAD, REPLIES};
+use crate::domain::paging::Cursor;
+use crate::domain::{Comment, Layout, Window};
+use crate::store::api::DiscussionStore;
+use crate::store::discussions::{Discussions, FENCE};
+use crate::store::shared::authored::{
+    join, metadata_of, ByAuthor, COMMENT, DISCUSSION, GONE, META, POSTED, SLUG,
+};
+use crate::store::shared::bson::{as_i64, corrupt};
+use crate::store::shared::connect::index_model;
+use crate::store::shared::error::StoreResult;
+
+/// The field of the discussion document that holds the flat array.
+pub(super) const AUTHORED: &str = "authored";
+
+/// The entries' authors (multikey): an entry names its author as a comment does, so the
+/// rewriting of stored author ids (`shared::authors`) finds it too.
+const AUTHORS: &str = "authored.author.id";
+
+/// Discussions listed per command by the one-time indexing.
+const LIST_PAGE: usize = 100;
+
+/// How the array is kept sorted (every push sorts it).
+pub(super) fn sorted() -> Document {
+    doc! { "p": 1, "s": 1 }
+}
+
+/// The entry of a comment at positions `at` below its top-level comment.
+pub(super) fn entry(comment: &Comment, at: &[usize]) -> Document {
+    entry_of(
+        &comment.author.id,
+        comment.posted.0,
+        comment.slug.as_str(),
+        at,
+    )
+}
+
+fn entry_of(author: &str, posted: i64, slug: &str, at: &[usize]) -> Document {
+    let at: Vec<Bson> = at
+        .iter()
+        .map(|i| Bson::Int32(i32::try_from(*i).unwrap_or(i32::MAX)))
+        .collect();
+    doc! { "author": { "id": author }, "p": posted, "s": slug, "at": at }
+}
+
+/// The bytes a comment's entry adds to the counted size: its BSON and an element's overhead
+/// (its positions are 32-bit integers, so its size follows from its depth alone).
+pub(super) fn entry_size(comment: &Comment) -> StoreResult<i64> {
+    let at = vec![0; comment.slug.depth()];
+    bytes_of(&entry(comment, &at))
+}
+
+fn bytes_of(entry: &Document) -> StoreResult<i64> {
+    let bytes = mongodb::bson::to_vec(entry).map_err(corrupt)?;
+    Ok(i64::try_from(bytes.len())
+        .unwrap_or(i64::MAX)
+        .saturating_add(ELEMENT_OVERHEAD))
+}
+
+/// The index of the discussions holding an author's comments.
+fn index() -> mongodb::IndexModel {
+    index_model("authored", doc! { AUTHORS: 1 }, false)
+}
+
+/// An expression of the first part of a slug (its top-level comment's slug).
+fn head(slug: &str) -> Document {
+    doc! { "$arrayElemAt": [{ "$split": [slug, "/"] }, 0] }
+}
+
+/// An expression of the comment element `element` without its nested replies.
+fn without_replies(element: Document) -> Document {
+    doc! { "$arrayToObject": { "$filter": {
+        "input": { "$objectToArray": element },
+        "as": "f",
+        "cond": { "$ne": ["$$f.k", REPLIES] },
+    } } }
+}
+
+impl Embedded {
+    /// Creates the index of the flat array (idempotent).
+    pub(crate) async fn ensure_indexes(&self) -> StoreResult<()> {
+        self.coll.create_index(index()).await?;
+        Ok(())
+    }
+
+    /// The stages that give, from the seed, the author's comments older than the cursor, as
+    /// items: every discussion document holding one of their comments (one equality of the
+    /// `authored` index), read whole, so on either database. Each gives its newest `limit`
+    /// entries of the author (a slice of the sorted array) and, with `metadata`, their
+    /// comments, taken by their positions from the top-level comments they are under (each
+    /// top-level comment is picked from the array once: the development database copies an
+    /// array each time an expression names it). An item is gone when the discussion is in
+    /// another layout now.
+    pub(crate) fn authored_branch(of: &ByAuthor<'_>, metadata: Option<&Document>) -> Vec<Document> {
+        let mut stages = join(Discussions::COLLECTION, AUTHORS, "doc").to_vec();
+        let theirs = doc! { "$filter": {
+            "input": { "$map": { "input": "$doc.authored", "as": "e", "in": {
+                DISCUSSION: "$doc._id", POSTED: "$$e.p", SLUG: "$$e.s", "a": "$$e.author.id", "at": "$$e.at",
+            } } },
+            "as": "e",
+            "cond": { "$and": [{ "$eq": ["$$e.a", of.author()] }, of.older_cond("e")] },
+        } };
+        let mut picked = doc! {
+            "_id": 0,
+            GONE: { "$ne": ["$doc.layout", Layout::Embedded.as_str()] },
+            "picks": { "$slice": [theirs, -i32::try_from(of.limit).unwrap_or(i32::MAX)] },
+        };
+        if let Some(projection) = metadata.filter(|_| of.bodies) {
+            picked.insert(META, metadata_of("$doc", projection));
+            picked.insert("replies", "$doc.replies");
+        }
+        stages.push(doc! { "$project": picked });
+        if of.bodies {
+            stages.extend(Self::comments_of_picks());
+        }
+        stages.push(doc! { "$unwind": "$picks" });
+        let mut item = doc! {
+            GONE: 1,
+            DISCUSSION: format!("$picks.{DISCUSSION}"),
+            POSTED: format!("$picks.{POSTED}"),
+            SLUG: format!("$picks.{SLUG}"),
+        };
+        if of.bodies {
+            item.insert(META, 1);
+            item.insert(COMMENT, format!("$picks.{COMMENT}"));
+        }
+        stages.push(doc! { "$project": item });
+        stages
+    }
+
+    /// The stages that add to each pick its comment, without its replies.
+    fn comments_of_picks() -> Vec<Document> {
+        let slug = format!("$$e.{SLUG}");
+        let top = doc! { "$arrayElemAt": ["$tops", { "$indexOfArray": ["$heads", head(&slug)] }] };
+        let comment = doc! { "$reduce": {
+            "input": "$$e.at", "initialValue": top,
+            "in": { "$arrayElemAt": ["$$value.replies", "$$this"] },
+        } };
+        vec![
+            doc! { "$set": {
+                "wanted": { "$map": { "input": "$picks", "as": "e", "in": head(&slug) } },
+            } },
+            doc! { "$set": { "tops": { "$filter": {
+                "input": "$replies", "as": "t", "cond": { "$in": ["$$t.slug", "$wanted"] },
+            } } } },
+            doc! { "$set": {
+                "heads": { "$map": { "input": "$tops", "as": "t", "in": "$$t.slug" } },
+            } },
+            doc! { "$project": { GONE: 1, META: 1, "picks": { "$map": {
+                "input": "$picks", "as": "e", "in": {
+                    DISCUSSION: format!("$$e.{DISCUSSION}"), POSTED: format!("$$e.{POSTED}"),
+                    SLUG: format!("$$e.{SLUG}"), COMMENT: without_replies(comment),
+                },
+            } } } },
+        ]
+    }
+
+    /// Writes the flat array of every embedded discussion whose array does not hold all its
+    /// comments (stored before the array was kept), discussion by discussion from the listing:
+    /// each document is read whole by `_id` and gets its array in one update, on condition that
+    /// its comments and moves are as read and no move holds it (one that changed meanwhile is
+    /// left for the next run, and logged). Returns how many documents were written, and how
+    /// many were left.
+    pub(crate) async fn backfill_authored(
+        &self,
+        discussions: &Discussions,
+    ) -> StoreResult<(u64, u64)> {
+        let raw = self.coll.clone_with_type::<RawDocumentBuf>();
+        let (mut written, mut left) = (0, 0);
+        let mut cursor = None;
+        loop {
+            let window = Window::After {
+                cursor: cursor.take(),
+                limit: LIST_PAGE,
+            };
+            let page = discussions.list(&window).await?;
+            for discussion in page.items.iter().filter(|d| d.layout == Layout::Embedded) {
+                let found = raw.find_one(doc! { "_id": discussion.id.as_str() }).await?;
+                match self.index_authors(found).await? {
+                    Some(true) => written += 1,
+                    Some(false) => left += 1,
+                    None => {}
+                }
+            }
+            match page.items.last() {
+                Some(last) if page.has_next => cursor = Some(Cursor::of_discussion(last)),
+                _ => return Ok((written, left)),
+            }
+        }
+    }
+
+    /// Writes the flat array of one discussion document when it does not hold all its
+    /// comments: `None` when it did (or the document is gone, or not embedded any more), else
+    /// whether it was written (not when the document changed since it was read).
+    async fn index_authors(&self, found: Option<RawDocumentBuf>) -> StoreResult<Option<bool>> {
+        let Some(document) = found else {
+            return Ok(None);
+        };
+        let number = |field: &str| {
+            document
+                .get(field)
+                .ok()
+                .flatten()
+                .and_then(|b| as_i64(&Bson::try_from(b).ok()?))
+        };
+        let mut growth = 0_i64;
+        let mut kept = 0_i64;
+        if let Some(RawBsonRef::Array(old)) = document.get(AUTHORED).map_err(corrupt)? {
+            for item in old {
+                if let RawBsonRef::Document(e) = item.map_err(corrupt)? {
+                    let e = Document::try_from(e).map_err(corrupt)?;
+                    growth = growth.saturating_sub(bytes_of(&e)?);
+                    kept += 1;
+                }
+            }
+        }
+        let embedded = document.get_str("layout").ok() == Some(Layout::Embedded.as_str());
+        if !embedded || kept == number("comment_count").unwrap_or(0) {
+            return Ok(None);
+        }
+        let mut entries = entries_in(&document)?;
+        entries.sort_by_key(|e| {
+            let slug = e.get_str("s").map(str::to_owned).unwrap_or_default();
+            (e.get_i64("p").unwrap_or(0), slug)
+        });
+        for entry in &entries {
+            growth = growth.saturating_add(bytes_of(entry)?);
+        }
+        let id = document.get_str("_id").map_err(corrupt)?;
+        let guard = doc! {
+            "_id": id,
+            "layout": Layout::Embedded.as_str(),
+            "moves": number("moves").map_or(Bson::Null, Bson::Int64),
+            "comment_count": number("comment_count").map_or(Bson::Null, Bson::Int64),
+            FENCE: { "$exists": false },
+        };
+        let entries: Vec<Bson> = entries.into_iter().map(Bson::Document).collect();
+        let update = doc! { "$set": { AUTHORED: entries }, "$inc": { BYTES: growth } };
+        let written = self.coll.update_one(guard, update).await?.matched_count > 0;
+        if !written {
+            tracing::warn!(
+                discussion = id,
+                "an embedded discussion changed while its authors were indexed: left for the next run"
+            );
+        }
+        Ok(Some(written))
+    }
+}
+
+/// The entries of every comment of a discussion document, in document order.
+fn entries_in(document: &RawDocument) -> StoreResult<Vec<Document>> {
+    fn replies(node: &RawDocument) -> StoreResult<Option<&RawArray>> {
+        match node.get(REPLIES).map_err(corrupt)? {
+            None | Some(RawBsonRef::Null) => Ok(None),
+            Some(RawBsonRef::Array(items)) => Ok(Some(items)),
+            Some(_) => Err(corrupt("replies is not an array")),
+        }
+    }
+    fn walk(
+        items: Option<&RawArray>,
+        at: &mut Vec<usize>,
+        top: bool,
+        out: &mut Vec<Document>,
+    ) -> StoreResult<()> {
+        for (index, item) in items.into_iter().flatten().enumerate() {
+            let RawBsonRef::Document(c) = item.map_err(corrupt)? else {
+                return Err(corrupt("a comment is not a document"));
+            };
+            if !top {
+                at.push(index);
+            }
+            let author = c.get_document("author").map_err(corrupt)?;
+            let posted = c
+                .get("posted")
+                .map_err(corrupt)?
+                .and_then(|p| as_i64(&Bson::try_from(p).ok()?))
+                .ok_or_else(|| corrupt("a comment without its time"))?;
+            out.push(entry_of(
+                author.get_str("id").map_err(corrupt)?,
+                posted,
+                c.get_str("slug").map_err(corrupt)?,
+                at,
+            ));
+            walk(replies(c)?, at, false, out)?;
+            if !top {
+                at.pop();
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(replies(document)?, &mut Vec::new(), true, &mut out)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_hold_positions_below_the_top_level_comment() {
+        let element = |slug: &str, posted: i64, replies: Vec<Bson>| {
+            Bson::Document(doc! {
+                "slug": slug, "posted": posted, "author": { "id": format!("u{posted}") },
+                "replies": replies,
+            })
+        };
+        let document = doc! { "_id": "d", REPLIES: [
+            element("a", 1, vec![element("a/b", 2, vec![]), element("a/c", 3, vec![element("a/c/d", 4, vec![])])]),
+            element("e", 5, vec![]),
+        ] };
+        let raw = RawDocumentBuf::from_document(&document).expect("raw");
+        let entries = entries_in(&raw).expect("entries");
+        let got: Vec<(String, Vec<Bson>)> = entries
+            .iter()
+            .map(|e| {
+                (
+                    e.get_str("s").expect("s").to_owned(),
+                    e.get_array("at").expect("at").clone(),
+                )
+            })
+            .collect();
+        let at = |p: &[i32]| p.iter().map(|i| Bson::Int32(*i)).collect::<Vec<_>>();
+        assert_eq!(
+            got,
+            vec![
+                ("a".to_owned(), at(&[])),
+                ("a/b".to_owned(), at(&[0])),
+                ("a/c".to_owned(), at(&[1])),
+                ("a/c/d".to_owned(), at(&[1, 0])),
+                ("e".to_owned(), at(&[])),
+            ]
+        );
+        let author = entries[3].get_document("author").expect("author");
+        assert_eq!(author.get_str("id").expect("id"), "u4");
+    }
+}
