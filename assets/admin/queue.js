@@ -170,7 +170,14 @@ export class QueueView {
     const variables = { discussion: this.filter?.id ?? null };
     this.ctx.live.subscribe('queue', CHANGED, variables, (data) => {
       this.changed(data.moderationQueueChanged);
-    }, (err) => showError('Live queue updates', err));
+    }, (err) => {
+      if (err.code === 'EVENTS_MISSED') {
+        // Some changes were missed: the queue is read again.
+        this.resumed();
+      } else {
+        showError('Live queue updates', err);
+      }
+    });
   }
 
   // After the live connection dropped and came back: what changed meanwhile is read again.
@@ -363,7 +370,7 @@ export class QueueView {
       )
       : null;
     const reason = comment.moderationReason
-      ? el('p', { class: 'meta', text: `Reason given: ${comment.moderationReason}` })
+      ? el('p', { class: 'meta reason', text: `Reason given: ${comment.moderationReason}` })
       : null;
     const button = (text, shortcut, action) => {
       const b = el('button', { type: 'button', 'aria-keyshortcuts': shortcut, 'aria-describedby': `${id}-title`, text });
