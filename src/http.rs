@@ -1,7 +1,7 @@
-//! The HTTP surface: /graphql (GET, POST), GraphiQL at /, the embed at /embed, /healthz, /readyz
-//! and /metrics. Every request goes through the request layer (`telemetry::request`): its id,
-//! its span, its log lines and, for `/graphql`, the request metrics, from the [`Outcome`] the
-//! handler leaves.
+//! The HTTP surface: /graphql (GET, POST), GraphiQL at /, the embed at /embed, the console at
+//! /admin, /healthz, /readyz and /metrics. Every request goes through the request layer
+//! (`telemetry::request`): its id, its span, its log lines and, for `/graphql`, the request
+//! metrics, from the [`Outcome`] the handler leaves.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -101,6 +101,7 @@ pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router 
     };
     let router = Router::new()
         .merge(crate::graphiql::routes())
+        .merge(crate::admin::routes())
         .merge(embed)
         .route("/graphql", graphql_route)
         .route("/healthz", get(healthz))

@@ -1,5 +1,6 @@
 //! threadql: a GraphQL API for threaded comments over three MongoDB storage layouts.
 
+pub mod admin; // the moderation console at /admin, served from the binary
 pub mod app; // wiring: config -> store -> API -> router
 pub mod auth; // bearer JWTs
 pub mod background; // the loop of background workers' rounds

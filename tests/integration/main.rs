@@ -1,6 +1,7 @@
 //! The integration test binary: every test runs against the real dev database over the wire.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod admin;
 mod anonymous_limits;
 mod api;
 mod audit;
