@@ -434,6 +434,11 @@ async fn the_console_moderates_in_a_browser(layout: Layout, png: &str) {
             .is_some_and(|keys| keys.contains(&json!(key_of(&seeded.hostile[0])))),
         "{summary:#}"
     );
+    // How long the queue took to hear both (a measure for the notes, not a condition).
+    eprintln!(
+        "{layout:?}: a held comment reached the open queue in {} ms, an approval elsewhere left it in {} ms",
+        live["arrivedMs"], live["leftMs"]
+    );
     // Five approved together.
     assert_eq!(
         steps["bulk"],

@@ -206,11 +206,11 @@ async fn a_gateway_joins_threadql_entities_with_other_subgraphs_on_every_layout(
         "federation.mjs exited with {}",
         output.status
     );
-    // Three SDL checks, the hint check, three for the query that starts at reviews, three for
+    // Three SDL checks, the hint check, four for the query that starts at reviews, three for
     // the one that starts at articles, three per discussion for the query that starts at
     // threadql, one per discussion for the forwarded Authorization.
     let checks = summary["checks"].as_array().expect("checks");
-    assert_eq!(checks.len(), 10 + 4 * LAYOUTS.len(), "{summary:#}");
+    assert_eq!(checks.len(), 11 + 4 * LAYOUTS.len(), "{summary:#}");
     for layout in LAYOUTS {
         let name = layout_name(layout);
         assert!(

@@ -5,10 +5,11 @@
 //
 // 1. Fetches threadql's SDL over HTTP (`{ _service { sdl } }`).
 // 2. Serves a second subgraph, "reviews", on an ephemeral port: it adds `Discussion.rating`,
-//    `Comment.helpful` and `Comment.discussion` and has a root field `featuredComments` that
-//    returns Comment references. Serves a third, "articles", a site's article service: its
-//    articles reference their discussion by the article's own key (`Discussion @key(fields:
-//    "key")`), and one article has no discussion yet.
+//    `Comment.helpful` (threadql resolves `Comment.discussion`) and has root fields
+//    `featuredComments` and `ratedDiscussions` that return Comment and Discussion references.
+//    Serves a third, "articles", a site's article service: its articles reference their
+//    discussion by the article's own key (`Discussion @key(fields: "key")`), and one article has
+//    no discussion yet.
 // 3. Composes the three with @apollo/composition; any composition error, or any hint about keys
 //    or entities, fails the run. Every hint is printed.
 // 4. Serves the supergraph with @apollo/gateway and runs queries that make the query planner
@@ -48,6 +49,8 @@ const REVIEWS_SDL = `
   type Query {
     "Comments picked by the editors, as references to threadql's comments."
     featuredComments: [Comment!]!
+    "The rated discussions, best rated first, as references to threadql's discussions."
+    ratedDiscussions: [Discussion!]!
   }
 
   type Discussion @key(fields: "id") {
@@ -61,8 +64,6 @@ const REVIEWS_SDL = `
     slug: String!
     "How many readers liked it."
     helpful: Int!
-    "The discussion it belongs to, as a reference."
-    discussion: Discussion!
   }
 `;
 
@@ -127,6 +128,8 @@ function reviewsResolvers({ ratings, helpful, featured }) {
   return {
     Query: {
       featuredComments: () => featured,
+      ratedDiscussions: () =>
+        [...ratings.entries()].sort((a, b) => b[1] - a[1]).map(([id]) => ({ id })),
     },
     Discussion: {
       __resolveReference: (reference) => {
@@ -140,7 +143,6 @@ function reviewsResolvers({ ratings, helpful, featured }) {
     Comment: {
       __resolveReference: known,
       helpful: (comment) => helpful.get(commentKey(comment)),
-      discussion: (comment) => ({ id: comment.discussionId }),
     },
   };
 }
@@ -344,7 +346,8 @@ async function run(url, seed, servers) {
       discussionId slug helpful
       text author { name } replyCount parent { slug }
       discussion { id rating title commentCount layout }
-    } }`);
+    }
+    ratedDiscussions { id rating title commentCount layout } }`);
   check(
     'reviews → threadql: every featured comment with its threadql fields, in reviews order',
     featured.featuredComments,
@@ -368,6 +371,19 @@ async function run(url, seed, servers) {
         },
       };
     }),
+  );
+  check(
+    'reviews → threadql: every rated discussion with its threadql fields, best rated first',
+    featured.ratedDiscussions,
+    [...seed.discussions]
+      .sort((a, b) => data.ratings.get(b.id) - data.ratings.get(a.id))
+      .map((d) => ({
+        id: d.id,
+        rating: data.ratings.get(d.id),
+        title: d.title,
+        commentCount: d.comments.length,
+        layout: d.layout,
+      })),
   );
   const fetchedA = log.take();
   check(

@@ -79,6 +79,9 @@ pub(crate) struct EventLog {
     client: Client,
     transactions: bool,
     clock: Arc<MonotonicClock>,
+    /// The log as the live stream reads it: on connections of their own, so that opening it
+    /// counts among no request's commands (the log itself, until `watched_on`).
+    watched: Counted<Document>,
 }
 
 impl EventLog {
@@ -90,13 +93,21 @@ impl EventLog {
         clock: Arc<MonotonicClock>,
         commands: &CommandCounter,
     ) -> Self {
+        let events = Counted::new(db, COLLECTION, commands);
         Self {
-            events: Counted::new(db, COLLECTION, commands),
+            watched: events.clone(),
+            events,
             db: db.clone(),
             client,
             transactions,
             clock,
         }
+    }
+
+    /// The same log, whose live stream reads through `db` (a client of its own).
+    pub(crate) fn watched_on(mut self, db: &Database, commands: &CommandCounter) -> Self {
+        self.watched = Counted::new(db, COLLECTION, commands);
+        self
     }
 
     /// The indexes: the TTL index on `created` (kept at `retention`: an index made with another
@@ -308,7 +319,7 @@ impl EventStore for EventLog {
     fn committed(&self, kinds: &[EventType]) -> BoxStream<'static, EventRecord> {
         let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
         let filter = doc! { "fullDocument.type": { "$in": names } };
-        inserted(self.events.clone(), filter, "events", codec::record_of)
+        inserted(self.watched.clone(), filter, "events", codec::record_of)
     }
 }
 

@@ -176,7 +176,8 @@ impl Store {
             webhooks,
             notifications,
             writer,
-            log,
+            // The queues' live stream opens on the background connections, as the inboxes' does.
+            log: log.watched_on(&hooks.db, &hooks.commands),
             commands,
             clock,
             transactions,
