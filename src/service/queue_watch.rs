@@ -80,7 +80,8 @@ impl QueueWatch {
     }
 }
 
-/// The change `event` made: an approval takes a comment out of every queue; after the others
+/// The change `event` made: an approval or a delete takes a comment out of every queue (a
+/// deleted comment waits for no moderator; its entry goes after its event); after the others
 /// the queue is read (each writes its queue entry before or with its event).
 async fn change_of(
     storage: &DynStorage,
@@ -90,7 +91,7 @@ async fn change_of(
         return Ok(None);
     };
     let queue = match event.kind {
-        EventType::CommentApproved => None,
+        EventType::CommentApproved | EventType::CommentDeleted => None,
         _ => storage.held().queue_of(discussion, slug).await?,
     };
     Ok(Some(QueueChange {

@@ -284,6 +284,14 @@ async fn moderators_hear_the_queues_change_live() {
         next_change(&mut all, "all").await,
         change(&held, json!("REPORTED"), "COMMENT_REPORTED")
     );
+    // Its author deletes it: it waits for no moderator.
+    let delete =
+        "mutation($d: ID!, $s: String!) { deleteComment(discussionId: $d, slug: $s) { deleted } }";
+    server.mutate(&author, delete, vars.clone()).await;
+    assert_eq!(
+        next_change(&mut all, "all").await,
+        change(&held, Value::Null, "COMMENT_DELETED")
+    );
 
     // The socket that watches the other discussion heard none of that: its first change is
     // the other discussion's.
