@@ -58,6 +58,9 @@ const LATE_TEXT: &str = "Held while the console is open";
 /// The reason the moderator types for the rejection, and the ban's.
 const REJECT_REASON: &str = "Off topic: see the rules";
 const BAN_REASON: &str = "Shouting, again";
+/// Who reports the article's first comment, and the note they add (markup stays text).
+const REPORTER: (&str, &str) = ("reporter", "Rita Reporter");
+const REPORT_NOTE: &str = "<b>buy</b> now";
 /// Comments approved together.
 const BULK: usize = 5;
 
@@ -128,6 +131,15 @@ async fn seed_queue(client: &reqwest::Client, server: &Running, page: &str) -> S
         &discussion,
         None,
         "The article's first comment",
+    )
+    .await;
+    // A reader reports it (a moderator's comment is never held by reports: it waits in REPORTED).
+    graphql_data(
+        client,
+        server,
+        Some(&token(REPORTER.0, REPORTER.1)),
+        "mutation($d: ID!, $s: String!, $n: String) { reportComment(discussionId: $d, slug: $s, reason: SPAM, note: $n) }",
+        json!({ "d": discussion, "s": parent, "n": REPORT_NOTE }),
     )
     .await;
     graphql_data(
@@ -249,6 +261,7 @@ async fn the_console_moderates_in_a_browser(layout: Layout, png: &str) {
         "keys": {
             "approved": key_of(&seeded.approved),
             "rejected": key_of(&seeded.rejected),
+            "reported": key_of(&seeded.parent),
             "banned": key_of(&seeded.banned),
             "hostile": seeded.hostile.iter().map(|s| key_of(s)).collect::<Vec<_>>(),
             "bulk": seeded.bulk.iter().map(|s| key_of(s)).collect::<Vec<_>>(),
@@ -333,7 +346,7 @@ async fn the_console_moderates_in_a_browser(layout: Layout, png: &str) {
     assert_eq!(steps["queue"]["keys"], json!(all_keys), "{summary:#}");
     assert_eq!(
         steps["queue"]["tabs"],
-        json!(["Pending 11", "Reported 0", "Rejected 0"]),
+        json!(["Pending 11", "Reported 1", "Rejected 0"]),
         "{summary:#}"
     );
     // Every item names its discussion (the title as text) and its author (markup as typed).
@@ -454,6 +467,14 @@ async fn the_console_moderates_in_a_browser(layout: Layout, png: &str) {
         json!({
             "keys": [key_of(&seeded.rejected)],
             "reason": format!("Reason given: {REJECT_REASON}"),
+        }),
+        "{summary:#}"
+    );
+    assert_eq!(
+        steps["reportedTab"],
+        json!({
+            "keys": [key_of(&seeded.parent)],
+            "reports": [format!("Spam: {REPORT_NOTE}")],
         }),
         "{summary:#}"
     );

@@ -329,6 +329,17 @@ async function moderate(context, setup, tokens, steps, summary) {
     };
   }, keys.rejected);
 
+  // 9b. The reported tab, with the report's reason and note (the time aside).
+  await page.click('#tab-REPORTED');
+  steps.reportedTab = await until(page, 'the reported tab', (k) => {
+    const shown = itemKeys();
+    const reports = [...document.querySelectorAll(`#queue-items > li[data-key="${k}"] .reports > li`)]
+      .map((li) => li.textContent.replace(/ \(.*\)$/s, ''));
+    return shown.includes(k) && reports.length > 0 && { keys: shown, reports };
+  }, keys.reported);
+  await page.click('#tab-PENDING');
+  await until(page, 'the pending tab again', () => document.getElementById('tab-PENDING').getAttribute('aria-selected') === 'true');
+
   // 10. `?` lists the keys; Escape closes the list.
   await page.locator('#queue-items > li > article').first().focus();
   await page.keyboard.press('?');
