@@ -63,11 +63,24 @@ const ASSETS: &[Asset] = &[
     asset!("keys.js", "text/javascript; charset=utf-8"),
 ];
 
-/// The routes of the console: the page at `/admin` and its files at `/admin/<file>`.
+/// The routes of the console: the page at `/admin` (`/admin/` sends there: a fragment with a
+/// token stays with the browser, which carries it across the redirect) and its files at
+/// `/admin/<file>`.
 pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
         .route("/admin", get(page))
+        .route("/admin/", get(to_page))
         .route("/admin/{file}", get(file))
+}
+
+/// `/admin/`: a permanent redirect to the page.
+async fn to_page() -> Response {
+    (
+        StatusCode::PERMANENT_REDIRECT,
+        COMMON,
+        [(axum::http::header::LOCATION, "/admin")],
+    )
+        .into_response()
 }
 
 /// The page, with its policy; `X-Frame-Options` too, for browsers without `frame-ancestors`.
@@ -271,9 +284,17 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_trailing_slash_leads_to_the_page() {
+        let (status, headers, body) = get("/admin/").await;
+        assert_eq!(status, StatusCode::PERMANENT_REDIRECT);
+        assert_eq!(headers[axum::http::header::LOCATION], "/admin");
+        assert_common(&headers, "/admin/");
+        assert!(body.is_empty());
+    }
+
+    #[tokio::test]
     async fn other_paths_are_not_found() {
         for path in [
-            "/admin/",
             "/admin/index.html",
             "/admin/README.md",
             "/admin/main.js.map",
