@@ -20,8 +20,8 @@ use threadql::domain::Layout;
 
 use crate::node;
 use crate::support::{
-    error_code, graphql_data, layout_name, moderator_token, post_graphql, token, unique_db,
-    Running, Settings,
+    error_code, graphql_data, layout_name, moderator_token, now, post_graphql, sign, token,
+    unique_db, Claims, Running, Settings,
 };
 
 /// The browser tests/node/admin.mjs drives.
@@ -248,6 +248,12 @@ async fn the_console_moderates_in_a_browser(layout: Layout, png: &str) {
     let second = moderator_token(SECOND_MODERATOR.0, SECOND_MODERATOR.1);
     let reader = token(READER.0, READER.1);
     let late = token(LATE_AUTHOR.0, LATE_AUTHOR.1);
+    // A moderator's token that expired an hour ago (past any leeway).
+    let expired = sign(&Claims {
+        roles: vec!["moderator".to_owned()],
+        exp: now() - 3_600,
+        ..Claims::new(MODERATOR.0, MODERATOR.1)
+    });
     let screenshot = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("target/browser")
         .join(png);
@@ -279,6 +285,7 @@ async fn the_console_moderates_in_a_browser(layout: Layout, png: &str) {
             ("THREADQL_OTHER_MODERATOR", &second),
             ("THREADQL_READER", &reader),
             ("THREADQL_POSTER", &late),
+            ("THREADQL_EXPIRED", &expired),
         ],
         "ADMIN",
         BROWSER_TIMEOUT,
@@ -479,6 +486,24 @@ async fn the_console_moderates_in_a_browser(layout: Layout, png: &str) {
         "{summary:#}"
     );
     assert_eq!(steps["keysDialog"], json!({ "open": true, "closed": true }));
+    // Pasted sign-in: an expired token is refused with its reason, a moderator's gets in, and
+    // signing out forgets the token.
+    let refused = steps["pasted"]["expired"].as_str().unwrap_or_default();
+    assert!(
+        refused.starts_with("This token was refused: ") && refused.ends_with("(UNAUTHENTICATED)"),
+        "{summary:#}"
+    );
+    assert_eq!(
+        steps["pasted"],
+        json!({
+            "expired": refused,
+            "refusals": ["(UNAUTHENTICATED)"],
+            "who": MODERATOR.1,
+            "signedOut": "Signed out.",
+            "stored": null,
+        }),
+        "{summary:#}"
+    );
     // The other views.
     let views = &steps["views"];
     assert_eq!(views["discussion"]["title"], TITLE, "{summary:#}");

@@ -384,6 +384,41 @@ async function moderate(context, setup, tokens, steps, summary) {
   await checkXss(page, summary);
   await page.close();
   await embedPage.close();
+
+  // 12. Signing in by pasting: an expired token is told why (its refusal is the one GraphQL
+  // error this run expects), a moderator's token gets in, and signing out forgets it.
+  const pastePage = await openPage(context, summary, setup);
+  await pastePage.goto(`${threadql}/admin`, { waitUntil: 'load' });
+  const errorsBefore = summary.graphqlErrors.length;
+  await pastePage.fill('#token', tokens.expired);
+  await pastePage.click('#sign-in-form button[type=submit]');
+  const expired = await until(pastePage, 'the expired token refused', () => {
+    const message = document.getElementById('sign-in-message').textContent;
+    return message.startsWith('This token was refused') && message;
+  });
+  // The refusal is recorded once its answer has been read (after the page showed it).
+  for (const deadline = Date.now() + STEP_TIMEOUT_MS; summary.graphqlErrors.length === errorsBefore && Date.now() < deadline;) {
+    await pastePage.waitForTimeout(20);
+  }
+  const refusals = summary.graphqlErrors.splice(errorsBefore).map((e) => e.slice(e.lastIndexOf('(')));
+  await pastePage.fill('#token', tokens.moderator);
+  await pastePage.click('#sign-in-form button[type=submit]');
+  const who = await until(pastePage, 'the pasted sign-in', () => !document.getElementById('session').hidden && document.getElementById('who-name').textContent);
+  // Signing out reloads the page: first let the session's reads finish (an aborted one would
+  // count as a failed request).
+  await until(pastePage, 'the pasted session live', () => document.body.dataset.live === 'live'
+    && document.getElementById('count-PENDING').textContent === '4'
+    && document.querySelectorAll('#queue-items > li').length === 4);
+  await pastePage.click('#sign-out');
+  const signedOut = await until(pastePage, 'the sign-out', () => !document.getElementById('sign-in').hidden && document.getElementById('sign-in-message').textContent);
+  steps.pasted = {
+    expired,
+    refusals,
+    who,
+    signedOut,
+    stored: await pastePage.evaluate(() => window.sessionStorage.getItem('threadql-admin-token')),
+  };
+  await pastePage.close();
 }
 
 // axe-core on every view, in a context of its own created with `bypassCSP: true`: the console's
@@ -425,9 +460,10 @@ async function main() {
     otherModerator: process.env.THREADQL_OTHER_MODERATOR,
     reader: process.env.THREADQL_READER,
     poster: process.env.THREADQL_POSTER,
+    expired: process.env.THREADQL_EXPIRED,
   };
   if (!setupText || Object.values(tokens).some((t) => !t)) {
-    console.error('usage: THREADQL_MODERATOR=… THREADQL_OTHER_MODERATOR=… THREADQL_READER=… THREADQL_POSTER=… node tests/node/admin.mjs <setup JSON>');
+    console.error('usage: THREADQL_MODERATOR=… THREADQL_OTHER_MODERATOR=… THREADQL_READER=… THREADQL_POSTER=… THREADQL_EXPIRED=… node tests/node/admin.mjs <setup JSON>');
     return;
   }
   if (!existsSync(CHROMIUM)) {
