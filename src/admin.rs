@@ -12,6 +12,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
+use crate::assets::{asset, named, Asset};
+
 /// The page: its markup loads the stylesheet and `main.js`, which imports the other modules.
 const PAGE: &str = include_str!("../assets/admin/index.html");
 
@@ -31,36 +33,19 @@ const COMMON: [(HeaderName, &str); 3] = [
     (REFERRER_POLICY, "no-referrer"),
 ];
 
-/// One file served at `/admin/<name>`.
-struct Asset {
-    name: &'static str,
-    content_type: &'static str,
-    bytes: &'static [u8],
-}
-
-macro_rules! asset {
-    ($name:literal, $content_type:literal) => {
-        Asset {
-            name: $name,
-            content_type: $content_type,
-            bytes: include_bytes!(concat!("../assets/admin/", $name)),
-        }
-    };
-}
-
 /// The page's files: the stylesheet, the icon and the modules.
 const ASSETS: &[Asset] = &[
-    asset!("admin.css", "text/css; charset=utf-8"),
-    asset!("icon.svg", "image/svg+xml"),
-    asset!("main.js", "text/javascript; charset=utf-8"),
-    asset!("api.js", "text/javascript; charset=utf-8"),
-    asset!("dom.js", "text/javascript; charset=utf-8"),
-    asset!("queue.js", "text/javascript; charset=utf-8"),
-    asset!("history.js", "text/javascript; charset=utf-8"),
-    asset!("discussions.js", "text/javascript; charset=utf-8"),
-    asset!("bans.js", "text/javascript; charset=utf-8"),
-    asset!("log.js", "text/javascript; charset=utf-8"),
-    asset!("keys.js", "text/javascript; charset=utf-8"),
+    asset!("admin", "admin.css", "text/css; charset=utf-8"),
+    asset!("admin", "icon.svg", "image/svg+xml"),
+    asset!("admin", "main.js", "text/javascript; charset=utf-8"),
+    asset!("admin", "api.js", "text/javascript; charset=utf-8"),
+    asset!("admin", "dom.js", "text/javascript; charset=utf-8"),
+    asset!("admin", "queue.js", "text/javascript; charset=utf-8"),
+    asset!("admin", "history.js", "text/javascript; charset=utf-8"),
+    asset!("admin", "discussions.js", "text/javascript; charset=utf-8"),
+    asset!("admin", "bans.js", "text/javascript; charset=utf-8"),
+    asset!("admin", "log.js", "text/javascript; charset=utf-8"),
+    asset!("admin", "keys.js", "text/javascript; charset=utf-8"),
 ];
 
 /// The routes of the console: the page at `/admin` (`/admin/` sends there: a fragment with a
@@ -99,7 +84,7 @@ async fn page() -> Response {
 
 /// A file of the page; 404 for any other name.
 async fn file(Path(name): Path<String>) -> Response {
-    match ASSETS.iter().find(|asset| asset.name == name) {
+    match named(ASSETS, &name) {
         Some(asset) => (COMMON, [(CONTENT_TYPE, asset.content_type)], asset.bytes).into_response(),
         None => (StatusCode::NOT_FOUND, COMMON, "not found").into_response(),
     }

@@ -10,6 +10,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
+use crate::assets::{asset, named, Asset};
+
 /// Our page: GraphiQL pointed at `/graphql`, with a threaded default query.
 const PAGE: &str = include_str!("graphiql.html");
 /// The page's own script (no inline script runs): it mounts GraphiQL.
@@ -25,38 +27,43 @@ const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'u
      connect-src 'self'; img-src 'self' data:; font-src 'self' data:; form-action 'none'; \
      base-uri 'none'; frame-ancestors 'none'";
 
-/// One vendored file, served at `/graphiql/<name>`.
-struct Asset {
-    name: &'static str,
-    content_type: &'static str,
-    bytes: &'static [u8],
-}
-
-macro_rules! asset {
-    ($name:literal, $content_type:literal) => {
-        Asset {
-            name: $name,
-            content_type: $content_type,
-            bytes: include_bytes!(concat!("../assets/graphiql/", $name)),
-        }
-    };
-}
-
 /// The vendored files (see assets/graphiql/README.md). Their names carry their package's version.
 const ASSETS: &[Asset] = &[
-    asset!("graphiql-3.8.3.min.js", "text/javascript; charset=utf-8"),
-    asset!("graphiql-3.8.3.min.css", "text/css; charset=utf-8"),
     asset!(
+        "graphiql",
+        "graphiql-3.8.3.min.js",
+        "text/javascript; charset=utf-8"
+    ),
+    asset!(
+        "graphiql",
+        "graphiql-3.8.3.min.css",
+        "text/css; charset=utf-8"
+    ),
+    asset!(
+        "graphiql",
         "react-18.3.1.production.min.js",
         "text/javascript; charset=utf-8"
     ),
     asset!(
+        "graphiql",
         "react-dom-18.3.1.production.min.js",
         "text/javascript; charset=utf-8"
     ),
-    asset!("LICENSE-graphiql-3.8.3.txt", "text/plain; charset=utf-8"),
-    asset!("LICENSE-react-18.3.1.txt", "text/plain; charset=utf-8"),
-    asset!("LICENSE-react-dom-18.3.1.txt", "text/plain; charset=utf-8"),
+    asset!(
+        "graphiql",
+        "LICENSE-graphiql-3.8.3.txt",
+        "text/plain; charset=utf-8"
+    ),
+    asset!(
+        "graphiql",
+        "LICENSE-react-18.3.1.txt",
+        "text/plain; charset=utf-8"
+    ),
+    asset!(
+        "graphiql",
+        "LICENSE-react-dom-18.3.1.txt",
+        "text/plain; charset=utf-8"
+    ),
 ];
 
 /// The routes of GraphiQL: the page at `/` and its files at `/graphiql/<file>`.
@@ -98,7 +105,7 @@ async fn script() -> Response {
 
 /// A vendored file, cached for a year (a new version has a new name); 404 for any other name.
 async fn file(Path(name): Path<String>) -> Response {
-    match ASSETS.iter().find(|asset| asset.name == name) {
+    match named(ASSETS, &name) {
         Some(asset) => (
             [
                 (CONTENT_TYPE, asset.content_type),

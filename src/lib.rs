@@ -2,6 +2,7 @@
 
 pub mod admin; // the moderation console at /admin, served from the binary
 pub mod app; // wiring: config -> store -> API -> router
+mod assets; // files built into the binary, served by name
 pub mod auth; // bearer JWTs
 pub mod background; // the loop of background workers' rounds
 pub mod config; // typed CLI flags and THREADQL_* env vars

@@ -33,7 +33,10 @@ use async_graphql::{Context, Schema};
 
 use crate::auth::AuthState;
 use crate::config::RateLimit;
-use crate::domain::{CursorKind, EditRules, Layout, ModerationMode, PageArgs, Paging};
+use crate::domain::paging::Cursor;
+use crate::domain::{
+    CursorKind, DomainError, EditRules, Layout, ModerationMode, PageArgs, Paging, Window,
+};
 use crate::service::Services;
 use crate::store::DynStorage;
 
@@ -120,6 +123,27 @@ impl Limits {
     pub fn paging(&self, args: &PageArgs, kind: CursorKind) -> async_graphql::Result<Paging> {
         Paging::from_args(args, kind, self.default_page_size, self.max_page_size)
             .map_err(error::gql)
+    }
+
+    /// Validates `first`/`after` of a list of `kind` that pages forward only: the cursor to
+    /// start after (none for the first page) and the page size.
+    pub fn forward(
+        &self,
+        first: Option<i32>,
+        after: Option<String>,
+        kind: CursorKind,
+    ) -> async_graphql::Result<(Option<Cursor>, usize)> {
+        let args = PageArgs {
+            first,
+            after,
+            ..PageArgs::default()
+        };
+        match self.paging(&args, kind)?.window {
+            Window::After { cursor, limit } => Ok((cursor, limit)),
+            _ => Err(error::gql(DomainError::bad_input(
+                "this list pages forward only: `first` and `after`",
+            ))),
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use super::error::OrGql;
 use super::query::moderator_reading;
 use super::types::{BanConnection, ModerationAction, ModerationLogConnection, ReservedNameNode};
 use super::{store, Limits};
-use crate::domain::{CursorKind, DomainError, LogFilter, Micros, PageArgs, UserId, Window};
+use crate::domain::{CursorKind, DomainError, LogFilter, Micros, PageArgs, UserId};
 use crate::service::MAX_RESERVED_NAMES;
 
 /// Moderators' reads.
@@ -92,20 +92,9 @@ impl ModerationQuery {
         after: Option<String>,
     ) -> async_graphql::Result<BanConnection> {
         moderator_reading(ctx, "the bans")?;
-        let args = PageArgs {
-            first,
-            after,
-            ..PageArgs::default()
-        };
-        let paging = ctx
-            .data_unchecked::<Limits>()
-            .paging(&args, CursorKind::Bans)?;
-        let Window::After { cursor, limit } = paging.window else {
-            return Err(DomainError::bad_input(
-                "the bans page forward only: `first` and `after`",
-            ))
-            .gql();
-        };
+        let (cursor, limit) =
+            ctx.data_unchecked::<Limits>()
+                .forward(first, after, CursorKind::Bans)?;
         let page = store(ctx)
             .moderation()
             .bans_page(cursor.as_ref(), limit, Micros::now())

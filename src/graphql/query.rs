@@ -15,7 +15,7 @@ use super::{auth, reads, store, Limits};
 use crate::auth::AuthState;
 use crate::domain::paging::Cursor;
 use crate::domain::{
-    CursorKind, Discussion, DiscussionId, DiscussionKey, DomainError, PageArgs, Queue, Window,
+    CursorKind, Discussion, DiscussionId, DiscussionKey, DomainError, PageArgs, Queue,
 };
 use crate::store::{QueueEntry, Waiting};
 
@@ -242,23 +242,9 @@ impl CoreQuery {
             .transpose()
             .gql()?;
         let anchored = after.is_some();
-        let args = PageArgs {
-            first,
-            after,
-            ..PageArgs::default()
-        };
-        let paging = ctx
-            .data_unchecked::<Limits>()
-            .paging(&args, CursorKind::ModerationQueue)?;
-        let (after, limit) = match &paging.window {
-            Window::After { cursor, limit } => (cursor.clone(), *limit),
-            _ => {
-                return Err(DomainError::bad_input(
-                    "a moderation queue pages forward only: `first` and `after`",
-                ))
-                .gql()
-            }
-        };
+        let (after, limit) =
+            ctx.data_unchecked::<Limits>()
+                .forward(first, after, CursorKind::ModerationQueue)?;
         let queue: Queue = queue.into();
         let (entries, more) = store(ctx)
             .held()
