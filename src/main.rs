@@ -29,6 +29,7 @@ async fn main() -> std::process::ExitCode {
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
+    let json = matches!(cli.config.log_format, LogFormat::Json);
     let logs = match cli.config.log_format {
         LogFormat::Text => logs.with_filter(filter).boxed(),
         LogFormat::Json => logs
@@ -40,7 +41,7 @@ async fn main() -> std::process::ExitCode {
     tracing_subscriber::registry().with(logs).with(otlp).init();
     let traces = match traces {
         Ok(traces) => traces,
-        Err(err) => return failed(&err),
+        Err(err) => return failed(&err, json),
     };
     if let Some((export, _)) = &traces {
         tracing::info!(endpoint = %export.endpoint, protocol = export.protocol.name(), "traces are sent over OTLP");
@@ -52,12 +53,16 @@ async fn main() -> std::process::ExitCode {
     }
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(err) => failed(&err),
+        Err(err) => failed(&err, json),
     }
 }
 
-fn failed(err: &anyhow::Error) -> std::process::ExitCode {
+/// Reports the error that ends the process: as a log line, and, in text, also as a plain line
+/// that shows even when the logs are turned off (in JSON every line stays one object).
+fn failed(err: &anyhow::Error, json: bool) -> std::process::ExitCode {
     tracing::error!("{err:#}");
-    eprintln!("threadql: {err:#}");
+    if !json {
+        eprintln!("threadql: {err:#}");
+    }
     std::process::ExitCode::FAILURE
 }
