@@ -253,6 +253,27 @@ pub async fn index_embedded_authors(storage: &dyn Storage) -> anyhow::Result<()>
     Ok(())
 }
 
+/// Numbers the comments stored without their number among their author's (by a version
+/// before comments were numbered), once, after the indexing of embedded authors (whose entries
+/// get numbers too) and before serving: when the database records it done, one read and
+/// nothing else.
+pub async fn number_comments(storage: &dyn Storage) -> anyhow::Result<()> {
+    let server = storage.server();
+    if !server.comments_numbered().await? {
+        let numbered = server
+            .number_comments()
+            .await
+            .context("cannot number the stored comments among their authors'")?;
+        if numbered > 0 {
+            tracing::info!(
+                comments = numbered,
+                "stored comments numbered among their authors'"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The workflows over `storage` with the rules of `config`, screening texts against `words`
 /// and keying guest ids with `key`; their events go to the moderation log (and this process's
 /// feed).
@@ -464,6 +485,7 @@ impl App {
         let key = server_key(configured, store.as_ref()).await?;
         key_guest_ids(store.as_ref(), &key).await?;
         index_embedded_authors(store.as_ref()).await?;
+        number_comments(store.as_ref()).await?;
         let keys = jwt_keys(config)?;
         log_jwt_keys(config, &keys);
         log_page_origins(config);

@@ -192,6 +192,7 @@ async fn post_plan(
                 html: markdown::render(&planned.text, MAX_MARKDOWN_DEPTH),
                 part: None,
                 announce: None,
+                number: None,
             };
             if held.contains(&index) {
                 let id = current.read().await.id.clone();

@@ -53,6 +53,10 @@ pub struct Comment {
     pub standing: Standing,
     /// Its vote counters.
     pub votes: Votes,
+    /// Its place among its author's comments, from 1, in the order they were posted
+    /// (`AuthorNumber`); `None` for a comment stored before comments were numbered, until the
+    /// numbering at start reaches it.
+    pub number: Option<u64>,
 }
 
 /// An earlier version of a comment's text.
@@ -283,6 +287,9 @@ pub struct NewComment {
     /// The event the write announces with the comment, in its transaction (`None`: none, as
     /// for an import's comments).
     pub announce: Option<super::Announce>,
+    /// Its place among its author's comments, when it has one already (a held comment being
+    /// published); the store draws one when it is stored, and when this is `None`.
+    pub number: Option<u64>,
 }
 
 /// Where a new comment goes: its paths and depth, after the depth cap is applied.
@@ -382,6 +389,7 @@ impl Placement {
             reply_count: 0,
             standing: Standing::default(),
             votes: Votes::default(),
+            number: new.number,
         }
     }
 }

@@ -126,9 +126,9 @@ pub enum Cursor {
         /// The banned user's id, the tie-break.
         user: String,
     },
-    /// Position among one author's comments across discussions (newest first): the posting
-    /// time (a held comment's submission time), then the discussion and the slug, tie-breaks.
-    ByAuthor(Micros, DiscussionId, Slug),
+    /// Position among one author's comments across discussions (newest first): the comment's
+    /// number among the author's (`Comment::number`, from 1).
+    ByAuthor(u64),
     /// Ranked position, and the walk it belongs to.
     Ranked {
         /// The item's value as it was read (`f64` bits).
@@ -225,9 +225,7 @@ impl Cursor {
             Cursor::Log(seq) => format!("l|{seq}"),
             Cursor::Queue { since, key } => format!("q|{}|{key}", since.0),
             Cursor::Ban { at, user } => format!("b|{}|{user}", at.0),
-            Cursor::ByAuthor(posted, discussion, slug) => {
-                format!("a|{}|{discussion}:{slug}", posted.0)
-            }
+            Cursor::ByAuthor(number) => format!("a|{number}"),
             Cursor::Ranked {
                 value,
                 posted,
@@ -286,14 +284,10 @@ impl Cursor {
                 at: Micros(at.parse().map_err(|_| bad())?),
                 user: UserId::parse(user).map_err(|_| bad())?.as_str().to_owned(),
             },
-            (CursorKind::ByAuthor, Some(posted), Some(key)) => {
-                let (id, slug) = key.split_once(':').ok_or_else(bad)?;
-                Cursor::ByAuthor(
-                    Micros(posted.parse().map_err(|_| bad())?),
-                    DiscussionId::parse(id).map_err(|_| bad())?,
-                    Slug::parse(slug).map_err(|_| bad())?,
-                )
-            }
+            (CursorKind::ByAuthor, Some(number), None) => match number.parse::<u64>() {
+                Ok(n) if (1..=i64::MAX as u64).contains(&n) => Cursor::ByAuthor(n),
+                _ => return Err(bad()),
+            },
             (CursorKind::Ranked(_), Some(numbers), Some(slug)) => {
                 let mut parts = numbers.split('.');
                 let (Some(value), Some(posted), Some(walk), None) =

@@ -159,6 +159,7 @@ mod tests {
             reply_count: 0,
             standing: Default::default(),
             votes: Default::default(),
+            number: None,
         }
     }
 

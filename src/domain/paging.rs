@@ -440,7 +440,7 @@ impl Paging {
 mod tests {
     use super::*;
     use crate::domain::votes::Rank;
-    use crate::domain::{DiscussionId, Micros, Slug};
+    use crate::domain::{Micros, Slug};
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     use base64::Engine;
 
@@ -631,20 +631,16 @@ mod tests {
     #[test]
     fn author_cursors_round_trip_and_forgeries_are_refused() {
         let kind = CursorKind::ByAuthor;
-        let cursor = Cursor::ByAuthor(
-            Micros(1_700_000_000_000_000),
-            DiscussionId::parse("0123456789abcdef01234567").expect("id"),
-            Slug::parse("abcd1234/efgh5678").expect("slug"),
-        );
+        let cursor = Cursor::ByAuthor(1_234);
         let text = cursor.encode();
         assert_eq!(Cursor::decode(&text, kind), Ok(cursor));
         assert!(Cursor::decode(&text, CursorKind::ModerationQueue).is_err());
         for raw in [
-            "a|1",
-            "a|x|0123456789abcdef01234567:abcd1234",
-            "a|1|0123456789abcdef01234567",
-            "a|1|nope:abcd1234",
-            "a|1|0123456789abcdef01234567:not a slug",
+            "a|0",
+            "a|x",
+            "a|-3",
+            "a|1|0123456789abcdef01234567:abcd1234",
+            "a|99999999999999999999",
             "q|1|0123456789abcdef01234567:abcd1234",
         ] {
             let forged = URL_SAFE_NO_PAD.encode(raw);

@@ -11,7 +11,7 @@ use super::types::{BanNode, CommentConnection, CommentNode, Total};
 use super::{services, Limits};
 use crate::domain::paging::Cursor;
 use crate::domain::{CursorKind, Held, UserId};
-use crate::service::{AuthorStanding, MAX_COUNTED_COMMENTS};
+use crate::service::AuthorStanding;
 
 /// An author's history; merged into [`super::Query`].
 #[derive(Default)]
@@ -19,11 +19,11 @@ pub(super) struct HistoryQuery;
 
 #[Object]
 impl HistoryQuery {
-    /// One author's comments across every discussion, newest first. Held comments are
-    /// included (their `status` is PENDING or REJECTED; one stands at the time it was
-    /// submitted), deleted ones as their tombstones. Paged forward by `first`/`after`; each
-    /// page is one database command. `totalCount` counts up to 10 000 (10 000 means at least
-    /// that many). Moderators only.
+    /// One author's comments across every discussion, newest first (in the order they were
+    /// posted or submitted). Held comments are included (their `status` is PENDING or
+    /// REJECTED), deleted ones as their tombstones. Paged forward by `first`/`after`; each
+    /// page reads one range of the author's comments by their numbers, whatever they wrote.
+    /// `totalCount` is `authorStanding.comments`. Moderators only.
     async fn comments_by_author(
         &self,
         ctx: &Context<'_>,
@@ -101,10 +101,9 @@ impl AuthorStandingNode {
         self.0.ban.as_ref().map(|ban| BanNode(ban.as_ref().clone()))
     }
 
-    /// Their comments, held ones included (deleted ones too), counted up to 10 000: 10 000
-    /// means at least that many.
+    /// Their comments, held ones included (deleted ones too).
     async fn comments(&self) -> u64 {
-        self.0.comments.min(MAX_COUNTED_COMMENTS)
+        self.0.comments
     }
 
     /// How many of their comments a moderator approved (published a held one, or restored a

@@ -60,6 +60,7 @@ impl Services {
             html,
             part: None,
             announce: None,
+            number: None,
         };
         // A discussion this process posted to lately is not read again (see `PostStore::kept`):
         // the post's own write checks that its mode is still the one decided by.

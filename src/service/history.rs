@@ -11,9 +11,6 @@ use crate::store::{AuthoredComment, Tallies};
 
 use super::Services;
 
-/// Most comments an author's count counts: past it, the count says this many ("at least").
-pub const MAX_COUNTED_COMMENTS: u64 = 10_000;
-
 /// An author's standing with the moderators.
 #[derive(Debug, Clone)]
 pub struct AuthorStanding {
@@ -21,7 +18,7 @@ pub struct AuthorStanding {
     pub user: UserId,
     /// Their ban, while it lasts.
     pub ban: Option<Arc<Ban>>,
-    /// Their comments, held ones included, counted up to [`MAX_COUNTED_COMMENTS`].
+    /// Their comments stored, held and deleted ones included.
     pub comments: u64,
     /// What moderation counted of them.
     pub tallies: Tallies,
@@ -43,13 +40,10 @@ impl Services {
             .await?)
     }
 
-    /// How many comments the author has, held ones included, up to [`MAX_COUNTED_COMMENTS`].
+    /// How many comments the author has stored, held ones included (see
+    /// `HistoryStore::authored_count`).
     pub async fn authored_count(&self, user: &UserId) -> Result<u64, DomainError> {
-        Ok(self
-            .storage
-            .history()
-            .authored_count(user.as_str(), MAX_COUNTED_COMMENTS)
-            .await?)
+        Ok(self.storage.history().authored_count(user.as_str()).await?)
     }
 
     /// The author's standing: their ban now (as this process knows it, see

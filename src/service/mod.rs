@@ -34,7 +34,7 @@ use crate::store::{DynStorage, ReadScope};
 pub use caller::{Allowance, Caller};
 pub use comments::{NewPost, Posted};
 pub use discussions::Creating;
-pub use history::{AuthorStanding, MAX_COUNTED_COMMENTS};
+pub use history::AuthorStanding;
 pub use inbox::MailRules;
 pub use moderation::Approved;
 pub use names::{MAX_RESERVED_NAMES, NAMES_REFRESH};

@@ -231,6 +231,7 @@ async fn publish(
                 html,
                 part: Some(slug.own_part()),
                 announce: Some(Announce::Approved(acted)),
+                number: held.comment.number,
             };
             let (now, posted) = storage.posting().post_to(&id, new).await?;
             (now, posted.comment)
@@ -374,6 +375,14 @@ async fn report(
     };
     storage.held().enqueue(id, slug, queue, report.at).await?;
     let counted = move |current: &Comment, _now| {
+        // Deleted since it was read: the delete took it out of the queues, and the report (and
+        // the entry it made) is taken back below.
+        if current.deleted {
+            return Err(DomainError::CommentDeleted(format!(
+                "comment {} was deleted: there is nothing left to report",
+                current.slug
+            )));
+        }
         let reports = current.standing.reports.saturating_add(1);
         let mut standing = Standing {
             reports,
@@ -420,8 +429,10 @@ async fn report(
 /// next report, or a stale entry that approving clears. Failures are logged.
 async fn settle_queue(storage: &DynStorage, discussion: &Discussion, slug: &Slug) {
     let settle = async {
+        // A deleted comment waits for no moderator.
         let queue = public_comment(storage, discussion, slug)
             .await?
+            .filter(|c| !c.deleted)
             .and_then(|c| Queue::of(&c.standing));
         match queue {
             Some(queue) => {

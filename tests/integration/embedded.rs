@@ -399,7 +399,8 @@ async fn replies_use_the_tree_a_process_keeps_and_survive_another_process_postin
     let root = app.post(&d, None, "root").await;
     let first = app.post(&d, Some(&root), "first").await;
     // This process knows the tree and the discussion now: a reply is one update (which checks
-    // that the discussion is still open for posts), with its event in the same transaction.
+    // that the discussion is still open for posts), with its event in the same transaction,
+    // after its author's number is drawn.
     let (_, spent) = cost(
         &app,
         POST,
@@ -409,6 +410,7 @@ async fn replies_use_the_tree_a_process_keeps_and_survive_another_process_postin
     assert_eq!(
         spent,
         BTreeMap::from([
+            ("findAndModify".to_owned(), 1),
             ("update".to_owned(), 1),
             ("insert".to_owned(), 1),
             ("commitTransaction".to_owned(), 1)

@@ -99,8 +99,8 @@ async fn json_logs_are_one_object_per_line_without_colour() {
     assert!(!stderr.contains('\x1b'), "{stderr}");
     let mut lines = 0;
     for line in stderr.lines() {
-        let value: serde_json::Value =
-            serde_json::from_str(line).unwrap_or_else(|err| panic!("not JSON ({err}): {line}"));
+        let value: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|err| panic!("not JSON ({err}): {line:?} in {stderr:?}"));
         assert!(value["level"].is_string(), "{line}");
         assert!(value["fields"]["message"].is_string(), "{line}");
         lines += 1;

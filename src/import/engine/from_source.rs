@@ -165,6 +165,7 @@ pub(super) fn prepare_source(
                 reports: 0,
             },
             votes: Votes::default(),
+            number: None,
         };
         placed.insert(
             c.source_id.clone(),

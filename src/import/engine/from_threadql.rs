@@ -148,6 +148,7 @@ pub(super) fn prepare_line(
                 reports: 0,
             },
             votes: Votes::default(),
+            number: None,
         };
         let source = format!("{}:{}", options.format, line.slug);
         match line.held {

@@ -18,16 +18,14 @@ pub struct AuthoredComment {
     pub comment: Comment,
     /// Whether it is held (stored outside the layouts until a moderator publishes it).
     pub held: bool,
+    /// Its number among the author's comments (see [`HistoryStore::authored`]).
+    pub number: u64,
 }
 
 impl AuthoredComment {
     /// Its position in its author's history (see [`HistoryStore::authored`]).
     pub fn cursor(&self) -> Cursor {
-        Cursor::ByAuthor(
-            self.comment.posted,
-            self.discussion.id.clone(),
-            self.comment.slug.clone(),
-        )
+        Cursor::ByAuthor(self.number)
     }
 }
 
@@ -35,11 +33,13 @@ impl AuthoredComment {
 #[async_trait]
 pub trait HistoryStore: Send + Sync {
     /// Up to `limit` comments of the author with this id, across every discussion, held ones
-    /// included (deleted ones as their tombstones), newest first: by posting time (a held
-    /// comment's submission time), then discussion id, then slug, all descending; strictly
-    /// after `after` (a `ByAuthor` cursor) when given. Also whether more follow. One database
-    /// command; more only when a page's every comment is a copy a move between layouts left
-    /// behind (those are never listed).
+    /// included (deleted ones as their tombstones), newest first: by their numbers among the
+    /// author's comments (the order they were stored in), descending; strictly after `after`
+    /// (a `ByAuthor` cursor) when given. Also whether more may follow (true when numbers
+    /// below the page are left: they may all be gaps). Each database command reads the
+    /// comments of one range of `limit + 1` numbers (the first page reads the author's counter
+    /// first); a page takes more rounds only over gaps (numbers whose writes failed) and the
+    /// copies moves between layouts leave behind (those are never listed).
     async fn authored(
         &self,
         author: &str,
@@ -47,7 +47,7 @@ pub trait HistoryStore: Send + Sync {
         limit: usize,
     ) -> StoreResult<(Vec<AuthoredComment>, bool)>;
 
-    /// How many comments the author with this id has, held ones included, counted up to `cap`
-    /// (`cap` when there are at least that many). One database command.
-    async fn authored_count(&self, author: &str, cap: u64) -> StoreResult<u64>;
+    /// How many comments the author with this id has stored, held ones included: the
+    /// numbers drawn less the gaps counted (see `shared::numbers`). One point read.
+    async fn authored_count(&self, author: &str) -> StoreResult<u64>;
 }

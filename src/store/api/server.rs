@@ -53,4 +53,15 @@ pub trait ServerStore: Send + Sync {
     /// written; one that changed while it was read is left as it is (logged), and then nothing
     /// is recorded, so the next run writes it.
     async fn index_embedded_authors(&self) -> StoreResult<u64>;
+
+    /// Whether every stored comment has its number among its author's (see
+    /// [`ServerStore::number_comments`]).
+    async fn comments_numbered(&self) -> StoreResult<bool>;
+
+    /// Numbers every comment stored without its number among its author's (by a version
+    /// before comments were numbered), in every layout and among the held comments, in passes
+    /// until one finds nothing to number (at most three), then records that it ran. Returns
+    /// how many comments were numbered; when the last pass still met comments that changed
+    /// while they were read, nothing is recorded, so the next run numbers them.
+    async fn number_comments(&self) -> StoreResult<u64>;
 }

@@ -122,6 +122,8 @@ impl Bucketed {
                 authored::index(),
             ])
             .await?;
+        // An earlier version's index of an author's history, by id (none on a new database).
+        self.pages.retire_index(authored::RETIRED_INDEX).await;
         Ok(())
     }
 }

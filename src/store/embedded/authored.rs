@@ -1,6 +1,8 @@
 //! The embedded layout's part of an author's history. Replies nest recursively, so no index
 //! reaches a reply's author: each discussion document also keeps a flat array, `authored`, one
-//! entry per comment, `{author: {id}, p: posted, s: slug, at: positions}`, sorted by `(p, s)`.
+//! entry per comment, `{author: {id, k}, p: posted, s: slug, at: positions}`, sorted by
+//! `(p, s)`; `k` is the comment's key among its author's (`shared::numbers`), as the comment's
+//! own author sub-document has it.
 //! `at` is the comment's position in each `replies` array below its top-level comment (empty
 //! for a top-level comment, which is found by its slug's first part). Entries are pushed by the
 //! update that pushes their comments (`write.rs`), written whole by a move into the layout
@@ -15,18 +17,24 @@ use crate::domain::{Comment, Layout, Window};
 use crate::store::api::DiscussionStore;
 use crate::store::discussions::{Discussions, FENCE};
 use crate::store::shared::authored::{
-    join, metadata_of, ByAuthor, COMMENT, DISCUSSION, GONE, META, POSTED, SLUG,
+    join, metadata_of, ByAuthor, COMMENT, DISCUSSION, GONE, KEY, META, SLUG,
 };
 use crate::store::shared::bson::{as_i64, corrupt};
 use crate::store::shared::connect::index_model;
 use crate::store::shared::error::StoreResult;
+use crate::store::shared::metrics::Counted;
+use crate::store::shared::numbers;
 
 /// The field of the discussion document that holds the flat array.
 pub(super) const AUTHORED: &str = "authored";
 
-/// The entries' authors (multikey): an entry names its author as a comment does, so the
-/// rewriting of stored author ids (`shared::authors`) finds it too.
-const AUTHORS: &str = "authored.author.id";
+/// The entries' keys among their authors' comments (multikey, see `shared::numbers`): an
+/// entry names its author as a comment does, so the rewriting of stored author ids
+/// (`shared::authors`) finds it too.
+const KEYS: &str = "authored.author.k";
+
+/// The index an earlier version kept for an author's history (dropped at start).
+const RETIRED_INDEX: &str = "authored";
 
 /// Discussions listed per command by the one-time indexing.
 const LIST_PAGE: usize = 100;
@@ -40,18 +48,23 @@ pub(super) fn sorted() -> Document {
 pub(super) fn entry(comment: &Comment, at: &[usize]) -> Document {
     entry_of(
         &comment.author.id,
+        comment.number,
         comment.posted.0,
         comment.slug.as_str(),
         at,
     )
 }
 
-fn entry_of(author: &str, posted: i64, slug: &str, at: &[usize]) -> Document {
+fn entry_of(author: &str, number: Option<u64>, posted: i64, slug: &str, at: &[usize]) -> Document {
     let at: Vec<Bson> = at
         .iter()
         .map(|i| Bson::Int32(i32::try_from(*i).unwrap_or(i32::MAX)))
         .collect();
-    doc! { "author": { "id": author }, "p": posted, "s": slug, "at": at }
+    let mut who = doc! { "id": author };
+    if let Some(n) = number {
+        who.insert(numbers::KEY, numbers::key(n, author));
+    }
+    doc! { "author": who, "p": posted, "s": slug, "at": at }
 }
 
 /// The bytes a comment's entry adds to the counted size: its BSON and an element's overhead
@@ -68,9 +81,9 @@ fn bytes_of(entry: &Document) -> StoreResult<i64> {
         .saturating_add(ELEMENT_OVERHEAD))
 }
 
-/// The index of the discussions holding an author's comments.
+/// The index of the discussions by the keys of their comments.
 fn index() -> mongodb::IndexModel {
-    index_model("authored", doc! { AUTHORS: 1 }, false)
+    index_model("author_number", doc! { KEYS: 1 }, false)
 }
 
 /// An expression of the first part of a slug (its top-level comment's slug).
@@ -91,52 +104,55 @@ impl Embedded {
     /// Creates the index of the flat array (idempotent).
     pub(crate) async fn ensure_indexes(&self) -> StoreResult<()> {
         self.coll.create_index(index()).await?;
+        self.coll.retire_index(RETIRED_INDEX).await;
         Ok(())
     }
 
-    /// The stages that give, from the seed, the author's comments older than the cursor, as
-    /// items: every discussion document holding one of their comments (one equality of the
-    /// `authored` index), read whole, so on either database. Each gives its newest `limit`
-    /// entries of the author (a slice of the sorted array) and, with `metadata`, their
-    /// comments, taken by their positions from the top-level comments they are under (each
-    /// top-level comment is picked from the array once: the development database copies an
-    /// array each time an expression names it). An item is gone when the discussion is in
-    /// another layout now.
-    pub(crate) fn authored_branch(of: &ByAuthor<'_>, metadata: Option<&Document>) -> Vec<Document> {
-        let mut stages = join(Discussions::COLLECTION, AUTHORS, "doc").to_vec();
+    /// The stages that give, from the seed, the comments of the keys asked for, as items: the
+    /// discussion documents holding them (one equality of the `author_number` index per key,
+    /// so at most one document per comment), each read whole (that is the layout). Each gives
+    /// its entries of those keys and their comments, taken by their positions from the
+    /// top-level comments they are under (each top-level comment is picked from the array
+    /// once: the development database copies an array each time an expression names it). An
+    /// item is gone when the discussion is in another layout now.
+    pub(crate) fn authored_branch(of: &ByAuthor, metadata: &Document) -> Vec<Document> {
+        let mut stages = join(Discussions::COLLECTION, KEYS, "doc").to_vec();
         let theirs = doc! { "$filter": {
             "input": { "$map": { "input": "$doc.authored", "as": "e", "in": {
-                DISCUSSION: "$doc._id", POSTED: "$$e.p", SLUG: "$$e.s", "a": "$$e.author.id", "at": "$$e.at",
+                DISCUSSION: "$doc._id", KEY: "$$e.author.k", SLUG: "$$e.s", "at": "$$e.at",
             } } },
             "as": "e",
-            "cond": { "$and": [{ "$eq": ["$$e.a", of.author()] }, of.older_cond("e")] },
+            "cond": of.wanted("$$e.k"),
         } };
-        let mut picked = doc! {
+        stages.push(doc! { "$project": {
             "_id": 0,
             GONE: { "$ne": ["$doc.layout", Layout::Embedded.as_str()] },
-            "picks": { "$slice": [theirs, -i32::try_from(of.limit).unwrap_or(i32::MAX)] },
-        };
-        if let Some(projection) = metadata.filter(|_| of.bodies) {
-            picked.insert(META, metadata_of("$doc", projection));
-            picked.insert("replies", "$doc.replies");
-        }
-        stages.push(doc! { "$project": picked });
-        if of.bodies {
-            stages.extend(Self::comments_of_picks());
-        }
+            "picks": theirs,
+            META: metadata_of("$doc", metadata),
+            "replies": "$doc.replies",
+        } });
+        stages.extend(Self::comments_of_picks());
         stages.push(doc! { "$unwind": "$picks" });
-        let mut item = doc! {
+        stages.push(doc! { "$project": {
             GONE: 1,
+            META: 1,
             DISCUSSION: format!("$picks.{DISCUSSION}"),
-            POSTED: format!("$picks.{POSTED}"),
+            KEY: format!("$picks.{KEY}"),
             SLUG: format!("$picks.{SLUG}"),
-        };
-        if of.bodies {
-            item.insert(META, 1);
-            item.insert(COMMENT, format!("$picks.{COMMENT}"));
-        }
-        stages.push(doc! { "$project": item });
+            COMMENT: format!("$picks.{COMMENT}"),
+        } });
         stages
+    }
+
+    /// The embedded discussions holding comments stored before comments were numbered
+    /// (`shared::numbers_backfill`; their entries have no key): the collection, the filter and
+    /// the field counting bytes, which the keys raise.
+    pub(crate) fn unnumbered(&self) -> (&Counted<Document>, Document, Option<&'static str>) {
+        let filter = doc! {
+            "layout": Layout::Embedded.as_str(),
+            AUTHORED: { "$elemMatch": { "author.k": { "$exists": false } } },
+        };
+        (&self.coll, filter, Some(BYTES))
     }
 
     /// The stages that add to each pick its comment, without its replies.
@@ -159,7 +175,7 @@ impl Embedded {
             } },
             doc! { "$project": { GONE: 1, META: 1, "picks": { "$map": {
                 "input": "$picks", "as": "e", "in": {
-                    DISCUSSION: format!("$$e.{DISCUSSION}"), POSTED: format!("$$e.{POSTED}"),
+                    DISCUSSION: format!("$$e.{DISCUSSION}"), KEY: format!("$$e.{KEY}"),
                     SLUG: format!("$$e.{SLUG}"), COMMENT: without_replies(comment),
                 },
             } } } },
@@ -288,6 +304,10 @@ fn entries_in(document: &RawDocument) -> StoreResult<Vec<Document>> {
                 .ok_or_else(|| corrupt("a comment without its time"))?;
             out.push(entry_of(
                 author.get_str("id").map_err(corrupt)?,
+                author
+                    .get_str(numbers::KEY)
+                    .ok()
+                    .and_then(numbers::number_of),
                 posted,
                 c.get_str("slug").map_err(corrupt)?,
                 at,

@@ -32,12 +32,16 @@ use crate::store::shared::authors::{rename_ids, Rewritten};
 use crate::store::shared::connect::index_model;
 use crate::store::shared::error::{is_duplicate_key, StoreError, StoreResult};
 use crate::store::shared::metrics::{CommandCounter, Counted};
+use crate::store::shared::numbers;
 use crate::store::shared::order::{after_filter, limit_plus_one};
 
 /// The collection of held comments and queue entries.
 pub(crate) const COLLECTION: &str = "held_comments";
 /// The collection of per-person moderation facts.
 pub(crate) const PEOPLE: &str = "people";
+
+/// A held comment's key among its author's comments (`shared::numbers`).
+const AUTHOR_KEY: &str = "author.k";
 /// The collection of reports, one per reporter and comment.
 pub(crate) const REPORTS: &str = "reports";
 /// Rounds of [`HeldStore::enqueue`] against concurrent writers of the same entry.
@@ -80,6 +84,11 @@ fn queue_filter(queue: Queue, discussion: Option<&DiscussionId>) -> Document {
 }
 
 impl HeldComments {
+    /// The `people` collection, which holds the authors' counters (`shared::numbers`).
+    pub(crate) fn people(&self) -> &Counted<Document> {
+        &self.people
+    }
+
     pub(crate) fn new(
         db: &Database,
         commands: &CommandCounter,
@@ -117,23 +126,32 @@ impl HeldComments {
             false,
         );
         self.coll.create_index(one).await?;
-        let author = index_model(
-            "author_submitted",
-            doc! { "author.id": 1, "submitted": 1 },
-            false,
-        );
-        self.coll.create_index(author).await?;
+        let numbered = index_model("author_number", doc! { AUTHOR_KEY: 1 }, false);
+        self.coll.create_index(numbered).await?;
+        // An earlier version's index of an author's held comments, by id.
+        self.coll.retire_index("author_submitted").await;
         Ok(())
     }
 
-    /// The stages that give, from the seed, the author's held comments older than the cursor,
-    /// as items: one equality of the `author_submitted` index (every held comment of theirs;
-    /// queue entries of public comments name no author).
-    pub(crate) fn authored_branch(of: &ByAuthor<'_>) -> Vec<Document> {
-        let mut stages = join(COLLECTION, "author.id", "h").to_vec();
-        stages.push(of.item("$h.discussion_id", "$h.submitted", "$h.slug", "$h"));
-        stages.extend(of.older());
+    /// The stages that give, from the seed, the held comments of the keys asked for, as items:
+    /// one equality of the `author_number` index per key (queue entries of public comments
+    /// name no author).
+    pub(crate) fn authored_branch() -> Vec<Document> {
+        let mut stages = join(COLLECTION, AUTHOR_KEY, "h").to_vec();
+        stages.push(ByAuthor::item(
+            "$h.discussion_id",
+            &format!("$h.{AUTHOR_KEY}"),
+            "$h.slug",
+            "$h",
+        ));
         stages
+    }
+
+    /// The held comments stored before comments were numbered (`shared::numbers_backfill`;
+    /// queue entries of public comments name no author): the collection and the filter.
+    pub(crate) fn unnumbered(&self) -> (&Counted<Document>, Document) {
+        let filter = doc! { "author.id": { "$exists": true }, AUTHOR_KEY: { "$exists": false } };
+        (&self.coll, filter)
     }
 
     /// A held comment as an author's history gives it (its stored document).
@@ -171,7 +189,7 @@ fn to_doc(held: &Held) -> Document {
         "slug": c.slug.as_str(),
         "full_slug": c.full_slug.as_str(),
         "parent": c.parent.as_ref().map(Slug::as_str),
-        "author": { "id": &c.author.id, "name": &c.author.name },
+        "author": numbers::author_doc(&c.author, c.number),
         "text": c.text.as_deref(),
         "submitted": c.posted.0,
         "since": c.posted.0,
@@ -234,6 +252,10 @@ fn from_doc(doc: &Document) -> StoreResult<Held> {
                 reports: 0,
             },
             votes: crate::domain::Votes::default(),
+            number: author
+                .get_str(numbers::KEY)
+                .ok()
+                .and_then(numbers::number_of),
         },
     })
 }
@@ -276,10 +298,15 @@ impl HeldStore for HeldComments {
         let mut comment = placement.into_comment(discussion.clone(), submitted, new);
         comment.reply_count = 0;
         comment.standing = standing;
+        let drawn = comment.number.is_none();
+        if drawn {
+            comment.number = Some(numbers::draw(&self.people, &comment.author.id, 1).await?);
+        }
         let held = Held { comment };
         let (stored, events) = (to_doc(&held), announced(new, &held.comment));
         let coll = &self.coll;
-        self.log
+        let written = self
+            .log
             .atomically(|mut session| {
                 let (stored, events) = (stored.clone(), events.clone());
                 async move {
@@ -287,13 +314,37 @@ impl HeldStore for HeldComments {
                     (session, inserted.map(|_| ((), events)).map_err(Into::into))
                 }
             })
-            .await?;
+            .await;
+        if let Err(err) = written {
+            if drawn {
+                numbers::gap(&self.people, &held.comment.author.id, 1).await;
+            }
+            return Err(err);
+        }
         Ok(held)
     }
 
     async fn restore(&self, held: &Held) -> StoreResult<()> {
-        let doc = to_doc(held);
         let id = key(&held.comment.discussion_id, &held.comment.slug);
+        let mut held = held.clone();
+        if held.comment.number.is_none() {
+            // A comment restored again keeps the number it was given the first time.
+            let kept = self
+                .coll
+                .find_one(doc! { "_id": &id })
+                .projection(doc! { "author": 1 })
+                .await?;
+            let number = kept
+                .as_ref()
+                .and_then(|d| d.get_document("author").ok())
+                .and_then(|a| a.get_str(numbers::KEY).ok())
+                .and_then(numbers::number_of);
+            held.comment.number = match number {
+                Some(n) => Some(n),
+                None => Some(numbers::draw(&self.people, &held.comment.author.id, 1).await?),
+            };
+        }
+        let doc = to_doc(&held);
         self.coll
             .replace_one(doc! { "_id": &id }, doc)
             .upsert(true)

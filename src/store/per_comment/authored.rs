@@ -4,41 +4,48 @@
 use mongodb::bson::{doc, Document};
 
 use super::PerComment;
-use crate::store::shared::authored::{ByAuthor, DISCUSSION, POSTED, SLUG};
+use crate::store::shared::authored::ByAuthor;
 use crate::store::shared::connect::index_model;
-use crate::store::shared::order::before_filter;
+use crate::store::shared::metrics::Counted;
+use crate::store::shared::numbers::KEY;
 
-/// The index of an author's comments, newest first from its end.
+/// The comments' keys among their authors' (`shared::numbers`).
+const KEYS: &str = "author.k";
+
+/// The index of the comments by their keys among their authors'.
 pub(super) fn index() -> mongodb::IndexModel {
-    index_model(
-        "author",
-        doc! { "author.id": 1, POSTED: 1, DISCUSSION: 1, SLUG: 1 },
-        false,
-    )
+    index_model("author_number", doc! { KEYS: 1 }, false)
 }
 
+/// The index an earlier version kept for an author's history (dropped at start).
+pub(super) const RETIRED_INDEX: &str = "author";
+
 impl PerComment {
-    /// The stages that read the author's comments older than the cursor, newest first, at
-    /// most `limit`, as items: one range of the `author` index. They start the aggregation,
-    /// so the range is read through the index and, on MongoDB, stops at the limit (the
-    /// development database reads the whole range first). A comment is a document here, so a
-    /// limit of documents is a limit of comments.
-    pub(crate) fn authored_lead(of: &ByAuthor<'_>) -> Vec<Document> {
-        let mut range = doc! { "author.id": of.author };
-        if let Some(cursor) = of.before {
-            range.extend(before_filter(cursor));
-        }
-        let [sort, limit] = of.newest();
+    /// The stages that read the comments of the keys asked for, as items: one equality of
+    /// the `author_number` index per key, a document per comment. They start the aggregation,
+    /// so they are read through the index.
+    pub(crate) fn authored_lead(of: &ByAuthor) -> Vec<Document> {
         vec![
-            doc! { "$match": range },
-            sort,
-            limit,
-            of.item("$discussion_id", "$posted", "$slug", "$$ROOT"),
+            doc! { "$match": { KEYS: { "$in": of.keys() } } },
+            ByAuthor::item(
+                "$discussion_id",
+                &format!("$author.{KEY}"),
+                "$slug",
+                "$$ROOT",
+            ),
         ]
     }
 
     /// The collection the aggregation of an author's history runs on.
-    pub(crate) fn authored_collection(&self) -> &crate::store::shared::metrics::Counted<Document> {
+    pub(crate) fn authored_collection(&self) -> &Counted<Document> {
         &self.raw
+    }
+}
+
+impl PerComment {
+    /// The comments stored before comments were numbered (`shared::numbers_backfill`): the
+    /// collection, the filter and the field counting bytes (none here).
+    pub(crate) fn unnumbered(&self) -> (&Counted<Document>, Document, Option<&'static str>) {
+        (&self.raw, doc! { KEYS: { "$exists": false } }, None)
     }
 }

@@ -110,6 +110,8 @@ impl PerComment {
                 authored::index(),
             ])
             .await?;
+        // An earlier version's index of an author's history, by id (none on a new database).
+        self.coll.retire_index(authored::RETIRED_INDEX).await;
         Ok(())
     }
 

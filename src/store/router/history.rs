@@ -1,14 +1,19 @@
-//! An author's history through the router: one aggregation made of every layout's part and
-//! the held comments' (see `shared::authored` for the parts and why they join as they do).
+//! An author's history through the router: one aggregation per range of the author's numbers
+//! (`shared::numbers`), made of every layout's part and the held comments' (see
+//! `shared::authored` for the parts and why they join as they do).
 //!
-//! The per-comment layout leads, over its own collection: its part is one index range, sorted
-//! and limited there (on MongoDB the only part whose reads stop at the limit; a page of the
-//! other layouts holds many people's comments). A `$facet` then makes one seed document, with
-//! the author's id, whatever the lead found; a second `$facet` runs the other parts from it,
-//! each sorted and limited; the items of all four are merged, sorted and limited. Each item
-//! carries its discussion's metadata and whether it is gone (a move's copy): gone items keep
-//! their place in the order, so a page never skips a comment, and are left out here.
+//! A page asks for the comments numbered just below its cursor (for a first page, below the
+//! author's counter: one point read of `people` first), as their keys. The per-comment layout
+//! leads, over its own collection; a `$facet` then makes one seed document with the keys,
+//! whatever the lead found; a second `$facet` runs the other parts from it, and the items of
+//! all four are merged. Every part reads only the documents that hold those comments, so a
+//! page costs the same for an author of ten comments or of a hundred thousand. Each item
+//! carries its discussion's metadata and whether it is gone (a move's copy): gone items are
+//! left out. A number with nothing listed (a gap, or a comment whose only items are copies)
+//! leaves the page short, and the page reads the numbers below in another round, twice as
+//! wide each time, until it is full or the numbers run out.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -17,76 +22,48 @@ use mongodb::bson::{doc, Bson, Document, RawDocumentBuf};
 
 use super::Store;
 use crate::domain::paging::Cursor;
-use crate::domain::{DiscussionId, Layout, Slug};
+use crate::domain::Layout;
 use crate::store::api::{AuthoredComment, HistoryStore};
 use crate::store::bucketed::Bucketed;
 use crate::store::embedded::Embedded;
 use crate::store::moderation::held::HeldComments;
 use crate::store::per_comment::PerComment;
 use crate::store::shared::authored::{
-    with_discussion, ByAuthor, AUTHOR, COMMENT, DISCUSSION, GONE, HELD, META, POSTED, SLUG,
+    with_discussion, ByAuthor, COMMENT, GONE, HELD, KEY, KEYS, META, SLUG,
 };
 use crate::store::shared::bson::corrupt;
 use crate::store::shared::docs::owned_comment_of;
 use crate::store::shared::error::{StoreError, StoreResult};
+use crate::store::shared::numbers;
 
-/// Reads of one page at most: a page whose every comment is a stale copy reads on past them.
+/// Reads of one page at most: a page over gaps and copies reads on below them.
 const MAX_ROUNDS: usize = 8;
 
-/// How a part's items are checked against their discussions.
-#[derive(Clone, Copy)]
-enum Check {
-    /// Gone unless their discussion is in this layout now (a layout's items).
-    InLayout(Layout),
-    /// Gone unless their discussion exists (held comments).
-    Exists,
-    /// The part checks them itself (the embedded layout reads the discussion anyway).
-    ByThePart,
-}
+/// Numbers one read asks for at most.
+const MAX_KEYS: u64 = 1_024;
 
 impl Store {
-    /// The aggregation of an author's history (see the module documentation). With
-    /// `of.bodies`, its documents are items with their comments and, with `metadata`, their
-    /// discussions' metadata; without, they are counts per discussion, `{n}`. Each says
-    /// whether it is [`GONE`].
-    fn authored_pipeline(of: &ByAuthor<'_>, metadata: Option<&Document>) -> Vec<Document> {
-        // What follows a part: the check of its items' discussions, item by item, or
-        // discussion by discussion for a count.
-        let checked = |check: Check| -> Vec<Document> {
-            let mut stages = Vec::new();
-            if !of.bodies {
-                stages.push(doc! { "$group": {
-                    "_id": format!("${DISCUSSION}"), "n": { "$sum": 1 }, GONE: { "$max": format!("${GONE}") },
-                } });
-                stages.push(doc! { "$project": { "_id": 0, DISCUSSION: "$_id", "n": 1, GONE: 1 } });
-            }
-            let layout = match check {
-                Check::InLayout(layout) => Some(layout),
-                Check::Exists => None,
-                Check::ByThePart => return stages,
-            };
-            stages.extend(with_discussion(layout, metadata.filter(|_| of.bodies)));
-            stages
-        };
+    /// The aggregation of the comments of `of`'s keys (see the module documentation): items
+    /// with their comments and their discussions' metadata, each saying whether it is [`GONE`].
+    fn authored_pipeline(of: &ByAuthor, metadata: &Document) -> Vec<Document> {
         let mut stages = PerComment::authored_lead(of);
-        stages.extend(checked(Check::InLayout(Layout::PerComment)));
+        stages.extend(with_discussion(Some(Layout::PerComment), metadata));
         // One document whatever the lead found: the seed of the other parts.
         stages.push(doc! { "$facet": { "lead": [{ "$match": {} }] } });
-        stages.push(doc! { "$project": { "lead": 1, AUTHOR: of.author() } });
+        stages.push(doc! { "$project": { "lead": 1, KEYS: { "$literal": of.keys() } } });
         let part = |stages: Vec<Document>, after: Vec<Document>| -> Vec<Bson> {
-            let mut part = vec![doc! { "$project": { "_id": 0, AUTHOR: 1 } }];
+            let mut part = vec![doc! { "$project": { "_id": 0, KEYS: 1 } }];
             part.extend(stages);
-            part.extend(of.newest());
             part.extend(after);
             part.into_iter().map(Bson::Document).collect()
         };
-        let mut held = HeldComments::authored_branch(of);
+        let mut held = HeldComments::authored_branch();
         held.push(doc! { "$set": { HELD: true } });
         stages.push(doc! { "$facet": {
             "lead": [{ "$unwind": "$lead" }, { "$replaceWith": "$lead" }],
-            "bucketed": part(Bucketed::authored_branch(of), checked(Check::InLayout(Layout::Bucketed))),
-            "embedded": part(Embedded::authored_branch(of, metadata), checked(Check::ByThePart)),
-            "held": part(held, checked(Check::Exists)),
+            "bucketed": part(Bucketed::authored_branch(of), with_discussion(Some(Layout::Bucketed), metadata)),
+            "embedded": part(Embedded::authored_branch(of, metadata), Vec::new()),
+            "held": part(held, with_discussion(None, metadata)),
         } });
         stages.push(doc! { "$project": { "items": {
             "$concatArrays": ["$lead", "$bucketed", "$embedded", "$held"],
@@ -96,23 +73,18 @@ impl Store {
         stages
     }
 
-    /// One read of up to `limit` items after `after`: the comments that are not gone, whether
-    /// more items follow, and the cursor of the last item read (gone or not).
+    /// The comments of `author` numbered from `from` up to `to` (left out) that are listed,
+    /// newest first: one aggregation. Of a comment found twice (held and, being approved,
+    /// published already) the published one is listed.
     async fn authored_round(
         &self,
         author: &str,
-        after: Option<&Cursor>,
-        limit: usize,
-    ) -> StoreResult<(Vec<AuthoredComment>, bool, Option<Cursor>)> {
-        let of = ByAuthor {
-            author,
-            before: after,
-            limit: limit.saturating_add(1),
-            bodies: true,
-        };
+        from: u64,
+        to: u64,
+    ) -> StoreResult<Vec<AuthoredComment>> {
+        let of = ByAuthor::numbered(author, from, to);
         let metadata = self.discussions.projection();
-        let mut pipeline = Self::authored_pipeline(&of, Some(&metadata));
-        pipeline.extend(of.newest());
+        let pipeline = Self::authored_pipeline(&of, &metadata);
         let (per_comment, ..) = self.layouts.authored();
         let items: Vec<Document> = per_comment
             .authored_collection()
@@ -120,16 +92,19 @@ impl Store {
             .await?
             .try_collect()
             .await?;
-        let more = items.len() > limit;
-        let mut last = None;
-        let mut comments = Vec::with_capacity(limit);
-        for item in items.into_iter().take(limit) {
-            last = Some(key_of(&item)?);
-            if let Some(comment) = self.authored_of(&item)? {
-                comments.push(comment);
+        let mut listed: BTreeMap<u64, AuthoredComment> = BTreeMap::new();
+        for item in &items {
+            let Some(comment) = self.authored_of(item)? else {
+                continue;
+            };
+            match listed.get(&comment.number) {
+                Some(kept) if !kept.held => {}
+                _ => {
+                    listed.insert(comment.number, comment);
+                }
             }
         }
-        Ok((comments, more, last))
+        Ok(listed.into_values().rev().collect())
     }
 
     /// A comment of an item; `None` when it is gone, or when what was found at an embedded
@@ -159,25 +134,29 @@ impl Store {
             tracing::warn!(discussion = %discussion.id, slug, found = %comment.slug, "an author's comment was not at its positions: left out");
             return Ok(None);
         }
+        let number = item
+            .get_str(KEY)
+            .ok()
+            .and_then(numbers::number_of)
+            .ok_or_else(|| corrupt("an author's comment without its number"))?;
         Ok(Some(AuthoredComment {
             discussion,
             comment,
             held,
+            number,
         }))
     }
-}
 
-/// The position of an item in its author's history.
-fn key_of(item: &Document) -> StoreResult<Cursor> {
-    let posted = item
-        .get_i64(POSTED)
-        .map_err(|_| corrupt("an author's comment without its time"))?;
-    let discussion = item.get_str(DISCUSSION).map_err(corrupt)?;
-    Ok(Cursor::ByAuthor(
-        crate::domain::Micros(posted),
-        DiscussionId::parse(discussion).map_err(|_| corrupt("a discussion id"))?,
-        Slug::from_stored(item.get_str(SLUG).map_err(corrupt)?.to_owned()),
-    ))
+    /// The author's counter and the gaps counted (see `shared::numbers`): one point read.
+    async fn author_counter(&self, author: &str) -> StoreResult<(u64, u64)> {
+        let person = self
+            .held
+            .people()
+            .find_one(doc! { "_id": author })
+            .projection(doc! { numbers::COUNTER: 1, numbers::GAPS: 1 })
+            .await?;
+        Ok(numbers::counter_of(person.as_ref()))
+    }
 }
 
 #[async_trait]
@@ -188,42 +167,40 @@ impl HistoryStore for Store {
         after: Option<&Cursor>,
         limit: usize,
     ) -> StoreResult<(Vec<AuthoredComment>, bool)> {
-        let mut from = after.cloned();
+        // Numbers below `to` are left to read.
+        let mut to = match after {
+            Some(Cursor::ByAuthor(number)) => *number,
+            _ => self.author_counter(author).await?.0.saturating_add(1),
+        };
+        let mut listed = Vec::with_capacity(limit);
+        let mut width = u64::try_from(limit).unwrap_or(MAX_KEYS).clamp(1, MAX_KEYS);
         for _ in 0..MAX_ROUNDS {
-            let (comments, more, last) = self.authored_round(author, from.as_ref(), limit).await?;
-            if !comments.is_empty() || !more {
-                return Ok((comments, more));
+            if listed.len() >= limit || to <= 1 {
+                break;
             }
-            from = last;
+            let from = to.saturating_sub(width).max(1);
+            let mut found = self.authored_round(author, from, to).await?;
+            let room = limit - listed.len();
+            if found.len() > room {
+                found.truncate(room);
+                listed.extend(found);
+                return Ok((listed, true));
+            }
+            listed.extend(found);
+            to = from;
+            width = width.saturating_mul(2).min(MAX_KEYS);
         }
-        Err(StoreError::Busy(format!(
-            "the comments of {author} read so far are all copies that moves between layouts \
-             left behind: try again once those moves are over"
-        )))
+        if listed.is_empty() && to > 1 {
+            return Err(StoreError::Busy(format!(
+                "the comments of {author} read so far are gaps or copies that moves between \
+                 layouts left behind: try again once those moves are over"
+            )));
+        }
+        Ok((listed, to > 1))
     }
 
-    async fn authored_count(&self, author: &str, cap: u64) -> StoreResult<u64> {
-        let of = ByAuthor {
-            author,
-            before: None,
-            limit: usize::try_from(cap.saturating_add(1)).unwrap_or(usize::MAX),
-            bodies: false,
-        };
-        let mut pipeline = Self::authored_pipeline(&of, None);
-        pipeline.push(doc! { "$match": { GONE: { "$ne": true } } });
-        pipeline.push(doc! { "$group": { "_id": Bson::Null, "n": { "$sum": "$n" } } });
-        let (per_comment, ..) = self.layouts.authored();
-        let counted: Vec<Document> = per_comment
-            .authored_collection()
-            .aggregate(pipeline)
-            .await?
-            .try_collect()
-            .await?;
-        let n = counted
-            .first()
-            .and_then(|d| d.get("n"))
-            .and_then(crate::store::shared::bson::as_i64)
-            .unwrap_or(0);
-        Ok(u64::try_from(n).unwrap_or(0).min(cap))
+    async fn authored_count(&self, author: &str) -> StoreResult<u64> {
+        let (drawn, gaps) = self.author_counter(author).await?;
+        Ok(drawn.saturating_sub(gaps))
     }
 }

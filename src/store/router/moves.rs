@@ -1,6 +1,7 @@
 //! Moves and imports through the router (both need transactions; the read cache forgets the
 //! discussion after either), and the record of what imports brought in.
 
+use crate::store::shared::numbers;
 use std::collections::HashSet;
 
 use async_trait::async_trait;
@@ -33,7 +34,9 @@ impl ImportStore for Store {
         adding: &[Comment],
         report: &(dyn Fn(Step) + Send + Sync),
     ) -> StoreResult<Moved> {
-        self.moved(id, to, adding, (report, &|_| Vec::new())).await
+        let mut adding = adding.to_vec();
+        numbers::number_all(self.held.people(), &mut adding).await?;
+        self.moved(id, to, &adding, (report, &|_| Vec::new())).await
     }
 
     fn import_scratch(&self, layout: Layout) -> Layout {

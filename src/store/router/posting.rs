@@ -11,6 +11,7 @@ use crate::domain::{Comment, Discussion, DiscussionId, DomainError, NewComment, 
 use crate::store::api::{Announced, Decide, MoveStore, PostStore, Posted};
 use crate::store::discussions::locked;
 use crate::store::shared::error::{StoreError, StoreResult};
+use crate::store::shared::numbers;
 use crate::store::shared::skeleton::revise;
 
 /// Discussions whose metadata a process keeps for posting (past this, it starts over).
@@ -19,12 +20,148 @@ const POSTING: usize = 1024;
 #[async_trait]
 impl PostStore for Store {
     async fn post(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
+        let (new, drawn) = self.numbered(new).await?;
+        let posted = self.post_numbered(discussion, &new).await;
+        if posted.is_err() && drawn {
+            numbers::gap(self.held.people(), &new.author.id, 1).await;
+        }
+        posted
+    }
+
+    fn kept(&self, id: &DiscussionId) -> Option<Arc<Discussion>> {
+        let posting = self.posting.lock().unwrap_or_else(|p| p.into_inner());
+        posting.get(id).cloned()
+    }
+
+    fn forget(&self, id: &DiscussionId) {
+        let mut posting = self.posting.lock().unwrap_or_else(|p| p.into_inner());
+        posting.remove(id);
+    }
+
+    async fn post_to(
+        &self,
+        id: &DiscussionId,
+        new: NewComment,
+    ) -> StoreResult<(Arc<Discussion>, Posted)> {
+        // Only discussions whose layout posts from what the process kept are kept (see
+        // `CommentStore::posts_from_kept`).
+        let discussion = match self.kept(id) {
+            Some(discussion) => discussion,
+            None => Arc::new(self.discussions.by_id(id).await?),
+        };
+        self.post_from(discussion, new).await
+    }
+
+    async fn post_from(
+        &self,
+        discussion: Arc<Discussion>,
+        new: NewComment,
+    ) -> StoreResult<(Arc<Discussion>, Posted)> {
+        let id = &discussion.id.clone();
+        if discussion.locked {
+            return Err(locked(id));
+        }
+        let (new, drawn) = self.numbered(new).await?;
+        let result = self.post_found(discussion, &new).await;
+        if result.is_err() && drawn {
+            numbers::gap(self.held.people(), &new.author.id, 1).await;
+        }
+        result
+    }
+
+    async fn change_comment(
+        &self,
+        discussion: &Discussion,
+        slug: &Slug,
+        decide: &Decide<'_>,
+        announce: &Announced<'_>,
+    ) -> Result<Comment, DomainError> {
+        let mut discussion = discussion.clone();
+        loop {
+            let layout = self.layouts.get(discussion.layout);
+            let revised = revise(layout, &self.clock, &discussion, slug, (decide, announce)).await;
+            self.touched(&discussion.id);
+            match revised {
+                Err(DomainError::Moving(_)) => {
+                    discussion = self.after_move(&discussion.id).await?;
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+impl Store {
+    /// The comment with its author's number: its own (a held comment being published), or one
+    /// drawn now (then `true`: a write that fails leaves a gap to count).
+    async fn numbered(&self, mut new: NewComment) -> StoreResult<(NewComment, bool)> {
+        if new.number.is_some() {
+            return Ok((new, false));
+        }
+        new.number = Some(numbers::draw(self.held.people(), &new.author.id, 1).await?);
+        Ok((new, true))
+    }
+
+    /// Posts a numbered comment as [`PostStore::post_from`] does, once the discussion is known
+    /// to be unlocked.
+    async fn post_found(
+        &self,
+        discussion: Arc<Discussion>,
+        new: &NewComment,
+    ) -> StoreResult<(Arc<Discussion>, Posted)> {
+        let id = &discussion.id.clone();
+        let mut discussion = discussion;
+        let result = loop {
+            match self.post_numbered(&discussion, new).await {
+                // The parent may have been looked for where a move just took it from (the
+                // discussion as kept, or as read a moment before the move): look again where
+                // the discussion is now.
+                Err(StoreError::NotFound(why)) => {
+                    let now = self.discussions.by_id(id).await?;
+                    if now.moves == discussion.moves {
+                        break Err(StoreError::NotFound(why));
+                    }
+                    if now.locked {
+                        break Err(locked(id));
+                    }
+                    discussion = Arc::new(now);
+                }
+                other => break other,
+            }
+        };
+        let mut posting = self.posting.lock().unwrap_or_else(|p| p.into_inner());
+        match result {
+            Ok(mut posted) => {
+                let now = posted.moved.take().map_or(discussion, Arc::new);
+                if self.layouts.get(now.layout).posts_from_kept() {
+                    if posting.len() >= POSTING && !posting.contains_key(id) {
+                        posting.clear();
+                    }
+                    posting.insert(id.clone(), now.clone());
+                } else {
+                    posting.remove(id);
+                }
+                Ok((now, posted))
+            }
+            Err(err) => {
+                posting.remove(id);
+                Err(err)
+            }
+        }
+    }
+
+    /// Posts a numbered comment in the discussion's layout (see [`PostStore::post`]).
+    async fn post_numbered(
+        &self,
+        discussion: &Discussion,
+        new: &NewComment,
+    ) -> StoreResult<Posted> {
         let start = discussion.moves;
         let mode = discussion.moderation;
         let mut discussion = discussion.clone();
         let mut promoted = false;
         loop {
-            match self.layouts.post(&self.writer, &discussion, &new).await {
+            match self.layouts.post(&self.writer, &discussion, new).await {
                 Err(StoreError::Moving(_)) => {
                     discussion = self.after_move(&discussion.id).await?;
                     if discussion.locked {
@@ -64,100 +201,6 @@ impl PostStore for Store {
                     return Ok(posted);
                 }
                 Err(err) => return Err(err),
-            }
-        }
-    }
-
-    fn kept(&self, id: &DiscussionId) -> Option<Arc<Discussion>> {
-        let posting = self.posting.lock().unwrap_or_else(|p| p.into_inner());
-        posting.get(id).cloned()
-    }
-
-    fn forget(&self, id: &DiscussionId) {
-        let mut posting = self.posting.lock().unwrap_or_else(|p| p.into_inner());
-        posting.remove(id);
-    }
-
-    async fn post_to(
-        &self,
-        id: &DiscussionId,
-        new: NewComment,
-    ) -> StoreResult<(Arc<Discussion>, Posted)> {
-        // Only discussions whose layout posts from what the process kept are kept (see
-        // `CommentStore::posts_from_kept`).
-        let discussion = match self.kept(id) {
-            Some(discussion) => discussion,
-            None => Arc::new(self.discussions.by_id(id).await?),
-        };
-        self.post_from(discussion, new).await
-    }
-
-    async fn post_from(
-        &self,
-        discussion: Arc<Discussion>,
-        new: NewComment,
-    ) -> StoreResult<(Arc<Discussion>, Posted)> {
-        let id = &discussion.id.clone();
-        if discussion.locked {
-            return Err(locked(id));
-        }
-        let mut discussion = discussion;
-        let result = loop {
-            match self.post(&discussion, new.clone()).await {
-                // The parent may have been looked for where a move just took it from (the
-                // discussion as kept, or as read a moment before the move): look again where
-                // the discussion is now.
-                Err(StoreError::NotFound(why)) => {
-                    let now = self.discussions.by_id(id).await?;
-                    if now.moves == discussion.moves {
-                        break Err(StoreError::NotFound(why));
-                    }
-                    if now.locked {
-                        break Err(locked(id));
-                    }
-                    discussion = Arc::new(now);
-                }
-                other => break other,
-            }
-        };
-        let mut posting = self.posting.lock().unwrap_or_else(|p| p.into_inner());
-        match result {
-            Ok(mut posted) => {
-                let now = posted.moved.take().map_or(discussion, Arc::new);
-                if self.layouts.get(now.layout).posts_from_kept() {
-                    if posting.len() >= POSTING && !posting.contains_key(id) {
-                        posting.clear();
-                    }
-                    posting.insert(id.clone(), now.clone());
-                } else {
-                    posting.remove(id);
-                }
-                Ok((now, posted))
-            }
-            Err(err) => {
-                posting.remove(id);
-                Err(err)
-            }
-        }
-    }
-
-    async fn change_comment(
-        &self,
-        discussion: &Discussion,
-        slug: &Slug,
-        decide: &Decide<'_>,
-        announce: &Announced<'_>,
-    ) -> Result<Comment, DomainError> {
-        let mut discussion = discussion.clone();
-        loop {
-            let layout = self.layouts.get(discussion.layout);
-            let revised = revise(layout, &self.clock, &discussion, slug, (decide, announce)).await;
-            self.touched(&discussion.id);
-            match revised {
-                Err(DomainError::Moving(_)) => {
-                    discussion = self.after_move(&discussion.id).await?;
-                }
-                other => return other,
             }
         }
     }

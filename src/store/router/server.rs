@@ -7,7 +7,11 @@ use super::Store;
 use crate::domain::{GuestIds, ServerKey};
 use crate::store::api::{KeyedGuests, ServerStore};
 use crate::store::server::guests::Keying;
-use crate::store::server::{EMBEDDED_AUTHORS, GUEST_IDS};
+use crate::store::server::{COMMENT_NUMBERS, EMBEDDED_AUTHORS, GUEST_IDS};
+use crate::store::shared::numbers_backfill::{number_stored, Numbered};
+
+/// Passes of the numbering of stored comments at most, in one run.
+const NUMBERING_PASSES: usize = 3;
 use crate::store::shared::error::StoreResult;
 
 #[async_trait]
@@ -39,6 +43,34 @@ impl ServerStore for Store {
 
     async fn embedded_authors_indexed(&self) -> StoreResult<bool> {
         self.server.is_done(EMBEDDED_AUTHORS).await
+    }
+
+    async fn comments_numbered(&self) -> StoreResult<bool> {
+        self.server.is_done(COMMENT_NUMBERS).await
+    }
+
+    async fn number_comments(&self) -> StoreResult<u64> {
+        let (per_comment, embedded, bucketed) = self.layouts.authored();
+        let people = self.held.people();
+        let mut total = 0;
+        for _ in 0..NUMBERING_PASSES {
+            let mut pass = Numbered::default();
+            for (coll, filter, bytes) in [
+                per_comment.unnumbered(),
+                bucketed.unnumbered(),
+                embedded.unnumbered(),
+            ] {
+                pass += number_stored(coll, people, filter, bytes).await?;
+            }
+            let (held, filter) = self.held.unnumbered();
+            pass += number_stored(held, people, filter, None).await?;
+            total += pass.comments;
+            if pass.comments == 0 && pass.missed == 0 {
+                self.server.record_done(COMMENT_NUMBERS).await?;
+                break;
+            }
+        }
+        Ok(total)
     }
 
     async fn index_embedded_authors(&self) -> StoreResult<u64> {

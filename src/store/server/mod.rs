@@ -1,6 +1,7 @@
 //! The installation's own settings, in the `server` collection, one document each, read and
 //! written by `_id`: `server_key` (the root secret, see `domain::secrets`), and a record per
-//! migration of stored data that ran to its end (`guest_ids`, `embedded_authors`). The keying of guest ids itself is
+//! migration of stored data that ran to its end (`guest_ids`, `embedded_authors`,
+//! `comment_numbers`). The keying of guest ids itself is
 //! in `guests`.
 
 pub(crate) mod guests;
@@ -23,6 +24,9 @@ pub(crate) const GUEST_IDS: &str = "guest_ids";
 
 /// The `_id` of the record that every embedded discussion keeps its flat array of authors.
 pub(crate) const EMBEDDED_AUTHORS: &str = "embedded_authors";
+
+/// The `_id` of the record that every stored comment has its number among its author's.
+pub(crate) const COMMENT_NUMBERS: &str = "comment_numbers";
 
 /// The `server` collection.
 pub(crate) struct ServerDocs {

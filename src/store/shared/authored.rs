@@ -1,32 +1,34 @@
 //! One author's comments across the layouts (see `HistoryStore`): what the layouts' parts of
-//! that query share. Each layout writes its part in its own folder (`authored.rs`): the comments
-//! of one author it holds, as items of one shape; the router composes the parts into one
-//! aggregation (`router/history.rs`), which sorts, limits and checks the items here.
+//! that query share. A read asks for the comments of one range of the author's numbers
+//! (`shared::numbers`), as their keys; each layout writes its part in its own folder
+//! (`authored.rs`), one equality of its own index on the keys, and gives the comments it holds
+//! as items of one shape; the router composes the parts into one aggregation
+//! (`router/history.rs`).
 //!
-//! Every part but the first starts from one seed document whose [`AUTHOR`] field holds the
-//! author's id, and joins its collection by an equality `$lookup` on the author: the one join
-//! the development database reads through an index (it reads every document of the other
-//! collection for `$unionWith` or a `$lookup` with a pipeline).
+//! Every part but the first starts from one seed document whose [`KEYS`] field holds the keys,
+//! and joins its collection by an equality `$lookup` on them: the one join the development
+//! database reads through an index (it reads every document of the other collection for
+//! `$unionWith` or a `$lookup` with a pipeline). A `localField` that is an array matches each
+//! of its elements, so a part reads the documents holding those comments and no other.
 
 use mongodb::bson::{doc, Bson, Document};
 
-use crate::domain::paging::Cursor;
 use crate::domain::Layout;
 use crate::store::discussions::Discussions;
-use crate::store::shared::order::{before_cond, before_filter};
+use crate::store::shared::numbers;
 
-/// The seed's field that holds the author's id.
-pub(crate) const AUTHOR: &str = "a";
+/// The seed's field that holds the keys read.
+pub(crate) const KEYS: &str = "keys";
 
 /// An item's discussion id.
 pub(crate) const DISCUSSION: &str = "discussion_id";
-/// An item's posting time (for a held comment, when it was submitted).
-pub(crate) const POSTED: &str = "posted";
+/// An item's key (its number among its author's comments, see `shared::numbers`).
+pub(crate) const KEY: &str = "k";
 /// An item's slug.
 pub(crate) const SLUG: &str = "slug";
 /// Whether an item is a held comment (its comment is the held document).
 pub(crate) const HELD: &str = "held";
-/// An item's comment as stored (absent when the items are only counted).
+/// An item's comment as stored.
 pub(crate) const COMMENT: &str = "comment";
 /// Whether an item is not its discussion's (the discussion is gone, or it lives in another
 /// layout now: the copy a move made or has yet to remove).
@@ -34,82 +36,48 @@ pub(crate) const GONE: &str = "gone";
 /// An item's discussion, as a metadata read gives it.
 pub(crate) const META: &str = "d";
 
-/// What an author's history asks each layout.
-pub(crate) struct ByAuthor<'a> {
-    /// The author's id.
-    pub author: &'a str,
-    /// Only comments strictly older than this position (a `ByAuthor` cursor).
-    pub before: Option<&'a Cursor>,
-    /// Most items the whole read gives.
-    pub limit: usize,
-    /// Whether items carry their comment (a count needs only their keys).
-    pub bodies: bool,
+/// What an author's history asks each layout: the comments of one range of numbers.
+pub(crate) struct ByAuthor {
+    keys: Vec<String>,
 }
 
-impl ByAuthor<'_> {
-    /// The author's id as an aggregation expression: a literal, whatever its characters.
-    pub(crate) fn author(&self) -> Bson {
-        doc! { "$literal": self.author }.into()
+impl ByAuthor {
+    /// The comments of `author` numbered from `from` up to `to`, `to` left out.
+    pub(crate) fn numbered(author: &str, from: u64, to: u64) -> Self {
+        Self {
+            keys: (from..to).map(|n| numbers::key(n, author)).collect(),
+        }
     }
 
-    /// The limit as stored in a stage.
-    pub(crate) fn limit(&self) -> i64 {
-        i64::try_from(self.limit).unwrap_or(i64::MAX)
+    /// The keys, as a literal array.
+    pub(crate) fn keys(&self) -> Bson {
+        let keys: Vec<Bson> = self.keys.iter().map(|k| Bson::String(k.clone())).collect();
+        Bson::Array(keys)
     }
 
-    /// The stage projecting to an item: `discussion`, `posted` and `slug` are expressions,
-    /// `comment` the expression of the stored comment (left out when items are only counted).
-    pub(crate) fn item(
-        &self,
-        discussion: &str,
-        posted: &str,
-        slug: &str,
-        comment: &str,
-    ) -> Document {
-        let mut item = doc! {
+    /// The condition that the key expression `key` is one of the keys read.
+    pub(crate) fn wanted(&self, key: &str) -> Document {
+        doc! { "$in": [key, { "$literal": self.keys() }] }
+    }
+
+    /// The stage projecting to an item: each argument is the expression of that field.
+    pub(crate) fn item(discussion: &str, key: &str, slug: &str, comment: &str) -> Document {
+        doc! { "$project": {
             "_id": 0,
             DISCUSSION: discussion,
-            POSTED: posted,
+            KEY: key,
             SLUG: slug,
-        };
-        if self.bodies {
-            item.insert(COMMENT, comment);
-        }
-        doc! { "$project": item }
-    }
-
-    /// The stages that keep the items strictly older than the cursor (none without one), as a
-    /// filter on the items' fields.
-    pub(crate) fn older(&self) -> Option<Document> {
-        self.before.map(|c| doc! { "$match": before_filter(c) })
-    }
-
-    /// The condition that the variable `var` (an item's fields) is strictly older than the
-    /// cursor (true without one).
-    pub(crate) fn older_cond(&self, var: &str) -> Bson {
-        match self.before {
-            Some(c) => before_cond(c, var).into(),
-            None => Bson::Boolean(true),
-        }
-    }
-
-    /// The newest `limit` items.
-    pub(crate) fn newest(&self) -> [Document; 2] {
-        [doc! { "$sort": order() }, doc! { "$limit": self.limit() }]
+            COMMENT: comment,
+        } }
     }
 }
 
-/// The order of an author's history, newest first.
-pub(crate) fn order() -> Document {
-    doc! { POSTED: -1, DISCUSSION: -1, SLUG: -1 }
-}
-
-/// The stages that join, to the seed, every document of `collection` whose `field` is the
-/// author's id, one document each (its fields under `into`).
+/// The stages that join, to the seed, every document of `collection` whose `field` holds one
+/// of the keys, one document each (its fields under `into`).
 pub(crate) fn join(collection: &str, field: &str, into: &str) -> [Document; 2] {
     [
         doc! { "$lookup": {
-            "from": collection, "localField": AUTHOR, "foreignField": field, "as": into,
+            "from": collection, "localField": KEYS, "foreignField": field, "as": into,
         } },
         doc! { "$unwind": format!("${into}") },
     ]
@@ -126,67 +94,48 @@ pub(crate) fn metadata_of(path: &str, projection: &Document) -> Document {
 }
 
 /// The stages that mark each item [`GONE`] or not by its discussion (`layout`: the layout the
-/// items were read from; `None` for held comments, which any discussion may have) and, where
-/// `metadata` is given, add the discussion's metadata as [`META`]. One point read per item.
-pub(crate) fn with_discussion(
-    layout: Option<Layout>,
-    metadata: Option<&Document>,
-) -> Vec<Document> {
+/// items were read from; `None` for held comments, which any discussion may have) and add the
+/// discussion's metadata as [`META`]. One point read per item.
+pub(crate) fn with_discussion(layout: Option<Layout>, metadata: &Document) -> Vec<Document> {
     let found = format!("${META}");
     let gone = match layout {
         Some(layout) => doc! { "$ne": [format!("{found}.layout"), layout.as_str()] },
         None => doc! { "$eq": [{ "$ifNull": [format!("{found}._id"), Bson::Null] }, Bson::Null] },
     };
-    let mut set = doc! { GONE: gone };
-    if let Some(projection) = metadata {
-        set.insert(META, metadata_of(&found, projection));
-    }
-    let mut stages = vec![
+    vec![
         doc! { "$lookup": {
             "from": Discussions::COLLECTION, "localField": DISCUSSION, "foreignField": "_id",
             "as": META,
         } },
         doc! { "$unwind": { "path": &found, "preserveNullAndEmptyArrays": true } },
-        doc! { "$set": set },
-    ];
-    if metadata.is_none() {
-        stages.push(doc! { "$unset": META });
-    }
-    stages
+        doc! { "$set": { GONE: gone, META: metadata_of(&found, metadata) } },
+    ]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{DiscussionId, Micros, Slug};
 
     #[test]
-    fn items_older_than_a_cursor_are_kept_by_time_then_discussion_then_slug() {
-        let cursor = Cursor::ByAuthor(
-            Micros(10),
-            DiscussionId::parse("0123456789abcdef01234567").expect("id"),
-            Slug::parse("abcd1234").expect("slug"),
-        );
-        let of = ByAuthor {
-            author: "$u",
-            before: Some(&cursor),
-            limit: 3,
-            bodies: false,
-        };
-        let Some(stage) = of.older() else {
-            panic!("a cursor keeps the older items")
-        };
-        let filter = stage.get_document("$match").expect("match");
+    fn a_range_of_numbers_is_read_as_its_keys_and_nothing_else() {
+        let of = ByAuthor::numbered("u:a", 7, 10);
         assert_eq!(
-            filter.get_document(POSTED).expect("posted"),
-            &doc! { "$lte": 10_i64 }
+            of.keys(),
+            Bson::Array(vec!["7:u:a".into(), "8:u:a".into(), "9:u:a".into()])
         );
-        assert_eq!(filter.get_array("$or").expect("or").len(), 3);
-        assert_eq!(of.author(), Bson::Document(doc! { "$literal": "$u" }));
-        let item = of.item("$x", "$p", "$s", "$c");
-        assert!(!item
-            .get_document("$project")
-            .expect("project")
-            .contains_key(COMMENT));
+        assert_eq!(ByAuthor::numbered("u:a", 3, 3).keys(), Bson::Array(vec![]));
+        let wanted = of.wanted("$$e.k");
+        let args = wanted.get_array("$in").expect("in");
+        assert_eq!(args[0], Bson::String("$$e.k".into()));
+        // The keys are a literal: an author id that looks like a field path stays text.
+        let literal = ByAuthor::numbered("$x", 1, 2);
+        let wanted = literal.wanted("$k");
+        let keys = wanted.get_array("$in").expect("in")[1]
+            .as_document()
+            .expect("literal")
+            .get_array("$literal")
+            .expect("keys")
+            .clone();
+        assert_eq!(keys, vec![Bson::String("1:$x".into())]);
     }
 }

@@ -7,6 +7,7 @@ use mongodb::bson::{doc, Bson, Document};
 
 use super::error::{is_duplicate_key, StoreResult};
 use super::metrics::Counted;
+use super::numbers;
 use crate::domain::GuestIds;
 
 /// The sub-documents whose `id` is a person's id.
@@ -67,6 +68,16 @@ fn walk_document(
         if let (true, Bson::Document(person)) = (PEOPLE_FIELDS.contains(&key.as_str()), value) {
             if let Ok(id) = person.get_str("id") {
                 if let Some(new) = map(id) {
+                    // A comment's key among its author's names the author (`numbers`).
+                    if let Ok(key) = person.get_str(numbers::KEY) {
+                        if let Some(n) = numbers::number_of(key) {
+                            out.push(IdChange {
+                                path: format!("{path}.{}", numbers::KEY),
+                                old: key.to_owned(),
+                                new: numbers::key(n, &new),
+                            });
+                        }
+                    }
                     out.push(IdChange {
                         path: format!("{path}.id"),
                         old: id.to_owned(),
@@ -192,7 +203,7 @@ mod tests {
                       "replies": [] },
                 ] },
             ],
-            "comments": [ { "author": { "id": "g:cy", "name": "Cy" }, "text": "author" } ],
+            "comments": [ { "author": { "id": "g:cy", "name": "Cy", "k": "4:g:cy" }, "text": "author" } ],
             "by": { "id": "g:mod", "name": "Not a person field" },
         };
         let changes: Vec<(String, String)> = id_changes(&document, &upper)
@@ -211,6 +222,7 @@ mod tests {
                     "replies.0.replies.0.revisions.0.editor.id".to_owned(),
                     "G:EVE".to_owned()
                 ),
+                ("comments.0.author.k".to_owned(), "4:G:CY".to_owned()),
                 ("comments.0.author.id".to_owned(), "G:CY".to_owned()),
             ]
         );

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bson::corrupt;
 use super::error::StoreResult;
+use super::numbers;
 use crate::domain::{
     Author, Comment, CommentStatus, DiscussionId, FullSlug, Micros, Revision, Slug, Standing, Votes,
 };
@@ -16,6 +17,9 @@ pub(crate) struct AuthorDoc {
     pub id: String,
     /// Display name (token `name`).
     pub name: String,
+    /// A comment's author: the comment's place among theirs, as a key (`numbers::key`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k: Option<String>,
 }
 
 impl AuthorDoc {
@@ -23,6 +27,15 @@ impl AuthorDoc {
         Self {
             id: author.id.clone(),
             name: author.name.clone(),
+            k: None,
+        }
+    }
+
+    /// A comment's author, with the comment's number.
+    fn numbered(author: &Author, number: Option<u64>) -> Self {
+        Self {
+            k: number.map(|n| numbers::key(n, &author.id)),
+            ..Self::of(author)
         }
     }
 
@@ -143,7 +156,7 @@ impl CommentDoc {
             full_slug: comment.full_slug.as_str().to_owned(),
             parent: comment.parent.as_ref().map(|p| p.as_str().to_owned()),
             posted: comment.posted.0,
-            author: AuthorDoc::of(&comment.author),
+            author: AuthorDoc::numbered(&comment.author, comment.number),
             text: comment.text.clone(),
             html: comment.html.clone(),
             edited: comment.edited.map(|m| m.0),
@@ -184,6 +197,7 @@ impl CommentDoc {
             full_slug: FullSlug::from_stored(self.full_slug),
             parent: self.parent.map(Slug::from_stored),
             posted: Micros(self.posted),
+            number: self.author.k.as_deref().and_then(numbers::number_of),
             author: self.author.into_author(),
             text: self.text,
             html: self.html,

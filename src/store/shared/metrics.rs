@@ -396,6 +396,13 @@ impl<T: Send + Sync> Counted<T> {
         self.timed(Command::CreateIndexes, self.coll.create_index(index))
     }
 
+    /// Drops the index `name` where there is one (an earlier version's); a failure, such as
+    /// there being none, is ignored.
+    pub(crate) async fn retire_index(&self, name: &str) {
+        self.commands.sent("dropIndexes");
+        let _ = self.coll.drop_index(name).await;
+    }
+
     pub(crate) fn create_indexes(
         &self,
         indexes: impl IntoIterator<Item = IndexModel>,

@@ -12,6 +12,8 @@ pub mod embedded_db;
 pub(crate) mod error;
 pub(crate) mod inserts;
 pub(crate) mod metrics;
+pub(crate) mod numbers;
+pub(crate) mod numbers_backfill;
 pub(crate) mod order;
 pub(crate) mod scope;
 pub(crate) mod sharding;

@@ -27,14 +27,11 @@ fn key(cursor: &Cursor) -> Vec<(&'static str, Bson)> {
             ("at", Bson::Int64(at.0)),
             ("_id", Bson::String(user.clone())),
         ],
-        Cursor::ByAuthor(posted, discussion, slug) => vec![
-            ("posted", Bson::Int64(posted.0)),
-            (
-                "discussion_id",
-                Bson::String(discussion.as_str().to_owned()),
-            ),
-            ("slug", Bson::String(slug.as_str().to_owned())),
-        ],
+        // An author's comments are read by the keys of their numbers (`shared::numbers`).
+        Cursor::ByAuthor(number) => vec![(
+            "number",
+            Bson::Int64(i64::try_from(*number).unwrap_or(i64::MAX)),
+        )],
         // Within one rank value, ranked lists follow posting order (see `store::ranked`).
         Cursor::Ranked { posted, slug, .. } => vec![
             ("posted", Bson::Int64(posted.0)),
@@ -261,6 +258,7 @@ mod tests {
             reply_count: 0,
             standing: Default::default(),
             votes: Default::default(),
+            number: None,
         }
     }
 

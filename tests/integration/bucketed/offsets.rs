@@ -249,6 +249,7 @@ async fn a_changed_bucket_size_keeps_old_pages_readable() {
                     html: format!("<p>after {i}</p>\n"),
                     part: None,
                     announce: None,
+                    number: None,
                 },
             )
             .await

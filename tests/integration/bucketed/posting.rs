@@ -36,6 +36,7 @@ async fn many_writers_lose_and_duplicate_nothing() {
                             html: format!("<p>{task}/{i}</p>\n"),
                             part: None,
                             announce: None,
+                            number: None,
                         },
                     )
                     .await
@@ -227,7 +228,7 @@ async fn many_writers_lose_and_duplicate_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_post_costs_three_commands_and_a_reply_to_a_comment_unknown_to_the_process_four() {
+async fn a_post_costs_four_commands_and_a_reply_to_a_comment_unknown_to_the_process_five() {
     let app = TestApp::with("bucketed_post_cost", settings(100)).await;
     let d = app.discussion("post cost").await;
     let store = app.store();
@@ -272,10 +273,24 @@ async fn a_post_costs_three_commands_and_a_reply_to_a_comment_unknown_to_the_pro
         // A post: one update command on the pages (the guard that finds its slug anywhere in
         // the discussion, then the push, and for a reply its counters), the discussion's
         // counters, and the commit of their transaction (the development database has
-        // transactions). The process stored the parent, so it knows where it and its thread's
+        // transactions); before them, the author's number is drawn. The process stored the parent, so it knows where it and its thread's
         // root are.
-        assert_eq!(top, &expected(&[("update", 2), ("commitTransaction", 1)]));
-        assert_eq!(reply, &expected(&[("update", 2), ("commitTransaction", 1)]));
+        assert_eq!(
+            top,
+            &expected(&[
+                ("update", 2),
+                ("commitTransaction", 1),
+                ("findAndModify", 1)
+            ])
+        );
+        assert_eq!(
+            reply,
+            &expected(&[
+                ("update", 2),
+                ("commitTransaction", 1),
+                ("findAndModify", 1)
+            ])
+        );
     }
     // Another process knows none of these comments: its first reply to one reads it and its
     // thread's root; the next reply there, and a reply to its own reply, do not.
@@ -296,9 +311,22 @@ async fn a_post_costs_three_commands_and_a_reply_to_a_comment_unknown_to_the_pro
     assert_eq!(
         other_costs,
         vec![
-            expected(&[("aggregate", 1), ("update", 2), ("commitTransaction", 1)]),
-            expected(&[("update", 2), ("commitTransaction", 1)]),
-            expected(&[("update", 2), ("commitTransaction", 1)]),
+            expected(&[
+                ("aggregate", 1),
+                ("update", 2),
+                ("commitTransaction", 1),
+                ("findAndModify", 1)
+            ]),
+            expected(&[
+                ("update", 2),
+                ("commitTransaction", 1),
+                ("findAndModify", 1)
+            ]),
+            expected(&[
+                ("update", 2),
+                ("commitTransaction", 1),
+                ("findAndModify", 1)
+            ]),
         ]
     );
     // The reply counters landed with the push.

@@ -133,6 +133,7 @@ pub(crate) async fn post_in(
                 html: threadql::domain::markdown::render(text, 16),
                 part: None,
                 announce: None,
+                number: None,
             },
         )
         .await

@@ -358,6 +358,7 @@ mod tests {
                 html: format!("<p>post {n}</p>\n"),
                 part: None,
                 announce: None,
+                number: None,
             },
             parent: None,
             part: SlugPart::generate(),
