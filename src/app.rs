@@ -208,72 +208,6 @@ pub async fn server_key(
     }
 }
 
-/// Keys the imported guest ids stored unkeyed (by a version before keyed ids), once: when the
-/// database records that they are keyed, one read and nothing else. Runs before the server
-/// serves, so no read cache holds an unkeyed id; other processes' caches hear of each changed
-/// discussion through the change feed.
-pub async fn key_guest_ids(storage: &dyn Storage, key: &ServerKey) -> anyhow::Result<()> {
-    let server = storage.server();
-    if server.guest_ids_keyed().await? {
-        return Ok(());
-    }
-    tracing::debug!("keying the imported guest ids stored unkeyed (once; see docs/operations.md)");
-    let keyed = server
-        .key_guest_ids(&GuestIds::new(key), &|_| {})
-        .await
-        .context("cannot key the imported guest ids (run `threadql key-guest-ids` to retry)")?;
-    if keyed.ids == 0 {
-        return Ok(());
-    }
-    tracing::info!(
-        discussions = keyed.discussions,
-        documents = keyed.documents,
-        ids = keyed.ids,
-        passes = keyed.passes,
-        "imported guest ids keyed"
-    );
-    Ok(())
-}
-
-/// Writes the flat array of authors of the embedded discussions stored without it (by a
-/// version before it), once, after the keying of guest ids (so it holds keyed ids) and before
-/// serving: when the database records it done, one read and nothing else.
-pub async fn index_embedded_authors(storage: &dyn Storage) -> anyhow::Result<()> {
-    let server = storage.server();
-    if !server.embedded_authors_indexed().await? {
-        let written = server
-            .index_embedded_authors()
-            .await
-            .context("cannot index the authors of embedded discussions")?;
-        tracing::info!(
-            discussions = written,
-            "authors of embedded discussions indexed"
-        );
-    }
-    Ok(())
-}
-
-/// Numbers the comments stored without their number among their author's (by a version
-/// before comments were numbered), once, after the indexing of embedded authors (whose entries
-/// get numbers too) and before serving: when the database records it done, one read and
-/// nothing else.
-pub async fn number_comments(storage: &dyn Storage) -> anyhow::Result<()> {
-    let server = storage.server();
-    if !server.comments_numbered().await? {
-        let numbered = server
-            .number_comments()
-            .await
-            .context("cannot number the stored comments among their authors'")?;
-        if numbered > 0 {
-            tracing::info!(
-                comments = numbered,
-                "stored comments numbered among their authors'"
-            );
-        }
-    }
-    Ok(())
-}
-
 /// The workflows over `storage` with the rules of `config`, screening texts against `words`
 /// and keying guest ids with `key`; their events go to the moderation log (and this process's
 /// feed).
@@ -483,9 +417,7 @@ impl App {
         let (store, embedded) = connect_observed(config, events).await?;
         let background = background_store(config, embedded.as_ref()).await?;
         let key = server_key(configured, store.as_ref()).await?;
-        key_guest_ids(store.as_ref(), &key).await?;
-        index_embedded_authors(store.as_ref()).await?;
-        number_comments(store.as_ref()).await?;
+        crate::migrate::upgrade_at_start(store.as_ref(), &key).await?;
         let keys = jwt_keys(config)?;
         log_jwt_keys(config, &keys);
         log_page_origins(config);

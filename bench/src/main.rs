@@ -5,6 +5,7 @@ mod charts;
 mod client;
 mod fanout;
 mod floor;
+mod history;
 mod hot;
 mod import;
 mod load;
@@ -244,6 +245,11 @@ struct Args {
     /// 300 s.
     #[arg(long)]
     notifications: bool,
+    /// Measure only an author's history: per layout, pages of `commentsByAuthor` for an author
+    /// of 3 000 comments against one of 40, in the same discussions (quick: 300 against 40).
+    /// Fails when the heavy author's page takes more database commands.
+    #[arg(long)]
+    author_history: bool,
     /// Followers of the followed discussion (`--notifications`).
     #[arg(long)]
     followers: Option<usize>,
@@ -362,6 +368,7 @@ async fn main() -> std::process::ExitCode {
         (None, None) if args.markdown_page => run_markdown(&args).await,
         (None, None) if args.webhooks => run_webhooks(&args).await,
         (None, None) if args.notifications => run_notifications(&args).await,
+        (None, None) if args.author_history => run_history(&args).await,
         (None, None) => run(args).await,
     };
     match result {
@@ -724,6 +731,41 @@ async fn run_notifications(args: &Args) -> anyhow::Result<()> {
         "result": result,
     });
     write_results(args, &described, &saved, &notify::markdown(&result))
+}
+
+/// Measures an author's history only (`--author-history`).
+async fn run_history(args: &Args) -> anyhow::Result<()> {
+    let settings = history::Settings {
+        layouts: ["PER_COMMENT", "BUCKETED", "EMBEDDED"]
+            .map(str::to_owned)
+            .to_vec(),
+        discussions: if args.quick { 10 } else { 30 },
+        light: 40,
+        heavy: if args.quick { 300 } else { 3_000 },
+        warmup: args.warmup.unwrap_or(if args.quick { 3 } else { 20 }),
+        requests: args.requests.unwrap_or(if args.quick { 10 } else { 100 }),
+        runs: args.runs.unwrap_or(if args.quick { 1 } else { 3 }),
+    };
+    let load_at_start = report::load_average();
+    let (results, described) =
+        on_one_server_with(args, "history", &[], async |server, client, keys, _| {
+            history::measure(server, client, keys, &settings).await
+        })
+        .await?;
+    let saved = serde_json::json!({
+        "kind": "author-history",
+        "quick": args.quick,
+        "load_average_at_start": load_at_start,
+        "settings": settings,
+        "layouts": results,
+    });
+    write_results(
+        args,
+        &described,
+        &saved,
+        &history::markdown(&results, &settings),
+    )?;
+    history::check(&results)
 }
 
 /// Measures the vote throughput only (`--vote-throughput`).

@@ -18,19 +18,20 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::ReturnDocument;
 use mongodb::Database;
 
+use super::codec::{entry_of, from_doc, key, report_key, to_doc};
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
 use crate::domain::GuestIds;
 use crate::domain::{
-    Author, Comment, CommentStatus, DiscussionId, Event, FullSlug, Held, Micros, NewComment,
-    Placement, Queue, Slug, SlugPart, Standing,
+    Comment, CommentStatus, DiscussionId, Event, FullSlug, Held, Micros, NewComment, Placement,
+    Queue, Slug, SlugPart, Standing,
 };
-use crate::store::api::{Claim, HeldStore, QueueEntry, Report, Tallies, Tally, Waiting};
+use crate::store::api::{Claim, HeldStore, QueueEntry, Report, Tallies, Tally};
 use crate::store::events::{announced, EventLog};
 use crate::store::shared::authored::{join, ByAuthor};
 use crate::store::shared::authors::{rename_ids, Rewritten};
 use crate::store::shared::connect::index_model;
-use crate::store::shared::error::{is_duplicate_key, StoreError, StoreResult};
+use crate::store::shared::error::{is_duplicate_key, StoreResult};
 use crate::store::shared::metrics::{CommandCounter, Counted};
 use crate::store::shared::numbers;
 use crate::store::shared::order::{after_filter, limit_plus_one};
@@ -61,16 +62,6 @@ pub(crate) struct HeldComments {
     max_depth: usize,
     trusted: Mutex<HashSet<String>>,
     log: EventLog,
-}
-
-/// A held comment's or queue entry's document id: unique per discussion and slug.
-fn key(discussion: &DiscussionId, slug: &Slug) -> String {
-    format!("{discussion}:{slug}")
-}
-
-/// A report's document id: one per comment and reporter.
-fn report_key(report: &Report) -> String {
-    format!("{}:{}:{}", report.discussion, report.slug, report.reporter)
 }
 
 /// The filter of a queue, in one discussion or all.
@@ -178,109 +169,6 @@ impl HeldComments {
         }
         trusted.insert(person.to_owned());
     }
-}
-
-/// A held comment's document.
-fn to_doc(held: &Held) -> Document {
-    let c = &held.comment;
-    let mut doc = doc! {
-        "_id": key(&c.discussion_id, &c.slug),
-        "discussion_id": c.discussion_id.as_str(),
-        "slug": c.slug.as_str(),
-        "full_slug": c.full_slug.as_str(),
-        "parent": c.parent.as_ref().map(Slug::as_str),
-        "author": numbers::author_doc(&c.author, c.number),
-        "text": c.text.as_deref(),
-        "submitted": c.posted.0,
-        "since": c.posted.0,
-        "status": c.standing.status.as_str(),
-        "reason": c.standing.reason.as_deref(),
-    };
-    if let Some(html) = &c.html {
-        doc.insert("html", html);
-    }
-    doc
-}
-
-/// A held comment from its document.
-fn from_doc(doc: &Document) -> StoreResult<Held> {
-    let corrupt = |what: &str| StoreError::Corrupt(format!("held comment without {what}"));
-    let text = |field: &str| {
-        doc.get_str(field)
-            .map(str::to_owned)
-            .map_err(|_| corrupt(field))
-    };
-    let optional = |field: &str| match doc.get(field) {
-        Some(Bson::String(s)) => Some(s.clone()),
-        _ => None,
-    };
-    let author = doc.get_document("author").map_err(|_| corrupt("author"))?;
-    let status = doc
-        .get_str("status")
-        .ok()
-        .and_then(CommentStatus::from_stored)
-        .ok_or_else(|| corrupt("status"))?;
-    let discussion = DiscussionId::parse(&text("discussion_id")?)
-        .map_err(|_| corrupt("a valid discussion id"))?;
-    Ok(Held {
-        comment: Comment {
-            discussion_id: discussion,
-            slug: Slug::from_stored(text("slug")?),
-            full_slug: FullSlug::from_stored(text("full_slug")?),
-            parent: optional("parent").map(Slug::from_stored),
-            posted: Micros(doc.get_i64("submitted").map_err(|_| corrupt("submitted"))?),
-            author: Author {
-                id: author
-                    .get_str("id")
-                    .map_err(|_| corrupt("author id"))?
-                    .to_owned(),
-                name: author
-                    .get_str("name")
-                    .map_err(|_| corrupt("author name"))?
-                    .to_owned(),
-            },
-            text: Some(text("text")?),
-            html: optional("html"),
-            edited: None,
-            edited_by: None,
-            deleted: false,
-            revisions: Vec::new(),
-            reply_count: 0,
-            standing: Standing {
-                status,
-                reason: optional("reason"),
-                reports: 0,
-            },
-            votes: crate::domain::Votes::default(),
-            number: author
-                .get_str(numbers::KEY)
-                .ok()
-                .and_then(numbers::number_of),
-        },
-    })
-}
-
-/// A queue entry from its document.
-fn entry_of(doc: &Document) -> StoreResult<QueueEntry> {
-    let corrupt = |what: &str| StoreError::Corrupt(format!("queue entry without {what}"));
-    let key = doc.get_str("_id").map_err(|_| corrupt("_id"))?.to_owned();
-    let since = Micros(doc.get_i64("since").map_err(|_| corrupt("since"))?);
-    let waiting = match doc.get_bool("public") {
-        Ok(true) => Waiting::Public {
-            discussion: DiscussionId::parse(
-                doc.get_str("discussion_id")
-                    .map_err(|_| corrupt("discussion_id"))?,
-            )
-            .map_err(|_| corrupt("a valid discussion id"))?,
-            slug: Slug::from_stored(doc.get_str("slug").map_err(|_| corrupt("slug"))?.to_owned()),
-        },
-        _ => Waiting::Held(Box::new(from_doc(doc)?)),
-    };
-    Ok(QueueEntry {
-        since,
-        key,
-        waiting,
-    })
 }
 
 #[async_trait]

@@ -10,6 +10,7 @@
 //! * `moderation_log` (`log`): one document per recorded action, numbered.
 //! * `reserved_names` (`names`): the display names moderators reserved.
 
+mod codec;
 pub(crate) mod held;
 mod log;
 pub(crate) mod names;
