@@ -36,9 +36,9 @@ pub trait HistoryStore: Send + Sync {
     /// included (deleted ones as their tombstones), newest first: by their numbers among the
     /// author's comments (the order they were stored in), descending; strictly after `after`
     /// (a `ByAuthor` cursor) when given. Also whether more may follow (true when numbers
-    /// below the page are left: they may all be gaps). Each database command reads the
-    /// comments of one range of `limit + 1` numbers (the first page reads the author's counter
-    /// first); a page takes more rounds only over gaps (numbers whose writes failed) and the
+    /// below the page are left: they may all be gaps). One database command reads the
+    /// comments of `limit` numbers (a first page's from the author's counter, in the same
+    /// command); a page takes more rounds only over gaps (numbers whose writes failed) and the
     /// copies moves between layouts leave behind (those are never listed).
     async fn authored(
         &self,

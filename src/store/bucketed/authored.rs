@@ -22,7 +22,7 @@ impl Bucketed {
     /// The stages that give, from the seed, the comments of the keys asked for, as items: the
     /// pages holding them (one equality of the `author_number` index per key, so at most one
     /// page per comment), each page's comments filtered to those keys.
-    pub(crate) fn authored_branch(of: &ByAuthor) -> Vec<Document> {
+    pub(crate) fn authored_branch() -> Vec<Document> {
         let mut stages = join(Self::COLLECTION, KEYS, "page").to_vec();
         stages.push(doc! { "$project": {
             "_id": 0,
@@ -30,7 +30,7 @@ impl Bucketed {
             "c": { "$filter": {
                 "input": "$page.comments",
                 "as": "c",
-                "cond": of.wanted("$$c.author.k"),
+                "cond": ByAuthor::wanted("$$c.author.k"),
             } },
         } });
         stages.push(doc! { "$unwind": "$c" });

@@ -115,14 +115,14 @@ impl Embedded {
     /// top-level comments they are under (each top-level comment is picked from the array
     /// once: the development database copies an array each time an expression names it). An
     /// item is gone when the discussion is in another layout now.
-    pub(crate) fn authored_branch(of: &ByAuthor, metadata: &Document) -> Vec<Document> {
+    pub(crate) fn authored_branch(metadata: &Document) -> Vec<Document> {
         let mut stages = join(Discussions::COLLECTION, KEYS, "doc").to_vec();
         let theirs = doc! { "$filter": {
             "input": { "$map": { "input": "$doc.authored", "as": "e", "in": {
                 DISCUSSION: "$doc._id", KEY: "$$e.author.k", SLUG: "$$e.s", "at": "$$e.at",
             } } },
             "as": "e",
-            "cond": of.wanted("$$e.k"),
+            "cond": ByAuthor::wanted("$$e.k"),
         } };
         stages.push(doc! { "$project": {
             "_id": 0,

@@ -1,10 +1,9 @@
-//! The per-comment layout's part of an author's history (see `shared::authored`): it leads the
-//! aggregation, over its own collection.
+//! The per-comment layout's part of an author's history (see `shared::authored`).
 
 use mongodb::bson::{doc, Document};
 
 use super::PerComment;
-use crate::store::shared::authored::ByAuthor;
+use crate::store::shared::authored::{join, ByAuthor};
 use crate::store::shared::connect::index_model;
 use crate::store::shared::metrics::Counted;
 use crate::store::shared::numbers::KEY;
@@ -21,28 +20,19 @@ pub(super) fn index() -> mongodb::IndexModel {
 pub(super) const RETIRED_INDEX: &str = "author";
 
 impl PerComment {
-    /// The stages that read the comments of the keys asked for, as items: one equality of
-    /// the `author_number` index per key, a document per comment. They start the aggregation,
-    /// so they are read through the index.
-    pub(crate) fn authored_lead(of: &ByAuthor) -> Vec<Document> {
-        vec![
-            doc! { "$match": { KEYS: { "$in": of.keys() } } },
-            ByAuthor::item(
-                "$discussion_id",
-                &format!("$author.{KEY}"),
-                "$slug",
-                "$$ROOT",
-            ),
-        ]
+    /// The stages that give, from the seed, the comments of the keys asked for, as items: one
+    /// equality of the `author_number` index per key, a document per comment.
+    pub(crate) fn authored_branch() -> Vec<Document> {
+        let mut stages = join(Self::COLLECTION, KEYS, "c").to_vec();
+        stages.push(ByAuthor::item(
+            "$c.discussion_id",
+            &format!("$c.author.{KEY}"),
+            "$c.slug",
+            "$c",
+        ));
+        stages
     }
 
-    /// The collection the aggregation of an author's history runs on.
-    pub(crate) fn authored_collection(&self) -> &Counted<Document> {
-        &self.raw
-    }
-}
-
-impl PerComment {
     /// The comments stored before comments were numbered (`shared::numbers_backfill`): the
     /// collection, the filter and the field counting bytes (none here).
     pub(crate) fn unnumbered(&self) -> (&Counted<Document>, Document, Option<&'static str>) {

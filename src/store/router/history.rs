@@ -3,10 +3,9 @@
 //! `shared::authored` for the parts and why they join as they do).
 //!
 //! A page asks for the comments numbered just below its cursor (for a first page, below the
-//! author's counter: one point read of `people` first), as their keys. The per-comment layout
-//! leads, over its own collection; a `$facet` then makes one seed document with the keys,
-//! whatever the lead found; a second `$facet` runs the other parts from it, and the items of
-//! all four are merged. Every part reads only the documents that hold those comments, so a
+//! author's counter), as their keys, in a seed document made from the author's `people`
+//! document; a `$facet` runs every layout's part and the held comments' from it, and the items
+//! of all four are merged. Every part reads only the documents that hold those comments, so a
 //! page costs the same for an author of ten comments or of a hundred thousand. Each item
 //! carries its discussion's metadata and whether it is gone (a move's copy): gone items are
 //! left out. A number with nothing listed (a gap, or a comment whose only items are copies)
@@ -29,7 +28,7 @@ use crate::store::embedded::Embedded;
 use crate::store::moderation::held::HeldComments;
 use crate::store::per_comment::PerComment;
 use crate::store::shared::authored::{
-    with_discussion, ByAuthor, COMMENT, GONE, HELD, KEY, KEYS, META, SLUG,
+    with_discussion, ByAuthor, Numbers, COMMENT, GONE, HELD, KEY, KEYS, META, SLUG,
 };
 use crate::store::shared::bson::corrupt;
 use crate::store::shared::docs::owned_comment_of;
@@ -43,16 +42,13 @@ const MAX_ROUNDS: usize = 8;
 const MAX_KEYS: u64 = 1_024;
 
 impl Store {
-    /// The aggregation of the comments of `of`'s keys (see the module documentation): items
-    /// with their comments and their discussions' metadata, each saying whether it is [`GONE`].
-    fn authored_pipeline(of: &ByAuthor, metadata: &Document) -> Vec<Document> {
-        let mut stages = PerComment::authored_lead(of);
-        stages.extend(with_discussion(Some(Layout::PerComment), metadata));
-        // One document whatever the lead found: the seed of the other parts.
-        stages.push(doc! { "$facet": { "lead": [{ "$match": {} }] } });
-        stages.push(doc! { "$project": { "lead": 1, KEYS: { "$literal": of.keys() } } });
+    /// The aggregation of the comments of `numbers` (see the module documentation): one
+    /// document, the author's counter as `top` and the items, with their comments and their
+    /// discussions' metadata, each saying whether it is [`GONE`].
+    fn authored_pipeline(author: &str, numbers: Numbers, metadata: &Document) -> Vec<Document> {
+        let mut stages = ByAuthor::seed(author, numbers);
         let part = |stages: Vec<Document>, after: Vec<Document>| -> Vec<Bson> {
-            let mut part = vec![doc! { "$project": { "_id": 0, KEYS: 1 } }];
+            let mut part = vec![doc! { "$project": { KEYS: 1 } }];
             part.extend(stages);
             part.extend(after);
             part.into_iter().map(Bson::Document).collect()
@@ -60,40 +56,61 @@ impl Store {
         let mut held = HeldComments::authored_branch();
         held.push(doc! { "$set": { HELD: true } });
         stages.push(doc! { "$facet": {
-            "lead": [{ "$unwind": "$lead" }, { "$replaceWith": "$lead" }],
-            "bucketed": part(Bucketed::authored_branch(of), with_discussion(Some(Layout::Bucketed), metadata)),
-            "embedded": part(Embedded::authored_branch(of, metadata), Vec::new()),
+            "top": [{ "$project": { "top": 1 } }],
+            "per_comment": part(PerComment::authored_branch(), with_discussion(Some(Layout::PerComment), metadata)),
+            "bucketed": part(Bucketed::authored_branch(), with_discussion(Some(Layout::Bucketed), metadata)),
+            "embedded": part(Embedded::authored_branch(metadata), Vec::new()),
             "held": part(held, with_discussion(None, metadata)),
         } });
-        stages.push(doc! { "$project": { "items": {
-            "$concatArrays": ["$lead", "$bucketed", "$embedded", "$held"],
-        } } });
-        stages.push(doc! { "$unwind": "$items" });
-        stages.push(doc! { "$replaceWith": "$items" });
+        stages.push(doc! { "$project": {
+            // (The development database gives null for a path through an array.)
+            "top": { "$ifNull": [
+                { "$let": { "vars": { "t": { "$arrayElemAt": ["$top", 0] } }, "in": "$$t.top" } },
+                0_i64,
+            ] },
+            "items": { "$concatArrays": ["$per_comment", "$bucketed", "$embedded", "$held"] },
+        } });
         stages
     }
 
-    /// The comments of `author` numbered from `from` up to `to` (left out) that are listed,
-    /// newest first: one aggregation. Of a comment found twice (held and, being approved,
-    /// published already) the published one is listed.
+    /// The comments of `author` of `numbers` that are listed, newest first, and the numbers
+    /// read (from the counter, for the newest): one aggregation. Of a comment found twice (held
+    /// and, being approved, published already) the published one is listed.
     async fn authored_round(
         &self,
         author: &str,
-        from: u64,
-        to: u64,
-    ) -> StoreResult<Vec<AuthoredComment>> {
-        let of = ByAuthor::numbered(author, from, to);
+        numbers: Numbers,
+    ) -> StoreResult<(Vec<AuthoredComment>, std::ops::Range<u64>)> {
         let metadata = self.discussions.projection();
-        let pipeline = Self::authored_pipeline(&of, &metadata);
-        let (per_comment, ..) = self.layouts.authored();
-        let items: Vec<Document> = per_comment
-            .authored_collection()
+        let pipeline = Self::authored_pipeline(author, numbers, &metadata);
+        let found: Vec<Document> = self
+            .held
+            .people()
             .aggregate(pipeline)
             .await?
             .try_collect()
             .await?;
+        let Some(found) = found.first() else {
+            return Ok((Vec::new(), 0..0));
+        };
+        let read = match numbers {
+            Numbers::Range { from, to } => from..to,
+            Numbers::Newest(width) => {
+                let top = found
+                    .get("top")
+                    .and_then(crate::store::shared::bson::as_i64)
+                    .and_then(|n| u64::try_from(n).ok())
+                    .unwrap_or(0);
+                let to = top.saturating_add(1);
+                to.saturating_sub(width).max(1)..to
+            }
+        };
+        let items = found.get_array("items").map_err(corrupt)?;
         let mut listed: BTreeMap<u64, AuthoredComment> = BTreeMap::new();
-        for item in &items {
+        for item in items {
+            let Bson::Document(item) = item else {
+                return Err(corrupt("an author's comment is not a document"));
+            };
             let Some(comment) = self.authored_of(item)? else {
                 continue;
             };
@@ -104,7 +121,7 @@ impl Store {
                 }
             }
         }
-        Ok(listed.into_values().rev().collect())
+        Ok((listed.into_values().rev().collect(), read))
     }
 
     /// A comment of an item; `None` when it is gone, or when what was found at an embedded
@@ -167,19 +184,19 @@ impl HistoryStore for Store {
         after: Option<&Cursor>,
         limit: usize,
     ) -> StoreResult<(Vec<AuthoredComment>, bool)> {
-        // Numbers below `to` are left to read.
-        let mut to = match after {
-            Some(Cursor::ByAuthor(number)) => *number,
-            _ => self.author_counter(author).await?.0.saturating_add(1),
+        let mut width = u64::try_from(limit).unwrap_or(MAX_KEYS).clamp(1, MAX_KEYS);
+        let mut numbers = match after {
+            Some(Cursor::ByAuthor(number)) => Numbers::Range {
+                from: number.saturating_sub(width).max(1),
+                to: *number,
+            },
+            _ => Numbers::Newest(width),
         };
         let mut listed = Vec::with_capacity(limit);
-        let mut width = u64::try_from(limit).unwrap_or(MAX_KEYS).clamp(1, MAX_KEYS);
+        // Numbers below `to` are left to read.
+        let mut to = u64::MAX;
         for _ in 0..MAX_ROUNDS {
-            if listed.len() >= limit || to <= 1 {
-                break;
-            }
-            let from = to.saturating_sub(width).max(1);
-            let mut found = self.authored_round(author, from, to).await?;
+            let (mut found, read) = self.authored_round(author, numbers).await?;
             let room = limit - listed.len();
             if found.len() > room {
                 found.truncate(room);
@@ -187,8 +204,15 @@ impl HistoryStore for Store {
                 return Ok((listed, true));
             }
             listed.extend(found);
-            to = from;
+            to = read.start;
+            if listed.len() >= limit || to <= 1 {
+                break;
+            }
             width = width.saturating_mul(2).min(MAX_KEYS);
+            numbers = Numbers::Range {
+                from: to.saturating_sub(width).max(1),
+                to,
+            };
         }
         if listed.is_empty() && to > 1 {
             return Err(StoreError::Busy(format!(

@@ -1,15 +1,16 @@
 //! One author's comments across the layouts (see `HistoryStore`): what the layouts' parts of
-//! that query share. A read asks for the comments of one range of the author's numbers
-//! (`shared::numbers`), as their keys; each layout writes its part in its own folder
-//! (`authored.rs`), one equality of its own index on the keys, and gives the comments it holds
-//! as items of one shape; the router composes the parts into one aggregation
-//! (`router/history.rs`).
+//! that query share. A read asks for the comments of some of the author's numbers
+//! (`shared::numbers`), as their keys, in one seed document made from the author's `people`
+//! document, which holds their counter (a first page asks for the newest numbers below it).
+//! Each layout writes its part in its own folder (`authored.rs`): from the seed, one equality
+//! of its own index per key, giving the comments it holds as items of one shape; the router
+//! composes the parts into one aggregation (`router/history.rs`).
 //!
-//! Every part but the first starts from one seed document whose [`KEYS`] field holds the keys,
-//! and joins its collection by an equality `$lookup` on them: the one join the development
-//! database reads through an index (it reads every document of the other collection for
-//! `$unionWith` or a `$lookup` with a pipeline). A `localField` that is an array matches each
-//! of its elements, so a part reads the documents holding those comments and no other.
+//! Every part joins its collection to the seed by an equality `$lookup` on the [`KEYS`]: the
+//! one join the development database reads through an index (it reads every document of the
+//! other collection for `$unionWith` or a `$lookup` with a pipeline). A `localField` that is an
+//! array matches each of its elements, so a part reads the documents holding those comments
+//! and no other.
 
 use mongodb::bson::{doc, Bson, Document};
 
@@ -36,28 +37,57 @@ pub(crate) const GONE: &str = "gone";
 /// An item's discussion, as a metadata read gives it.
 pub(crate) const META: &str = "d";
 
-/// What an author's history asks each layout: the comments of one range of numbers.
-pub(crate) struct ByAuthor {
-    keys: Vec<String>,
+/// Which of an author's numbers a read asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Numbers {
+    /// From `from` up to `to`, `to` left out.
+    Range {
+        /// The lowest.
+        from: u64,
+        /// Past the highest.
+        to: u64,
+    },
+    /// The newest this many, below the author's counter (read in the same command).
+    Newest(u64),
 }
 
+/// What an author's history asks each layout: the comments of some of the author's numbers.
+pub(crate) struct ByAuthor;
+
 impl ByAuthor {
-    /// The comments of `author` numbered from `from` up to `to`, `to` left out.
-    pub(crate) fn numbered(author: &str, from: u64, to: u64) -> Self {
-        Self {
-            keys: (from..to).map(|n| numbers::key(n, author)).collect(),
-        }
+    /// The stages that start the read, on `people`: the author's document (one point read),
+    /// projected to one seed document holding their counter as `top` and the [`KEYS`] asked
+    /// for. No document when the author never had a number.
+    pub(crate) fn seed(author: &str, numbers: Numbers) -> Vec<Document> {
+        let keys: Bson = match numbers {
+            Numbers::Range { from, to } => {
+                let keys: Vec<Bson> = (from..to)
+                    .map(|n| Bson::String(numbers::key(n, author)))
+                    .collect();
+                doc! { "$literal": keys }.into()
+            }
+            Numbers::Newest(width) => {
+                let to = doc! { "$add": ["$top", 1_i64] };
+                let width = i64::try_from(width).unwrap_or(i64::MAX);
+                let from = doc! { "$max": [1_i64, { "$subtract": [to.clone(), width] }] };
+                doc! { "$map": {
+                    "input": { "$range": [from, to] },
+                    "as": "n",
+                    "in": { "$concat": [{ "$toString": "$$n" }, ":", { "$literal": author }] },
+                } }
+                .into()
+            }
+        };
+        vec![
+            doc! { "$match": { "_id": author } },
+            doc! { "$project": { "_id": 0, "top": { "$ifNull": [format!("${}", numbers::COUNTER), 0_i64] } } },
+            doc! { "$set": { KEYS: keys } },
+        ]
     }
 
-    /// The keys, as a literal array.
-    pub(crate) fn keys(&self) -> Bson {
-        let keys: Vec<Bson> = self.keys.iter().map(|k| Bson::String(k.clone())).collect();
-        Bson::Array(keys)
-    }
-
-    /// The condition that the key expression `key` is one of the keys read.
-    pub(crate) fn wanted(&self, key: &str) -> Document {
-        doc! { "$in": [key, { "$literal": self.keys() }] }
+    /// The condition that the key expression `key` is one of the seed's keys.
+    pub(crate) fn wanted(key: &str) -> Document {
+        doc! { "$in": [key, format!("${KEYS}")] }
     }
 
     /// The stage projecting to an item: each argument is the expression of that field.
@@ -117,25 +147,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_range_of_numbers_is_read_as_its_keys_and_nothing_else() {
-        let of = ByAuthor::numbered("u:a", 7, 10);
+    fn a_range_of_numbers_is_read_as_its_keys_and_the_newest_from_the_counter() {
+        let seed = ByAuthor::seed("u:a", Numbers::Range { from: 7, to: 10 });
+        assert_eq!(seed[0], doc! { "$match": { "_id": "u:a" } });
+        let keys = seed[2]
+            .get_document("$set")
+            .and_then(|s| s.get_document(KEYS))
+            .and_then(|k| k.get_array("$literal"))
+            .expect("literal keys");
         assert_eq!(
-            of.keys(),
-            Bson::Array(vec!["7:u:a".into(), "8:u:a".into(), "9:u:a".into()])
+            keys,
+            &vec![
+                Bson::from("7:u:a"),
+                Bson::from("8:u:a"),
+                Bson::from("9:u:a")
+            ]
         );
-        assert_eq!(ByAuthor::numbered("u:a", 3, 3).keys(), Bson::Array(vec![]));
-        let wanted = of.wanted("$$e.k");
-        let args = wanted.get_array("$in").expect("in");
-        assert_eq!(args[0], Bson::String("$$e.k".into()));
-        // The keys are a literal: an author id that looks like a field path stays text.
-        let literal = ByAuthor::numbered("$x", 1, 2);
-        let wanted = literal.wanted("$k");
-        let keys = wanted.get_array("$in").expect("in")[1]
-            .as_document()
-            .expect("literal")
-            .get_array("$literal")
-            .expect("keys")
-            .clone();
-        assert_eq!(keys, vec![Bson::String("1:$x".into())]);
+        // The newest are counted from the counter, in the same command; the author's id is a
+        // literal, whatever it looks like.
+        let newest = ByAuthor::seed("$x", Numbers::Newest(20));
+        let map = newest[2]
+            .get_document("$set")
+            .and_then(|s| s.get_document(KEYS))
+            .and_then(|k| k.get_document("$map"))
+            .expect("keys made from the counter");
+        assert!(map
+            .get_document("input")
+            .is_ok_and(|i| i.contains_key("$range")));
+        assert_eq!(
+            ByAuthor::wanted("$$c.k"),
+            doc! { "$in": ["$$c.k", "$keys"] }
+        );
     }
 }
