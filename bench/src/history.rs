@@ -73,7 +73,7 @@ pub(crate) struct LayoutHistory {
 }
 
 /// Creates the discussions of `layout` and posts the light and heavy authors' comments into
-/// them, round robin (the heavy author's spread evenly, the light one's among them).
+/// them.
 async fn load(
     client: &GraphqlClient,
     keys: &JwtKeys,
@@ -98,23 +98,27 @@ async fn load(
     }
     let light = keys.mint(light_id, "Light Author", &[], 24 * 3600);
     let heavy = keys.mint(heavy_id, "Heavy Author", &[], 24 * 3600);
-    // The light author's posts spread over the heavy one's: one every `every` posts.
+    // Each author's n-th comment goes to discussion n (round robin), so that a page of either
+    // author's finds its comments in as many discussions (a page reads one document per
+    // comment); the light author's posts are spread over the heavy one's.
     let every = (settings.heavy / settings.light.max(1)).max(1);
     let mut posts = Vec::with_capacity(settings.heavy + settings.light);
+    let mut lights = 0;
     for i in 0..settings.heavy {
         posts.push((heavy.clone(), i));
-        if i % every == 0 && posts.len() < settings.heavy + settings.light {
-            posts.push((light.clone(), i));
+        if i % every == 0 && lights < settings.light {
+            posts.push((light.clone(), lights));
+            lights += 1;
         }
     }
-    while posts.iter().filter(|(t, _)| *t == light).count() < settings.light {
-        posts.push((light.clone(), posts.len()));
+    for n in lights..settings.light {
+        posts.push((light.clone(), n));
     }
     stream::iter(posts)
-        .map(|(token, i)| {
+        .map(|(token, n)| {
             let vars = json!({
-                "d": discussions[i % discussions.len()],
-                "t": format!("comment {i} of the history benchmark, with a few words in it"),
+                "d": discussions[n % discussions.len()],
+                "t": format!("comment {n} of the history benchmark, with a few words in it"),
             });
             async move { client.send(POST, &vars, Some(&token)).await?.check() }
         })
@@ -262,12 +266,13 @@ pub(crate) fn markdown(results: &[LayoutHistory], settings: &Settings) -> String
 }
 
 /// Fails when a heavy author's page costs more database commands than a light one's: a page
-/// must read the same whatever the author wrote. (Timings are reported, not checked: the
-/// quick mode's are noise.)
+/// must read the same whatever the author wrote. The counts are means, and background work
+/// (change streams, workers) adds a fraction now and then, so half a command is the margin.
+/// (Timings are reported, not checked: the quick mode's are noise.)
 pub(crate) fn check(results: &[LayoutHistory]) -> anyhow::Result<()> {
     for r in results {
         for page in 0..2 {
-            if r.heavy[page].commands > r.light[page].commands {
+            if r.heavy[page].commands > r.light[page].commands + 0.5 {
                 bail!(
                     "{}: the heavy author's page {} took {} commands, the light one's {}",
                     r.layout,
