@@ -417,7 +417,7 @@ impl App {
         let (store, embedded) = connect_observed(config, events).await?;
         let background = background_store(config, embedded.as_ref()).await?;
         let key = server_key(configured, store.as_ref()).await?;
-        crate::migrate::upgrade_at_start(store.as_ref(), &key).await?;
+        crate::upgrade::at_start(store.as_ref(), &key).await?;
         let keys = jwt_keys(config)?;
         log_jwt_keys(config, &keys);
         log_page_origins(config);

@@ -20,6 +20,7 @@ pub mod rate; // rate limits per author and per client
 pub mod service; // the workflows: checked callers in, domain values and events out
 pub mod store; // CommentStore and the MongoDB layouts
 pub mod telemetry; // metrics, request ids and spans, request logs, traces over OTLP
+pub mod upgrade; // the upgrades of stored data every start runs once
 pub mod webhooks; // Standard Webhooks delivery: signing, retries, address rules, the POST
 
 use config::{Cli, Command};
