@@ -14,6 +14,7 @@ pub mod moderation;
 pub mod names;
 pub mod notifications;
 pub mod paging;
+pub mod proof;
 pub mod ranking;
 pub mod secrets;
 pub mod slug;

@@ -17,6 +17,8 @@ pub enum Purpose {
     ImportedGuestIds,
     /// The one-click unsubscribe links of notification mail.
     Unsubscribe,
+    /// The signatures of guests' proof-of-work challenges.
+    GuestProofs,
 }
 
 impl Purpose {
@@ -25,6 +27,7 @@ impl Purpose {
         match self {
             Purpose::ImportedGuestIds => "threadql/imported-guest-ids/v1",
             Purpose::Unsubscribe => "threadql/unsubscribe/v1",
+            Purpose::GuestProofs => "threadql/guest-proofs/v1",
         }
     }
 }
