@@ -47,14 +47,14 @@ impl Services {
     }
 
     /// The author's standing: their ban now (as this process knows it, see
-    /// `ModerationStore::ban_of`), their comments counted, and their tallies (three reads,
-    /// at once).
+    /// `ModerationStore::ban_of`), their comments counted and their tallies (two reads, at
+    /// once: the counts are one `people` document).
     pub async fn author_standing(&self, user: &UserId) -> Result<AuthorStanding, DomainError> {
-        let (ban, tallies, comments) = tokio::try_join!(
+        let (ban, tallies) = tokio::try_join!(
             async { Ok::<_, DomainError>(self.storage.moderation().ban_of(user.as_str()).await?) },
             async { Ok::<_, DomainError>(self.storage.held().tallies(user.as_str()).await?) },
-            self.authored_count(user),
         )?;
+        let comments = tallies.comments;
         let now = Micros::now();
         Ok(AuthorStanding {
             user: user.clone(),

@@ -214,6 +214,9 @@ pub struct Tallies {
     pub rejected: u64,
     /// See [`Tally::Reported`].
     pub reported: u64,
+    /// The comments they have stored, held ones included (their counter less its gaps, kept
+    /// on the same document: see `HistoryStore::authored_count`).
+    pub comments: u64,
 }
 
 /// What [`HeldStore::claim`] found.

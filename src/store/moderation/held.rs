@@ -186,10 +186,7 @@ impl HeldStore for HeldComments {
         let mut comment = placement.into_comment(discussion.clone(), submitted, new);
         comment.reply_count = 0;
         comment.standing = standing;
-        let drawn = comment.number.is_none();
-        if drawn {
-            comment.number = Some(numbers::draw(&self.people, &comment.author.id, 1).await?);
-        }
+        let drawn = numbers::ensure(&self.people, &mut comment.number, &comment.author.id).await?;
         let held = Held { comment };
         let (stored, events) = (to_doc(&held), announced(new, &held.comment));
         let coll = &self.coll;
@@ -203,12 +200,7 @@ impl HeldStore for HeldComments {
                 }
             })
             .await;
-        if let Err(err) = written {
-            if drawn {
-                numbers::gap(&self.people, &held.comment.author.id, 1).await;
-            }
-            return Err(err);
-        }
+        numbers::settle(&self.people, written, drawn, &held.comment.author.id).await?;
         Ok(held)
     }
 
@@ -604,10 +596,12 @@ impl HeldStore for HeldComments {
                 .and_then(|n| u64::try_from(n).ok())
                 .unwrap_or(0)
         };
+        let (drawn, gaps) = numbers::counter_of(found.as_ref());
         Ok(Tallies {
             approved: count(Tally::Approved),
             rejected: count(Tally::Rejected),
             reported: count(Tally::Reported),
+            comments: drawn.saturating_sub(gaps),
         })
     }
 }

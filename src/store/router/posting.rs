@@ -19,13 +19,11 @@ const POSTING: usize = 1024;
 
 #[async_trait]
 impl PostStore for Store {
-    async fn post(&self, discussion: &Discussion, new: NewComment) -> StoreResult<Posted> {
-        let (new, drawn) = self.numbered(new).await?;
+    async fn post(&self, discussion: &Discussion, mut new: NewComment) -> StoreResult<Posted> {
+        let people = self.held.people();
+        let drawn = numbers::ensure(people, &mut new.number, &new.author.id).await?;
         let posted = self.post_numbered(discussion, &new).await;
-        if posted.is_err() && drawn {
-            numbers::gap(self.held.people(), &new.author.id, 1).await;
-        }
-        posted
+        numbers::settle(people, posted, drawn, &new.author.id).await
     }
 
     fn kept(&self, id: &DiscussionId) -> Option<Arc<Discussion>> {
@@ -61,12 +59,11 @@ impl PostStore for Store {
         if discussion.locked {
             return Err(locked(id));
         }
-        let (new, drawn) = self.numbered(new).await?;
+        let mut new = new;
+        let people = self.held.people();
+        let drawn = numbers::ensure(people, &mut new.number, &new.author.id).await?;
         let result = self.post_found(discussion, &new).await;
-        if result.is_err() && drawn {
-            numbers::gap(self.held.people(), &new.author.id, 1).await;
-        }
-        result
+        numbers::settle(people, result, drawn, &new.author.id).await
     }
 
     async fn change_comment(
@@ -92,16 +89,6 @@ impl PostStore for Store {
 }
 
 impl Store {
-    /// The comment with its author's number: its own (a held comment being published), or one
-    /// drawn now (then `true`: a write that fails leaves a gap to count).
-    async fn numbered(&self, mut new: NewComment) -> StoreResult<(NewComment, bool)> {
-        if new.number.is_some() {
-            return Ok((new, false));
-        }
-        new.number = Some(numbers::draw(self.held.people(), &new.author.id, 1).await?);
-        Ok((new, true))
-    }
-
     /// Posts a numbered comment as [`PostStore::post_from`] does, once the discussion is known
     /// to be unlocked.
     async fn post_found(

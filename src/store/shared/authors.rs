@@ -3,8 +3,9 @@
 //! nested `replies`, a bucketed page's `comments`, a revision) whose `id` an id map changes.
 
 use futures::TryStreamExt;
-use mongodb::bson::{doc, Bson, Document};
+use mongodb::bson::{doc, Document};
 
+use super::bson::visit_documents;
 use super::error::{is_duplicate_key, StoreResult};
 use super::metrics::Counted;
 use super::numbers;
@@ -50,61 +51,34 @@ pub(crate) fn id_changes(
     map: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> Vec<IdChange> {
     let mut changes = Vec::new();
-    walk_document(doc, "", map, &mut changes);
-    changes
-}
-
-fn walk_document(
-    doc: &Document,
-    prefix: &str,
-    map: &(dyn Fn(&str) -> Option<String> + Sync),
-    out: &mut Vec<IdChange>,
-) {
-    for (key, value) in doc {
-        let path = match prefix.is_empty() {
-            true => key.clone(),
-            false => format!("{prefix}.{key}"),
+    visit_documents(doc, &mut |path, person| {
+        let field = path.rsplit('.').next().unwrap_or(path);
+        if path.is_empty() || !PEOPLE_FIELDS.contains(&field) {
+            return;
+        }
+        let Ok(id) = person.get_str("id") else {
+            return;
         };
-        if let (true, Bson::Document(person)) = (PEOPLE_FIELDS.contains(&key.as_str()), value) {
-            if let Ok(id) = person.get_str("id") {
-                if let Some(new) = map(id) {
-                    // A comment's key among its author's names the author (`numbers`).
-                    if let Ok(key) = person.get_str(numbers::KEY) {
-                        if let Some(n) = numbers::number_of(key) {
-                            out.push(IdChange {
-                                path: format!("{path}.{}", numbers::KEY),
-                                old: key.to_owned(),
-                                new: numbers::key(n, &new),
-                            });
-                        }
-                    }
-                    out.push(IdChange {
-                        path: format!("{path}.id"),
-                        old: id.to_owned(),
-                        new,
-                    });
-                }
+        let Some(new) = map(id) else {
+            return;
+        };
+        // A comment's key among its author's names the author (`numbers`).
+        if let Ok(key) = person.get_str(numbers::KEY) {
+            if let Some(n) = numbers::number_of(key) {
+                changes.push(IdChange {
+                    path: format!("{path}.{}", numbers::KEY),
+                    old: key.to_owned(),
+                    new: numbers::key(n, &new),
+                });
             }
         }
-        walk_value(value, &path, map, out);
-    }
-}
-
-fn walk_value(
-    value: &Bson,
-    path: &str,
-    map: &(dyn Fn(&str) -> Option<String> + Sync),
-    out: &mut Vec<IdChange>,
-) {
-    match value {
-        Bson::Document(inner) => walk_document(inner, path, map, out),
-        Bson::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                walk_value(item, &format!("{path}.{i}"), map, out);
-            }
-        }
-        _ => {}
-    }
+        changes.push(IdChange {
+            path: format!("{path}.id"),
+            old: id.to_owned(),
+            new,
+        });
+    });
+    changes
 }
 
 /// Rewrites the ids `map` changes in every document of `coll` that `filter` selects, read as

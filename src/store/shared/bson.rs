@@ -5,6 +5,34 @@ use mongodb::bson::{Bson, Document};
 use super::error::{StoreError, StoreResult};
 use crate::domain::{Author, Micros};
 
+/// Calls `visit` with `document` and every document nested in it (through sub-documents and
+/// arrays, at any depth, parents before their children, fields in order), each with its
+/// dotted path (`""` for `document` itself, `replies.0.author` below it).
+pub(crate) fn visit_documents(document: &Document, visit: &mut impl FnMut(&str, &Document)) {
+    fn value(v: &Bson, path: &str, visit: &mut impl FnMut(&str, &Document)) {
+        match v {
+            Bson::Document(inner) => node(inner, path, visit),
+            Bson::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    value(item, &format!("{path}.{i}"), visit);
+                }
+            }
+            _ => {}
+        }
+    }
+    fn node(d: &Document, path: &str, visit: &mut impl FnMut(&str, &Document)) {
+        visit(path, d);
+        for (field, v) in d {
+            let inner = match path.is_empty() {
+                true => field.clone(),
+                false => format!("{path}.{field}"),
+            };
+            value(v, &inner, visit);
+        }
+    }
+    node(document, "", visit);
+}
+
 /// A stored document that does not have the expected shape.
 pub(crate) fn corrupt(err: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(err.to_string())

@@ -82,6 +82,34 @@ pub(crate) async fn gap(people: &Counted<Document>, author: &str, count: u64) {
     }
 }
 
+/// Gives `number` one drawn for `author` when it has none (a held comment being published
+/// keeps its own); whether it was drawn.
+pub(crate) async fn ensure(
+    people: &Counted<Document>,
+    number: &mut Option<u64>,
+    author: &str,
+) -> StoreResult<bool> {
+    if number.is_some() {
+        return Ok(false);
+    }
+    *number = Some(draw(people, author, 1).await?);
+    Ok(true)
+}
+
+/// Passes on the result of a write a number was drawn for (`drawn`), counting the number as
+/// a gap when the write failed.
+pub(crate) async fn settle<T>(
+    people: &Counted<Document>,
+    result: StoreResult<T>,
+    drawn: bool,
+    author: &str,
+) -> StoreResult<T> {
+    if result.is_err() && drawn {
+        gap(people, author, 1).await;
+    }
+    result
+}
+
 /// The last number drawn for the author and the gaps counted, from their `people` document.
 pub(crate) fn counter_of(person: Option<&Document>) -> (u64, u64) {
     let field = |name: &str| {

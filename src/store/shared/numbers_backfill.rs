@@ -16,9 +16,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use futures::TryStreamExt;
-use mongodb::bson::{doc, Bson, Document};
+use mongodb::bson::{doc, Document};
 
-use super::bson::as_i64;
+use super::bson::{as_i64, visit_documents};
 use super::error::StoreResult;
 use super::metrics::Counted;
 use super::numbers::{self, KEY};
@@ -65,52 +65,36 @@ struct Found {
 /// The comments of `document` that have a place without a key, by slug.
 fn unkeyed_in(document: &Document) -> BTreeMap<String, Found> {
     let mut found: BTreeMap<String, Found> = BTreeMap::new();
-    walk(document, "", &mut found);
+    visit_documents(document, &mut |path, node| note(node, path, &mut found));
     found.retain(|_, f| !f.unkeyed.is_empty());
     found
 }
 
-fn walk(node: &Document, path: &str, found: &mut BTreeMap<String, Found>) {
+/// Notes the comment `node` is, if it is one.
+fn note(node: &Document, path: &str, found: &mut BTreeMap<String, Found>) {
     let slug = ["slug", "s"]
         .into_iter()
         .find_map(|field| node.get_str(field).ok().map(|s| (field, s)));
-    if let (Some((slug_field, slug)), Ok(author)) = (slug, node.get_document("author")) {
-        if let Ok(id) = author.get_str("id") {
-            let entry = found.entry(slug.to_owned()).or_default();
-            entry.author = id.to_owned();
-            if let Some(posted) = ["posted", "p", "submitted"]
-                .into_iter()
-                .find_map(|f| node.get(f).and_then(as_i64))
-            {
-                entry.posted = posted;
-            }
-            match author.get_str(KEY) {
-                Ok(key) => entry.key = Some(key.to_owned()),
-                Err(_) => entry.unkeyed.push(Place {
-                    path: path.to_owned(),
-                    slug_field,
-                }),
-            }
-        }
+    let (Some((slug_field, slug)), Ok(author)) = (slug, node.get_document("author")) else {
+        return;
+    };
+    let Ok(id) = author.get_str("id") else {
+        return;
+    };
+    let entry = found.entry(slug.to_owned()).or_default();
+    entry.author = id.to_owned();
+    if let Some(posted) = ["posted", "p", "submitted"]
+        .into_iter()
+        .find_map(|f| node.get(f).and_then(as_i64))
+    {
+        entry.posted = posted;
     }
-    for (field, value) in node {
-        let inner = match path.is_empty() {
-            true => field.clone(),
-            false => format!("{path}.{field}"),
-        };
-        walk_value(value, &inner, found);
-    }
-}
-
-fn walk_value(value: &Bson, path: &str, found: &mut BTreeMap<String, Found>) {
-    match value {
-        Bson::Document(inner) => walk(inner, path, found),
-        Bson::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                walk_value(item, &format!("{path}.{i}"), found);
-            }
-        }
-        _ => {}
+    match author.get_str(KEY) {
+        Ok(key) => entry.key = Some(key.to_owned()),
+        Err(_) => entry.unkeyed.push(Place {
+            path: path.to_owned(),
+            slug_field,
+        }),
     }
 }
 
