@@ -9,6 +9,7 @@ mod changes;
 mod discussions;
 pub mod embedded;
 mod events;
+mod guests;
 pub mod moderation;
 mod moves;
 mod notifications;
@@ -22,10 +23,10 @@ mod webhooks;
 pub use api::AuthoredComment;
 pub use api::{
     Announced, ChangeFeed, ChangeKind, Claim, CommentChange, CommentStore, Decide, DiscussionStore,
-    DynStorage, EventStore, Following, Health, HeldStore, HistoryStore, ImportStore, KeyedGuests,
-    ModerationStore, MoveStore, MoveTiming, Moved, NameStore, NotificationStore, Person, PostStore,
-    Posted, QueueEntry, Ranked, RankedOf, RankedPage, Report, ServerStore, Step, Storage,
-    StoredEvent, Tallies, Tally, VoteStore, Waiting, Watched, WebhookStore,
+    DynStorage, EventStore, Following, GuestStore, Health, HeldStore, HistoryStore, ImportStore,
+    KeyedGuests, ModerationStore, MoveStore, MoveTiming, Moved, NameStore, NotificationStore,
+    Person, PostStore, Posted, QueueEntry, Ranked, RankedOf, RankedPage, Report, ServerStore, Step,
+    Storage, StoredEvent, Tallies, Tally, VoteStore, Waiting, Watched, WebhookStore,
 };
 pub use discussions::Discussions;
 pub use events::Retention;

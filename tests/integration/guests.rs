@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use threadql::domain::proof::Proofs;
 use threadql::domain::ServerKey;
+use threadql::store::Storage as _;
 
 use crate::node;
 
@@ -52,4 +53,32 @@ async fn altchas_own_library_solves_a_challenge_and_its_proof_holds() {
     let other = Proofs::new(&ServerKey::generate(), 20_000, 600);
     assert!(other.check(payload, now + 1).is_err());
     assert!(proofs.check(payload, now + 600).is_err());
+}
+
+/// A proof is spent once, whichever replica sees it first: a second store over the same
+/// database refuses it as a replay, and a proof of another challenge is not affected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_proof_is_refused_by_every_replica() {
+    let app =
+        crate::support::TestApp::new("guest_proofs", threadql::domain::Layout::PerComment).await;
+    let other = threadql::store::Store::connect(&crate::support::store_config(
+        &app.database,
+        &crate::support::Settings::new(threadql::domain::Layout::PerComment),
+    ))
+    .await
+    .expect("a second store");
+    let expires = unix_now() + 600;
+    let spent = app.store().guests();
+    assert!(spent.spend_proof("c1", expires).await.expect("spend"));
+    assert!(!other
+        .guests()
+        .spend_proof("c1", expires)
+        .await
+        .expect("replay"));
+    assert!(!spent.spend_proof("c1", expires).await.expect("replay"));
+    assert!(other
+        .guests()
+        .spend_proof("c2", expires)
+        .await
+        .expect("spend"));
 }

@@ -5,6 +5,7 @@
 mod changes;
 mod discussions;
 mod events;
+mod guests;
 mod health;
 mod held;
 mod history;
@@ -23,6 +24,7 @@ mod webhooks;
 pub use changes::{ChangeFeed, ChangeKind, CommentChange, Watched};
 pub use discussions::DiscussionStore;
 pub use events::EventStore;
+pub use guests::GuestStore;
 pub use health::Health;
 pub use held::{Claim, HeldStore, QueueEntry, Report, Tallies, Tally, Waiting};
 pub use history::{AuthoredComment, HistoryStore};

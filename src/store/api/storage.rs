@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use super::{
-    ChangeFeed, CommentStore, DiscussionStore, EventStore, Health, HeldStore, HistoryStore,
-    ImportStore, ModerationStore, MoveStore, NameStore, NotificationStore, PostStore, ServerStore,
-    VoteStore, WebhookStore,
+    ChangeFeed, CommentStore, DiscussionStore, EventStore, GuestStore, Health, HeldStore,
+    HistoryStore, ImportStore, ModerationStore, MoveStore, NameStore, NotificationStore, PostStore,
+    ServerStore, VoteStore, WebhookStore,
 };
 use crate::domain::Layout;
 use crate::store::shared::error::StoreResult;
@@ -52,6 +52,9 @@ pub trait Storage: Send + Sync {
 
     /// The installation's own settings: its key, the migrations of its data.
     fn server(&self) -> &dyn ServerStore;
+
+    /// What guest posting keeps (spent proofs of work).
+    fn guests(&self) -> &dyn GuestStore;
 
     /// The event log.
     fn events(&self) -> &dyn EventStore;

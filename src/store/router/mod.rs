@@ -59,6 +59,7 @@ pub struct Store {
     votes: VoteBook,
     imports: crate::store::moves::imports::Imports,
     server: crate::store::server::ServerDocs,
+    guests: crate::store::guests::Guests,
     webhooks: Webhooks,
     notifications: Notifications,
     writer: Writer,
@@ -126,6 +127,7 @@ impl Store {
         let votes = VoteBook::new(&db, &commands);
         let imports = crate::store::moves::imports::Imports::new(&db, &commands);
         let server = crate::store::server::ServerDocs::new(&db, &commands);
+        let guests = crate::store::guests::Guests::new(&db, &commands);
         // The dispatcher polls in the background on connections of its own (a small pool), so
         // neither its commands nor its waits land among the requests', in their counts or as
         // spans of traces of their own.
@@ -146,6 +148,7 @@ impl Store {
             layouts.ensure_indexes().await?;
             votes.ensure_indexes().await?;
             imports.ensure_indexes().await?;
+            guests.ensure_indexes().await?;
             webhooks.ensure_indexes(config.event_retention).await?;
             notifications
                 .ensure_indexes(config.notification_retention)
@@ -173,6 +176,7 @@ impl Store {
             votes,
             imports,
             server,
+            guests,
             webhooks,
             notifications,
             writer,
@@ -277,6 +281,10 @@ impl Storage for Store {
 
     fn server(&self) -> &dyn ServerStore {
         self
+    }
+
+    fn guests(&self) -> &dyn crate::store::api::GuestStore {
+        &self.guests
     }
 
     fn webhooks(&self) -> &dyn WebhookStore {
