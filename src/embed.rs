@@ -1,11 +1,13 @@
 //! The reference embed: `/embed/threadql.js`, an ES module any page can import to show the
-//! comments of its discussion (by the page's key), and `/embed/demo?key=…`, a plain page that
-//! mounts it. The files are served from the binary (assets/embed).
+//! comments of its discussion (by the page's key), `/embed/demo?key=…`, a plain page that
+//! mounts it, and the guests' proof of work: `/embed/proof-worker.js`, the worker that finds it,
+//! and `/embed/proof`, the frame that runs that worker for pages of another origin. The files
+//! are served from the binary (assets/embed).
 
 use std::sync::LazyLock;
 
 use axum::http::header::{
-    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, ETAG, IF_NONE_MATCH,
+    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, ETAG, IF_NONE_MATCH, REFERRER_POLICY,
     X_CONTENT_TYPE_OPTIONS,
 };
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
@@ -20,12 +22,24 @@ const SCRIPT: &str = include_str!("../assets/embed/threadql.js");
 const DEMO_SCRIPT: &str = include_str!("../assets/embed/demo.js");
 /// The demo page, with `{{key}}` and `{{comments}}` to fill.
 const DEMO_PAGE: &str = include_str!("../assets/embed/demo.html");
+/// The worker that finds a guest's proof of work.
+const PROOF_WORKER: &str = include_str!("../assets/embed/proof-worker.js");
+/// The proof frame's script, which runs the worker for a page of another origin.
+const PROOF_FRAME_SCRIPT: &str = include_str!("../assets/embed/proof-frame.js");
+/// The proof frame: an empty page that runs its script.
+const PROOF_FRAME: &str = include_str!("../assets/embed/proof.html");
 
 /// What the demo page may load and run: its own files and connections to its own server,
 /// nothing inline, nothing from elsewhere.
 const DEMO_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
      connect-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; \
      frame-ancestors 'none'";
+
+/// What the proof frame may do: run its own script and worker, and nothing else. Any page may
+/// frame it (the embed's host pages are anyone's): it shows nothing and keeps nothing, and the
+/// work it does is its framer's visitor's.
+const PROOF_POLICY: &str = "default-src 'none'; script-src 'self'; worker-src 'self'; \
+     base-uri 'none'; form-action 'none'";
 
 /// One module served at `/embed/<name>`, with the entity tag of its bytes.
 struct Module {
@@ -47,14 +61,41 @@ impl Module {
 
 static EMBED: LazyLock<Module> = LazyLock::new(|| Module::new(SCRIPT));
 static DEMO: LazyLock<Module> = LazyLock::new(|| Module::new(DEMO_SCRIPT));
+static WORKER: LazyLock<Module> = LazyLock::new(|| Module::new(PROOF_WORKER));
+static FRAME: LazyLock<Module> = LazyLock::new(|| Module::new(PROOF_FRAME_SCRIPT));
 
-/// The routes of the embed: the module, the demo page and the demo's module. The HTTP layer
-/// gives them the CORS headers of the allowed origins, so their pages can import the module.
+/// The routes of the embed: the module, the demo page and the demo's module, the proof worker,
+/// and the proof frame with its script. The HTTP layer gives them the CORS headers of the
+/// allowed origins, so their pages can import the module.
 pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
         .route("/embed/threadql.js", get(|h: HeaderMap| module(&EMBED, h)))
         .route("/embed/demo.js", get(|h: HeaderMap| module(&DEMO, h)))
         .route("/embed/demo", get(demo))
+        .route(
+            "/embed/proof-worker.js",
+            get(|h: HeaderMap| module(&WORKER, h)),
+        )
+        .route(
+            "/embed/proof-frame.js",
+            get(|h: HeaderMap| module(&FRAME, h)),
+        )
+        .route("/embed/proof", get(proof_frame))
+}
+
+/// The proof frame, under its policy (see [`PROOF_POLICY`]).
+async fn proof_frame() -> Response {
+    (
+        [
+            (CONTENT_TYPE, "text/html; charset=utf-8"),
+            (CACHE_CONTROL, "no-cache"),
+            (CONTENT_SECURITY_POLICY, PROOF_POLICY),
+            (X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (REFERRER_POLICY, "no-referrer"),
+        ],
+        PROOF_FRAME,
+    )
+        .into_response()
 }
 
 /// A module: checked again on every use (`no-cache`), which costs a `304` while it is
@@ -199,6 +240,8 @@ mod tests {
         for (path, body) in [
             ("/embed/threadql.js", SCRIPT),
             ("/embed/demo.js", DEMO_SCRIPT),
+            ("/embed/proof-worker.js", PROOF_WORKER),
+            ("/embed/proof-frame.js", PROOF_FRAME_SCRIPT),
         ] {
             let (status, headers, text) = get(path).await;
             assert_eq!(status, StatusCode::OK, "{path}");
@@ -221,11 +264,17 @@ mod tests {
             assert_eq!(text, body);
         }
         assert_ne!(EMBED.etag, DEMO.etag);
+        assert_ne!(WORKER.etag, FRAME.etag);
     }
 
     #[test]
     fn the_embed_talks_to_its_own_server_only() {
-        for (name, text) in [("threadql.js", SCRIPT), ("demo.js", DEMO_SCRIPT)] {
+        for (name, text) in [
+            ("threadql.js", SCRIPT),
+            ("demo.js", DEMO_SCRIPT),
+            ("proof-worker.js", PROOF_WORKER),
+            ("proof-frame.js", PROOF_FRAME_SCRIPT),
+        ] {
             for line in text.lines() {
                 let code = line.trim_start();
                 if code.starts_with("//") || code.starts_with('*') {
@@ -287,11 +336,39 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_proof_frame_runs_its_own_script_and_worker_only() {
+        let (status, headers, page) = get("/embed/proof").await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(headers[CONTENT_TYPE], "text/html; charset=utf-8");
+        assert_eq!(headers[CONTENT_SECURITY_POLICY], PROOF_POLICY);
+        assert_eq!(headers[REFERRER_POLICY], "no-referrer");
+        // Host pages of any origin frame it: nothing forbids that.
+        assert!(!PROOF_POLICY.contains("frame-ancestors"));
+        assert!(
+            PROOF_POLICY.starts_with("default-src 'none'; script-src 'self'; worker-src 'self'")
+        );
+        assert_eq!(page.matches("<script").count(), 1, "{page}");
+        assert!(page.contains(r#"<script type="module" src="/embed/proof-frame.js"></script>"#));
+        // The frame starts the worker it is served with, and listens to its parent only.
+        assert!(PROOF_FRAME_SCRIPT.contains("new Worker('/embed/proof-worker.js')"));
+        assert!(PROOF_FRAME_SCRIPT.contains("event.source !== window.parent"));
+        // The embed runs the same worker, directly or in that frame: no blob or inline worker.
+        assert!(SCRIPT.contains("new URL('proof-worker.js', import.meta.url)"));
+        assert!(SCRIPT.contains("new URL('proof', import.meta.url)"));
+        for text in [SCRIPT, PROOF_FRAME_SCRIPT, PROOF_WORKER] {
+            assert!(!text.contains("blob:") && !text.contains("createObjectURL"));
+            assert!(!text.contains("importScripts"));
+        }
+    }
+
+    #[tokio::test]
     async fn other_embed_paths_are_not_found() {
         for path in [
             "/embed/",
             "/embed/threadql.css",
             "/embed/demo.html",
+            "/embed/proof.html",
+            "/embed/proof-worker",
             "/embed/../graphql",
         ] {
             let (status, _, _) = get(path).await;

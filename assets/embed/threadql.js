@@ -10,6 +10,12 @@
 // GraphQL over HTTP for reads and posts, `graphql-transport-ws` for comments as they are posted.
 // Every text is put in the page as text; a comment's `html` (sanitised by the server) is
 // inserted as HTML after a second pass through the same allow-list here.
+//
+// Guests (no token, on a server or discussion that takes guest comments) comment with a name and
+// a proof of work (ALTCHA's v1 format), which threadql's own worker (/embed/proof-worker.js)
+// finds while they type: directly on a page of threadql's origin, else in a hidden frame of
+// threadql's (/embed/proof), since a browser runs workers of the page's origin only. What a
+// guest may later edit or delete is kept by its token in the page origin's localStorage.
 
 const GRAPHQL_WS = 'graphql-transport-ws';
 
@@ -23,9 +29,16 @@ const MAX_URL = 2048;
 const RECONNECT_MS = [1000, 2000, 5000, 10000, 30000];
 // How long a freshly arrived comment stays highlighted.
 const ARRIVAL_MS = 4000;
+// A proof solved earlier is used only while its challenge has this long left to live.
+const PROOF_MARGIN_MS = 60_000;
+// How long the proof frame may take to answer that it is ready.
+const PROOF_FRAME_MS = 15_000;
+// Where the embed keeps a guest's tokens (one per comment) and remembered name and website.
+const GUEST_TOKEN_KEY = 'threadql-guest-token';
+const GUEST_KEY = 'threadql-guest';
 
 // What a comment shows. Replies are asked for separately, to the depth a view needs.
-const COMMENT_FIELDS = `slug parentSlug depth posted editedAt deleted status pinned html replyCount author { id name }`;
+const COMMENT_FIELDS = `slug parentSlug depth posted editedAt deleted status pinned html replyCount author { id name guest }`;
 const PAGE_INFO = `pageInfo { hasNextPage endCursor }`;
 
 // A comment with two levels of replies below it: what a thread shows first.
@@ -34,8 +47,9 @@ const THREAD_TREE = `${COMMENT_FIELDS}
     replies(first: $replies) { ${PAGE_INFO} nodes { ${COMMENT_FIELDS} } } } }`;
 
 const DISCUSSION_QUERY = `query ThreadqlDiscussion($key: String!, $order: CommentOrder!, $first: Int!, $replies: Int!) {
+  guestPolicy
   discussionByKey(key: $key) {
-    id commentCount locked
+    id commentCount locked guests
     pinnedComments { ${COMMENT_FIELDS} }
     threads(order: $order, first: $first) { ${PAGE_INFO} nodes { ${THREAD_TREE} } }
   }
@@ -57,11 +71,25 @@ const REPLIES_QUERY = `query ThreadqlReplies($id: ID!, $slug: String!, $first: I
 }`;
 
 const ENSURE_MUTATION = `mutation ThreadqlEnsure($input: EnsureDiscussionInput!) {
-  ensureDiscussion(input: $input) { id commentCount locked }
+  ensureDiscussion(input: $input) { id commentCount locked guests }
 }`;
 
 const POST_MUTATION = `mutation ThreadqlPost($input: PostCommentInput!) {
-  postComment(input: $input) { ${COMMENT_FIELDS} moderationReason }
+  postComment(input: $input) { ${COMMENT_FIELDS} moderationReason guestToken }
+}`;
+
+const CHALLENGE_QUERY = `query ThreadqlChallenge {
+  guestChallenge { algorithm challenge salt signature maxnumber }
+}`;
+
+const TEXT_QUERY = `query ThreadqlText($id: ID!, $slug: String!) { comment(discussionId: $id, slug: $slug) { text } }`;
+
+const GUEST_EDIT_MUTATION = `mutation ThreadqlGuestEdit($input: EditCommentInput!) {
+  editComment(input: $input) { ${COMMENT_FIELDS} moderationReason }
+}`;
+
+const GUEST_DELETE_MUTATION = `mutation ThreadqlGuestDelete($id: ID!, $slug: String!, $token: String) {
+  deleteComment(discussionId: $id, slug: $slug, guestToken: $token) { ${COMMENT_FIELDS} }
 }`;
 
 const POSTED_SUBSCRIPTION = `subscription ThreadqlPosted($id: ID!) { commentPosted(discussionId: $id) { ${COMMENT_FIELDS} } }`;
@@ -139,6 +167,18 @@ const RULES = `
   padding: calc(var(--threadql-spacing) / 2); border: 1px solid var(--threadql-border);
   border-radius: var(--threadql-radius); resize: vertical;
 }
+:where(.threadql-form input) {
+  font: inherit; color: inherit; background: var(--threadql-surface); width: 100%; max-width: 28rem;
+  padding: 0.25em 0.5em; border: 1px solid var(--threadql-border); border-radius: var(--threadql-radius);
+}
+:where(.threadql-guest) {
+  display: grid; gap: calc(var(--threadql-spacing) / 3); margin: 0; border: 1px solid var(--threadql-border);
+  border-radius: var(--threadql-radius); padding: calc(var(--threadql-spacing) / 2) var(--threadql-spacing);
+}
+:where(.threadql-guest legend) { padding: 0 0.25em; color: var(--threadql-muted); }
+:where(.threadql-hint) { margin: 0; color: var(--threadql-muted); font-size: 0.875em; }
+:where(.threadql-trap) { position: absolute; left: -10000px; top: auto; width: 1px; height: 1px; overflow: hidden; }
+:where(.threadql-guest-badge) { color: var(--threadql-muted); font-style: italic; }
 :where(.threadql-form-actions) { display: flex; gap: calc(var(--threadql-spacing) / 2); align-items: center; }
 :where(.threadql button) {
   font: inherit; font-size: 0.875em; cursor: pointer; border-radius: var(--threadql-radius);
@@ -520,6 +560,203 @@ class LiveConnection {
   }
 }
 
+// The page origin's localStorage, which a browser may refuse (then what is kept lasts as long
+// as the page).
+const kept = {
+  memory: new Map(),
+  get(key) {
+    try {
+      return window.localStorage.getItem(key) ?? this.memory.get(key) ?? null;
+    } catch {
+      return this.memory.get(key) ?? null;
+    }
+  },
+  set(key, value) {
+    this.memory.set(key, value);
+    try {
+      window.localStorage.setItem(key, value);
+    } catch {
+      // Kept in the page only.
+    }
+  },
+  remove(key) {
+    this.memory.delete(key);
+    try {
+      window.localStorage.removeItem(key);
+    } catch {
+      // Nothing was kept.
+    }
+  },
+};
+
+// The key a guest's token for one comment of one server is kept under.
+function guestTokenKey(endpoint, discussionId, slug) {
+  return `${GUEST_TOKEN_KEY} ${endpoint.origin} ${discussionId} ${slug}`;
+}
+
+// The name and website a guest gave last time (the email is left to the browser's autofill).
+function rememberedGuest() {
+  try {
+    const value = JSON.parse(kept.get(GUEST_KEY) ?? '{}');
+    return { name: typeof value.name === 'string' ? value.name : '', website: typeof value.website === 'string' ? value.website : '' };
+  } catch {
+    return { name: '', website: '' };
+  }
+}
+
+// When a challenge stops being accepted (milliseconds since the epoch), from its salt's
+// `?expires=<unix seconds>`; null when it does not say.
+function expiryOf(salt) {
+  const query = String(salt).split('?')[1];
+  const seconds = query ? Number(new URLSearchParams(query).get('expires')) : NaN;
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : null;
+}
+
+// Guests' proofs of work. One worker (threadql's /embed/proof-worker.js), made on first use:
+// directly when the page is of threadql's origin, else inside a hidden frame of threadql's
+// (/embed/proof) that passes the messages on. `prepare()` fetches a challenge and starts solving
+// it (once; again after each `take()`); `take()` resolves with the payload a post carries, base64
+// of ALTCHA's `{algorithm, challenge, number, salt, signature}`, which is used once.
+class Prover {
+  constructor(widget) {
+    this.widget = widget;
+    this.channel = null;
+    this.next = null;
+    this.tasks = new Map();
+    this.count = 0;
+    this.stop = () => undefined;
+  }
+
+  prepare() {
+    if (this.next && !this.next.failed && !this.stale(this.next)) {
+      return this.next.promise;
+    }
+    const task = { promise: null, failed: false, expires: null };
+    task.promise = this.solve(task);
+    task.promise.catch(() => {
+      task.failed = true;
+    });
+    this.next = task;
+    return task.promise;
+  }
+
+  async take() {
+    const promise = this.prepare();
+    this.next = null;
+    return promise;
+  }
+
+  stale(task) {
+    return task.expires !== null && task.expires - Date.now() < PROOF_MARGIN_MS;
+  }
+
+  async solve(task) {
+    const data = await request(this.widget.endpoint, null, CHALLENGE_QUERY, {});
+    const challenge = data.guestChallenge;
+    if (!challenge) {
+      throw new ThreadqlError('The comments server gave no challenge.');
+    }
+    task.expires = expiryOf(challenge.salt);
+    const channel = await this.open();
+    this.count += 1;
+    const id = this.count;
+    const answer = await new Promise((resolve, reject) => {
+      this.tasks.set(id, { resolve, reject });
+      channel.post({ id, ...challenge });
+    });
+    if (answer.number === null || answer.number === undefined) {
+      throw new ThreadqlError('The proof of work found no answer.');
+    }
+    const payload = {
+      algorithm: challenge.algorithm,
+      challenge: challenge.challenge,
+      number: answer.number,
+      salt: challenge.salt,
+      signature: challenge.signature,
+    };
+    return btoa(JSON.stringify(payload));
+  }
+
+  // An answer of the worker: a task's result, or a failure of the worker itself.
+  hear(message) {
+    if (message?.type === 'error') {
+      this.fail(new ThreadqlError(`The proof of work cannot run: ${message.error}`, 'PROOF'));
+      return;
+    }
+    const task = this.tasks.get(message?.id);
+    if (!task) {
+      return;
+    }
+    this.tasks.delete(message.id);
+    if (message.error) {
+      task.reject(new ThreadqlError(`The proof of work cannot run: ${message.error}`, 'PROOF'));
+    } else {
+      task.resolve(message);
+    }
+  }
+
+  fail(err) {
+    for (const task of this.tasks.values()) {
+      task.reject(err);
+    }
+    this.tasks.clear();
+    this.channel = null;
+  }
+
+  // The worker, as `{ post(message) }`, made once.
+  open() {
+    this.channel ??= this.connect().catch((err) => {
+      this.channel = null;
+      throw err;
+    });
+    return this.channel;
+  }
+
+  async connect() {
+    const workerUrl = new URL('proof-worker.js', import.meta.url);
+    if (workerUrl.origin === window.location.origin) {
+      const worker = new Worker(workerUrl);
+      this.stop = () => worker.terminate();
+      worker.addEventListener('message', (event) => this.hear(event.data));
+      worker.addEventListener('error', () => this.hear({ type: 'error', error: 'the proof worker failed' }));
+      return { post: (message) => worker.postMessage(message) };
+    }
+    const frameUrl = new URL('proof', import.meta.url);
+    const frame = el('iframe', {
+      class: 'threadql-proof-frame',
+      src: frameUrl.href,
+      title: 'Proof of work',
+      hidden: true,
+      'aria-hidden': 'true',
+      tabindex: '-1',
+      sandbox: 'allow-scripts allow-same-origin',
+    });
+    const { port1, port2 } = new MessageChannel();
+    const ready = new Promise((resolve, reject) => {
+      const timer = window.setTimeout(
+        () => reject(new ThreadqlError('The proof of work cannot run: its frame did not answer.', 'PROOF')),
+        PROOF_FRAME_MS,
+      );
+      port1.addEventListener('message', (event) => {
+        if (event.data?.type === 'ready') {
+          window.clearTimeout(timer);
+          resolve();
+        } else {
+          this.hear(event.data);
+        }
+      });
+    });
+    port1.start();
+    frame.addEventListener('load', () => {
+      frame.contentWindow?.postMessage({ type: 'threadql-proof' }, frameUrl.origin, [port2]);
+    }, { once: true });
+    this.stop = () => frame.remove();
+    this.widget.root.append(frame);
+    await ready;
+    return { post: (message) => port1.postMessage(message) };
+  }
+}
+
 // One mounted widget.
 class Widget {
   constructor(element, options) {
@@ -539,6 +776,12 @@ class Widget {
     this.pending = [];
     this.destroyed = false;
     this.composerState = null;
+    // Whether the last read was signed in: 'user', 'none' (no token), 'failed' (the token
+    // option threw).
+    this.identity = 'none';
+    // The server's policy for guests, and the discussion's once it exists.
+    this.serverGuests = 'OFF';
+    this.prover = new Prover(this);
     this.build();
   }
 
@@ -595,6 +838,21 @@ class Widget {
     return typeof token === 'function' || (typeof token === 'string' && token.trim() !== '');
   }
 
+  // The policy for guests that applies here: the discussion's, else the server's.
+  get guestPolicy() {
+    return this.discussion?.guests ?? this.serverGuests ?? 'OFF';
+  }
+
+  // Whether the comment boxes are a guest's: no token, and guests are taken here.
+  get asGuest() {
+    return this.identity === 'none' && this.guestPolicy !== 'OFF';
+  }
+
+  // Whether comment boxes and reply buttons are shown (a token, or guests taken).
+  get canWrite() {
+    return this.asGuest || this.canPost;
+  }
+
   showError(message) {
     this.error.textContent = message;
   }
@@ -617,7 +875,9 @@ class Widget {
     let authorization = null;
     try {
       authorization = await bearer(this.options.token);
+      this.identity = authorization ? 'user' : 'none';
     } catch (err) {
+      this.identity = 'failed';
       this.showError(messageOf(err));
     }
     return request(this.endpoint, authorization, query, variables);
@@ -661,6 +921,7 @@ class Widget {
       if (this.loading !== loading || this.destroyed) {
         return;
       }
+      this.serverGuests = data.guestPolicy ?? 'OFF';
       this.show(data.discussionByKey);
     } catch (err) {
       if (this.loading === loading && !this.destroyed) {
@@ -684,7 +945,9 @@ class Widget {
     this.pinned.replaceChildren();
     this.threads.replaceChildren();
     this.notice.replaceChildren();
-    this.discussion = discussion ? { id: discussion.id, commentCount: discussion.commentCount, locked: discussion.locked } : null;
+    this.discussion = discussion
+      ? { id: discussion.id, commentCount: discussion.commentCount, locked: discussion.locked, guests: discussion.guests }
+      : null;
     this.renderComposer();
     this.updateCount();
     if (!discussion) {
@@ -746,14 +1009,14 @@ class Widget {
 
   // The box for a new thread, or why there is none; kept (with its draft) while that holds.
   renderComposer() {
-    const state = this.discussion?.locked ? 'locked' : this.canPost ? 'open' : 'none';
+    const state = this.discussion?.locked ? 'locked' : this.asGuest ? `guest-${this.guestPolicy}` : this.canPost ? 'open' : 'none';
     if (state === this.composerState) {
       return;
     }
     this.composerState = state;
     if (state === 'locked') {
       this.composer.replaceChildren(el('p', { class: 'threadql-notice', text: 'This discussion is locked: no new comments.' }));
-    } else if (state === 'open') {
+    } else if (state !== 'none') {
       this.composer.replaceChildren(this.renderForm(null, 'Add a comment', 'Post comment'));
     } else {
       this.composer.replaceChildren();
@@ -775,14 +1038,20 @@ class Widget {
       cancel.addEventListener('click', () => onCancel());
       actions.append(cancel);
     }
+    const guest = this.asGuest ? this.renderGuestFields(n) : null;
     const form = el(
       'form',
-      { class: 'threadql-form' },
+      { class: 'threadql-form', novalidate: true },
+      guest?.fieldset,
       el('label', { for: textareaId, text: labelText }),
       textarea,
       error,
       actions,
     );
+    if (guest) {
+      // The proof is found while the guest types, so that posting does not wait for it.
+      form.addEventListener('focusin', () => this.prover.prepare().catch(() => undefined));
+    }
     textarea.addEventListener('keydown', (event) => {
       if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
         event.preventDefault();
@@ -795,6 +1064,12 @@ class Widget {
     form.addEventListener('submit', async (event) => {
       event.preventDefault();
       const text = textarea.value;
+      const asGuest = guest?.values();
+      if (asGuest && asGuest.name === '') {
+        error.textContent = 'Give a name to comment as a guest.';
+        guest.name.focus();
+        return;
+      }
       if (text.trim() === '') {
         error.textContent = 'Write something first.';
         textarea.focus();
@@ -806,8 +1081,11 @@ class Widget {
       const label = submit.textContent;
       submit.textContent = 'Posting…';
       try {
-        const comment = await this.post(parentSlug, text);
+        const comment = await this.post(parentSlug, text, asGuest);
         textarea.value = '';
+        if (asGuest) {
+          kept.set(GUEST_KEY, JSON.stringify({ name: asGuest.name, website: asGuest.website ?? '' }));
+        }
         if (isHeld(comment)) {
           const reason = comment.moderationReason ? ` (${comment.moderationReason})` : '';
           const told = comment.status === 'REJECTED'
@@ -833,10 +1111,55 @@ class Widget {
     return form;
   }
 
-  // Posts a comment, first creating the discussion when this key has none yet.
-  async post(parentSlug, text) {
+  // What a guest gives with a comment: a name (required), an email and a website (optional,
+  // for the moderators only), and a field people never see, which only robots fill in.
+  renderGuestFields(n) {
+    const id = (field) => `${this.id}-${field}-${n}`;
+    const remembered = rememberedGuest();
+    const input = (field, attributes) => el('input', { id: id(field), name: field, ...attributes });
+    const name = input('name', { type: 'text', autocomplete: 'name', required: true, 'aria-required': 'true', value: remembered.name || null });
+    const email = input('email', { type: 'email', autocomplete: 'email' });
+    const website = input('website', { type: 'url', autocomplete: 'url', value: remembered.website || null });
+    // The honeypot: off-screen, hidden from assistive technology, out of the tab order.
+    const trap = input('subject', { type: 'text', autocomplete: 'off', tabindex: '-1' });
+    const trapBox = el('div', { class: 'threadql-trap', 'aria-hidden': 'true' }, el('label', { for: id('subject'), text: 'Subject (leave this empty)' }), trap);
+    Object.assign(trapBox.style, { position: 'absolute', left: '-10000px', width: '1px', height: '1px', overflow: 'hidden' });
+    const held = this.guestPolicy === 'PRE'
+      ? el('p', { class: 'threadql-hint', text: 'A moderator reads comments from guests before they are shown.' })
+      : null;
+    const fieldset = el(
+      'fieldset',
+      { class: 'threadql-guest' },
+      el('legend', { text: 'Comment as a guest' }),
+      el('label', { for: id('name'), text: 'Name (shown with your comment)' }),
+      name,
+      el('label', { for: id('email'), text: 'Email (optional, never shown to anyone but the moderators)' }),
+      email,
+      el('label', { for: id('website'), text: 'Website (optional, never shown to anyone but the moderators)' }),
+      website,
+      held,
+      trapBox,
+    );
+    const optional = (field) => field.value.trim() || null;
+    return {
+      fieldset,
+      name,
+      values: () => ({
+        name: name.value.trim(),
+        email: optional(email),
+        website: optional(website),
+        trap: trap.value || null,
+      }),
+    };
+  }
+
+  // Posts a comment (as a guest when `guest` holds the guest's fields), first creating the
+  // discussion when this key has none yet.
+  async post(parentSlug, text, guest) {
+    // A guest's writes go without a token: the proof and the fields stand for one.
+    const write = (query, variables) => (guest ? request(this.endpoint, null, query, variables) : this.write(query, variables));
     if (!this.discussion) {
-      const data = await this.write(ENSURE_MUTATION, {
+      const data = await write(ENSURE_MUTATION, {
         input: { key: this.options.key, title: titleFor(this.options), url: urlFor(this.options) },
       });
       const ensured = data.ensureDiscussion;
@@ -853,17 +1176,33 @@ class Widget {
         });
         this.show(shown.discussionByKey);
       } else {
-        this.discussion = { id: ensured.id, commentCount: 0, locked: ensured.locked };
+        this.discussion = { id: ensured.id, commentCount: 0, locked: ensured.locked, guests: ensured.guests };
         this.threadsPage = { hasNextPage: false, endCursor: null };
         this.follow();
       }
     }
-    const data = await this.write(POST_MUTATION, {
-      input: { discussionId: this.discussion.id, parentSlug, text },
-    });
+    const input = { discussionId: this.discussion.id, parentSlug, text };
+    let data;
+    try {
+      if (guest) {
+        // Each challenge is accepted once: this post spends the proof found while the guest
+        // typed, and the next one gets a new challenge.
+        input.guest = { ...guest, proof: await this.prover.take() };
+      }
+      data = await write(POST_MUTATION, { input });
+    } catch (err) {
+      if (guest) {
+        // Found while the guest corrects what was refused.
+        this.prover.prepare().catch(() => undefined);
+      }
+      throw err;
+    }
     const comment = data.postComment;
     if (!comment) {
       throw new ThreadqlError('The comment was not stored.');
+    }
+    if (comment.guestToken) {
+      kept.set(guestTokenKey(this.endpoint, this.discussion.id, comment.slug), comment.guestToken);
     }
     // A comment held for a moderator is not public yet: it is not shown or counted here.
     if (!isHeld(comment)) {
@@ -1023,6 +1362,8 @@ class Widget {
       'p',
       { class: 'threadql-meta' },
       el('span', { class: 'threadql-author', text: comment.author?.name ?? '' }),
+      // A guest's name is whatever they typed: marked, so it cannot pass for a signed-in person.
+      comment.author?.guest ? el('span', { class: 'threadql-badge threadql-guest-badge', title: 'Posted without an account', text: 'guest' }) : null,
       el('time', { datetime: comment.posted, text: Number.isNaN(posted.getTime()) ? '' : posted.toLocaleString() }),
       comment.editedAt && !comment.deleted ? el('span', { text: '(edited)' }) : null,
       comment.pinned ? el('span', { class: 'threadql-badge', text: 'Pinned' }) : null,
@@ -1040,16 +1381,40 @@ class Widget {
       body.append(cleanHtml(comment.html));
     }
     const children = [meta, body];
-    if (!pinnedCopy && !comment.deleted && this.canPost && !this.discussion?.locked) {
-      children.push(this.renderReplyAction(comment));
+    if (!pinnedCopy && !comment.deleted) {
+      children.push(this.renderActions(article, comment));
     }
-    article.replaceChildren(...children);
+    article.replaceChildren(...children.filter(Boolean));
   }
 
-  // The Reply button of a comment, which opens a reply box under it.
-  renderReplyAction(comment) {
+  // The actions under a comment: Reply, which opens a reply box under it, and, on a comment this
+  // browser posted as a guest, Edit and Delete (with the comment's guest token).
+  renderActions(article, comment) {
+    const replies = this.canWrite && !this.discussion?.locked;
+    const tokenKey = this.discussion ? guestTokenKey(this.endpoint, this.discussion.id, comment.slug) : null;
+    const guestToken = tokenKey ? kept.get(tokenKey) : null;
+    if (!replies && !guestToken) {
+      return null;
+    }
+    const actions = el('div', { class: 'threadql-actions' });
+    if (replies) {
+      actions.append(this.renderReplyButton(actions, comment));
+    }
+    if (guestToken) {
+      const status = el('p', { class: 'threadql-error', role: 'alert' });
+      const edit = el('button', { type: 'button', 'aria-expanded': 'false', text: 'Edit' });
+      const remove = el('button', { type: 'button', text: 'Delete' });
+      edit.addEventListener('click', () => this.editAsGuest(article, actions, edit, status, comment, tokenKey));
+      remove.addEventListener('click', () => this.confirmDelete(actions, remove, status, comment, tokenKey));
+      actions.append(edit, remove);
+      return el('div', {}, actions, status);
+    }
+    return actions;
+  }
+
+  // The Reply button of a comment, which opens a reply box after `actions`.
+  renderReplyButton(actions, comment) {
     const button = el('button', { type: 'button', 'aria-expanded': 'false', text: 'Reply' });
-    const actions = el('div', { class: 'threadql-actions' }, button);
     let form = null;
     const close = () => {
       form?.remove();
@@ -1071,9 +1436,137 @@ class Widget {
       });
       actions.after(form);
       button.setAttribute('aria-expanded', 'true');
-      form.querySelector('textarea').focus();
+      const fields = [...form.querySelectorAll('input[name="name"], textarea')];
+      (fields.find((field) => field.value === '') ?? form.querySelector('textarea')).focus();
     });
-    return actions;
+    return button;
+  }
+
+  // A guest's own comment, edited in place: its text is read, changed in a box under it, and
+  // sent with the comment's guest token.
+  async editAsGuest(article, actions, button, status, comment, tokenKey) {
+    const open = article.querySelector(':scope .threadql-edit');
+    if (open) {
+      open.remove();
+      button.setAttribute('aria-expanded', 'false');
+      return;
+    }
+    status.textContent = '';
+    let text;
+    try {
+      const data = await request(this.endpoint, null, TEXT_QUERY, { id: this.discussion.id, slug: comment.slug });
+      text = data.comment?.text;
+    } catch (err) {
+      status.textContent = `Cannot edit: ${messageOf(err)}`;
+      return;
+    }
+    if (typeof text !== 'string') {
+      status.textContent = 'Cannot edit: the comment has no text any more.';
+      return;
+    }
+    const n = (mounted += 1);
+    const textareaId = `${this.id}-edit-${n}`;
+    const textarea = el('textarea', { id: textareaId, name: 'text', rows: 3 });
+    textarea.value = text;
+    const save = el('button', { type: 'submit', text: 'Save' });
+    const cancel = el('button', { type: 'button', text: 'Cancel' });
+    const error = el('p', { class: 'threadql-error', role: 'alert' });
+    const form = el(
+      'form',
+      { class: 'threadql-form threadql-edit', novalidate: true },
+      el('label', { for: textareaId, text: 'Edit your comment' }),
+      textarea,
+      error,
+      el('div', { class: 'threadql-form-actions' }, save, cancel),
+    );
+    const close = () => {
+      form.remove();
+      button.setAttribute('aria-expanded', 'false');
+      button.focus();
+    };
+    cancel.addEventListener('click', close);
+    textarea.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape') {
+        event.preventDefault();
+        close();
+      } else if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        form.requestSubmit();
+      }
+    });
+    form.addEventListener('submit', async (event) => {
+      event.preventDefault();
+      if (textarea.value.trim() === '') {
+        error.textContent = 'Write something first.';
+        return;
+      }
+      save.disabled = true;
+      try {
+        const data = await request(this.endpoint, null, GUEST_EDIT_MUTATION, {
+          input: { discussionId: this.discussion.id, slug: comment.slug, text: textarea.value, guestToken: kept.get(tokenKey) },
+        });
+        const edited = data.editComment;
+        if (edited) {
+          this.change(edited);
+          this.focusComment(comment.slug);
+          if (isHeld(edited)) {
+            this.announce('Your comment is waiting for a moderator.');
+          }
+        }
+      } catch (err) {
+        this.forgetRefused(err, tokenKey);
+        error.textContent = `Not saved: ${messageOf(err)}`;
+        save.disabled = false;
+      }
+    });
+    (status.isConnected ? status : actions).after(form);
+    button.setAttribute('aria-expanded', 'true');
+    textarea.focus();
+  }
+
+  // Delete, asked twice: the button becomes "Delete for good?" with a way back.
+  confirmDelete(actions, button, status, comment, tokenKey) {
+    status.textContent = '';
+    const yes = el('button', { type: 'button', text: 'Delete for good' });
+    const no = el('button', { type: 'button', text: 'Keep it' });
+    const question = el('span', { class: 'threadql-confirm' }, el('span', { text: 'Delete this comment? ' }), yes, no);
+    button.hidden = true;
+    actions.append(question);
+    yes.focus();
+    no.addEventListener('click', () => {
+      question.remove();
+      button.hidden = false;
+      button.focus();
+    });
+    yes.addEventListener('click', async () => {
+      yes.disabled = true;
+      try {
+        const data = await request(this.endpoint, null, GUEST_DELETE_MUTATION, {
+          id: this.discussion.id,
+          slug: comment.slug,
+          token: kept.get(tokenKey),
+        });
+        kept.remove(tokenKey);
+        if (data.deleteComment) {
+          this.change(data.deleteComment);
+        }
+        this.focusComment(comment.slug);
+        this.announce('Your comment was deleted.');
+      } catch (err) {
+        this.forgetRefused(err, tokenKey);
+        status.textContent = `Not deleted: ${messageOf(err)}`;
+        question.remove();
+        button.hidden = false;
+        button.focus();
+      }
+    });
+  }
+
+  // A guest token the server no longer takes is forgotten.
+  forgetRefused(err, tokenKey) {
+    if (err instanceof ThreadqlError && (err.code === 'FORBIDDEN' || err.code === 'UNAUTHENTICATED')) {
+      kept.remove(tokenKey);
+    }
   }
 
   // Adds a page of replies under a shown comment.
@@ -1137,6 +1630,7 @@ class Widget {
   destroy() {
     this.destroyed = true;
     this.loading = null;
+    this.prover.stop();
     if (this.live) {
       this.live.stop();
       this.live = null;
@@ -1154,7 +1648,8 @@ class Widget {
  *   the page's title and address);
  * - `endpoint`: the GraphQL endpoint (default: `/graphql` on the server this script came from);
  * - `token`: the signed-in visitor's bearer token, or a function returning it (or a promise of
- *   it); without one the comments are read-only.
+ *   it); without one the comments are read-only, unless the server takes guest comments here
+ *   (then the comment box asks for a name and proves work instead).
  *
  * Returns `{ reload(), destroy() }`.
  */
