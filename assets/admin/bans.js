@@ -1,5 +1,6 @@
 // Bans: banning an author (a duration and a reason, asked in a dialog), lifting a ban, and the
-// view listing who is banned now.
+// view listing who is banned now; and the networks banned from guest comments (a form to ban
+// one, the list, unban).
 
 import { announce, ask, el, showError, timeText } from './dom.js';
 
@@ -11,6 +12,26 @@ const BAN = `mutation AdminBan($user: ID!, $until: DateTime, $reason: String) {
 }`;
 
 const UNBAN = `mutation AdminUnban($user: ID!) { unbanUser(userId: $user) }`;
+
+const BAN_NETWORK = `mutation AdminBanNetwork($cidr: String!, $until: DateTime, $reason: String) {
+  banNetwork(cidr: $cidr, until: $until, reason: $reason) { cidr until reason at }
+}`;
+
+const UNBAN_NETWORK = `mutation AdminUnbanNetwork($cidr: String!) { unbanNetwork(cidr: $cidr) }`;
+
+const NETWORK_BANS_QUERY = `query AdminNetworkBans { networkBans { cidr until reason at } }`;
+
+// The time `duration` (days, or "forever") from now, as RFC 3339; null for good.
+function untilFor(duration) {
+  const days = duration === 'forever' ? null : Number(duration);
+  return days === null ? null : new Date(Date.now() + days * DAY_MS).toISOString();
+}
+
+// "for 7 days", "for good".
+function spanOf(duration) {
+  const days = duration === 'forever' ? null : Number(duration);
+  return days === null ? 'for good' : `for ${days} ${days === 1 ? 'day' : 'days'}`;
+}
 
 const BANS_QUERY = `query AdminBans($first: Int!, $after: String) {
   bans(first: $first, after: $after) {
@@ -27,12 +48,10 @@ export async function banAuthor(ctx, author, back) {
   if (!fields) {
     return false;
   }
-  const days = fields.duration === 'forever' ? null : Number(fields.duration);
-  const until = days === null ? null : new Date(Date.now() + days * DAY_MS).toISOString();
+  const until = untilFor(fields.duration);
   try {
     await ctx.api.run(BAN, { user: author.id, until, reason: fields.reason.trim() || null });
-    const span = days === null ? 'for good' : `for ${days} ${days === 1 ? 'day' : 'days'}`;
-    announce(`Banned ${author.name} ${span}`);
+    announce(`Banned ${author.name} ${spanOf(fields.duration)}`);
     return true;
   } catch (err) {
     showError(`${author.name} could not be banned`, err);
@@ -61,10 +80,17 @@ export class BansView {
     this.empty = document.getElementById('bans-empty');
     this.more = document.getElementById('bans-more');
     this.more.addEventListener('click', () => this.load(false));
+    this.networks = new NetworkBans(ctx);
   }
 
   async show() {
-    await this.load(true);
+    await Promise.all([this.load(true), this.networks.load()]);
+  }
+
+  // Shows the view with the network form filled in with `cidr` (from a guest's comment).
+  async showNetwork(cidr) {
+    this.networks.fill(cidr);
+    await this.show();
   }
 
   // Reads the first page (`fresh`) or the next one, appended.
@@ -111,6 +137,92 @@ export class BansView {
         this.empty.hidden = this.rows.children.length > 0;
       } else {
         unban.disabled = false;
+      }
+    });
+    return row;
+  }
+}
+
+// The networks banned from guest comments: a form to ban one (a CIDR block, how long, why), the
+// list of those banned now, and unban.
+class NetworkBans {
+  constructor(ctx) {
+    this.ctx = ctx;
+    this.form = document.getElementById('network-ban-form');
+    this.cidr = document.getElementById('network-cidr');
+    this.rows = document.getElementById('network-bans-rows');
+    this.table = document.getElementById('network-bans-table');
+    this.empty = document.getElementById('network-bans-empty');
+    this.form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      this.ban();
+    });
+  }
+
+  fill(cidr) {
+    this.cidr.value = cidr;
+    this.cidr.focus();
+  }
+
+  async ban() {
+    const fields = Object.fromEntries(new FormData(this.form));
+    const cidr = fields.cidr.trim();
+    if (cidr === '') {
+      this.cidr.focus();
+      return;
+    }
+    const submit = this.form.querySelector('button[type="submit"]');
+    submit.disabled = true;
+    try {
+      await this.ctx.api.run(BAN_NETWORK, { cidr, until: untilFor(fields.duration), reason: fields.reason.trim() || null });
+      announce(`Banned the network ${cidr} ${spanOf(fields.duration)}`);
+      this.form.reset();
+      await this.load();
+    } catch (err) {
+      showError(`The network ${cidr} could not be banned`, err);
+    } finally {
+      submit.disabled = false;
+    }
+  }
+
+  async load() {
+    try {
+      const data = await this.ctx.api.run(NETWORK_BANS_QUERY);
+      this.rows.replaceChildren(...(data.networkBans ?? []).map((ban) => this.render(ban)));
+      this.updated();
+    } catch (err) {
+      showError('The banned networks could not be read', err);
+    }
+  }
+
+  updated() {
+    this.table.hidden = this.rows.children.length === 0;
+    this.empty.hidden = this.rows.children.length > 0;
+  }
+
+  render(ban) {
+    const unban = el('button', { type: 'button', text: 'Unban', 'aria-label': `Unban the network ${ban.cidr}` });
+    const row = el(
+      'tr',
+      {},
+      el('td', {}, el('code', { text: ban.cidr })),
+      el('td', { text: ban.until ? timeText(ban.until) : 'Forever' }),
+      el('td', { text: ban.reason ?? '' }),
+      el('td', { text: timeText(ban.at) }),
+      el('td', {}, unban),
+    );
+    unban.addEventListener('click', async () => {
+      unban.disabled = true;
+      try {
+        const data = await this.ctx.api.run(UNBAN_NETWORK, { cidr: ban.cidr });
+        announce(data.unbanNetwork ? `Unbanned the network ${ban.cidr}` : `The network ${ban.cidr} was not banned`);
+        const next = row.nextElementSibling ?? row.previousElementSibling;
+        row.remove();
+        (next?.querySelector('button') ?? this.cidr).focus();
+        this.updated();
+      } catch (err) {
+        unban.disabled = false;
+        showError(`The network ${ban.cidr} could not be unbanned`, err);
       }
     });
     return row;

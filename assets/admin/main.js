@@ -66,6 +66,10 @@ const ctx = {
     showView('queue', false);
     queue.setFilter(discussion);
   },
+  banNetwork: (cidr) => {
+    showView('bans', false);
+    views.bans.showNetwork(cidr);
+  },
 };
 const queue = new QueueView(ctx);
 const drawer = new HistoryDrawer(ctx);

@@ -11,7 +11,8 @@ const PAGE_SIZE = 20;
 const QUEUES = ['PENDING', 'REPORTED', 'REJECTED'];
 
 const ITEM = `discussionId slug status posted moderationReason html
-  author { id name }
+  author { id name guest }
+  guestDetails { email website network }
   discussion { id title url key }
   parent { author { name } text }
   reports { reason note at }`;
@@ -329,8 +330,10 @@ export class QueueView {
       checkbox,
       el('label', { for: `${id}-select`, class: 'visually-hidden', text: `Select the comment by ${name}` }),
       el('h3', { id: `${id}-title` }, el('span', { class: 'author', text: name })),
+      comment.author?.guest ? el('span', { class: 'badge guest', text: 'guest' }) : null,
       comment.status !== 'APPROVED' ? el('span', { class: 'badge', text: comment.status.toLowerCase() }) : null,
     );
+    const guest = comment.guestDetails ? this.renderGuest(comment.guestDetails, id) : null;
     const discussion = comment.discussion;
     const meta = el(
       'p',
@@ -385,11 +388,29 @@ export class QueueView {
       button('Ban author…', 'b', 'ban'),
       button('History', 'h', 'history'),
     );
-    const article = el('article', { tabindex: '-1', 'aria-labelledby': `${id}-title` }, head, meta, parent, body, reports, reason, actions);
+    const article = el('article', { tabindex: '-1', 'aria-labelledby': `${id}-title` }, head, meta, guest, parent, body, reports, reason, actions);
     const item = el('li', { class: 'item', 'data-key': key }, article);
     checkbox.addEventListener('change', () => this.select(key, checkbox.checked));
     this.shown.set(key, { comment, item, article, checkbox });
     return item;
+  }
+
+  // What a guest gave with the comment (moderators only): email, website, and the network it
+  // came from, with a way to ban that network.
+  renderGuest(details, id) {
+    const website = details.website ? link(details.website, details.website) : el('span', { class: 'muted', text: 'none given' });
+    const ban = el('button', { type: 'button', 'aria-describedby': `${id}-title`, text: 'Ban network…' });
+    ban.addEventListener('click', () => this.ctx.banNetwork(details.network));
+    return el(
+      'dl',
+      { class: 'fields guest-details', 'aria-label': 'What the guest gave' },
+      el('dt', { text: 'Email' }),
+      el('dd', { text: details.email ?? 'none given' }),
+      el('dt', { text: 'Website' }),
+      el('dd', {}, website),
+      el('dt', { text: 'Network' }),
+      el('dd', {}, el('code', { text: details.network }), ' ', ban),
+    );
   }
 
   // Selects the comment `key` or not; the footer says so unless `update` is false.
