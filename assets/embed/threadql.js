@@ -1203,6 +1203,11 @@ class Widget {
     }
     if (comment.guestToken) {
       kept.set(guestTokenKey(this.endpoint, this.discussion.id, comment.slug), comment.guestToken);
+      // Heard live before this answer came back, it is shown already: now with Edit and Delete.
+      const shown = this.comments.get(comment.slug);
+      if (shown) {
+        this.renderContent(shown.article, shown.comment, false);
+      }
     }
     // A comment held for a moderator is not public yet: it is not shown or counted here.
     if (!isHeld(comment)) {

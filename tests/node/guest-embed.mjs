@@ -257,6 +257,7 @@ async function held(page, setup, steps) {
   steps.heldHint = await page.locator('.threadql-composer .threadql-hint').allInnerTexts();
   const composer = page.locator('.threadql-composer');
   await composer.getByLabel('Name (shown with your comment)').fill(guest.name);
+  await composer.getByLabel(/^Email/).fill(guest.email);
   await composer.getByLabel('Add a comment').fill(guest.held);
   await composer.getByRole('button', { name: 'Post comment' }).click();
   steps.heldTold = await until(page, 'what the guest is told', formMessages);
@@ -294,7 +295,7 @@ async function consoleSteps(page, setup, moderator, steps) {
     const input = document.getElementById('network-cidr');
     return !document.getElementById('view-bans').hidden && input.value !== '' ? input.value : null;
   });
-  await page.getByLabel('Reason', { exact: true }).last().fill(guest.banReason);
+  await page.locator('#network-ban-form').getByLabel('Reason', { exact: true }).fill(guest.banReason);
   await page.getByRole('button', { name: 'Ban network', exact: true }).click();
   steps.console.banned = await until(page, 'the banned network', () => {
     const rows = [...document.querySelectorAll('#network-bans-rows > tr')];
