@@ -322,6 +322,9 @@ async fn bad_proofs_are_refused_and_store_nothing() {
             (solved["number"].as_u64().expect("a number") + 1) % (MAX_NUMBER + 1),
         )
     };
+    // Refused proofs cost the server no database command.
+    let metrics = one_shot_client();
+    let before = crate::support::db_commands(&metrics, &server).await;
     for (what, proof) in [
         ("forged", solve(&forged)),
         ("expired", solve(&expired)),
@@ -335,6 +338,7 @@ async fn bad_proofs_are_refused_and_store_nothing() {
         let body = send(&server, "203.0.113.20", None, POST, input(proof)).await;
         assert_eq!(outcome(&body), "BAD_USER_INPUT", "{what}: {body:#}");
     }
+    assert_eq!(crate::support::db_commands(&metrics, &server).await, before);
     assert_eq!(comments_stored(&server, &discussion).await, 0);
     // The right proof holds once: a replay is refused here and by another replica.
     let body = send(&server, "203.0.113.20", None, POST, input(right.clone())).await;
@@ -364,7 +368,11 @@ async fn bad_proofs_are_refused_and_store_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_honeypot_answers_as_if_taken_and_publishes_nothing() {
-    let server = Running::start(guest_config("guest_honeypot", GuestArg::Post, "off")).await;
+    let words = tempfile::NamedTempFile::new().expect("a file");
+    std::fs::write(words.path(), "# test\nunobtainium\n").expect("write");
+    let mut config = guest_config("guest_honeypot", GuestArg::Post, "off");
+    config.banned_words = Some(words.path().to_owned());
+    let server = Running::start(config).await;
     let discussion = guest_discussion(&server, Layout::Bucketed).await;
     let mut input = guest_input(&server, &discussion, None, "Bot", "Buy cheap pills").await;
     input["guest"]["trap"] = json!("http://spam.example");
@@ -394,6 +402,24 @@ async fn the_honeypot_answers_as_if_taken_and_publishes_nothing() {
     let node = &rejected["moderationQueue"]["edges"][0]["node"];
     assert_eq!(node["text"], "Buy cheap pills");
     assert_eq!(node["moderationReason"], "honeypot");
+    // The word lists screen guests as anyone.
+    let listed = guest_post(
+        &server,
+        "203.0.113.31",
+        &discussion,
+        None,
+        "Seller",
+        "cheap unobtainium",
+    )
+    .await;
+    assert_eq!(
+        listed["data"]["postComment"]["status"], "REJECTED",
+        "{listed:#}"
+    );
+    assert_eq!(
+        public_read(&server, &discussion).await["comments"]["edges"],
+        json!([])
+    );
     server.shutdown().await;
 }
 
