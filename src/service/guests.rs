@@ -3,7 +3,6 @@
 //! the proof of work is checked first (CPU only), then the network's limits (memory only), and
 //! the proof is spent before any other database command.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -294,16 +293,6 @@ impl Services {
         };
         self.caller(&author, (false, false), Allowance::Changes)
             .await
-    }
-
-    /// What is kept of these guests, for moderators only (`FORBIDDEN` otherwise).
-    pub async fn guest_details(
-        &self,
-        caller: &Caller,
-        guests: &[String],
-    ) -> Result<HashMap<String, GuestDetails>, DomainError> {
-        caller.must_moderate()?;
-        Ok(self.storage.guests().details_of(guests).await?)
     }
 
     /// Sets whether a discussion takes guests' comments (`None`: the server's default).

@@ -23,7 +23,7 @@ use crate::store::shared::bson::{author_doc, author_of, micros_of, string_of};
 use crate::store::shared::connect::index_model;
 use crate::store::shared::error::{is_duplicate_key, StoreError, StoreResult};
 use crate::store::shared::metrics::{CommandCounter, Counted};
-use crate::store::shared::numbers::NAME_KEYS;
+use crate::store::shared::name_keys::NAME_KEYS;
 use crate::store::shared::ttl::{ensure_ttl, Ttl};
 
 /// The collection of spent proofs.

@@ -12,9 +12,12 @@ use mongodb::bson::{doc, Document};
 use super::bson::visit_documents;
 use super::error::StoreResult;
 use super::metrics::Counted;
-use super::numbers::NAME_KEYS;
 use crate::domain::guest_posts::is_guest;
 use crate::domain::{name_key, GuestIds};
+
+/// The `people` field that holds the keys (`domain::name_key`) of the names a signed-in user
+/// posted under: a guest may not take one (see `store::guests`).
+pub(crate) const NAME_KEYS: &str = "name_keys";
 
 /// Authors gathered before their names are written.
 const AUTHORS_PER_FLUSH: usize = 1_000;

@@ -22,7 +22,7 @@ use mongodb::options::ReturnDocument;
 use super::bson::as_i64;
 use super::error::StoreResult;
 use super::metrics::Counted;
-use super::name_keys::signed_in;
+use super::name_keys::{signed_in, NAME_KEYS};
 use crate::domain::{name_key, Author, Comment};
 
 /// The author sub-document's field that holds the comment's key.
@@ -31,9 +31,6 @@ pub(crate) const KEY: &str = "k";
 pub(crate) const COUNTER: &str = "numbered";
 /// The `people` field that counts the numbers drawn for writes that failed.
 pub(crate) const GAPS: &str = "number_gaps";
-/// The `people` field that holds the keys (`domain::name_key`) of the names a signed-in user
-/// posted under: a guest may not take one (see `store::guests`).
-pub(crate) const NAME_KEYS: &str = "name_keys";
 
 /// The key of `author`'s comment number `n`.
 pub(crate) fn key(n: u64, author: &str) -> String {
