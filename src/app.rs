@@ -240,6 +240,7 @@ pub fn services(
             default: config.notify.email_default,
         })
         .with_unsubscribe_tokens(crate::mail::UnsubscribeTokens::new(key))
+        .with_guests((&config.guests).into(), key)
 }
 
 /// The pages users who are not moderators may create discussions for: those of

@@ -33,7 +33,7 @@ use response::{respond, Format, Refusal};
 
 use crate::auth::AuthState;
 use crate::config::{Config, CorsOrigins, Origin};
-use crate::domain::DomainError;
+use crate::domain::{ClientAddress, DomainError};
 use crate::graphql::{observe, Api};
 use crate::rate::ClientKey;
 use crate::telemetry::metrics::{Exposition, Kind};
@@ -89,10 +89,15 @@ struct HttpState {
 pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router {
     let public_metrics = limits.public_metrics;
     let graphql_route = get(graphql).post(graphql);
+    let challenge_route = get(guest_challenge);
     let embed = crate::embed::routes();
-    let (graphql_route, embed) = match cors::layer(limits.cors_origins.as_ref()) {
-        Some(cors) => (graphql_route.layer(cors.clone()), embed.layer(cors)),
-        None => (graphql_route, embed),
+    let (graphql_route, challenge_route, embed) = match cors::layer(limits.cors_origins.as_ref()) {
+        Some(cors) => (
+            graphql_route.layer(cors.clone()),
+            challenge_route.layer(cors.clone()),
+            embed.layer(cors),
+        ),
+        None => (graphql_route, challenge_route, embed),
     };
     let state = HttpState {
         api,
@@ -104,6 +109,7 @@ pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router 
         .merge(crate::admin::routes())
         .merge(embed)
         .route("/graphql", graphql_route)
+        .route("/guest/challenge", challenge_route)
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route(
@@ -116,6 +122,25 @@ pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router 
     };
     let requests = RequestLayer::new(state.api.request_metrics().clone());
     router.layer(requests).with_state(state)
+}
+
+/// `GET /guest/challenge`: a proof-of-work challenge for a guest's post, as ALTCHA's widget
+/// fetches it from its `challengeurl` (the same as `Query.guestChallenge`). Never cached: each
+/// challenge is accepted once.
+async fn guest_challenge(State(state): State<HttpState>) -> Response {
+    let challenge = state.api.services().guest_challenge();
+    let body = serde_json::json!({
+        "algorithm": challenge.algorithm,
+        "challenge": challenge.challenge,
+        "salt": challenge.salt,
+        "signature": challenge.signature,
+        "maxnumber": challenge.max_number,
+    });
+    (
+        [(axum::http::header::CACHE_CONTROL, "no-store")],
+        axum::Json(body),
+    )
+        .into_response()
 }
 
 /// `/metrics` alone, for its own listener (`THREADQL_METRICS_LISTEN`).
@@ -208,6 +233,19 @@ async fn handle(
         BatchRequest::Single(request.data(crate::graphql::limits::ReadOnly))
     } else {
         read_post(&parts.headers, body, &state.limits).await?
+    };
+    // Where the request came from, for what guests post (their limits and bans are by network).
+    let address = client
+        .as_ref()
+        .map_or(ClientAddress::Other("unknown".into()), ClientKey::address);
+    let batch = match batch {
+        BatchRequest::Single(request) => BatchRequest::Single(request.data(address)),
+        BatchRequest::Batch(requests) => BatchRequest::Batch(
+            requests
+                .into_iter()
+                .map(|request| request.data(address.clone()))
+                .collect(),
+        ),
     };
     if format == Format::EventStream {
         let BatchRequest::Single(request) = batch else {

@@ -10,6 +10,7 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 
 use crate::config::RateLimit;
+use crate::domain::ClientAddress;
 use crate::telemetry::metrics::Counter;
 
 /// Keys kept before idle ones are dropped (a key is idle once its bucket is full again).
@@ -111,6 +112,15 @@ impl ClientKey {
                     )
                 }
             },
+        }
+    }
+
+    /// The address as guest posting sees it (the same parts of it).
+    pub fn address(&self) -> ClientAddress {
+        match self {
+            Self::V4(v4) => ClientAddress::V4(*v4),
+            Self::V6Network(prefix) => ClientAddress::V6(*prefix),
+            Self::Unparsed(value) => ClientAddress::Other(value.to_string()),
         }
     }
 

@@ -8,12 +8,29 @@ use crate::store::Storage;
 
 /// Brings the data an earlier version stored up to date, before a server serves: guest ids
 /// keyed, embedded discussions' flat arrays of authors, comments numbered among their
-/// authors'. Each step runs once per database (it records that it ran); every later start costs
+/// authors', the names signed-in users posted under. Each step runs once per database (it records that it ran); every later start costs
 /// one read per step.
 pub async fn at_start(storage: &dyn Storage, key: &ServerKey) -> anyhow::Result<()> {
     key_guest_ids_at_start(storage, key).await?;
     index_embedded_authors(storage).await?;
-    number_comments(storage).await
+    number_comments(storage).await?;
+    record_names(storage).await
+}
+
+/// Records the names signed-in users posted under before each post recorded its author's
+/// (guests may not take them), once, after the keying of guest ids (so imported guests are
+/// told apart) and before serving: when the database records it done, one read and nothing
+/// else.
+async fn record_names(storage: &dyn Storage) -> anyhow::Result<()> {
+    let server = storage.server();
+    if !server.names_recorded().await? {
+        let authors = server
+            .record_names()
+            .await
+            .context("cannot record the names signed-in users posted under")?;
+        tracing::info!(authors, "names of signed-in authors recorded");
+    }
+    Ok(())
 }
 
 /// Keys the imported guest ids stored unkeyed (by a version before keyed ids), once: when the

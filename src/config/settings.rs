@@ -145,6 +145,9 @@ pub struct Config {
     /// How webhooks are delivered.
     #[command(flatten)]
     pub webhooks: super::WebhookSettings,
+    /// Whether guests comment, and their limits.
+    #[command(flatten)]
+    pub guests: super::GuestSettings,
     /// How people are notified.
     #[command(flatten)]
     pub notify: super::NotifySettings,
@@ -538,6 +541,7 @@ impl fmt::Debug for Config {
             .field("edit_window_secs", &self.edit_window_secs)
             .field("event_retention_days", &self.event_retention_days)
             .field("webhooks", &self.webhooks)
+            .field("guests", &self.guests)
             .field("notify", &self.notify)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_batch", &self.max_batch)

@@ -4,6 +4,7 @@ use std::any::Any;
 use std::fmt::Debug;
 use std::sync::Arc;
 
+use super::standing::GuestPolicy;
 use super::votes::Votes;
 use super::{
     markdown, text, DiscussionId, DiscussionKey, DomainError, FullSlug, Layout, Micros,
@@ -132,6 +133,9 @@ pub struct Discussion {
     /// How it moderates new comments, when a moderator set it; `None` follows the server's
     /// default (`THREADQL_MODERATION`).
     pub moderation: Option<ModerationMode>,
+    /// Whether it takes guests' comments, when a moderator set it; `None` follows the
+    /// server's default (`THREADQL_GUESTS`).
+    pub guests: Option<GuestPolicy>,
     /// The slugs of its pinned comments, in the order they were pinned (at most
     /// [`Discussion::MAX_PINNED`]).
     pub pinned: Vec<Slug>,

@@ -5,7 +5,8 @@
 use super::moderation::{Ban, Logged, ModerationAction, Reason, ReportReason, UserId};
 use super::names::DisplayName;
 use super::{
-    Author, Comment, DiscussionId, DiscussionUpdate, Layout, Micros, ModerationMode, Slug,
+    Author, Cidr, Comment, DiscussionId, DiscussionUpdate, GuestPolicy, Layout, Micros,
+    ModerationMode, Slug,
 };
 
 /// Who made a change, and when.
@@ -218,6 +219,33 @@ pub enum Event {
         /// The name as it was reserved.
         name: DisplayName,
     },
+    /// A moderator set whether a discussion takes guests' comments.
+    GuestPolicyChanged {
+        /// The moderator, and when.
+        acted: Acted,
+        /// The discussion.
+        discussion: DiscussionId,
+        /// The policy from now on (`None`: the server's default).
+        policy: Option<GuestPolicy>,
+    },
+    /// A moderator banned a network from guest posting.
+    NetworkBanned {
+        /// The moderator, and when.
+        acted: Acted,
+        /// The network.
+        network: Cidr,
+        /// Why, as the moderator wrote it.
+        reason: Option<Reason>,
+        /// Until when; `None`: until lifted.
+        until: Option<Micros>,
+    },
+    /// A moderator lifted a network's ban.
+    NetworkUnbanned {
+        /// The moderator, and when.
+        acted: Acted,
+        /// The network.
+        network: Cidr,
+    },
 }
 
 /// The kinds of event, by the names other services know them by.
@@ -257,11 +285,17 @@ pub enum EventType {
     NameReserved,
     /// `name.released`
     NameReleased,
+    /// `discussion.guests_changed`
+    GuestPolicyChanged,
+    /// `network.banned`
+    NetworkBanned,
+    /// `network.unbanned`
+    NetworkUnbanned,
 }
 
 impl EventType {
     /// Every kind, in a fixed order.
-    pub const ALL: [EventType; 17] = [
+    pub const ALL: [EventType; 20] = [
         EventType::CommentPosted,
         EventType::CommentEdited,
         EventType::CommentDeleted,
@@ -279,6 +313,9 @@ impl EventType {
         EventType::UserUnbanned,
         EventType::NameReserved,
         EventType::NameReleased,
+        EventType::GuestPolicyChanged,
+        EventType::NetworkBanned,
+        EventType::NetworkUnbanned,
     ];
 
     /// The kind named `name` ([`EventType::as_str`]), if there is one.
@@ -306,6 +343,9 @@ impl EventType {
             EventType::UserUnbanned => "user.unbanned",
             EventType::NameReserved => "name.reserved",
             EventType::NameReleased => "name.released",
+            EventType::GuestPolicyChanged => "discussion.guests_changed",
+            EventType::NetworkBanned => "network.banned",
+            EventType::NetworkUnbanned => "network.unbanned",
         }
     }
 }
@@ -439,6 +479,16 @@ impl Event {
                 record.detail = Some(name.as_str().to_owned());
             }
             Event::NameReleased { name, .. } => record.detail = Some(name.as_str().to_owned()),
+            Event::GuestPolicyChanged { policy, .. } => {
+                record.detail = Some(policy.map_or("default", |p| p.as_str()).to_owned())
+            }
+            Event::NetworkBanned {
+                network, reason, ..
+            } => {
+                record.reason = reason.as_ref().map(|r| r.as_str().to_owned());
+                record.detail = Some(network.to_string());
+            }
+            Event::NetworkUnbanned { network, .. } => record.detail = Some(network.to_string()),
             Event::CommentApproved { how, .. } => record.detail = Some(how.as_str().to_owned()),
             Event::CommentEdited { .. }
             | Event::CommentDeleted { .. }
@@ -466,7 +516,10 @@ impl Event {
             | Event::UserBanned { acted, .. }
             | Event::UserUnbanned { acted, .. }
             | Event::NameReserved { acted, .. }
-            | Event::NameReleased { acted, .. } => acted,
+            | Event::NameReleased { acted, .. }
+            | Event::GuestPolicyChanged { acted, .. }
+            | Event::NetworkBanned { acted, .. }
+            | Event::NetworkUnbanned { acted, .. } => acted,
         }
     }
 
@@ -490,6 +543,9 @@ impl Event {
             Event::UserUnbanned { .. } => EventType::UserUnbanned,
             Event::NameReserved { .. } => EventType::NameReserved,
             Event::NameReleased { .. } => EventType::NameReleased,
+            Event::GuestPolicyChanged { .. } => EventType::GuestPolicyChanged,
+            Event::NetworkBanned { .. } => EventType::NetworkBanned,
+            Event::NetworkUnbanned { .. } => EventType::NetworkUnbanned,
         }
     }
 
@@ -515,6 +571,7 @@ impl Event {
             | Event::DiscussionLocked { discussion, .. }
             | Event::DiscussionUpdated { discussion, .. }
             | Event::ModerationChanged { discussion, .. }
+            | Event::GuestPolicyChanged { discussion, .. }
             | Event::DiscussionMoved { discussion, .. } => Some(discussion),
             _ => self.comment().map(|c| &c.discussion),
         }
@@ -582,6 +639,25 @@ impl Event {
                 .detail(name.as_str().to_owned()),
             Event::NameReleased { name, .. } => {
                 entry(ModerationAction::ReleaseName).detail(name.as_str().to_owned())
+            }
+            Event::GuestPolicyChanged {
+                discussion, policy, ..
+            } => entry(ModerationAction::SetGuests)
+                .discussion(discussion.clone())
+                .detail(policy.map_or("DEFAULT", |p| p.as_str()).to_uppercase()),
+            Event::NetworkBanned {
+                network,
+                reason,
+                until,
+                ..
+            } => entry(ModerationAction::BanNetwork)
+                .reason(reason.clone())
+                .detail(match until {
+                    Some(until) => format!("{network} until {}", until.to_datetime().to_rfc3339()),
+                    None => network.to_string(),
+                }),
+            Event::NetworkUnbanned { network, .. } => {
+                entry(ModerationAction::UnbanNetwork).detail(network.to_string())
             }
             _ => return None,
         })

@@ -1,5 +1,6 @@
 //! What may happen to a comment after it is posted (edit, delete) and who may do it.
 
+use super::guest_posts::is_guest;
 use super::{Author, Comment, CommentText, DomainError, Micros, Revision};
 
 /// Who asks for a change.
@@ -57,6 +58,11 @@ impl Change {
                 }
                 if current.deleted {
                     return Ok(None);
+                }
+                // A guest's token is their only key to the comment: it opens it for as long
+                // as an edit.
+                if own && !actor.moderator && is_guest(&actor.author.id) {
+                    within_window(current, rules, now, "deleted")?;
                 }
                 Ok(Some(Comment {
                     text: None,
@@ -119,17 +125,28 @@ fn author_may_edit(
             "the discussion is locked: only moderators may edit its comments".into(),
         ));
     }
+    within_window(current, rules, now, "edited")
+}
+
+/// `FORBIDDEN` unless `current` is within the edit window at `now` (for what a comment's
+/// author may do to it: be `what`).
+fn within_window(
+    current: &Comment,
+    rules: EditRules,
+    now: Micros,
+    what: &str,
+) -> Result<(), DomainError> {
     if rules.window_secs == 0 {
-        return Err(DomainError::Forbidden(
-            "authors may not edit their comments on this server; ask a moderator".into(),
-        ));
+        return Err(DomainError::Forbidden(format!(
+            "authors' comments may not be {what} by them on this server; ask a moderator"
+        )));
     }
     let window = i64::try_from(rules.window_secs)
         .unwrap_or(i64::MAX)
         .saturating_mul(1_000_000);
     if now.0 > current.posted.0.saturating_add(window) {
         return Err(DomainError::Forbidden(format!(
-            "comments can be edited for {} seconds after posting; that time has passed",
+            "comments can be {what} for {} seconds after posting; that time has passed",
             rules.window_secs
         )));
     }

@@ -136,13 +136,7 @@ impl Ban {
         by: Author,
         now: Micros,
     ) -> Result<Ban, DomainError> {
-        if let Some(until) = until.filter(|until| *until <= now) {
-            return Err(DomainError::bad_input(format!(
-                "`until` is {}, which is not in the future: leave it out for a ban without end, \
-                 or use unbanUser to lift a ban",
-                rfc3339(until)
-            )));
-        }
+        ends_later(until, now, "unbanUser")?;
         Ok(Ban {
             user,
             until,
@@ -176,6 +170,23 @@ impl Ban {
             "this account is banned {}{reason}: it may not post, edit, delete or change anything",
             self.term()
         ))
+    }
+}
+
+/// `BAD_USER_INPUT` when a ban made at `now` would end at or before it (`lift` names the
+/// mutation that lifts one).
+pub(crate) fn ends_later(
+    until: Option<Micros>,
+    now: Micros,
+    lift: &str,
+) -> Result<(), DomainError> {
+    match until.filter(|until| *until <= now) {
+        Some(until) => Err(DomainError::bad_input(format!(
+            "`until` is {}, which is not in the future: leave it out for a ban without end, \
+             or use {lift} to lift a ban",
+            rfc3339(until)
+        ))),
+        None => Ok(()),
     }
 }
 
@@ -217,6 +228,12 @@ macro_rules! moderation_actions {
             ReserveName = "reserve_name",
             /// Released a reserved display name (`releaseName`; the name is the entry's detail).
             ReleaseName = "release_name",
+            /// Set whether a discussion takes guests' comments (`setGuestPolicy`).
+            SetGuests = "set_guests",
+            /// Banned a network from guest posting (`banNetwork`; the network is the detail).
+            BanNetwork = "ban_network",
+            /// Lifted a network's ban (`unbanNetwork`).
+            UnbanNetwork = "unban_network",
         }
     };
 }

@@ -19,6 +19,10 @@ pub enum Purpose {
     Unsubscribe,
     /// The signatures of guests' proof-of-work challenges.
     GuestProofs,
+    /// The ids of guests who post here (`guest:…`).
+    GuestIds,
+    /// The tokens that let a guest edit or delete their own comment.
+    GuestTokens,
 }
 
 impl Purpose {
@@ -28,6 +32,8 @@ impl Purpose {
             Purpose::ImportedGuestIds => "threadql/imported-guest-ids/v1",
             Purpose::Unsubscribe => "threadql/unsubscribe/v1",
             Purpose::GuestProofs => "threadql/guest-proofs/v1",
+            Purpose::GuestIds => "threadql/guest-ids/v1",
+            Purpose::GuestTokens => "threadql/guest-tokens/v1",
         }
     }
 }

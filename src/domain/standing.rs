@@ -135,6 +135,50 @@ impl ModerationMode {
     }
 }
 
+/// Whether a discussion takes comments from guests, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum GuestPolicy {
+    /// Only signed-in users may comment.
+    #[default]
+    Off,
+    /// Guests may comment; every guest comment waits for a moderator.
+    Pre,
+    /// Guest comments are published, still subject to the word lists, reports and limits.
+    Post,
+}
+
+impl GuestPolicy {
+    /// The name stored in the database and used in config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Pre => "pre",
+            Self::Post => "post",
+        }
+    }
+}
+
+impl fmt::Display for GuestPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for GuestPolicy {
+    type Err = DomainError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "off" => Ok(Self::Off),
+            "pre" => Ok(Self::Pre),
+            "post" => Ok(Self::Post),
+            other => Err(DomainError::bad_input(format!(
+                "unknown guest policy {other:?}: expected off, pre or post"
+            ))),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,6 +56,13 @@ pub enum EventType {
     NameReserved,
     /// `name.released`
     NameReleased,
+    /// `discussion.guests_changed`: whether it takes guests' comments (`detail`).
+    #[graphql(name = "DISCUSSION_GUESTS_CHANGED")]
+    GuestPolicyChanged,
+    /// `network.banned`: a network banned from guest posting (`detail`).
+    NetworkBanned,
+    /// `network.unbanned`
+    NetworkUnbanned,
 }
 
 /// One committed change.

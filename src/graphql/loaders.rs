@@ -398,3 +398,23 @@ impl Loader<ReportsKey> for StoreLoader {
         Ok(out)
     }
 }
+
+/// A guest whose details moderators see (`Comment.guestDetails`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GuestKey(pub String);
+
+/// What is kept of every guest a request level shows, in one command.
+impl Loader<GuestKey> for StoreLoader {
+    type Value = crate::domain::GuestDetails;
+    type Error = DomainError;
+
+    #[tracing::instrument(level = "debug", name = "store.guestDetails", skip_all, fields(store.keys = keys.len()))]
+    async fn load(
+        &self,
+        keys: &[GuestKey],
+    ) -> Result<HashMap<GuestKey, crate::domain::GuestDetails>, DomainError> {
+        let ids: Vec<String> = keys.iter().map(|k| k.0.clone()).collect();
+        let found = self.store.guests().details_of(&ids).await?;
+        Ok(found.into_iter().map(|(id, d)| (GuestKey(id), d)).collect())
+    }
+}

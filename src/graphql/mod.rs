@@ -6,6 +6,8 @@ pub mod cost;
 mod documents;
 pub mod error;
 pub mod events;
+mod guest_post;
+mod guests;
 mod history;
 pub mod inbox;
 pub mod limits;
@@ -54,6 +56,7 @@ pub struct Query(
     webhooks::WebhookQuery,
     inbox::InboxQuery,
     history::HistoryQuery,
+    guests::GuestQuery,
 );
 
 /// Every field is nullable: a failed mutation is `null` with its error, and the other fields of
@@ -64,6 +67,7 @@ pub struct Mutation(
     names::NameMutation,
     webhooks::WebhookMutation,
     inbox::InboxMutation,
+    guests::GuestMutation,
 );
 
 /// The threadql schema type.

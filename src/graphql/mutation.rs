@@ -43,6 +43,26 @@ async fn caller(ctx: &Context<'_>, allowance: Allowance) -> async_graphql::Resul
     Ok(caller)
 }
 
+/// The caller of a change of the comment `slug` of discussion `id`: a guest with that
+/// comment's token (the request carries no bearer token), or a signed-in caller.
+async fn changer(
+    ctx: &Context<'_>,
+    guest_token: Option<&str>,
+    id: &DiscussionId,
+    slug: &Slug,
+) -> async_graphql::Result<Caller> {
+    match (guest_token, auth(ctx)) {
+        (Some(token), AuthState::Anonymous) => {
+            services(ctx).guest_caller(token, id, slug).await.gql()
+        }
+        (Some(_), _) => Err(DomainError::bad_input(
+            "a guest token is sent without `Authorization`: send one or the other",
+        ))
+        .gql(),
+        (None, _) => caller(ctx, Allowance::Changes).await,
+    }
+}
+
 /// The caller, who must be a moderator (`FORBIDDEN` otherwise).
 pub(super) async fn moderator(ctx: &Context<'_>) -> async_graphql::Result<Caller> {
     let caller = caller(ctx, Allowance::Moderation).await?;
@@ -58,7 +78,7 @@ pub(super) async fn administrator(ctx: &Context<'_>) -> async_graphql::Result<Ca
 }
 
 /// Forgets what this request has read, so fields resolved after a write see it.
-fn forget_reads(ctx: &Context<'_>) {
+pub(super) fn forget_reads(ctx: &Context<'_>) {
     ctx.data_unchecked::<RequestReads>().invalidate();
 }
 
@@ -129,6 +149,9 @@ pub(super) struct PostCommentInput {
     pub parent_slug: Option<String>,
     /// The text.
     pub text: String,
+    /// Posts as a guest, without an account: the request carries no token, and the
+    /// discussion must take guests' comments (`Discussion.guests`).
+    pub guest: Option<super::guest_post::GuestInput>,
 }
 
 /// A new text for a comment.
@@ -140,6 +163,9 @@ pub(super) struct EditCommentInput {
     pub slug: String,
     /// The new text (the same rules as when posting).
     pub text: String,
+    /// The guest token the comment's post answered with (`Comment.guestToken`), in place of
+    /// a bearer token: its guest may edit it within the edit window.
+    pub guest_token: Option<String>,
 }
 
 /// The core writes (the reserved names' are in `names.rs`); merged into [`super::Mutation`].
@@ -175,7 +201,8 @@ impl CoreMutation {
 
     /// The discussion of a host page: the one with this key, as it is (its title, URL and
     /// layout are kept), or a new one with this key, title, URL and layout. Concurrent calls
-    /// with one key give one discussion. Any signed-in user may call it, so a page can create
+    /// with one key give one discussion. Any signed-in user may call it (and, while the server
+    /// takes guests' comments, `THREADQL_GUESTS`, a visitor without a token), so a page can create
     /// its discussion on its first comment; one who is not a moderator creates one only with
     /// the `url` of a page of the allowed origins (`THREADQL_PAGE_ORIGINS`, else
     /// `THREADQL_CORS_ORIGINS`, and `THREADQL_PUBLIC_URL`): `FORBIDDEN`, naming them, otherwise.
@@ -184,7 +211,10 @@ impl CoreMutation {
         ctx: &Context<'_>,
         input: EnsureDiscussionInput,
     ) -> async_graphql::Result<Option<DiscussionNode>> {
-        let caller = caller(ctx, Allowance::Changes).await?;
+        let caller = match auth(ctx) {
+            AuthState::Anonymous => services(ctx).visitor().gql()?,
+            _ => caller(ctx, Allowance::Changes).await?,
+        };
         let new = new_discussion(
             ctx,
             &input.title,
@@ -237,7 +267,6 @@ impl CoreMutation {
         ctx: &Context<'_>,
         input: PostCommentInput,
     ) -> async_graphql::Result<Option<CommentNode>> {
-        let caller = caller(ctx, Allowance::Changes).await?;
         let parent = input
             .parent_slug
             .as_deref()
@@ -249,6 +278,18 @@ impl CoreMutation {
             parent,
             text: input.text,
         };
+        if let Some(guest) = input.guest {
+            if !matches!(auth(ctx), AuthState::Anonymous) {
+                return Err(DomainError::bad_input(
+                    "a guest's post carries no token: send `guest` without `Authorization`, or sign in without `guest`",
+                ))
+                .gql();
+            }
+            let node = super::guest_post::post(ctx, post, guest).await?;
+            forget_reads(ctx);
+            return Ok(Some(node));
+        }
+        let caller = caller(ctx, Allowance::Changes).await?;
         let posted = services(ctx).post(&caller, post).await.gql()?;
         forget_reads(ctx);
         Ok(Some(match posted {
@@ -269,8 +310,8 @@ impl CoreMutation {
         ctx: &Context<'_>,
         input: EditCommentInput,
     ) -> async_graphql::Result<Option<CommentNode>> {
-        let caller = caller(ctx, Allowance::Changes).await?;
         let (id, slug) = comment_args(&input.discussion_id, &input.slug)?;
+        let caller = changer(ctx, input.guest_token.as_deref(), &id, &slug).await?;
         let (discussion, comment) = services(ctx)
             .edit(&caller, id, slug, &input.text)
             .await
@@ -287,9 +328,10 @@ impl CoreMutation {
         ctx: &Context<'_>,
         discussion_id: ID,
         slug: String,
+        guest_token: Option<String>,
     ) -> async_graphql::Result<Option<CommentNode>> {
-        let caller = caller(ctx, Allowance::Changes).await?;
         let (id, slug) = comment_args(&discussion_id, &slug)?;
+        let caller = changer(ctx, guest_token.as_deref(), &id, &slug).await?;
         let (discussion, comment) = services(ctx).delete(&caller, id, slug).await.gql()?;
         forget_reads(ctx);
         Ok(Some(CommentNode::new(discussion, comment)))

@@ -108,6 +108,26 @@ impl Services {
         })
     }
 
+    /// A visitor without an account, who may only make the discussion of a page of the allowed
+    /// origins exist (`ensureDiscussion`), so that a guest can comment on a page nobody has
+    /// commented on yet: only while this server takes guests' comments (`UNAUTHENTICATED`
+    /// otherwise). Their requests are counted by the limit on anonymous clients.
+    pub fn visitor(&self) -> Result<Caller, DomainError> {
+        if self.default_guest_policy() == crate::domain::GuestPolicy::Off {
+            return Err(DomainError::Unauthenticated(
+                "this needs a signed-in user: send `Authorization: Bearer <token>` (this server takes no guest comments)".into(),
+            ));
+        }
+        Ok(Caller {
+            author: Author {
+                id: "visitor".to_owned(),
+                name: "a visitor".to_owned(),
+            },
+            moderator: false,
+            admin: false,
+        })
+    }
+
     /// A caller with a moderator's rights that no token carries: the operator of this
     /// installation, acting through a command (the import). Not rate-limited, never banned.
     pub fn operator(&self, name: &str) -> Caller {

@@ -51,6 +51,20 @@ impl Services {
     /// comment (its author's or, for a moderator, anyone's) is held too. `FORBIDDEN` while the
     /// discussion is locked, on every path.
     pub async fn post(&self, caller: &Caller, post: NewPost) -> Result<Posted, DomainError> {
+        self.post_in(caller, post, None, None).await
+    }
+
+    /// Posts as [`Services::post`] does, holding the comment as `forced` says when it is given
+    /// (a guest's: see `guests.rs`; the word lists may still be stricter), in `read` when the
+    /// caller read the discussion already (the post's write checks that its settings are still
+    /// the ones decided by).
+    pub(super) async fn post_in(
+        &self,
+        caller: &Caller,
+        post: NewPost,
+        forced: Option<Standing>,
+        read: Option<Arc<Discussion>>,
+    ) -> Result<Posted, DomainError> {
         let text = self.text(&post.text)?;
         let html = self.render(text.as_str()).await?;
         let new = NewComment {
@@ -64,11 +78,19 @@ impl Services {
         };
         // A discussion this process posted to lately is not read again (see `PostStore::kept`):
         // the post's own write checks that its mode is still the one decided by.
-        let (discussion, fresh) = match self.storage.posting().kept(&post.discussion) {
-            Some(kept) => (kept, false),
-            None => (self.read_discussion(&post.discussion).await?, true),
+        let (discussion, fresh) = match (read, self.storage.posting().kept(&post.discussion)) {
+            (Some(read), _) => (read, true),
+            (None, Some(kept)) => (kept, false),
+            (None, None) => (self.read_discussion(&post.discussion).await?, true),
         };
-        if let Some(standing) = self.holds(caller, &discussion, &new.text).await? {
+        let holds = match forced {
+            Some(forced) => Some(match screened(&self.words, false, &new.text) {
+                Some(screened) => stricter(&forced, &screened),
+                None => forced,
+            }),
+            None => self.holds(caller, &discussion, &new.text).await?,
+        };
+        if let Some(standing) = holds {
             let parent = match &new.parent {
                 Some(slug) => Some(self.visible_parent(caller, &discussion, slug).await?),
                 None => None,
@@ -252,7 +274,7 @@ impl Services {
 
     /// A client's comment text, checked against the text rules (length, characters, Markdown
     /// nesting).
-    fn text(&self, raw: &str) -> Result<CommentText, DomainError> {
+    pub(super) fn text(&self, raw: &str) -> Result<CommentText, DomainError> {
         let rules = &self.rules;
         CommentText::parse_nested(raw, rules.max_text_chars, rules.max_markdown_depth)
     }

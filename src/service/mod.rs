@@ -7,6 +7,7 @@ pub mod caller;
 pub mod closing;
 mod comments;
 mod discussions;
+mod guests;
 mod history;
 mod inbox;
 mod moderation;
@@ -34,6 +35,7 @@ use crate::store::{DynStorage, ReadScope};
 pub use caller::{Allowance, Caller};
 pub use comments::{NewPost, Posted};
 pub use discussions::Creating;
+pub use guests::{GuestPost, GuestPosted, GuestRules, HONEYPOT};
 pub use history::AuthorStanding;
 pub use inbox::MailRules;
 pub use moderation::Approved;
@@ -101,6 +103,7 @@ pub struct Services {
     mail: MailRules,
     notify_metrics: Arc<crate::notify::metrics::NotifyMetrics>,
     unsubscribe_tokens: crate::mail::UnsubscribeTokens,
+    guests: guests::Guests,
 }
 
 impl Services {
@@ -141,6 +144,11 @@ impl Services {
                 enabled: false,
                 default: crate::domain::EmailFrequency::Never,
             },
+            // Off, under a key of its own, until the server's rules are given (`with_guests`).
+            guests: guests::Guests::new(
+                GuestRules::default(),
+                &crate::domain::ServerKey::generate(),
+            ),
         }
     }
 

@@ -143,6 +143,9 @@ async fn every_mutation_of_a_banned_user_is_forbidden_until_the_ban_is_lifted() 
         ("deleteWebhookEndpoint", ("mutation { deleteWebhookEndpoint(id: \"ep_1\") }", json!({}))),
         ("rotateWebhookSecret", ("mutation { rotateWebhookSecret(id: \"ep_1\") }", json!({}))),
         ("redeliverWebhook", ("mutation { redeliverWebhook(deliveryId: \"x\") { id } }", json!({}))),
+        ("setGuestPolicy", ("mutation($d: ID!) { setGuestPolicy(id: $d, policy: POST) { id } }", json!({ "d": d }))),
+        ("banNetwork", ("mutation { banNetwork(cidr: \"203.0.113.0/24\") { cidr } }", json!({}))),
+        ("unbanNetwork", ("mutation { unbanNetwork(cidr: \"203.0.113.0/24\") }", json!({}))),
     ]);
     // A person's own inbox and settings: a ban stops none of them (a banned person may still
     // read and silence what they are told).

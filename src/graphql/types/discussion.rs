@@ -81,6 +81,12 @@ impl DiscussionNode {
             .into()
     }
 
+    /// Whether it takes comments from people without an account: what a moderator set with
+    /// `setGuestPolicy`, else the server's default (`THREADQL_GUESTS`).
+    async fn guests(&self, ctx: &Context<'_>) -> super::GuestPolicy {
+        crate::graphql::services(ctx).guest_policy(&self.0).into()
+    }
+
     /// How many of its comments wait for a moderator, for moderators; null for everyone else.
     async fn pending_count(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<u64>> {
         match crate::graphql::auth(ctx) {

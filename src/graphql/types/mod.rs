@@ -46,6 +46,18 @@ pub enum ModerationMode {
     PreFirst,
 }
 
+/// Whether a discussion takes comments from people without an account.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "crate::domain::GuestPolicy")]
+pub enum GuestPolicy {
+    /// Only signed-in users may comment.
+    Off,
+    /// Guests may comment; every guest comment waits for a moderator.
+    Pre,
+    /// Guest comments are published, still subject to the word lists, reports and limits.
+    Post,
+}
+
 /// Where a comment stands with the moderators.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
 #[graphql(remote = "crate::domain::CommentStatus")]

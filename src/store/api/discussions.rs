@@ -3,8 +3,8 @@
 use async_trait::async_trait;
 
 use crate::domain::{
-    Discussion, DiscussionId, DiscussionKey, DiscussionTitle, DiscussionUpdate, Event, Layout,
-    ModerationMode, NewDiscussion, Page, Slug, Window,
+    Discussion, DiscussionId, DiscussionKey, DiscussionTitle, DiscussionUpdate, Event, GuestPolicy,
+    Layout, ModerationMode, NewDiscussion, Page, Slug, Window,
 };
 use crate::store::shared::error::StoreResult;
 
@@ -73,6 +73,15 @@ pub trait DiscussionStore: Send + Sync {
         &self,
         id: &DiscussionId,
         mode: ModerationMode,
+        events: &[Event],
+    ) -> StoreResult<Discussion>;
+
+    /// Sets whether a discussion takes guests' comments (`None`: the server's default);
+    /// returns it as it is now (`NotFound` if unknown).
+    async fn set_guests(
+        &self,
+        id: &DiscussionId,
+        policy: Option<GuestPolicy>,
         events: &[Event],
     ) -> StoreResult<Discussion>;
 }

@@ -25,6 +25,7 @@ pub use changes::{ChangeFeed, ChangeKind, CommentChange, Watched};
 pub use discussions::DiscussionStore;
 pub use events::EventStore;
 pub use guests::GuestStore;
+pub(crate) use guests::MAX_NETWORK_BANS;
 pub use health::Health;
 pub use held::{Claim, HeldStore, QueueEntry, Report, Tallies, Tally, Waiting};
 pub use history::{AuthoredComment, HistoryStore};

@@ -64,4 +64,14 @@ pub trait ServerStore: Send + Sync {
     /// how many comments were numbered; when the last pass still met comments that changed
     /// while they were read, nothing is recorded, so the next run numbers them.
     async fn number_comments(&self) -> StoreResult<u64>;
+
+    /// Whether the names signed-in users posted under are recorded (see
+    /// [`ServerStore::record_names`]).
+    async fn names_recorded(&self) -> StoreResult<bool>;
+
+    /// Records the names the signed-in authors of every stored comment (every layout, the
+    /// held comments) posted under, by a version before each post recorded its author's name,
+    /// then records that it ran; returns how many authors had names recorded. Running it again
+    /// adds nothing.
+    async fn record_names(&self) -> StoreResult<u64>;
 }

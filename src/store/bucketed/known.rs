@@ -103,6 +103,7 @@ mod tests {
             thread_count: 0,
             locked: false,
             moderation: None,
+            guests: None,
             pinned: Vec::new(),
             moves,
             hints: LayoutHints::default(),

@@ -11,11 +11,11 @@ use std::sync::atomic::Ordering;
 
 use super::flights::{self, Flight};
 use super::{discussion_weight, entry, Lookup, ReadCache};
-use crate::domain::Event;
 use crate::domain::{
     Discussion, DiscussionId, DiscussionKey, DiscussionUpdate, ModerationMode, NewDiscussion, Page,
     Slug, Window,
 };
+use crate::domain::{Event, GuestPolicy};
 use crate::store::api::DiscussionStore;
 use crate::store::discussions::Discussions;
 use crate::store::shared::error::StoreResult;
@@ -241,6 +241,16 @@ impl DiscussionStore for CachedDiscussions {
         events: &[Event],
     ) -> StoreResult<Discussion> {
         self.writing(id, self.inner.set_moderation(id, mode, events))
+            .await
+    }
+
+    async fn set_guests(
+        &self,
+        id: &DiscussionId,
+        policy: Option<GuestPolicy>,
+        events: &[Event],
+    ) -> StoreResult<Discussion> {
+        self.writing(id, self.inner.set_guests(id, policy, events))
             .await
     }
 }

@@ -594,6 +594,7 @@ mod tests {
             thread_count: 0,
             locked: false,
             moderation: None,
+            guests: None,
             pinned: Vec::new(),
             moves: 0,
             hints: crate::domain::LayoutHints::default(),

@@ -59,6 +59,7 @@ impl Discussions {
             thread_count: 0,
             locked: false,
             moderation: None,
+            guests: None,
             pinned: Vec::new(),
             moves: 0,
         };

@@ -15,11 +15,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
-use crate::domain::Event;
 use crate::domain::{
     Comment, Discussion, DiscussionId, DiscussionKey, DiscussionUpdate, Layout, LayoutHints,
     Micros, ModerationMode, NewDiscussion, Page, Slug, Window,
 };
+use crate::domain::{Event, GuestPolicy};
 use crate::store::api::{ChangeKind, DiscussionStore};
 use crate::store::changes;
 use crate::store::events::EventLog;
@@ -54,6 +54,9 @@ struct DiscussionDoc {
     /// How it moderates, once a moderator set it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     moderation: Option<String>,
+    /// Whether it takes guests' comments, once a moderator set it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    guests: Option<String>,
     /// The slugs of the pinned comments, in pin order.
     #[serde(default)]
     pinned: Vec<String>,
@@ -107,6 +110,12 @@ fn discussion_of(raw: &RawDocument, fields: &FieldsByLayout) -> StoreResult<Disc
             .map(str::parse::<ModerationMode>)
             .transpose()
             .map_err(|e| corrupt(e.to_string()))?,
+        guests: doc
+            .guests
+            .as_deref()
+            .map(str::parse::<GuestPolicy>)
+            .transpose()
+            .map_err(|e| corrupt(e.to_string()))?,
         pinned: doc
             .pinned
             .iter()
@@ -142,6 +151,8 @@ pub(crate) fn open_for_posts(discussion: &Discussion) -> Document {
     filter.insert("locked", doc! { "$ne": true });
     // The post decided whether to hold the comment by this mode (`None`: the server's default).
     filter.insert("moderation", discussion.moderation.map(|m| m.as_str()));
+    // …and whether to take a guest's comment by this policy.
+    filter.insert("guests", discussion.guests.map(|g| g.as_str()));
     match i64::try_from(discussion.moves).unwrap_or(i64::MAX) {
         // Discussions from before moves were counted have no count.
         0 => filter.insert("moves", doc! { "$in": [0_i64, Bson::Null] }),
@@ -172,7 +183,7 @@ pub(crate) fn posts_update(comments: &[&Comment]) -> Document {
 /// Fields a metadata read returns: the shared ones and every layout's own.
 fn metadata_projection(fields: &FieldsByLayout) -> Document {
     let mut projection = doc! {
-        "title": 1, "key": 1, "url": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1, "moderation": 1, "pinned": 1,
+        "title": 1, "key": 1, "url": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1, "moderation": 1, "guests": 1, "pinned": 1,
         "moves": 1,
     };
     let mut layouts: Vec<_> = fields.iter().collect();
@@ -568,5 +579,22 @@ impl DiscussionStore for Discussions {
     ) -> StoreResult<Discussion> {
         self.set(id, doc! { "moderation": mode.as_str() }, events)
             .await
+    }
+
+    async fn set_guests(
+        &self,
+        id: &DiscussionId,
+        policy: Option<GuestPolicy>,
+        events: &[Event],
+    ) -> StoreResult<Discussion> {
+        let update = match policy {
+            Some(policy) => doc! { "$set": { "guests": policy.as_str() } },
+            None => doc! { "$unset": { "guests": "" } },
+        };
+        let found = self
+            .changed(doc! { "_id": id.as_str() }, update, events)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("no discussion {id}")))?;
+        self.read(&found)
     }
 }

@@ -169,7 +169,11 @@ impl Embedded {
         let id = &discussion.id;
         let shape = self.read_shape(id).await?;
         let mode = discussion.moderation.map(|m| m.as_str());
-        if shape.moves != discussion.moves || shape.moderation.as_deref() != mode {
+        let guests = discussion.guests.map(|g| g.as_str());
+        if shape.moves != discussion.moves
+            || shape.moderation.as_deref() != mode
+            || shape.guests.as_deref() != guests
+        {
             return Err(moving(id));
         }
         if shape.locked {

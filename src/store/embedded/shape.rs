@@ -21,6 +21,8 @@ pub(crate) struct Shape {
     pub(super) locked: bool,
     /// How it moderated new comments when read (as stored; `None`: the server's default).
     pub(super) moderation: Option<String>,
+    /// Its guest policy, as a moderator set it (`None`: the server's default).
+    pub(super) guests: Option<String>,
     /// The top-level comments.
     pub(super) top: Level,
     pub(super) nodes: HashMap<Slug, Node>,
@@ -93,12 +95,14 @@ impl Shape {
         let moves = u64::try_from(number("moves")?).unwrap_or(0);
         let locked = raw.get_bool("locked").unwrap_or(false);
         let moderation = raw.get_str("moderation").ok().map(str::to_owned);
+        let guests = raw.get_str("guests").ok().map(str::to_owned);
         let mut nodes = HashMap::new();
         let top = level_of(raw, &mut nodes)?;
         Ok(Shape {
             moves,
             locked,
             moderation,
+            guests,
             top,
             nodes,
             bytes,

@@ -186,7 +186,7 @@ impl HeldStore for HeldComments {
         let mut comment = placement.into_comment(discussion.clone(), submitted, new);
         comment.reply_count = 0;
         comment.standing = standing;
-        let drawn = numbers::ensure(&self.people, &mut comment.number, &comment.author.id).await?;
+        let drawn = numbers::ensure(&self.people, &mut comment.number, &comment.author).await?;
         let held = Held { comment };
         let (stored, events) = (to_doc(&held), announced(new, &held.comment));
         let coll = &self.coll;

@@ -127,7 +127,7 @@ impl Store {
         let votes = VoteBook::new(&db, &commands);
         let imports = crate::store::moves::imports::Imports::new(&db, &commands);
         let server = crate::store::server::ServerDocs::new(&db, &commands);
-        let guests = crate::store::guests::Guests::new(&db, &commands);
+        let guests = crate::store::guests::Guests::new(&db, &commands, log.clone());
         // The dispatcher polls in the background on connections of its own (a small pool), so
         // neither its commands nor its waits land among the requests', in their counts or as
         // spans of traces of their own.

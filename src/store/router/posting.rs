@@ -21,7 +21,7 @@ const POSTING: usize = 1024;
 impl PostStore for Store {
     async fn post(&self, discussion: &Discussion, mut new: NewComment) -> StoreResult<Posted> {
         let people = self.held.people();
-        let drawn = numbers::ensure(people, &mut new.number, &new.author.id).await?;
+        let drawn = numbers::ensure(people, &mut new.number, &new.author).await?;
         let posted = self.post_numbered(discussion, &new).await;
         numbers::settle(people, posted, drawn, &new.author.id).await
     }
@@ -61,7 +61,7 @@ impl PostStore for Store {
         }
         let mut new = new;
         let people = self.held.people();
-        let drawn = numbers::ensure(people, &mut new.number, &new.author.id).await?;
+        let drawn = numbers::ensure(people, &mut new.number, &new.author).await?;
         let result = self.post_found(discussion, &new).await;
         numbers::settle(people, result, drawn, &new.author.id).await
     }
@@ -145,6 +145,8 @@ impl Store {
     ) -> StoreResult<Posted> {
         let start = discussion.moves;
         let mode = discussion.moderation;
+        let guests = discussion.guests;
+        let guest = crate::domain::guest_posts::is_guest(&new.author.id);
         let mut discussion = discussion.clone();
         let mut promoted = false;
         loop {
@@ -155,7 +157,7 @@ impl Store {
                         return Err(locked(&discussion.id));
                     }
                     // Whether to hold the comment was decided by the mode it had.
-                    if discussion.moderation != mode {
+                    if discussion.moderation != mode || (guest && discussion.guests != guests) {
                         return Err(StoreError::Exhausted(format!(
                             "discussion {} changed how it moderates while the comment was posted: send it again",
                             discussion.id

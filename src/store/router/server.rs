@@ -7,7 +7,8 @@ use super::Store;
 use crate::domain::{GuestIds, ServerKey};
 use crate::store::api::{KeyedGuests, ServerStore};
 use crate::store::server::guests::Keying;
-use crate::store::server::{COMMENT_NUMBERS, EMBEDDED_AUTHORS, GUEST_IDS};
+use crate::store::server::{COMMENT_NUMBERS, EMBEDDED_AUTHORS, GUEST_IDS, NAME_KEYS};
+use crate::store::shared::name_keys::record_names;
 use crate::store::shared::numbers_backfill::{number_stored, Numbered};
 
 /// Passes of the numbering of stored comments at most, in one run.
@@ -71,6 +72,27 @@ impl ServerStore for Store {
             }
         }
         Ok(total)
+    }
+
+    async fn names_recorded(&self) -> StoreResult<bool> {
+        self.server.is_done(NAME_KEYS).await
+    }
+
+    async fn record_names(&self) -> StoreResult<u64> {
+        let (per_comment, embedded, bucketed) = self.layouts.authored();
+        let people = self.held.people();
+        let (held, _) = self.held.unnumbered();
+        let mut authors = 0;
+        for coll in [
+            per_comment.unnumbered().0,
+            bucketed.unnumbered().0,
+            embedded.unnumbered().0,
+            held,
+        ] {
+            authors += record_names(coll, people).await?;
+        }
+        self.server.record_done(NAME_KEYS).await?;
+        Ok(authors)
     }
 
     async fn index_embedded_authors(&self) -> StoreResult<u64> {

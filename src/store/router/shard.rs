@@ -88,7 +88,7 @@ pub const SHARD_KEYS: [ShardKey; 11] = [
 /// The collections left unsharded, each with the reason: small, and read and written by `_id`
 /// alone, or read across every discussion (so every command goes to the one shard that holds
 /// the collection).
-pub const UNSHARDED: [(&str, &str); 12] = [
+pub const UNSHARDED: [(&str, &str); 15] = [
     (
         crate::store::events::COLLECTION,
         "the event log: one small document per change, kept for days, read in ranges of `_id` \
@@ -123,6 +123,19 @@ pub const UNSHARDED: [(&str, &str); 12] = [
     (
         Moderation::COUNTERS,
         "the moderation log's last entry number, one document",
+    ),
+    (
+        crate::store::guests::PROOFS,
+        "one small document per guest proof of work spent, written by `_id` (the challenge) and \
+         removed by a TTL index within minutes",
+    ),
+    (
+        crate::store::guests::DETAILS,
+        "one small document per guest (e-mail, website, network), read and written by `_id`",
+    ),
+    (
+        crate::store::guests::NETWORK_BANS,
+        "one small document per network banned from guest posting, read whole",
     ),
     (
         crate::store::server::COLLECTION,

@@ -28,6 +28,9 @@ pub(crate) const EMBEDDED_AUTHORS: &str = "embedded_authors";
 /// The `_id` of the record that every stored comment has its number among its author's.
 pub(crate) const COMMENT_NUMBERS: &str = "comment_numbers";
 
+/// The `_id` of the record that the names signed-in users posted under are recorded.
+pub(crate) const NAME_KEYS: &str = "name_keys";
+
 /// The `server` collection.
 pub(crate) struct ServerDocs {
     coll: Counted<Document>,

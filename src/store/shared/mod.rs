@@ -12,6 +12,7 @@ pub mod embedded_db;
 pub(crate) mod error;
 pub(crate) mod inserts;
 pub(crate) mod metrics;
+pub(crate) mod name_keys;
 pub(crate) mod numbers;
 pub(crate) mod numbers_backfill;
 pub(crate) mod order;

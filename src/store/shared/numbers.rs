@@ -22,7 +22,8 @@ use mongodb::options::ReturnDocument;
 use super::bson::as_i64;
 use super::error::StoreResult;
 use super::metrics::Counted;
-use crate::domain::{Author, Comment};
+use super::name_keys::{signed_in, NAME_KEYS};
+use crate::domain::{name_key, Author, Comment};
 
 /// The author sub-document's field that holds the comment's key.
 pub(crate) const KEY: &str = "k";
@@ -54,9 +55,21 @@ pub(crate) fn author_doc(author: &Author, number: Option<u64>) -> Document {
 
 /// Draws `count` numbers for `author` from the counter in `people`; returns the first.
 pub(crate) async fn draw(people: &Counted<Document>, author: &str, count: u64) -> StoreResult<u64> {
+    drawn(people, author, count, doc! {}).await
+}
+
+/// Draws `count` numbers for `author`, making `also` (more `$` operators) in the same write.
+async fn drawn(
+    people: &Counted<Document>,
+    author: &str,
+    count: u64,
+    also: Document,
+) -> StoreResult<u64> {
     let by = i64::try_from(count).unwrap_or(i64::MAX);
+    let mut update = doc! { "$inc": { COUNTER: by } };
+    update.extend(also);
     let after = people
-        .find_one_and_update(doc! { "_id": author }, doc! { "$inc": { COUNTER: by } })
+        .find_one_and_update(doc! { "_id": author }, update)
         .upsert(true)
         .return_document(ReturnDocument::After)
         .projection(doc! { COUNTER: 1 })
@@ -83,16 +96,21 @@ pub(crate) async fn gap(people: &Counted<Document>, author: &str, count: u64) {
 }
 
 /// Gives `number` one drawn for `author` when it has none (a held comment being published
-/// keeps its own); whether it was drawn.
+/// keeps its own); whether it was drawn. The same write records the name a signed-in author
+/// posts under (not a guest's: guests may not take signed-in users' names).
 pub(crate) async fn ensure(
     people: &Counted<Document>,
     number: &mut Option<u64>,
-    author: &str,
+    author: &Author,
 ) -> StoreResult<bool> {
     if number.is_some() {
         return Ok(false);
     }
-    *number = Some(draw(people, author, 1).await?);
+    let also = match signed_in(&author.id) {
+        true => doc! { "$addToSet": { NAME_KEYS: name_key(&author.name) } },
+        false => doc! {},
+    };
+    *number = Some(drawn(people, &author.id, 1, also).await?);
     Ok(true)
 }
 

@@ -84,14 +84,14 @@ pub(crate) fn keyed_guest_ids(key: &str, unkeyed: &BTreeSet<String>) -> BTreeSet
         .collect()
 }
 
-async fn test_database(database: &str) -> mongodb::Database {
+pub(crate) async fn test_database(database: &str) -> mongodb::Database {
     mongodb::Client::with_uri_str(server_uri())
         .await
         .expect("client")
         .database(database)
 }
 
-fn strings_in(value: &Bson, out: &mut Vec<String>) {
+pub(crate) fn strings_in(value: &Bson, out: &mut Vec<String>) {
     match value {
         Bson::String(s) => out.push(s.clone()),
         Bson::Document(d) => d.values().for_each(|v| strings_in(v, out)),

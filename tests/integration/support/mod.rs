@@ -37,7 +37,8 @@ pub(crate) use feed::{open_feed, posts_reported};
 pub(crate) use files::{files_with_extension, repository};
 pub(crate) use guests::{
     fixture_unkeyed_ids, import_fixture_path, keyed_guest_ids, served_guest_ids, stored_strings,
-    threadql_against, write_as_before_keyed_ids, OTHER_ID_KEY, TEST_ID_KEY,
+    strings_in, test_database, threadql_against, write_as_before_keyed_ids, OTHER_ID_KEY,
+    TEST_ID_KEY,
 };
 pub(crate) use imports::{
     disqus_export, disqus_post, import_measured, threadql_file, write_gzipped,

@@ -87,6 +87,7 @@ impl CommentConnection {
                     comment,
                     known_parent: parent.clone(),
                     held: false,
+                    guest_token: None,
                 };
                 (cursor, node)
             })

@@ -29,6 +29,9 @@ pub struct Author {
     pub id: ID,
     /// The author's display name; `[deleted]` for a deleted comment's hidden author.
     pub name: String,
+    /// Whether the author is a guest (posted without an account, under a name anyone may
+    /// give): clients mark guests so that they cannot pass as signed-in users.
+    pub guest: bool,
 }
 
 impl From<&crate::domain::Author> for Author {
@@ -36,6 +39,32 @@ impl From<&crate::domain::Author> for Author {
         Self {
             id: ID(author.id.clone()),
             name: author.name.clone(),
+            guest: crate::domain::guest_posts::is_guest(&author.id),
+        }
+    }
+}
+
+/// What moderators see of a guest.
+#[derive(SimpleObject)]
+pub(super) struct GuestDetails {
+    /// The e-mail address they gave.
+    pub email: Option<String>,
+    /// The website they gave.
+    pub website: Option<String>,
+    /// The network they last posted from (`203.0.113.0/24`, `2001:db8:1::/48`): never their
+    /// address.
+    pub network: String,
+    /// When they last posted.
+    pub last_posted_at: DateTime<Utc>,
+}
+
+impl From<crate::domain::GuestDetails> for GuestDetails {
+    fn from(details: crate::domain::GuestDetails) -> Self {
+        Self {
+            email: details.email,
+            website: details.website,
+            network: details.network.to_string(),
+            last_posted_at: details.at.to_datetime(),
         }
     }
 }
@@ -101,6 +130,9 @@ pub struct CommentNode {
     pub known_parent: Option<Arc<Comment>>,
     /// Whether it is a held comment (stored outside the layouts until published).
     pub held: bool,
+    /// The token that lets its guest author change it: only in the answer to the guest's post,
+    /// whose caller is its author (they have no other way to say so).
+    pub guest_token: Option<String>,
 }
 
 impl CommentNode {
@@ -111,6 +143,7 @@ impl CommentNode {
             comment,
             known_parent: None,
             held: false,
+            guest_token: None,
         }
     }
 
@@ -121,13 +154,20 @@ impl CommentNode {
             comment: held.comment,
             known_parent: None,
             held: true,
+            guest_token: None,
         }
     }
 
     /// Whether the caller may not see its text and author: it is held or rejected, and the
     /// caller is neither its author nor a moderator.
     fn hidden(&self, ctx: &Context<'_>) -> bool {
-        !self.comment.standing.is_public() && !viewer_is(ctx, Some(&self.comment.author))
+        !self.comment.standing.is_public() && !self.viewed_by_author(ctx)
+    }
+
+    /// Whether the caller is a moderator, or the comment's author (a guest's post is answered
+    /// to its author).
+    fn viewed_by_author(&self, ctx: &Context<'_>) -> bool {
+        self.guest_token.is_some() || viewer_is(ctx, Some(&self.comment.author))
     }
 
     /// A page of its direct replies in a ranked order. Up to [`RANKED_IN_BATCH`] replies, they
@@ -291,7 +331,7 @@ impl CommentNode {
     /// `reported by N users`), for its author and moderators; null for everyone else and when
     /// there is none.
     async fn moderation_reason(&self, ctx: &Context<'_>) -> Option<&str> {
-        if !viewer_is(ctx, Some(&self.comment.author)) {
+        if !self.viewed_by_author(ctx) {
             return None;
         }
         self.comment.standing.reason.as_deref()
@@ -316,12 +356,14 @@ impl CommentNode {
             return Author {
                 id: ID(String::new()),
                 name: "[deleted]".to_owned(),
+                guest: false,
             };
         }
         if self.hidden(ctx) {
             return Author {
                 id: ID(String::new()),
                 name: "[hidden]".to_owned(),
+                guest: false,
             };
         }
         (&self.comment.author).into()
@@ -330,7 +372,7 @@ impl CommentNode {
     /// Its earlier texts, oldest first, for its author and moderators; null for everyone else
     /// and once it is deleted.
     async fn revisions(&self, ctx: &Context<'_>) -> Option<Vec<Revision>> {
-        if self.comment.deleted || !viewer_is(ctx, Some(&self.comment.author)) {
+        if self.comment.deleted || !self.viewed_by_author(ctx) {
             return None;
         }
         Some(
@@ -354,6 +396,28 @@ impl CommentNode {
     /// The discussion it belongs to.
     async fn discussion(&self) -> DiscussionNode {
         DiscussionNode(self.discussion.clone())
+    }
+
+    /// The token that lets the guest who posted it edit or delete it within the edit window
+    /// (`editComment`/`deleteComment` with `guestToken`): only in the answer to their
+    /// `postComment`; null everywhere else.
+    async fn guest_token(&self) -> Option<&str> {
+        self.guest_token.as_deref()
+    }
+
+    /// What its guest author gave beyond a name (e-mail, website) and the network they last
+    /// posted from, for moderators; null for everyone else and for signed-in authors.
+    async fn guest_details(
+        &self,
+        ctx: &Context<'_>,
+    ) -> async_graphql::Result<Option<GuestDetails>> {
+        if !moderator_viewing(ctx) || !crate::domain::guest_posts::is_guest(&self.comment.author.id)
+        {
+            return Ok(None);
+        }
+        let key = crate::graphql::loaders::GuestKey(self.comment.author.id.clone());
+        let details = reads(ctx).loader.load_one(key).await.gql()?;
+        Ok(details.map(GuestDetails::from))
     }
 
     /// Its reports, oldest first (at most 20): why and when people reported it, and what they
