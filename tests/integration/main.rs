@@ -22,6 +22,7 @@ mod events;
 mod faults;
 mod federation;
 mod formatting;
+mod guest_embed;
 mod guest_posts;
 mod guests;
 mod held;
