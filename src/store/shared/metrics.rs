@@ -549,6 +549,11 @@ impl<'a, T: Send + Sync, S> Timed<'a, Find<'a, T, S>> {
     pub(crate) fn batch_size(self, size: u32) -> Self {
         self.map(|a| a.batch_size(size))
     }
+
+    /// Names the command in the database's logs and profiles (and for the tests' checks).
+    pub(crate) fn comment(self, comment: &str) -> Self {
+        self.map(|a| a.comment(mongodb::bson::Bson::from(comment)))
+    }
 }
 
 impl<'a> Timed<'a, InsertMany<'a>> {

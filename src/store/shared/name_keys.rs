@@ -19,6 +19,10 @@ use crate::domain::{name_key, GuestIds};
 /// posted under: a guest may not take one (see `store::guests`).
 pub(crate) const NAME_KEYS: &str = "name_keys";
 
+/// The comment the scan's `find` carries: a scatter-gather across every discussion, by design,
+/// once per database.
+pub(crate) const SCAN: &str = "threadql: the names of signed-in authors, once";
+
 /// Authors gathered before their names are written.
 const AUTHORS_PER_FLUSH: usize = 1_000;
 
@@ -37,7 +41,7 @@ pub(crate) async fn record_names(
 ) -> StoreResult<u64> {
     let mut names: HashMap<String, BTreeSet<String>> = HashMap::new();
     let mut written = 0;
-    let mut cursor = coll.find(doc! {}).await?;
+    let mut cursor = coll.find(doc! {}).comment(SCAN).await?;
     while let Some(document) = cursor.try_next().await? {
         visit_documents(&document, &mut |_, node| {
             let Ok(author) = node.get_document("author") else {
