@@ -1,6 +1,7 @@
 //! The reference embed: `/embed/threadql.js`, an ES module any page can import to show the
-//! comments of its discussion (by the page's key), `/embed/demo?key=…`, a plain page that
-//! mounts it, and the guests' proof of work: `/embed/proof-worker.js`, the worker that finds it,
+//! comments of its discussion (by the page's key), `/embed/count.js`, which fills an index
+//! page's elements with their discussions' comment counts, `/embed/demo?key=…`, a plain page
+//! that mounts the embed, and the guests' proof of work: `/embed/proof-worker.js`, the worker that finds it,
 //! and `/embed/proof`, the frame that runs that worker for pages of another origin. The files
 //! are served from the binary (assets/embed).
 
@@ -18,6 +19,8 @@ use sha2::{Digest, Sha256};
 
 /// The embed module.
 const SCRIPT: &str = include_str!("../assets/embed/threadql.js");
+/// The count widget: each discussion's comment count, on the elements that name its key.
+const COUNT_SCRIPT: &str = include_str!("../assets/embed/count.js");
 /// The demo page's module, which mounts the embed.
 const DEMO_SCRIPT: &str = include_str!("../assets/embed/demo.js");
 /// The demo page, with `{{key}}` and `{{comments}}` to fill.
@@ -60,16 +63,18 @@ impl Module {
 }
 
 static EMBED: LazyLock<Module> = LazyLock::new(|| Module::new(SCRIPT));
+static COUNT: LazyLock<Module> = LazyLock::new(|| Module::new(COUNT_SCRIPT));
 static DEMO: LazyLock<Module> = LazyLock::new(|| Module::new(DEMO_SCRIPT));
 static WORKER: LazyLock<Module> = LazyLock::new(|| Module::new(PROOF_WORKER));
 static FRAME: LazyLock<Module> = LazyLock::new(|| Module::new(PROOF_FRAME_SCRIPT));
 
-/// The routes of the embed: the module, the demo page and the demo's module, the proof worker,
+/// The routes of the embed: the module, the count widget, the demo page and the demo's module, the proof worker,
 /// and the proof frame with its script. The HTTP layer gives them the CORS headers of the
 /// allowed origins, so their pages can import the module.
 pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
         .route("/embed/threadql.js", get(|h: HeaderMap| module(&EMBED, h)))
+        .route("/embed/count.js", get(|h: HeaderMap| module(&COUNT, h)))
         .route("/embed/demo.js", get(|h: HeaderMap| module(&DEMO, h)))
         .route("/embed/demo", get(demo))
         .route(
@@ -239,6 +244,7 @@ mod tests {
     async fn the_modules_are_javascript_revalidated_by_their_tag() {
         for (path, body) in [
             ("/embed/threadql.js", SCRIPT),
+            ("/embed/count.js", COUNT_SCRIPT),
             ("/embed/demo.js", DEMO_SCRIPT),
             ("/embed/proof-worker.js", PROOF_WORKER),
             ("/embed/proof-frame.js", PROOF_FRAME_SCRIPT),
@@ -264,6 +270,7 @@ mod tests {
             assert_eq!(text, body);
         }
         assert_ne!(EMBED.etag, DEMO.etag);
+        assert_ne!(EMBED.etag, COUNT.etag);
         assert_ne!(WORKER.etag, FRAME.etag);
     }
 
@@ -271,6 +278,7 @@ mod tests {
     fn the_embed_talks_to_its_own_server_only() {
         for (name, text) in [
             ("threadql.js", SCRIPT),
+            ("count.js", COUNT_SCRIPT),
             ("demo.js", DEMO_SCRIPT),
             ("proof-worker.js", PROOF_WORKER),
             ("proof-frame.js", PROOF_FRAME_SCRIPT),
@@ -295,6 +303,17 @@ mod tests {
         assert!(SCRIPT.contains("template.innerHTML = html;"));
         assert!(!SCRIPT.contains("insertAdjacentHTML") && !SCRIPT.contains("outerHTML"));
         assert!(SCRIPT.contains("export function mount(element, options = {})"));
+        // The count widget parses no HTML at all, and asks its own server only.
+        for html in [
+            "innerHTML",
+            "insertAdjacentHTML",
+            "outerHTML",
+            "document.write",
+        ] {
+            assert!(!COUNT_SCRIPT.contains(html), "count.js uses {html}");
+        }
+        assert!(COUNT_SCRIPT.contains("new URL(options.endpoint ?? '/graphql', import.meta.url)"));
+        assert!(COUNT_SCRIPT.contains("export async function count(root = document, options = {})"));
     }
 
     #[tokio::test]
@@ -369,6 +388,7 @@ mod tests {
             "/embed/demo.html",
             "/embed/proof.html",
             "/embed/proof-worker",
+            "/embed/count",
             "/embed/../graphql",
         ] {
             let (status, _, _) = get(path).await;

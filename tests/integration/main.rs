@@ -15,6 +15,7 @@ mod console_api;
 mod contract;
 mod cors;
 mod costs;
+mod count_widget;
 mod embed;
 mod embedded;
 mod event_feed;
