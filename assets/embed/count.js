@@ -8,8 +8,8 @@
 // server for up to 100 distinct keys per `discussionsByKeys` request, and nothing at all when
 // the page has no such element. A key without a discussion counts 0. Each element may set its
 // own text with `data-threadql-zero`, `data-threadql-one` and `data-threadql-many` (`{n}` is
-// the count). Text is set as text only. On an error the elements are left as they are and one
-// warning is logged. Pages that add elements later call `count()` again:
+// the count). Text is set as text only. A request that fails leaves its own elements as they
+// are, and one warning is logged. Pages that add elements later call `count()` again:
 //
 //   import { count } from "https://comments.example/embed/count.js";
 //   await count(document.getElementById("more"), { endpoint: "https://comments.example/graphql" });
@@ -20,6 +20,9 @@ const KEYS_PER_REQUEST = 100;
 const MAX_KEY = 512;
 
 const SELECTOR = '[data-threadql-count]';
+
+// Control characters, which no key may hold.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 // The default texts, `{n}` being the count.
 const TEXTS = { zero: 'No comments', one: '1 comment', many: '{n} comments' };
@@ -75,7 +78,8 @@ export async function count(root = document, options = {}) {
   const byKey = new Map();
   for (const element of elements) {
     const key = element.dataset.threadqlCount;
-    if (key && [...key].length <= MAX_KEY) {
+    // Keys no discussion can have (too long, or with control characters) are left alone.
+    if (key && [...key].length <= MAX_KEY && !CONTROL.test(key)) {
       if (!byKey.has(key)) {
         byKey.set(key, []);
       }
@@ -85,21 +89,35 @@ export async function count(root = document, options = {}) {
   if (byKey.size === 0) {
     return;
   }
+  let endpoint;
   try {
-    const endpoint = new URL(options.endpoint ?? '/graphql', import.meta.url);
-    const keys = [...byKey.keys()];
-    const batches = [];
-    for (let i = 0; i < keys.length; i += KEYS_PER_REQUEST) {
-      batches.push(keys.slice(i, i + KEYS_PER_REQUEST));
-    }
-    const counts = (await Promise.all(batches.map((batch) => fetchCounts(endpoint, batch)))).flat();
-    keys.forEach((key, i) => {
-      for (const element of byKey.get(key)) {
-        element.textContent = textFor(element, counts[i]);
-      }
-    });
+    endpoint = new URL(options.endpoint ?? '/graphql', import.meta.url);
   } catch (err) {
     console.warn(`threadql: cannot show the comment counts: ${err?.message ?? err}`);
+    return;
+  }
+  const keys = [...byKey.keys()];
+  const batches = [];
+  for (let i = 0; i < keys.length; i += KEYS_PER_REQUEST) {
+    batches.push(keys.slice(i, i + KEYS_PER_REQUEST));
+  }
+  // Each batch fills its own elements: a refused batch (a key the server refuses, say) leaves
+  // only its elements as they were.
+  const results = await Promise.allSettled(batches.map((batch) => fetchCounts(endpoint, batch)));
+  const failed = [];
+  results.forEach((result, b) => {
+    if (result.status === 'rejected') {
+      failed.push(result.reason?.message ?? String(result.reason));
+      return;
+    }
+    batches[b].forEach((key, i) => {
+      for (const element of byKey.get(key)) {
+        element.textContent = textFor(element, result.value[i]);
+      }
+    });
+  });
+  if (failed.length > 0) {
+    console.warn(`threadql: cannot show the comment counts: ${failed.join('; ')}`);
   }
 }
 

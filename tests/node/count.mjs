@@ -127,8 +127,9 @@ async function main() {
       await page.waitForTimeout(QUIET_MS);
       steps.noCountsRequests = graphqlRequests;
 
-      // An element added later, filled by the exported function; then a key no discussion can
-      // have: the element stays as it was, and one warning says why.
+      // An element added later, filled by the exported function; then keys no discussion can
+      // have: the server refuses one (an invisible character), the widget never sends the
+      // other (a control character); both elements stay as they were, one warning says why.
       graphqlRequests = 0;
       steps.later = await page.evaluate(async ({ src, key }) => {
         const element = document.createElement('span');
@@ -145,11 +146,11 @@ async function main() {
       const before = { consoleErrors: summary.consoleErrors.length, failedRequests: summary.failedRequests.length };
       steps.bad = await page.evaluate(async (src) => {
         const box = document.createElement('div');
-        box.innerHTML = '<span data-threadql-count="bad&#1;key">kept</span>';
+        box.innerHTML = '<span data-threadql-count="bad&#8203;key">kept</span><span data-threadql-count="bad&#1;key">kept too</span>';
         document.body.append(box);
         const { count } = await import(src);
         await count(box);
-        return box.firstElementChild.textContent;
+        return [...box.children].map((element) => element.textContent);
       }, `${threadql}/embed/count.js`);
       // The browser's own reports of that refusal are the step's, not errors of the run.
       steps.badConsoleErrors = summary.consoleErrors.splice(before.consoleErrors);
