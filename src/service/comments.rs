@@ -51,37 +51,48 @@ impl Services {
     /// comment (its author's or, for a moderator, anyone's) is held too. `FORBIDDEN` while the
     /// discussion is locked, on every path.
     pub async fn post(&self, caller: &Caller, post: NewPost) -> Result<Posted, DomainError> {
-        self.post_in(caller, post, None, None).await
+        let new = self.new_comment(caller, &post).await?;
+        self.post_in(caller, &post.discussion, new, None, None)
+            .await
     }
 
-    /// Posts as [`Services::post`] does, holding the comment as `forced` says when it is given
-    /// (a guest's: see `guests.rs`; the word lists may still be stricter), in `read` when the
-    /// caller read the discussion already (the post's write checks that its settings are still
-    /// the ones decided by).
-    pub(super) async fn post_in(
+    /// The comment `post` makes for `caller`: its text checked and rendered.
+    pub(super) async fn new_comment(
         &self,
         caller: &Caller,
-        post: NewPost,
-        forced: Option<Standing>,
-        read: Option<Arc<Discussion>>,
-    ) -> Result<Posted, DomainError> {
+        post: &NewPost,
+    ) -> Result<NewComment, DomainError> {
         let text = self.text(&post.text)?;
         let html = self.render(text.as_str()).await?;
-        let new = NewComment {
-            parent: post.parent,
+        Ok(NewComment {
+            parent: post.parent.clone(),
             author: caller.author().clone(),
             text,
             html,
             part: None,
             announce: None,
             number: None,
-        };
+        })
+    }
+
+    /// Posts `new` in the discussion `id` as [`Services::post`] does, holding it as `forced`
+    /// says when it is given (a guest's: see `guests.rs`; the word lists may still be
+    /// stricter), in `read` when the caller read the discussion already (the post's write
+    /// checks that its settings are still the ones decided by).
+    pub(super) async fn post_in(
+        &self,
+        caller: &Caller,
+        id: &DiscussionId,
+        new: NewComment,
+        forced: Option<Standing>,
+        read: Option<Arc<Discussion>>,
+    ) -> Result<Posted, DomainError> {
         // A discussion this process posted to lately is not read again (see `PostStore::kept`):
         // the post's own write checks that its mode is still the one decided by.
-        let (discussion, fresh) = match (read, self.storage.posting().kept(&post.discussion)) {
+        let (discussion, fresh) = match (read, self.storage.posting().kept(id)) {
             (Some(read), _) => (read, true),
             (None, Some(kept)) => (kept, false),
-            (None, None) => (self.read_discussion(&post.discussion).await?, true),
+            (None, None) => (self.read_discussion(id).await?, true),
         };
         let holds = match forced {
             Some(forced) => Some(match screened(&self.words, false, &new.text) {

@@ -172,7 +172,8 @@ impl Services {
                 refusal.replace("the token's `name`", "the name"),
             ));
         }
-        let text = self.text(&post.text)?;
+        // The text is checked before the proof is spent (rendered once the caller is known).
+        self.text(&post.text)?;
         let now = Micros::now();
         let proven = rules.proofs.check(&guest.proof, now.0 / 1_000_000)?;
         let network = guest.address.network();
@@ -239,7 +240,8 @@ impl Services {
         };
         guests.keep_details(&id, &details).await?;
         let trapped = guest.trap.as_deref().is_some_and(|t| !t.trim().is_empty());
-        let links = u64::try_from(links_in(&self.render(text.as_str()).await?)).unwrap_or(u64::MAX);
+        let new = self.new_comment(&caller, &post).await?;
+        let links = u64::try_from(links_in(&new.html)).unwrap_or(u64::MAX);
         let pending = |why: Option<String>| Standing::default().set(CommentStatus::Pending, why);
         let forced = if trapped {
             Some(Standing::default().set(CommentStatus::Rejected, Some(HONEYPOT.to_owned())))
@@ -254,7 +256,7 @@ impl Services {
             None
         };
         let posted = self
-            .post_in(&caller, post, forced, Some(discussion))
+            .post_in(&caller, &post.discussion, new, forced, Some(discussion))
             .await?;
         let (discussion, slug) = match &posted {
             Posted::Published {

@@ -235,6 +235,56 @@ impl EventLog {
         Ok(())
     }
 
+    /// Stores `stored` as the document `_id` of `coll` (replacing it, or inserting it) with
+    /// `events`, in one transaction (see [`EventLog::atomically`]).
+    pub(crate) async fn replace_with(
+        &self,
+        coll: &Counted<Document>,
+        id: &str,
+        stored: &Document,
+        events: &[Event],
+    ) -> StoreResult<()> {
+        self.atomically(|mut session| async move {
+            let replaced = coll
+                .replace_one(doc! { "_id": id }, stored)
+                .upsert(true)
+                .session(&mut session)
+                .await;
+            (
+                session,
+                replaced.map(|_| ((), events.to_vec())).map_err(Into::into),
+            )
+        })
+        .await
+    }
+
+    /// Removes the document `_id` of `coll`, read as `read` makes it, with the events
+    /// `announce` makes of it, in one transaction; what was removed, if anything.
+    pub(crate) async fn remove_with<T: Send>(
+        &self,
+        coll: &Counted<Document>,
+        id: &str,
+        read: &(dyn Fn(&Document) -> StoreResult<T> + Send + Sync),
+        announce: &(dyn for<'b> Fn(&'b T) -> Vec<Event> + Send + Sync),
+    ) -> StoreResult<Option<T>> {
+        self.atomically(|mut session| async move {
+            let removed = coll
+                .find_one_and_delete(doc! { "_id": id })
+                .session(&mut session)
+                .await;
+            let found = match removed {
+                Ok(removed) => removed.as_ref().map(read).transpose(),
+                Err(err) => Err(err.into()),
+            };
+            let told = found.map(|found| {
+                let events = found.as_ref().map(announce).unwrap_or_default();
+                (found, events)
+            });
+            (session, told)
+        })
+        .await
+    }
+
     /// Runs `write` (given a session, returning it with the value and the events the write
     /// made) and appends its events, in one transaction: both commit, or neither does. A
     /// transaction that met a concurrent one runs again (after a short random wait). Without

@@ -15,13 +15,14 @@ use futures::TryStreamExt as _;
 use mongodb::bson::{doc, DateTime, Document};
 use mongodb::Database;
 
-use crate::domain::{Cidr, Event, GuestDetails, GuestNetwork, Micros, NetworkBan, Reason};
+use crate::domain::{Cidr, Event, GuestDetails, GuestNetwork, Micros, NetworkBan};
 use crate::store::api::{GuestStore, MAX_NETWORK_BANS};
 use crate::store::events::EventLog;
+use crate::store::moderation::BanTerms;
 use crate::store::shared::bson::corrupt;
-use crate::store::shared::bson::{author_doc, author_of, micros_of, string_of};
+use crate::store::shared::bson::{micros_of, string_of};
 use crate::store::shared::connect::index_model;
-use crate::store::shared::error::{is_duplicate_key, StoreError, StoreResult};
+use crate::store::shared::error::{is_duplicate_key, StoreResult};
 use crate::store::shared::metrics::{CommandCounter, Counted};
 use crate::store::shared::name_keys::NAME_KEYS;
 use crate::store::shared::ttl::{ensure_ttl, Ttl};
@@ -99,35 +100,23 @@ fn details_of(doc: &Document) -> StoreResult<GuestDetails> {
 }
 
 fn ban_doc(ban: &NetworkBan) -> Document {
-    let mut stored = doc! {
-        "_id": ban.network.to_string(),
-        "by": author_doc(&ban.by),
-        "at": ban.at.0,
+    let terms = BanTerms {
+        until: ban.until,
+        reason: ban.reason.clone(),
+        by: ban.by.clone(),
+        at: ban.at,
     };
-    if let Some(until) = ban.until {
-        stored.insert("until", until.0);
-    }
-    if let Some(reason) = &ban.reason {
-        stored.insert("reason", reason.as_str());
-    }
-    stored
+    terms.to_doc(&ban.network.to_string())
 }
 
 fn ban_of(doc: &Document) -> StoreResult<NetworkBan> {
-    let corrupt_ban = |e: StoreError| corrupt(format!("a network ban: {e}"));
-    let network = doc
-        .get_str("_id")
-        .map_err(|_| corrupt("a network ban without its network"))?;
+    let (network, terms) = BanTerms::of(doc, "a network ban")?;
     Ok(NetworkBan {
         network: Cidr::parse(network).map_err(|e| corrupt(format!("a network ban: {e}")))?,
-        until: micros_of(doc, "until").map_err(corrupt_ban)?,
-        reason: string_of(doc, "reason")
-            .map_err(corrupt_ban)?
-            .map(Reason::from_stored),
-        by: author_of(doc, "by").map_err(corrupt_ban)?,
-        at: micros_of(doc, "at")
-            .map_err(corrupt_ban)?
-            .ok_or_else(|| corrupt("a network ban without its time"))?,
+        until: terms.until,
+        reason: terms.reason,
+        by: terms.by,
+        at: terms.at,
     })
 }
 
@@ -184,25 +173,9 @@ impl GuestStore for Guests {
     }
 
     async fn ban_network(&self, ban: &NetworkBan, events: &[Event]) -> StoreResult<()> {
-        let (stored, bans) = (ban_doc(ban), &self.bans);
+        let id = ban.network.to_string();
         self.events
-            .atomically(|mut session| {
-                let stored = stored.clone();
-                async move {
-                    let replaced = bans
-                        .replace_one(
-                            doc! { "_id": stored.get_str("_id").unwrap_or_default() },
-                            &stored,
-                        )
-                        .upsert(true)
-                        .session(&mut session)
-                        .await;
-                    (
-                        session,
-                        replaced.map(|_| ((), events.to_vec())).map_err(Into::into),
-                    )
-                }
-            })
+            .replace_with(&self.bans, &id, &ban_doc(ban), events)
             .await
     }
 
@@ -211,26 +184,9 @@ impl GuestStore for Guests {
         network: &Cidr,
         announce: &(dyn for<'b> Fn(&'b NetworkBan) -> Vec<Event> + Send + Sync),
     ) -> StoreResult<Option<NetworkBan>> {
-        let (bans, id) = (&self.bans, network.to_string());
+        let id = network.to_string();
         self.events
-            .atomically(|mut session| {
-                let id = id.clone();
-                async move {
-                    let removed = bans
-                        .find_one_and_delete(doc! { "_id": id })
-                        .session(&mut session)
-                        .await;
-                    let ban = match removed {
-                        Ok(removed) => removed.as_ref().map(ban_of).transpose(),
-                        Err(err) => Err(err.into()),
-                    };
-                    let told = ban.map(|ban| {
-                        let events = ban.as_ref().map(announce).unwrap_or_default();
-                        (ban, events)
-                    });
-                    (session, told)
-                }
-            })
+            .remove_with(&self.bans, &id, &ban_of, announce)
             .await
     }
 

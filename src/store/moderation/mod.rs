@@ -198,38 +198,67 @@ where
     }
 }
 
+/// What every kind of ban stores beside its `_id` (a user's, a network's): who, when, until
+/// when, why.
+pub(crate) struct BanTerms {
+    pub until: Option<Micros>,
+    pub reason: Option<Reason>,
+    pub by: Author,
+    pub at: Micros,
+}
+
+impl BanTerms {
+    /// The stored ban: `_id` and the terms.
+    pub(crate) fn to_doc(&self, id: &str) -> Document {
+        let mut doc = doc! { "_id": id, "by": author_doc(&self.by), "at": self.at.0 };
+        if let Some(until) = self.until {
+            doc.insert("until", until.0);
+        }
+        if let Some(reason) = &self.reason {
+            doc.insert("reason", reason.as_str());
+        }
+        doc
+    }
+
+    /// The `_id` and the terms of a stored ban (`what` names the kind, in errors).
+    pub(crate) fn of<'d>(doc: &'d Document, what: &str) -> StoreResult<(&'d str, BanTerms)> {
+        let corrupt_ban = |e: StoreError| corrupt(format!("{what}: {e}"));
+        let id = doc
+            .get_str("_id")
+            .map_err(|_| corrupt(format!("{what} without its `_id`")))?;
+        let terms = BanTerms {
+            until: micros_of(doc, "until").map_err(corrupt_ban)?,
+            reason: string_of(doc, "reason")
+                .map_err(corrupt_ban)?
+                .map(Reason::from_stored),
+            by: author_of(doc, "by").map_err(corrupt_ban)?,
+            at: micros_of(doc, "at")
+                .map_err(corrupt_ban)?
+                .ok_or_else(|| corrupt(format!("{what} without its time")))?,
+        };
+        Ok((id, terms))
+    }
+}
+
 /// The stored form of a ban.
 fn ban_doc(ban: &Ban) -> Document {
-    let mut doc = doc! {
-        "_id": ban.user.as_str(),
-        "by": author_doc(&ban.by),
-        "at": ban.at.0,
+    let terms = BanTerms {
+        until: ban.until,
+        reason: ban.reason.clone(),
+        by: ban.by.clone(),
+        at: ban.at,
     };
-    if let Some(until) = ban.until {
-        doc.insert("until", until.0);
-    }
-    if let Some(reason) = &ban.reason {
-        doc.insert("reason", reason.as_str());
-    }
-    doc
+    terms.to_doc(ban.user.as_str())
 }
 
 fn ban_of(doc: &Document) -> StoreResult<Ban> {
-    let corrupt_ban = |e: StoreError| corrupt(format!("a ban: {e}"));
+    let (user, terms) = BanTerms::of(doc, "a ban")?;
     Ok(Ban {
-        user: UserId::from_stored(
-            doc.get_str("_id")
-                .map_err(|_| corrupt("a ban without a user id"))?
-                .to_owned(),
-        ),
-        until: micros_of(doc, "until").map_err(corrupt_ban)?,
-        reason: string_of(doc, "reason")
-            .map_err(corrupt_ban)?
-            .map(Reason::from_stored),
-        by: author_of(doc, "by").map_err(corrupt_ban)?,
-        at: micros_of(doc, "at")
-            .map_err(corrupt_ban)?
-            .ok_or_else(|| corrupt("a ban without its time"))?,
+        user: UserId::from_stored(user.to_owned()),
+        until: terms.until,
+        reason: terms.reason,
+        by: terms.by,
+        at: terms.at,
     })
 }
 
@@ -251,25 +280,8 @@ impl ModerationStore for Moderation {
     }
 
     async fn ban(&self, ban: &Ban, events: &[Event]) -> StoreResult<()> {
-        let (stored, bans) = (ban_doc(ban), &self.bans);
         self.events
-            .atomically(|mut session| {
-                let stored = stored.clone();
-                async move {
-                    let replaced = bans
-                        .replace_one(
-                            doc! { "_id": stored.get_str("_id").unwrap_or_default() },
-                            &stored,
-                        )
-                        .upsert(true)
-                        .session(&mut session)
-                        .await;
-                    (
-                        session,
-                        replaced.map(|_| ((), events.to_vec())).map_err(Into::into),
-                    )
-                }
-            })
+            .replace_with(&self.bans, ban.user.as_str(), &ban_doc(ban), events)
             .await?;
         self.known.keep(
             ban.user.as_str(),
@@ -284,24 +296,9 @@ impl ModerationStore for Moderation {
         user: &UserId,
         announce: &(dyn for<'b> Fn(&'b Ban) -> Vec<Event> + Send + Sync),
     ) -> StoreResult<Option<Ban>> {
-        let bans = &self.bans;
         let removed = self
             .events
-            .atomically(|mut session| async move {
-                let removed = bans
-                    .find_one_and_delete(doc! { "_id": user.as_str() })
-                    .session(&mut session)
-                    .await;
-                let ban = match removed {
-                    Ok(removed) => removed.as_ref().map(ban_of).transpose(),
-                    Err(err) => Err(err.into()),
-                };
-                let told = ban.map(|ban| {
-                    let events = ban.as_ref().map(announce).unwrap_or_default();
-                    (ban, events)
-                });
-                (session, told)
-            })
+            .remove_with(&self.bans, user.as_str(), &ban_of, announce)
             .await?;
         self.known.keep(user.as_str(), Instant::now(), None);
         Ok(removed)

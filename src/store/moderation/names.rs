@@ -88,24 +88,9 @@ fn reserved_of(doc: &Document) -> StoreResult<ReservedName> {
 #[async_trait]
 impl NameStore for ReservedNames {
     async fn reserve(&self, reserved: &ReservedName, events: &[Event]) -> StoreResult<()> {
-        let (stored, names) = (reserved_doc(reserved), &self.names);
         let key = reserved.name.key();
-        let key = key.as_str();
         self.events
-            .atomically(|mut session| {
-                let stored = stored.clone();
-                async move {
-                    let replaced = names
-                        .replace_one(doc! { "_id": key }, &stored)
-                        .upsert(true)
-                        .session(&mut session)
-                        .await;
-                    (
-                        session,
-                        replaced.map(|_| ((), events.to_vec())).map_err(Into::into),
-                    )
-                }
-            })
+            .replace_with(&self.names, &key, &reserved_doc(reserved), events)
             .await
     }
 
@@ -114,23 +99,8 @@ impl NameStore for ReservedNames {
         key: &str,
         announce: &(dyn for<'r> Fn(&'r ReservedName) -> Vec<Event> + Send + Sync),
     ) -> StoreResult<Option<ReservedName>> {
-        let names = &self.names;
         self.events
-            .atomically(|mut session| async move {
-                let removed = names
-                    .find_one_and_delete(doc! { "_id": key })
-                    .session(&mut session)
-                    .await;
-                let reserved = match removed {
-                    Ok(removed) => removed.as_ref().map(reserved_of).transpose(),
-                    Err(err) => Err(err.into()),
-                };
-                let told = reserved.map(|reserved| {
-                    let events = reserved.as_ref().map(announce).unwrap_or_default();
-                    (reserved, events)
-                });
-                (session, told)
-            })
+            .remove_with(&self.names, key, &reserved_of, announce)
             .await
     }
 
