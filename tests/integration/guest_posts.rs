@@ -804,16 +804,45 @@ async fn guests_cannot_take_a_signed_in_users_name_and_their_email_stays_private
 async fn names_signed_in_users_posted_under_before_the_upgrade_stay_theirs() {
     let config = guest_config("guest_name_upgrade", GuestArg::Post, "off");
     let server = Running::start(config.clone()).await;
-    let discussion = guest_discussion(&server, Layout::Bucketed).await;
-    let signed_in = send(
+    // A signed-in author per layout, and one whose comment waits for a moderator.
+    let mut discussions = Vec::new();
+    for (layout, (sub, name)) in Layout::ALL.into_iter().zip([
+        ("babbage", "Charles Babbage"),
+        ("somerville", "Mary Somerville"),
+        ("herschel", "John Herschel"),
+    ]) {
+        let discussion = guest_discussion(&server, layout).await;
+        let signed_in = send(
+            &server,
+            "192.0.2.9",
+            Some(&token(sub, name)),
+            POST,
+            json!({ "input": { "discussionId": discussion, "text": "an engine" } }),
+        )
+        .await;
+        assert_eq!(outcome(&signed_in), "ok", "{layout:?} {signed_in:#}");
+        discussions.push((discussion, name));
+    }
+    let held = discussions[0].0.clone();
+    as_moderator(
         &server,
-        "192.0.2.9",
-        Some(&token("babbage", "Charles Babbage")),
-        POST,
-        json!({ "input": { "discussionId": discussion, "text": "an engine" } }),
+        "mutation($id: ID!) { setModeration(id: $id, mode: PRE) { id } }",
+        json!({ "id": held }),
     )
     .await;
-    assert_eq!(outcome(&signed_in), "ok", "{signed_in:#}");
+    let waiting = send(
+        &server,
+        "192.0.2.9",
+        Some(&token("de-morgan", "Augustus De Morgan")),
+        POST,
+        json!({ "input": { "discussionId": held, "text": "held" } }),
+    )
+    .await;
+    assert_eq!(
+        waiting["data"]["postComment"]["status"], "PENDING",
+        "{waiting:#}"
+    );
+    discussions.push((held.clone(), "Augustus De Morgan"));
     server.shutdown().await;
     // As an earlier version left it: no names recorded, no record of the upgrade.
     let db = crate::support::test_database(&config.database).await;
@@ -829,16 +858,19 @@ async fn names_signed_in_users_posted_under_before_the_upgrade_stay_theirs() {
         .await
         .expect("forget the upgrade");
     let server = Running::start(config).await;
-    let body = guest_post(
-        &server,
-        "203.0.113.60",
-        &discussion,
-        None,
-        "charles BABBAGE",
-        "impostor",
-    )
-    .await;
-    assert_eq!(outcome(&body), "BAD_USER_INPUT", "{body:#}");
+    for (discussion, name) in &discussions {
+        let body = guest_post(
+            &server,
+            "203.0.113.60",
+            discussion,
+            None,
+            &name.to_uppercase(),
+            "impostor",
+        )
+        .await;
+        assert_eq!(outcome(&body), "BAD_USER_INPUT", "{name}: {body:#}");
+    }
+    let discussion = discussions[1].0.clone();
     let body = guest_post(&server, "203.0.113.60", &discussion, None, "Ada", "a guest").await;
     assert_eq!(outcome(&body), "ok", "{body:#}");
     server.shutdown().await;
