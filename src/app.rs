@@ -231,6 +231,7 @@ pub fn services(
         moderation_rate: config.moderation_rate_limit,
         guest_ids: GuestIds::new(key),
         insecure_webhooks: config.webhooks.allow_insecure,
+        auto_close_after: config.auto_close_after.0,
     };
     let log: Arc<dyn EventSink> = Arc::new(ModerationLog(storage.clone()));
     Services::new(storage, rules, words, vec![log])

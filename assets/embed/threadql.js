@@ -49,7 +49,7 @@ const THREAD_TREE = `${COMMENT_FIELDS}
 const DISCUSSION_QUERY = `query ThreadqlDiscussion($key: String!, $order: CommentOrder!, $first: Int!, $replies: Int!) {
   guestPolicy
   discussionByKey(key: $key) {
-    id commentCount locked guests
+    id commentCount locked guests closesAt
     pinnedComments { ${COMMENT_FIELDS} }
     threads(order: $order, first: $first) { ${PAGE_INFO} nodes { ${THREAD_TREE} } }
   }
@@ -71,7 +71,7 @@ const REPLIES_QUERY = `query ThreadqlReplies($id: ID!, $slug: String!, $first: I
 }`;
 
 const ENSURE_MUTATION = `mutation ThreadqlEnsure($input: EnsureDiscussionInput!) {
-  ensureDiscussion(input: $input) { id commentCount locked guests }
+  ensureDiscussion(input: $input) { id commentCount locked guests closesAt }
 }`;
 
 const POST_MUTATION = `mutation ThreadqlPost($input: PostCommentInput!) {
@@ -848,6 +848,13 @@ class Widget {
     return this.identity === 'none' && this.guestPolicy !== 'OFF';
   }
 
+  // Whether the discussion shown closed to new comments (`closesAt` is past; moderators may
+  // still act through the API, not through this widget).
+  get closed() {
+    const at = this.discussion?.closesAt;
+    return typeof at === 'string' && Date.parse(at) <= Date.now();
+  }
+
   // Whether comment boxes and reply buttons are shown (a token, or guests taken).
   get canWrite() {
     return this.asGuest || this.canPost;
@@ -946,7 +953,7 @@ class Widget {
     this.threads.replaceChildren();
     this.notice.replaceChildren();
     this.discussion = discussion
-      ? { id: discussion.id, commentCount: discussion.commentCount, locked: discussion.locked, guests: discussion.guests }
+      ? { id: discussion.id, commentCount: discussion.commentCount, locked: discussion.locked, guests: discussion.guests, closesAt: discussion.closesAt }
       : null;
     this.renderComposer();
     this.updateCount();
@@ -1009,13 +1016,15 @@ class Widget {
 
   // The box for a new thread, or why there is none; kept (with its draft) while that holds.
   renderComposer() {
-    const state = this.discussion?.locked ? 'locked' : this.asGuest ? `guest-${this.guestPolicy}` : this.canPost ? 'open' : 'none';
+    const state = this.discussion?.locked ? 'locked' : this.closed ? 'closed' : this.asGuest ? `guest-${this.guestPolicy}` : this.canPost ? 'open' : 'none';
     if (state === this.composerState) {
       return;
     }
     this.composerState = state;
     if (state === 'locked') {
       this.composer.replaceChildren(el('p', { class: 'threadql-notice', text: 'This discussion is locked: no new comments.' }));
+    } else if (state === 'closed') {
+      this.composer.replaceChildren(el('p', { class: 'threadql-notice', text: 'Comments are closed' }));
     } else if (state !== 'none') {
       this.composer.replaceChildren(this.renderForm(null, 'Add a comment', 'Post comment'));
     } else {
@@ -1176,7 +1185,7 @@ class Widget {
         });
         this.show(shown.discussionByKey);
       } else {
-        this.discussion = { id: ensured.id, commentCount: 0, locked: ensured.locked, guests: ensured.guests };
+        this.discussion = { id: ensured.id, commentCount: 0, locked: ensured.locked, guests: ensured.guests, closesAt: ensured.closesAt };
         this.threadsPage = { hasNextPage: false, endCursor: null };
         this.follow();
       }
@@ -1395,7 +1404,7 @@ class Widget {
   // The actions under a comment: Reply, which opens a reply box under it, and, on a comment this
   // browser posted as a guest, Edit and Delete (with the comment's guest token).
   renderActions(article, comment) {
-    const replies = this.canWrite && !this.discussion?.locked;
+    const replies = this.canWrite && !this.discussion?.locked && !this.closed;
     const tokenKey = this.discussion ? guestTokenKey(this.endpoint, this.discussion.id, comment.slug) : null;
     const guestToken = tokenKey ? kept.get(tokenKey) : null;
     if (!replies && !guestToken) {

@@ -16,5 +16,5 @@ pub use guests::{GuestArg, GuestSettings};
 pub use notifications::NotifySettings;
 pub use origins::{origin_of, own_origins};
 pub use settings::{Config, DEFAULT_SERVICE_NAME};
-pub use values::{CorsOrigins, LayoutArg, LogFormat, ModerationArg, Origin, RateLimit};
+pub use values::{AutoClose, CorsOrigins, LayoutArg, LogFormat, ModerationArg, Origin, RateLimit};
 pub use webhooks::WebhookSettings;

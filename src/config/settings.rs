@@ -138,6 +138,17 @@ pub struct Config {
         global = true
     )]
     pub edit_window_secs: u64,
+    /// How long after its creation a discussion closes to new comments, replies, edits and
+    /// votes (moderators may still act): a whole number and a unit, `s`, `m`, `h` or `d` (e.g.
+    /// `30d`), up to 100 years; `off` = never. A moderator sets it per discussion with
+    /// `setDiscussionClosing`.
+    #[arg(
+        long,
+        env = "THREADQL_AUTO_CLOSE_AFTER",
+        default_value = "off",
+        global = true
+    )]
+    pub auto_close_after: super::AutoClose,
     /// How many days the event log keeps an event (a TTL index; the pull feed and webhook
     /// redeliveries reach back this far).
     #[arg(long, env = "THREADQL_EVENT_RETENTION_DAYS", default_value_t = 7, value_parser = clap::value_parser!(u64).range(1..=3650), global = true)]
@@ -539,6 +550,7 @@ impl fmt::Debug for Config {
             .field("max_markdown_depth", &self.max_markdown_depth)
             .field("max_page_size", &self.max_page_size)
             .field("edit_window_secs", &self.edit_window_secs)
+            .field("auto_close_after", &self.auto_close_after)
             .field("event_retention_days", &self.event_retention_days)
             .field("webhooks", &self.webhooks)
             .field("guests", &self.guests)

@@ -51,6 +51,56 @@ impl std::str::FromStr for RateLimit {
     }
 }
 
+/// How long after its creation a discussion closes to new comments
+/// (`THREADQL_AUTO_CLOSE_AFTER`): a whole number and a unit, or never.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AutoClose(pub Option<std::time::Duration>);
+
+impl AutoClose {
+    /// The longest it may be: 100 years.
+    pub const MAX_SECS: u64 = 100 * 365 * 86_400;
+}
+
+impl std::str::FromStr for AutoClose {
+    type Err = String;
+
+    /// Reads `off`, or a whole number above 0 and a unit: `s`, `m`, `h` or `d` (`30d`).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let text = s.trim();
+        if text.eq_ignore_ascii_case("off") {
+            return Ok(AutoClose(None));
+        }
+        let bad = |why: &str| {
+            format!(
+                "THREADQL_AUTO_CLOSE_AFTER (--auto-close-after) {s:?}: {why}; write a whole \
+                 number and a unit, s, m, h or d (e.g. 30d, 12h, 90m, 45s), or `off`"
+            )
+        };
+        let split = text
+            .find(|c: char| !c.is_ascii_digit())
+            .ok_or_else(|| bad("the unit is missing"))?;
+        let (number, unit) = text.split_at(split);
+        let unit_secs = match unit {
+            "s" => 1,
+            "m" => 60,
+            "h" => 3_600,
+            "d" => 86_400,
+            _ => return Err(bad(&format!("{unit:?} is not a unit"))),
+        };
+        let number: u64 = number
+            .parse()
+            .map_err(|_| bad("it does not start with a whole number"))?;
+        let secs = number
+            .checked_mul(unit_secs)
+            .filter(|secs| *secs <= Self::MAX_SECS)
+            .ok_or_else(|| bad("it is longer than 100 years"))?;
+        if secs == 0 {
+            return Err(bad("it is 0 (`off` never closes them)"));
+        }
+        Ok(AutoClose(Some(std::time::Duration::from_secs(secs))))
+    }
+}
+
 /// The origins allowed to call the API from a browser (`THREADQL_CORS_ORIGINS`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CorsOrigins {
@@ -264,6 +314,36 @@ pub enum LogFormat {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_close_reads_a_number_and_a_unit_or_off() {
+        let after = |text: &str| text.parse::<AutoClose>().map(|a| a.0.map(|d| d.as_secs()));
+        assert_eq!(after("off"), Ok(None));
+        assert_eq!(after(" OFF "), Ok(None));
+        assert_eq!(after("30d"), Ok(Some(30 * 86_400)));
+        assert_eq!(after("12h"), Ok(Some(12 * 3_600)));
+        assert_eq!(after("90m"), Ok(Some(90 * 60)));
+        assert_eq!(after("45s"), Ok(Some(45)));
+        for bad in [
+            "",
+            "0d",
+            "30",
+            "d",
+            "30 d",
+            "30D",
+            "-1d",
+            "1.5d",
+            "30w",
+            "1y",
+            "thirty days",
+            "36501d",
+            "99999999999999999999s",
+        ] {
+            let refused = after(bad).err().unwrap_or_default();
+            assert!(refused.contains("e.g. 30d"), "{bad:?}: {refused}");
+        }
+        assert_eq!(after("36500d"), Ok(Some(AutoClose::MAX_SECS)));
+    }
     use crate::config::Cli;
     use clap::Parser;
 

@@ -4,7 +4,7 @@ use std::any::Any;
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use super::standing::GuestPolicy;
+use super::standing::{Closing, GuestPolicy};
 use super::votes::Votes;
 use super::{
     markdown, text, DiscussionId, DiscussionKey, DomainError, FullSlug, Layout, Micros,
@@ -136,6 +136,9 @@ pub struct Discussion {
     /// Whether it takes guests' comments, when a moderator set it; `None` follows the
     /// server's default (`THREADQL_GUESTS`).
     pub guests: Option<GuestPolicy>,
+    /// When it closes to new comments, votes and edits, when a moderator set it; `None`
+    /// follows the server's default (`THREADQL_AUTO_CLOSE_AFTER`).
+    pub closing: Option<Closing>,
     /// The slugs of its pinned comments, in the order they were pinned (at most
     /// [`Discussion::MAX_PINNED`]).
     pub pinned: Vec<Slug>,

@@ -5,7 +5,7 @@
 use super::moderation::{Ban, Logged, ModerationAction, Reason, ReportReason, UserId};
 use super::names::DisplayName;
 use super::{
-    Author, Cidr, Comment, DiscussionId, DiscussionUpdate, GuestPolicy, Layout, Micros,
+    Author, Cidr, Closing, Comment, DiscussionId, DiscussionUpdate, GuestPolicy, Layout, Micros,
     ModerationMode, Slug,
 };
 
@@ -228,6 +228,15 @@ pub enum Event {
         /// The policy from now on (`None`: the server's default).
         policy: Option<GuestPolicy>,
     },
+    /// A moderator set when a discussion closes to new comments.
+    ClosingChanged {
+        /// The moderator, and when.
+        acted: Acted,
+        /// The discussion.
+        discussion: DiscussionId,
+        /// When it closes from now on (`None`: as the server's default says).
+        closing: Option<Closing>,
+    },
     /// A moderator banned a network from guest posting.
     NetworkBanned {
         /// The moderator, and when.
@@ -287,6 +296,8 @@ pub enum EventType {
     NameReleased,
     /// `discussion.guests_changed`
     GuestPolicyChanged,
+    /// `discussion.closing_changed`
+    ClosingChanged,
     /// `network.banned`
     NetworkBanned,
     /// `network.unbanned`
@@ -295,7 +306,7 @@ pub enum EventType {
 
 impl EventType {
     /// Every kind, in a fixed order.
-    pub const ALL: [EventType; 20] = [
+    pub const ALL: [EventType; 21] = [
         EventType::CommentPosted,
         EventType::CommentEdited,
         EventType::CommentDeleted,
@@ -314,6 +325,7 @@ impl EventType {
         EventType::NameReserved,
         EventType::NameReleased,
         EventType::GuestPolicyChanged,
+        EventType::ClosingChanged,
         EventType::NetworkBanned,
         EventType::NetworkUnbanned,
     ];
@@ -344,6 +356,7 @@ impl EventType {
             EventType::NameReserved => "name.reserved",
             EventType::NameReleased => "name.released",
             EventType::GuestPolicyChanged => "discussion.guests_changed",
+            EventType::ClosingChanged => "discussion.closing_changed",
             EventType::NetworkBanned => "network.banned",
             EventType::NetworkUnbanned => "network.unbanned",
         }
@@ -482,6 +495,7 @@ impl Event {
             Event::GuestPolicyChanged { policy, .. } => {
                 record.detail = Some(policy.map_or("default", |p| p.as_str()).to_owned())
             }
+            Event::ClosingChanged { closing, .. } => record.detail = Some(closing_detail(*closing)),
             Event::NetworkBanned {
                 network, reason, ..
             } => {
@@ -518,6 +532,7 @@ impl Event {
             | Event::NameReserved { acted, .. }
             | Event::NameReleased { acted, .. }
             | Event::GuestPolicyChanged { acted, .. }
+            | Event::ClosingChanged { acted, .. }
             | Event::NetworkBanned { acted, .. }
             | Event::NetworkUnbanned { acted, .. } => acted,
         }
@@ -544,6 +559,7 @@ impl Event {
             Event::NameReserved { .. } => EventType::NameReserved,
             Event::NameReleased { .. } => EventType::NameReleased,
             Event::GuestPolicyChanged { .. } => EventType::GuestPolicyChanged,
+            Event::ClosingChanged { .. } => EventType::ClosingChanged,
             Event::NetworkBanned { .. } => EventType::NetworkBanned,
             Event::NetworkUnbanned { .. } => EventType::NetworkUnbanned,
         }
@@ -572,6 +588,7 @@ impl Event {
             | Event::DiscussionUpdated { discussion, .. }
             | Event::ModerationChanged { discussion, .. }
             | Event::GuestPolicyChanged { discussion, .. }
+            | Event::ClosingChanged { discussion, .. }
             | Event::DiscussionMoved { discussion, .. } => Some(discussion),
             _ => self.comment().map(|c| &c.discussion),
         }
@@ -645,6 +662,13 @@ impl Event {
             } => entry(ModerationAction::SetGuests)
                 .discussion(discussion.clone())
                 .detail(policy.map_or("DEFAULT", |p| p.as_str()).to_uppercase()),
+            Event::ClosingChanged {
+                discussion,
+                closing,
+                ..
+            } => entry(ModerationAction::SetClosing)
+                .discussion(discussion.clone())
+                .detail(closing_detail(*closing)),
             Event::NetworkBanned {
                 network,
                 reason,
@@ -661,6 +685,16 @@ impl Event {
             }
             _ => return None,
         })
+    }
+}
+
+/// How the event log and the moderation log write a discussion's closing: its date (RFC 3339,
+/// UTC), `never`, or `default` (the server's).
+fn closing_detail(closing: Option<Closing>) -> String {
+    match closing {
+        Some(Closing::At(at)) => super::moderation::rfc3339(at),
+        Some(Closing::Never) => "never".to_owned(),
+        None => "default".to_owned(),
     }
 }
 

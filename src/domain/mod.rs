@@ -46,6 +46,6 @@ pub use notifications::{EmailFrequency, NotificationKind, NotificationSettings};
 pub use paging::{Cursor, CursorKind, Page, PageArgs, Paged, Paging, Span, Window};
 pub use secrets::{KeyError, Purpose, ServerKey, SubKey};
 pub use slug::{FullSlug, Micros, Slug, SlugPart};
-pub use standing::{CommentStatus, ModerationMode, Standing};
+pub use standing::{Closing, CommentStatus, ModerationMode, Standing};
 pub use votes::{Rank, RankKey, Vote, Votes};
 pub use words::{ListError, Screening, WordList, WordLists};

@@ -230,6 +230,9 @@ macro_rules! moderation_actions {
             ReleaseName = "release_name",
             /// Set whether a discussion takes guests' comments (`setGuestPolicy`).
             SetGuests = "set_guests",
+            /// Set when a discussion closes to new comments (`setDiscussionClosing`; the date,
+            /// `never` or `default` is the detail).
+            SetClosing = "set_closing",
             /// Banned a network from guest posting (`banNetwork`; the network is the detail).
             BanNetwork = "ban_network",
             /// Lifted a network's ban (`unbanNetwork`).

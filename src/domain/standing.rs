@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::DomainError;
+use super::{DomainError, Micros};
 
 /// How a discussion moderates new comments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -179,6 +179,49 @@ impl FromStr for GuestPolicy {
     }
 }
 
+/// When a discussion closes to new comments, replies, edits and votes, as a moderator set it
+/// (`setDiscussionClosing`); a discussion without one follows the server's default
+/// (`THREADQL_AUTO_CLOSE_AFTER`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Closing {
+    /// It never closes.
+    Never,
+    /// It closes at this time.
+    At(Micros),
+}
+
+impl Closing {
+    /// When a discussion created at `created` closes: at what a moderator set (`set`), else
+    /// `after` its creation (the server's default), else never (`None`).
+    pub fn closes_at(
+        set: Option<Closing>,
+        created: Micros,
+        after: Option<std::time::Duration>,
+    ) -> Option<Micros> {
+        match set {
+            Some(Closing::Never) => None,
+            Some(Closing::At(at)) => Some(at),
+            None => after.map(|after| {
+                let micros = i64::try_from(after.as_micros()).unwrap_or(i64::MAX);
+                Micros(created.0.saturating_add(micros))
+            }),
+        }
+    }
+
+    /// `FORBIDDEN` when a discussion that closes at `closes_at` is closed at `now` (from that
+    /// instant on): "this discussion closed on <RFC 3339 date, UTC>".
+    pub fn check_open(closes_at: Option<Micros>, now: Micros) -> Result<(), DomainError> {
+        match closes_at.filter(|at| now >= *at) {
+            Some(at) => Err(DomainError::Forbidden(format!(
+                "this discussion closed on {}",
+                at.to_datetime()
+                    .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,5 +256,34 @@ mod tests {
         assert!(ModerationMode::Pre.holds(true));
         assert!(ModerationMode::PreFirst.holds(false));
         assert!(!ModerationMode::PreFirst.holds(true));
+    }
+
+    #[test]
+    fn a_discussion_closes_at_its_override_else_after_the_default_and_from_that_instant() {
+        let day = std::time::Duration::from_secs(86_400);
+        let created = Micros(1_000);
+        let at = Micros(5_000);
+        assert_eq!(Closing::closes_at(None, created, None), None);
+        let default = Closing::closes_at(None, created, Some(day));
+        assert_eq!(default, Some(Micros(1_000 + 86_400_000_000)));
+        assert_eq!(
+            Closing::closes_at(Some(Closing::At(at)), created, Some(day)),
+            Some(at)
+        );
+        assert_eq!(
+            Closing::closes_at(Some(Closing::Never), created, Some(day)),
+            None
+        );
+        assert!(Closing::check_open(Some(at), Micros(4_999)).is_ok());
+        assert!(Closing::check_open(None, Micros(i64::MAX)).is_ok());
+        for now in [at, Micros(5_001)] {
+            let refused = Closing::check_open(Some(at), now)
+                .err()
+                .map(|e| e.to_string());
+            assert_eq!(
+                refused.as_deref(),
+                Some("this discussion closed on 1970-01-01T00:00:00.005Z")
+            );
+        }
     }
 }

@@ -59,6 +59,10 @@ pub enum EventType {
     /// `discussion.guests_changed`: whether it takes guests' comments (`detail`).
     #[graphql(name = "DISCUSSION_GUESTS_CHANGED")]
     GuestPolicyChanged,
+    /// `discussion.closing_changed`: when it closes to new comments (`detail`: the date,
+    /// `never` or `default`).
+    #[graphql(name = "DISCUSSION_CLOSING_CHANGED")]
+    ClosingChanged,
     /// `network.banned`: a network banned from guest posting (`detail`).
     NetworkBanned,
     /// `network.unbanned`

@@ -1,5 +1,6 @@
 //! The GraphQL API: schema construction, per-request context and execution.
 
+mod auto_close;
 pub mod batch;
 mod bounded;
 pub mod cost;
@@ -68,6 +69,7 @@ pub struct Mutation(
     webhooks::WebhookMutation,
     inbox::InboxMutation,
     guests::GuestMutation,
+    auto_close::ClosingMutation,
 );
 
 /// The threadql schema type.

@@ -49,7 +49,7 @@ impl Services {
     /// discussion's mode does (`PRE` holds every post, `PRE_FIRST` a post of an author no
     /// moderator has approved yet); a moderator's posts are never held. A reply to a held
     /// comment (its author's or, for a moderator, anyone's) is held too. `FORBIDDEN` while the
-    /// discussion is locked, on every path.
+    /// discussion is locked, on every path, and once it closed (but for moderators).
     pub async fn post(&self, caller: &Caller, post: NewPost) -> Result<Posted, DomainError> {
         let new = self.new_comment(caller, &post).await?;
         self.post_in(caller, &post.discussion, new, None, None)
@@ -94,6 +94,8 @@ impl Services {
             (None, Some(kept)) => (kept, false),
             (None, None) => (self.read_discussion(id).await?, true),
         };
+        // Closed by the closing decided by here (the write checks it is still the one).
+        self.check_open(caller, &discussion)?;
         let holds = match forced {
             Some(forced) => Some(match screened(&self.words, false, &new.text) {
                 Some(screened) => stricter(&forced, &screened),
@@ -205,6 +207,7 @@ impl Services {
             true => discussion,
             false => self.read_discussion(&discussion.id).await?,
         };
+        self.check_open(caller, &discussion)?;
         if discussion.locked {
             return Err(DomainError::Forbidden(format!(
                 "discussion {} is locked: it takes no new comments or replies",
@@ -267,9 +270,9 @@ impl Services {
     }
 
     /// Replaces a comment's text, keeping the previous one as a revision: its author within
-    /// the edit window unless the discussion is locked, a moderator at any time. An edit with a
-    /// listed word makes a public comment a placeholder (pending for a suspect word, rejected
-    /// for a banned one).
+    /// the edit window unless the discussion is locked or closed, a moderator at any time. An
+    /// edit with a listed word makes a public comment a placeholder (pending for a suspect
+    /// word, rejected for a banned one).
     pub async fn edit(
         &self,
         caller: &Caller,
@@ -310,6 +313,10 @@ impl Services {
         change: Change,
     ) -> Result<(Arc<Discussion>, Comment), DomainError> {
         let discussion = self.read_discussion(&id).await?;
+        // A closed discussion's comments may still be deleted, not edited.
+        if let Change::Edit { .. } = change {
+            self.check_open(caller, &discussion)?;
+        }
         let rules = self.rules.edit_rules;
         let storage = self.storage.clone();
         let target = discussion.clone();

@@ -3,6 +3,7 @@
 //! service decides (permission, rate, ban, hold or publish), makes the store calls, and hands
 //! what it committed to the event sink as [`Event`]s.
 
+mod auto_close;
 pub mod caller;
 pub mod closing;
 mod comments;
@@ -32,6 +33,7 @@ use crate::domain::{
 use crate::rate::Limiter;
 use crate::store::{DynStorage, ReadScope};
 
+pub use auto_close::Clock;
 pub use caller::{Allowance, Caller};
 pub use comments::{NewPost, Posted};
 pub use discussions::Creating;
@@ -71,6 +73,9 @@ pub struct Rules {
     pub guest_ids: GuestIds,
     /// Whether webhook endpoints may use `http` and private addresses.
     pub insecure_webhooks: bool,
+    /// How long after its creation a discussion closes where no moderator set it (`None`:
+    /// never).
+    pub auto_close_after: Option<std::time::Duration>,
 }
 
 /// What a service call committed: its result and the events handed to the sink.
@@ -104,6 +109,7 @@ pub struct Services {
     notify_metrics: Arc<crate::notify::metrics::NotifyMetrics>,
     unsubscribe_tokens: crate::mail::UnsubscribeTokens,
     guests: guests::Guests,
+    clock: Clock,
 }
 
 impl Services {
@@ -149,6 +155,7 @@ impl Services {
                 GuestRules::default(),
                 &crate::domain::ServerKey::generate(),
             ),
+            clock: Clock::default(),
         }
     }
 

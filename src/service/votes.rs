@@ -7,7 +7,7 @@ use crate::domain::{Comment, Discussion, DiscussionId, DomainError, Slug, Vote};
 
 impl Services {
     /// Votes on a comment as the caller (`None` takes the vote back). Not in a locked
-    /// discussion (`FORBIDDEN`); whether the caller may vote on the comment is the store's
+    /// discussion, nor in a closed one but for moderators (`FORBIDDEN`); whether the caller may vote on the comment is the store's
     /// check in the vote's own transaction. Votes emit no event.
     pub async fn vote(
         &self,
@@ -23,6 +23,7 @@ impl Services {
                 discussion.id
             )));
         }
+        self.check_open(caller, &discussion)?;
         let storage = self.storage.clone();
         let voter = caller.author().id.clone();
         let on = discussion.clone();

@@ -146,6 +146,7 @@ async fn every_mutation_of_a_banned_user_is_forbidden_until_the_ban_is_lifted() 
         ("setGuestPolicy", ("mutation($d: ID!) { setGuestPolicy(id: $d, policy: POST) { id } }", json!({ "d": d }))),
         ("banNetwork", ("mutation { banNetwork(cidr: \"203.0.113.0/24\") { cidr } }", json!({}))),
         ("unbanNetwork", ("mutation { unbanNetwork(cidr: \"203.0.113.0/24\") }", json!({}))),
+        ("setDiscussionClosing", ("mutation($d: ID!) { setDiscussionClosing(id: $d) { id } }", json!({ "d": d }))),
     ]);
     // A person's own inbox and settings: a ban stops none of them (a banned person may still
     // read and silence what they are told).

@@ -35,6 +35,8 @@ const FRESH_KEY: &str = "articles/a-fresh-page";
 const FRESH_TITLE: &str = "A fresh page";
 /// The key of the pre-moderated page.
 const HELD_KEY: &str = "articles/a-moderated-page";
+/// The key of a page whose discussion closed (a moderator's date, past).
+const CLOSED_KEY: &str = "articles/a-closed-page";
 
 /// Threads seeded: more than the embed's page of 20, so it offers "more comments".
 const THREADS: usize = 22;
@@ -221,6 +223,43 @@ async fn seed_held(client: &reqwest::Client, server: &Running, page: &str) {
     }
 }
 
+/// Seeds the closed page's discussion: one comment, then a moderator's closing a second ago.
+async fn seed_closed(client: &reqwest::Client, server: &Running, page: &str) {
+    let author = token("demorgan", "Augustus De Morgan");
+    let ensured = graphql_data(
+        client,
+        server,
+        Some(&author),
+        "mutation($i: EnsureDiscussionInput!) { ensureDiscussion(input: $i) { id } }",
+        json!({ "i": { "key": CLOSED_KEY, "title": "A closed page", "url": page } }),
+    )
+    .await;
+    let discussion = ensured["ensureDiscussion"]["id"]
+        .as_str()
+        .expect("discussion id")
+        .to_owned();
+    post_over_http(
+        client,
+        server,
+        &author,
+        &discussion,
+        None,
+        "Said before it closed",
+    )
+    .await;
+    let moderator =
+        JwtKeys::new(SECRET).mint("mod", "A Moderator", &["moderator".to_owned()], 3600);
+    let past = chrono::Utc::now() - chrono::Duration::seconds(1);
+    graphql_data(
+        client,
+        server,
+        Some(&moderator),
+        "mutation($d: ID!, $at: DateTime) { setDiscussionClosing(id: $d, closesAt: $at) { closesAt } }",
+        json!({ "d": discussion, "at": past.to_rfc3339() }),
+    )
+    .await;
+}
+
 /// The pages of the other origin. Each mounts the embed from threadql's origin; they differ in
 /// the key and the token they give it.
 #[derive(Clone)]
@@ -289,6 +328,15 @@ async fn held(State(pages): State<HostPages>) -> Html<String> {
     )
 }
 
+async fn closed_page(State(pages): State<HostPages>) -> Html<String> {
+    let key = serde_json::to_string(CLOSED_KEY).expect("key");
+    host_page(
+        "A closed page",
+        &pages.threadql,
+        &format!("{{ key: {key}, title, token: () => window.hostToken }}"),
+    )
+}
+
 async fn throwing(State(pages): State<HostPages>) -> Html<String> {
     let key = serde_json::to_string(KEY).expect("key");
     host_page(
@@ -315,6 +363,7 @@ fn serve_host(listener: tokio::net::TcpListener, pages: HostPages) {
         .route("/fresh", get(fresh))
         .route("/throwing", get(throwing))
         .route("/held", get(held))
+        .route("/closed", get(closed_page))
         .route("/down", get(down))
         .with_state(pages);
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -376,6 +425,7 @@ async fn the_embed_runs_on_a_page_of_another_origin(layout: Layout, png: &str) {
     let article_url = format!("{host_origin}/article");
     let (discussion, slugs) = seed_host_page(&client, &server, &article_url).await;
     seed_held(&client, &server, &format!("{host_origin}/held")).await;
+    seed_closed(&client, &server, &format!("{host_origin}/closed")).await;
 
     let visitor = token("ada", "Ada Lovelace");
     let other = token("grace", "Grace Hopper");
@@ -594,6 +644,17 @@ async fn the_embed_runs_on_a_page_of_another_origin(layout: Layout, png: &str) {
     );
     assert_eq!(held["count"], "1 comment", "{summary:#}");
     assert_eq!(held["shown"], json!(1), "{summary:#}");
+
+    // A closed page: its comments, and "Comments are closed" instead of any form or Reply.
+    let closed = &steps["closed"];
+    assert_eq!(
+        closed["texts"],
+        json!(["Said before it closed"]),
+        "{summary:#}"
+    );
+    assert_eq!(closed["notice"], "Comments are closed", "{summary:#}");
+    assert_eq!(closed["forms"], json!(0), "{summary:#}");
+    assert_eq!(closed["replyButtons"], json!(0), "{summary:#}");
 
     // Failures show in the widget.
     assert_eq!(steps["throwing"]["shown"], json!(20), "{summary:#}");

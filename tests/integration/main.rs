@@ -5,6 +5,7 @@ mod admin;
 mod anonymous_limits;
 mod api;
 mod audit;
+mod auto_close;
 mod bans;
 mod browser;
 mod bucketed;

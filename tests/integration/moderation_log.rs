@@ -172,6 +172,20 @@ async fn every_moderator_action_is_logged_once_newest_first() {
         .data(Some(&moderator), UNBAN, json!({ "u": "troll" }))
         .await;
     assert_eq!(data["unbanUser"], true);
+    let closing =
+        "mutation($d: ID!, $at: DateTime) { setDiscussionClosing(id: $d, closesAt: $at) { id } }";
+    site.data(
+        Some(&moderator),
+        closing,
+        json!({ "d": d, "at": "2030-01-02T03:04:05Z" }),
+    )
+    .await;
+    site.data(
+        Some(&moderator),
+        "mutation($d: ID!) { setDiscussionClosing(id: $d, useDefault: true) { id } }",
+        json!({ "d": d }),
+    )
+    .await;
 
     let (entries, info) = log_page(&site, &moderator, json!({ "first": 50 })).await;
     assert_eq!(info["hasNextPage"], false);
@@ -191,6 +205,14 @@ async fn every_moderator_action_is_logged_once_newest_first() {
         })
     };
     let expected = vec![
+        entry("SET_CLOSING", None, None, None, Some("default")),
+        entry(
+            "SET_CLOSING",
+            None,
+            None,
+            None,
+            Some("2030-01-02T03:04:05Z"),
+        ),
         entry("UNBAN", None, Some("troll"), None, None),
         entry(
             "BAN",

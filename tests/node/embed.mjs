@@ -9,7 +9,8 @@
 // where to write the screenshot. The steps: read the seeded page (pinned, first page, html,
 // tombstone, hostile texts), page replies at three levels and threads, post a thread with the
 // mouse and a reply with the keyboard alone, hear a reply and a thread another client posts,
-// switch to newest first, create a discussion with its first comment on a fresh page, and show a
+// switch to newest first, create a discussion with its first comment on a fresh page, show a
+// closed page's comments without a form, and show a
 // failing sign-in, a server that is down and hostile keys on the demo page in the widget.
 // It prints one summary line, `EMBED {...}`: what each step saw, every outside request, page
 // error, console error, failed request, GraphQL error and dialog, and `error` (null, or why it
@@ -408,6 +409,21 @@ async function main() {
       });
       steps.held.count = await page.locator('.threadql-count').innerText();
       steps.held.shown = await page.evaluate(() => document.querySelectorAll('.threadql-threads > li').length);
+
+      // 8c. A closed page: its comments are shown, and a notice instead of the form and the
+      // Reply buttons.
+      await page.goto(`${host}/closed`, { waitUntil: 'load' });
+      steps.closed = {
+        texts: await until(page, 'the closed page\'s comments', () => {
+          const texts = childTexts(null);
+          return texts && texts.length > 0 ? texts : null;
+        }),
+      };
+      steps.closed.notice = await until(page, 'the closed notice', () =>
+        document.querySelector('.threadql-composer .threadql-notice')?.textContent ?? null);
+      steps.closed.forms = await page.evaluate(() => document.querySelectorAll('.threadql form').length);
+      steps.closed.replyButtons = await page.evaluate(() =>
+        [...document.querySelectorAll('.threadql button')].filter((b) => b.textContent === 'Reply').length);
 
       // 9. A sign-in that throws: the comments are read anonymously and the failure is shown,
       // in the widget and in the form.

@@ -87,6 +87,15 @@ impl DiscussionNode {
         crate::graphql::services(ctx).guest_policy(&self.0).into()
     }
 
+    /// When it closes to new comments, replies, edits and votes (moderators may still act;
+    /// deleting stays possible): what a moderator set with `setDiscussionClosing`, else
+    /// `THREADQL_AUTO_CLOSE_AFTER` after its creation; null: never.
+    async fn closes_at(&self, ctx: &Context<'_>) -> Option<chrono::DateTime<chrono::Utc>> {
+        crate::graphql::services(ctx)
+            .closes_at(&self.0)
+            .map(|at| at.to_datetime())
+    }
+
     /// How many of its comments wait for a moderator, for moderators; null for everyone else.
     async fn pending_count(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<u64>> {
         match crate::graphql::auth(ctx) {

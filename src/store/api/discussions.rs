@@ -3,8 +3,8 @@
 use async_trait::async_trait;
 
 use crate::domain::{
-    Discussion, DiscussionId, DiscussionKey, DiscussionTitle, DiscussionUpdate, Event, GuestPolicy,
-    Layout, ModerationMode, NewDiscussion, Page, Slug, Window,
+    Closing, Discussion, DiscussionId, DiscussionKey, DiscussionTitle, DiscussionUpdate, Event,
+    GuestPolicy, Layout, ModerationMode, NewDiscussion, Page, Slug, Window,
 };
 use crate::store::shared::error::StoreResult;
 
@@ -82,6 +82,15 @@ pub trait DiscussionStore: Send + Sync {
         &self,
         id: &DiscussionId,
         policy: Option<GuestPolicy>,
+        events: &[Event],
+    ) -> StoreResult<Discussion>;
+
+    /// Sets when a discussion closes to new comments (`None`: as the server's default says);
+    /// returns it as it is now (`NotFound` if unknown).
+    async fn set_closing(
+        &self,
+        id: &DiscussionId,
+        closing: Option<Closing>,
         events: &[Event],
     ) -> StoreResult<Discussion>;
 }

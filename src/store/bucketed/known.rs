@@ -104,6 +104,7 @@ mod tests {
             locked: false,
             moderation: None,
             guests: None,
+            closing: None,
             pinned: Vec::new(),
             moves,
             hints: LayoutHints::default(),

@@ -11,11 +11,11 @@ use std::sync::atomic::Ordering;
 
 use super::flights::{self, Flight};
 use super::{discussion_weight, entry, Lookup, ReadCache};
+use crate::domain::{Closing, Event, GuestPolicy};
 use crate::domain::{
     Discussion, DiscussionId, DiscussionKey, DiscussionUpdate, ModerationMode, NewDiscussion, Page,
     Slug, Window,
 };
-use crate::domain::{Event, GuestPolicy};
 use crate::store::api::DiscussionStore;
 use crate::store::discussions::Discussions;
 use crate::store::shared::error::StoreResult;
@@ -251,6 +251,16 @@ impl DiscussionStore for CachedDiscussions {
         events: &[Event],
     ) -> StoreResult<Discussion> {
         self.writing(id, self.inner.set_guests(id, policy, events))
+            .await
+    }
+
+    async fn set_closing(
+        &self,
+        id: &DiscussionId,
+        closing: Option<Closing>,
+        events: &[Event],
+    ) -> StoreResult<Discussion> {
+        self.writing(id, self.inner.set_closing(id, closing, events))
             .await
     }
 }

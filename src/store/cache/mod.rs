@@ -595,6 +595,7 @@ mod tests {
             locked: false,
             moderation: None,
             guests: None,
+            closing: None,
             pinned: Vec::new(),
             moves: 0,
             hints: crate::domain::LayoutHints::default(),

@@ -60,6 +60,7 @@ impl Discussions {
             locked: false,
             moderation: None,
             guests: None,
+            closes: None,
             pinned: Vec::new(),
             moves: 0,
         };

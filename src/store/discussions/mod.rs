@@ -15,11 +15,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::paging::Cursor;
 use crate::domain::slug::MonotonicClock;
+use crate::domain::{Closing, Event, GuestPolicy};
 use crate::domain::{
     Comment, Discussion, DiscussionId, DiscussionKey, DiscussionUpdate, Layout, LayoutHints,
     Micros, ModerationMode, NewDiscussion, Page, Slug, Window,
 };
-use crate::domain::{Event, GuestPolicy};
 use crate::store::api::{ChangeKind, DiscussionStore};
 use crate::store::changes;
 use crate::store::events::EventLog;
@@ -57,6 +57,9 @@ struct DiscussionDoc {
     /// Whether it takes guests' comments, once a moderator set it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     guests: Option<String>,
+    /// When it closes, once a moderator set it (see [`closing_bson`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    closes: Option<Bson>,
     /// The slugs of the pinned comments, in pin order.
     #[serde(default)]
     pinned: Vec<String>,
@@ -116,6 +119,7 @@ fn discussion_of(raw: &RawDocument, fields: &FieldsByLayout) -> StoreResult<Disc
             .map(str::parse::<GuestPolicy>)
             .transpose()
             .map_err(|e| corrupt(e.to_string()))?,
+        closing: closing_of(doc.closes.as_ref()).map_err(corrupt)?,
         pinned: doc
             .pinned
             .iter()
@@ -125,6 +129,29 @@ fn discussion_of(raw: &RawDocument, fields: &FieldsByLayout) -> StoreResult<Disc
         moves: to_count(doc.moves),
         hints,
     })
+}
+
+/// How a moderator's closing is stored in `closes`: Int64 microseconds for a date, `"never"`
+/// for never; without one the field is absent (`Null` in a filter matches that).
+pub(crate) fn closing_bson(closing: Option<Closing>) -> Bson {
+    match closing {
+        Some(Closing::At(at)) => Bson::Int64(at.0),
+        Some(Closing::Never) => Bson::String(NEVER.to_owned()),
+        None => Bson::Null,
+    }
+}
+
+/// What `closes` says is stored as `never`.
+const NEVER: &str = "never";
+
+/// A moderator's closing, as stored in `closes` (see [`closing_bson`]).
+pub(crate) fn closing_of(stored: Option<&Bson>) -> Result<Option<Closing>, String> {
+    match stored {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::String(never)) if never == NEVER => Ok(Some(Closing::Never)),
+        Some(Bson::Int64(at)) => Ok(Some(Closing::At(Micros(*at)))),
+        Some(other) => Err(format!("`closes` is {other}: not a date or \"never\"")),
+    }
 }
 
 /// The field a move to another layout holds while it runs: every write to the discussion's
@@ -153,6 +180,8 @@ pub(crate) fn open_for_posts(discussion: &Discussion) -> Document {
     filter.insert("moderation", discussion.moderation.map(|m| m.as_str()));
     // …and whether to take a guest's comment by this policy.
     filter.insert("guests", discussion.guests.map(|g| g.as_str()));
+    // …and whether it was closed by when a moderator said it closes.
+    filter.insert("closes", closing_bson(discussion.closing));
     match i64::try_from(discussion.moves).unwrap_or(i64::MAX) {
         // Discussions from before moves were counted have no count.
         0 => filter.insert("moves", doc! { "$in": [0_i64, Bson::Null] }),
@@ -183,7 +212,7 @@ pub(crate) fn posts_update(comments: &[&Comment]) -> Document {
 /// Fields a metadata read returns: the shared ones and every layout's own.
 fn metadata_projection(fields: &FieldsByLayout) -> Document {
     let mut projection = doc! {
-        "title": 1, "key": 1, "url": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1, "moderation": 1, "guests": 1, "pinned": 1,
+        "title": 1, "key": 1, "url": 1, "layout": 1, "created": 1, "comment_count": 1, "thread_count": 1, "locked": 1, "moderation": 1, "guests": 1, "closes": 1, "pinned": 1,
         "moves": 1,
     };
     let mut layouts: Vec<_> = fields.iter().collect();
@@ -590,6 +619,23 @@ impl DiscussionStore for Discussions {
         let update = match policy {
             Some(policy) => doc! { "$set": { "guests": policy.as_str() } },
             None => doc! { "$unset": { "guests": "" } },
+        };
+        let found = self
+            .changed(doc! { "_id": id.as_str() }, update, events)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("no discussion {id}")))?;
+        self.read(&found)
+    }
+
+    async fn set_closing(
+        &self,
+        id: &DiscussionId,
+        closing: Option<Closing>,
+        events: &[Event],
+    ) -> StoreResult<Discussion> {
+        let update = match closing {
+            Some(closing) => doc! { "$set": { "closes": closing_bson(Some(closing)) } },
+            None => doc! { "$unset": { "closes": "" } },
         };
         let found = self
             .changed(doc! { "_id": id.as_str() }, update, events)

@@ -162,9 +162,9 @@ impl Embedded {
     }
 
     /// Reads the discussion's tree afresh and keeps it, for a post: `Moving` when the
-    /// discussion moved since `discussion` was read, or changed how it moderates (the post's
-    /// own write would never match: the router reads the discussion again and says so),
-    /// `Locked` while it is locked.
+    /// discussion moved since `discussion` was read, or changed how it moderates or when it
+    /// closes (the post's own write would never match: the router reads the discussion again
+    /// and says so), `Locked` while it is locked.
     pub(super) async fn read_kept(&self, discussion: &Discussion) -> StoreResult<Shape> {
         let id = &discussion.id;
         let shape = self.read_shape(id).await?;
@@ -173,6 +173,7 @@ impl Embedded {
         if shape.moves != discussion.moves
             || shape.moderation.as_deref() != mode
             || shape.guests.as_deref() != guests
+            || shape.closing != discussion.closing
         {
             return Err(moving(id));
         }

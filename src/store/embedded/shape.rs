@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use mongodb::bson::{Bson, RawArray, RawBsonRef, RawDocument};
 
 use super::*;
-use crate::domain::{Comment, DiscussionId, FullSlug, Slug};
+use crate::domain::{Closing, Comment, DiscussionId, FullSlug, Slug};
+use crate::store::discussions::closing_of;
 use crate::store::shared::bson::{as_i64, corrupt};
 use crate::store::shared::error::{StoreError, StoreResult};
 
@@ -23,6 +24,8 @@ pub(crate) struct Shape {
     pub(super) moderation: Option<String>,
     /// Its guest policy, as a moderator set it (`None`: the server's default).
     pub(super) guests: Option<String>,
+    /// When it closes, as a moderator set it (`None`: the server's default).
+    pub(super) closing: Option<Closing>,
     /// The top-level comments.
     pub(super) top: Level,
     pub(super) nodes: HashMap<Slug, Node>,
@@ -96,6 +99,9 @@ impl Shape {
         let locked = raw.get_bool("locked").unwrap_or(false);
         let moderation = raw.get_str("moderation").ok().map(str::to_owned);
         let guests = raw.get_str("guests").ok().map(str::to_owned);
+        let closes = raw.get("closes").map_err(corrupt)?;
+        let closes = closes.map(Bson::try_from).transpose().map_err(corrupt)?;
+        let closing = closing_of(closes.as_ref()).map_err(StoreError::Corrupt)?;
         let mut nodes = HashMap::new();
         let top = level_of(raw, &mut nodes)?;
         Ok(Shape {
@@ -103,6 +109,7 @@ impl Shape {
             locked,
             moderation,
             guests,
+            closing,
             top,
             nodes,
             bytes,

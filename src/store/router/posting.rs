@@ -146,6 +146,7 @@ impl Store {
         let start = discussion.moves;
         let mode = discussion.moderation;
         let guests = discussion.guests;
+        let closing = discussion.closing;
         let guest = crate::domain::guest_posts::is_guest(&new.author.id);
         let mut discussion = discussion.clone();
         let mut promoted = false;
@@ -160,6 +161,13 @@ impl Store {
                     if discussion.moderation != mode || (guest && discussion.guests != guests) {
                         return Err(StoreError::Exhausted(format!(
                             "discussion {} changed how it moderates while the comment was posted: send it again",
+                            discussion.id
+                        )));
+                    }
+                    // Whether it was closed was decided by the closing it had.
+                    if discussion.closing != closing {
+                        return Err(StoreError::Exhausted(format!(
+                            "discussion {} changed when it closes while the comment was posted: send it again",
                             discussion.id
                         )));
                     }
