@@ -183,13 +183,19 @@ async fn every_event_type_arrives_verified_case(layout: Layout) {
         json!({}),
     )
     .await;
+    run(
+        m.clone(),
+        "mutation($d: ID!) { setDiscussionClosing(id: $d, closesAt: \"2030-01-01T00:00:00Z\") { id } }",
+        json!({ "d": d }),
+    )
+    .await;
     let to = match layout {
         Layout::Embedded => "BUCKETED",
         _ => "EMBEDDED",
     };
     run(m.clone(), "mutation($d: ID!, $l: StorageLayout!) { migrateDiscussion(id: $d, layout: $l) { layout } }", json!({ "d": d, "l": to })).await;
 
-    let got = receiver.wait_for(20, WITHIN).await;
+    let got = receiver.wait_for(21, WITHIN).await;
     assert!(got.iter().all(Delivery::verified_by_all), "{got:#?}");
     let kinds: Vec<&str> = got.iter().map(|d| d.kind.as_str()).collect();
     for kind in [
@@ -210,6 +216,7 @@ async fn every_event_type_arrives_verified_case(layout: Layout) {
         "name.reserved",
         "name.released",
         "discussion.moved",
+        "discussion.closing_changed",
     ] {
         assert!(kinds.contains(&kind), "{kind} never arrived: {kinds:?}");
     }
@@ -218,7 +225,7 @@ async fn every_event_type_arrives_verified_case(layout: Layout) {
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), got.len(), "{kinds:?}");
-    assert_eq!(got.len(), 20, "{kinds:?}");
+    assert_eq!(got.len(), 21, "{kinds:?}");
     // The data of each: the discussion, the comment as it is at the attempt, the actor.
     let posted = of_kind(&got, "comment.posted");
     let first = posted
