@@ -234,6 +234,12 @@ impl ViewerNode {
         roles
     }
 
+    /// The ids of the people they ignore (`ignoreUser`), in the order they were ignored.
+    async fn ignored_users(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<ID>> {
+        let ids = services(ctx).ignored_by(&self.0.author.id).await.gql()?;
+        Ok(ids.into_iter().map(ID).collect())
+    }
+
     /// Their notifications, newest first; `unreadOnly` leaves out the read ones.
     async fn notifications(
         &self,
@@ -365,7 +371,7 @@ async fn settings_of(
 }
 
 /// The signed-in viewer, or `UNAUTHENTICATED`.
-fn signed_in<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
+pub(super) fn signed_in<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
     match auth(ctx) {
         AuthState::Authenticated(viewer) => Ok(viewer),
         AuthState::Rejected(why) => Err(DomainError::Unauthenticated(why.clone())).gql(),

@@ -10,6 +10,7 @@ pub mod events;
 mod guest_post;
 mod guests;
 mod history;
+mod ignoring;
 pub mod inbox;
 pub mod limits;
 pub mod live;
@@ -70,6 +71,7 @@ pub struct Mutation(
     inbox::InboxMutation,
     guests::GuestMutation,
     auto_close::ClosingMutation,
+    ignoring::IgnoreMutation,
 );
 
 /// The threadql schema type.

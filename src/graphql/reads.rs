@@ -1,7 +1,11 @@
 //! What one request has read: its dataloaders and the store's read scope, forgotten at once
 //! after a write.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
+
+use tokio::sync::OnceCell;
+use tracing::Instrument as _;
 
 use super::*;
 use crate::store::{DynStorage, ReadScope};
@@ -12,6 +16,27 @@ pub struct Reads {
     pub loader: loaders::Loaders,
     /// The store's per-request memo, which the loader shares.
     pub scope: Arc<ReadScope>,
+    /// The ids the signed-in viewer ignores, read on first use.
+    ignoring: OnceCell<Arc<HashSet<String>>>,
+}
+
+impl Reads {
+    /// The ids `viewer` ignores: one read of their `people` document, the first time a field
+    /// needs it in this request (again after a write); never for anonymous readers.
+    pub async fn ignoring(
+        &self,
+        services: &crate::service::Services,
+        viewer: &str,
+    ) -> Result<Arc<HashSet<String>>, DomainError> {
+        let read = || async {
+            let ids = services
+                .ignored_by(viewer)
+                .instrument(tracing::debug_span!("store.ignoring"))
+                .await?;
+            Ok::<_, DomainError>(Arc::new(ids.into_iter().collect()))
+        };
+        self.ignoring.get_or_try_init(read).await.cloned()
+    }
 }
 
 /// The reads of one request, forgotten all at once after a write.
@@ -36,6 +61,7 @@ impl RequestReads {
         Arc::new(Reads {
             loader: loaders::request_loaders(storage.clone(), scope.clone(), batches.clone()),
             scope,
+            ignoring: OnceCell::new(),
         })
     }
 

@@ -148,8 +148,8 @@ async fn every_mutation_of_a_banned_user_is_forbidden_until_the_ban_is_lifted() 
         ("unbanNetwork", ("mutation { unbanNetwork(cidr: \"203.0.113.0/24\") }", json!({}))),
         ("setDiscussionClosing", ("mutation($d: ID!) { setDiscussionClosing(id: $d) { id } }", json!({ "d": d }))),
     ]);
-    // A person's own inbox and settings: a ban stops none of them (a banned person may still
-    // read and silence what they are told).
+    // A person's own inbox, settings and ignore list: a ban stops none of them (a banned person
+    // may still read and silence what they are told).
     let own: BTreeMap<&str, (&str, Value)> = BTreeMap::from([
         (
             "markNotificationsRead",
@@ -160,6 +160,13 @@ async fn every_mutation_of_a_banned_user_is_forbidden_until_the_ban_is_lifted() 
             (
                 "mutation($d: ID!) { followDiscussion(discussionId: $d, follow: false) { id } }",
                 json!({ "d": d }),
+            ),
+        ),
+        (
+            "ignoreUser",
+            (
+                "mutation { ignoreUser(userId: \"someone\", ignored: true) }",
+                json!({}),
             ),
         ),
         (

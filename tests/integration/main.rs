@@ -33,6 +33,7 @@ mod history;
 mod hostile;
 mod http;
 mod identity;
+mod ignoring;
 mod keys;
 mod lifecycle;
 mod links;

@@ -92,6 +92,21 @@ pub trait NotificationStore: Send + Sync {
     /// The person `user` (`None`: they never set anything nor had an address).
     async fn person(&self, user: &str) -> StoreResult<Option<Person>>;
 
+    /// The ids `user` ignores, in the order they were added (none without a `people`
+    /// document): one read by `_id`.
+    async fn ignoring(&self, user: &str) -> StoreResult<Vec<String>>;
+
+    /// Adds `target` to the ids `user` ignores (`ignored`), or takes it out, in one update of
+    /// their `people` document (`ignoring`, indexed); a list holds at most `cap` ids: adding
+    /// one more to a full one changes nothing and answers `false`.
+    async fn set_ignoring(
+        &self,
+        user: &str,
+        target: &str,
+        ignored: bool,
+        cap: usize,
+    ) -> StoreResult<bool>;
+
     /// Stores `user`'s settings.
     async fn set_settings(&self, user: &str, settings: &NotificationSettings) -> StoreResult<()>;
 

@@ -212,6 +212,20 @@ impl NotificationStore for Notifications {
         people::set_settings(&self.front.people, user, settings).await
     }
 
+    async fn ignoring(&self, user: &str) -> StoreResult<Vec<String>> {
+        people::ignoring(&self.front.people, user).await
+    }
+
+    async fn set_ignoring(
+        &self,
+        user: &str,
+        target: &str,
+        ignored: bool,
+        cap: usize,
+    ) -> StoreResult<bool> {
+        people::set_ignoring(&self.front.people, user, target, ignored, cap).await
+    }
+
     async fn remember_address(&self, user: &str, address: &str) -> StoreResult<()> {
         people::remember_address(&self.front.people, user, address).await
     }

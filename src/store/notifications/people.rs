@@ -1,6 +1,7 @@
 //! People (`people`): one document per person who set something or has a verified address,
 //! `_id` their user id. `mail_due` (sparse, indexed) is when their next message is due; a
-//! mailer claims it by moving it to the end of its lease.
+//! mailer claims it by moving it to the end of its lease. `ignoring` (sparse, multikey) holds
+//! the ids of the people they ignore.
 
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Document};
@@ -11,14 +12,31 @@ use super::codec::{person_of, settings_doc};
 use crate::domain::notifications::NotificationSettings;
 use crate::domain::Micros;
 use crate::store::api::Person;
-use crate::store::shared::error::{as_limit, is_duplicate_key, StoreResult};
+use crate::store::shared::error::{as_limit, is_duplicate_key, StoreError, StoreResult};
 use crate::store::shared::metrics::Counted;
 
 /// People read at once by id (an `$in` of this many, at most).
 const BATCH: usize = 1_000;
 
-/// People by when their message is due.
+/// The field of the ids a person ignores (an array, indexed: a person's erasure finds and
+/// removes their id from every list with it).
+const IGNORING: &str = "ignoring";
+
+/// People by when their message is due, and by the ids they ignore.
 pub(super) async fn ensure_indexes(people: &Counted<Document>) -> StoreResult<()> {
+    people
+        .create_index(
+            IndexModel::builder()
+                .keys(doc! { IGNORING: 1 })
+                .options(
+                    IndexOptions::builder()
+                        .name(IGNORING.to_owned())
+                        .sparse(true)
+                        .build(),
+                )
+                .build(),
+        )
+        .await?;
     people
         .create_index(
             IndexModel::builder()
@@ -42,6 +60,61 @@ pub(super) async fn person(people: &Counted<Document>, user: &str) -> StoreResul
         .await?
         .map(|d| person_of(&d))
         .transpose()
+}
+
+/// The ids `user` ignores, in the order they were added: one read by `_id`, of that field.
+pub(super) async fn ignoring(people: &Counted<Document>, user: &str) -> StoreResult<Vec<String>> {
+    let found = people
+        .find_one(doc! { "_id": user })
+        .projection(doc! { "_id": 0, IGNORING: 1 })
+        .await?;
+    let Some(found) = found else {
+        return Ok(Vec::new());
+    };
+    match found.get_array(IGNORING) {
+        Ok(ids) => ids
+            .iter()
+            .map(|id| {
+                id.as_str().map(str::to_owned).ok_or_else(|| {
+                    StoreError::Corrupt(format!("person {user}: an ignored id is {id}"))
+                })
+            })
+            .collect(),
+        Err(_) => Ok(Vec::new()),
+    }
+}
+
+/// Adds `target` to the ids `user` ignores (`ignored`), or takes it out, in one update. A list
+/// holds at most `cap` ids: adding one more to a full list changes nothing and says `false`.
+pub(super) async fn set_ignoring(
+    people: &Counted<Document>,
+    user: &str,
+    target: &str,
+    ignored: bool,
+    cap: usize,
+) -> StoreResult<bool> {
+    if !ignored {
+        people
+            .update_one(doc! { "_id": user }, doc! { "$pull": { IGNORING: target } })
+            .await?;
+        return Ok(true);
+    }
+    // Room for one more, or the id is in the list already.
+    let last = format!("{IGNORING}.{}", cap.saturating_sub(1));
+    let filter = doc! {
+        "_id": user,
+        "$or": [ { last: { "$exists": false } }, { IGNORING: target } ],
+    };
+    let done = people
+        .update_one(filter, doc! { "$addToSet": { IGNORING: target } })
+        .upsert(true)
+        .await;
+    match done {
+        Ok(_) => Ok(true),
+        // The list is full (the filter missed, and the insert found the person).
+        Err(err) if is_duplicate_key(&err) => Ok(false),
+        Err(err) => Err(err.into()),
+    }
 }
 
 /// Stores `user`'s settings.

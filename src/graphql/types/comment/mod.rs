@@ -164,6 +164,25 @@ impl CommentNode {
         !self.comment.standing.is_public() && !self.viewed_by_author(ctx)
     }
 
+    /// Whether the signed-in viewer ignores its author (`ignoreUser`): never for anonymous
+    /// readers, the viewer's own comments, or deleted and hidden ones (whose author is not
+    /// shown), which need no read; otherwise the viewer's list, read once per request.
+    async fn ignored(&self, ctx: &Context<'_>) -> async_graphql::Result<bool> {
+        let crate::auth::AuthState::Authenticated(viewer) = crate::graphql::auth(ctx) else {
+            return Ok(false);
+        };
+        let author = &self.comment.author.id;
+        if self.comment.deleted || self.hidden(ctx) || *author == viewer.author.id {
+            return Ok(false);
+        }
+        let services = crate::graphql::services(ctx);
+        let ignoring = reads(ctx)
+            .ignoring(services, &viewer.author.id)
+            .await
+            .gql()?;
+        Ok(ignoring.contains(author))
+    }
+
     /// Whether the caller is a moderator, or the comment's author (a guest's post is answered
     /// to its author).
     fn viewed_by_author(&self, ctx: &Context<'_>) -> bool {
@@ -369,13 +388,13 @@ impl CommentNode {
         (&self.comment.author).into()
     }
 
-    /// Its earlier texts, oldest first, for its author and moderators; null for everyone else
-    /// and once it is deleted.
-    async fn revisions(&self, ctx: &Context<'_>) -> Option<Vec<Revision>> {
-        if self.comment.deleted || !self.viewed_by_author(ctx) {
-            return None;
+    /// Its earlier texts, oldest first, for its author and moderators; null for everyone else,
+    /// once it is deleted, and for a moderator who ignores its author.
+    async fn revisions(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<Vec<Revision>>> {
+        if self.comment.deleted || !self.viewed_by_author(ctx) || self.ignored(ctx).await? {
+            return Ok(None);
         }
-        Some(
+        Ok(Some(
             self.comment
                 .revisions
                 .iter()
@@ -385,7 +404,7 @@ impl CommentNode {
                     editor: (&r.editor).into(),
                 })
                 .collect(),
-        )
+        ))
     }
 
     /// Whether a moderator pinned it to the top of its discussion.
@@ -441,13 +460,22 @@ impl CommentNode {
         ))
     }
 
-    /// Its text; null once deleted, and for everybody but its author and moderators while it
-    /// is a held or rejected placeholder.
-    async fn text(&self, ctx: &Context<'_>) -> Option<&str> {
-        if self.hidden(ctx) {
-            return None;
+    /// Its text; null once deleted, for everybody but its author and moderators while it is
+    /// a held or rejected placeholder, and for a viewer who ignores its author
+    /// (`ignoredByViewer`).
+    async fn text(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<&str>> {
+        if self.hidden(ctx) || self.ignored(ctx).await? {
+            return Ok(None);
         }
-        self.comment.text.as_deref()
+        Ok(self.comment.text.as_deref())
+    }
+
+    /// Whether the signed-in viewer ignores its author (`ignoreUser`): then `text`, `html` and
+    /// `revisions` are null and the author is still named, so a client can say "a comment from
+    /// someone you ignore". False for everybody else, for one's own comments and for deleted
+    /// and hidden ones.
+    async fn ignored_by_viewer(&self, ctx: &Context<'_>) -> async_graphql::Result<bool> {
+        self.ignored(ctx).await
     }
 
     /// Its text rendered as CommonMark, sanitised: raw HTML shows as typed, links get
@@ -456,7 +484,7 @@ impl CommentNode {
     /// HTML would be larger shows as plain paragraphs. Rendered when the text was written.
     /// Null whenever `text` is.
     async fn html(&self, ctx: &Context<'_>) -> async_graphql::Result<Option<String>> {
-        if self.hidden(ctx) {
+        if self.hidden(ctx) || self.ignored(ctx).await? {
             return Ok(None);
         }
         crate::graphql::services(ctx)
