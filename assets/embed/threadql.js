@@ -38,7 +38,7 @@ const GUEST_TOKEN_KEY = 'threadql-guest-token';
 const GUEST_KEY = 'threadql-guest';
 
 // What a comment shows. Replies are asked for separately, to the depth a view needs.
-const COMMENT_FIELDS = `slug parentSlug depth posted editedAt deleted status pinned html replyCount author { id name guest }`;
+const COMMENT_FIELDS = `slug parentSlug depth posted editedAt deleted status pinned html ignoredByViewer replyCount author { id name guest }`;
 const PAGE_INFO = `pageInfo { hasNextPage endCursor }`;
 
 // A comment with two levels of replies below it: what a thread shows first.
@@ -1383,7 +1383,9 @@ class Widget {
       comment.pinned ? el('span', { class: 'threadql-badge', text: 'Pinned' }) : null,
     );
     let body;
-    if (comment.deleted || comment.html === null || comment.html === undefined) {
+    if (comment.ignoredByViewer) {
+      body = el('p', { class: 'threadql-tombstone', text: 'A comment from someone you ignore.' });
+    } else if (comment.deleted || comment.html === null || comment.html === undefined) {
       const gone = comment.deleted || !isHeld(comment)
         ? 'This comment was deleted.'
         : comment.status === 'REJECTED'
