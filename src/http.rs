@@ -20,6 +20,7 @@ use axum::Router;
 
 mod cors;
 mod live;
+mod personal;
 mod request;
 mod response;
 mod serve;
@@ -90,15 +91,18 @@ pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router 
     let public_metrics = limits.public_metrics;
     let graphql_route = get(graphql).post(graphql);
     let challenge_route = get(guest_challenge);
+    let export_route = get(personal::export);
     let embed = crate::embed::routes();
-    let (graphql_route, challenge_route, embed) = match cors::layer(limits.cors_origins.as_ref()) {
-        Some(cors) => (
-            graphql_route.layer(cors.clone()),
-            challenge_route.layer(cors.clone()),
-            embed.layer(cors),
-        ),
-        None => (graphql_route, challenge_route, embed),
-    };
+    let (graphql_route, challenge_route, export_route, embed) =
+        match cors::layer(limits.cors_origins.as_ref()) {
+            Some(cors) => (
+                graphql_route.layer(cors.clone()),
+                challenge_route.layer(cors.clone()),
+                export_route.layer(cors.clone()),
+                embed.layer(cors),
+            ),
+            None => (graphql_route, challenge_route, export_route, embed),
+        };
     let state = HttpState {
         api,
         limits: Arc::new(limits),
@@ -110,6 +114,7 @@ pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router 
         .merge(embed)
         .route("/graphql", graphql_route)
         .route("/guest/challenge", challenge_route)
+        .route("/me/export", export_route)
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route(

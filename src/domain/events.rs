@@ -246,6 +246,16 @@ pub enum Event {
         /// The network.
         network: Cidr,
     },
+    /// A person's data was erased (`deleteMyAccount`, or a moderator's `eraseUser`). It names
+    /// nobody: the actor of a person's own erasure is `erasure::erased_actor`.
+    UserErased {
+        /// Who erased (the moderator, or the erased stand-in), and when.
+        acted: Acted,
+        /// Why, as the moderator wrote it.
+        reason: Option<Reason>,
+        /// How many comments were erased.
+        comments: u64,
+    },
 }
 
 /// The kinds of event, by the names other services know them by.
@@ -291,11 +301,13 @@ pub enum EventType {
     NetworkBanned,
     /// `network.unbanned`
     NetworkUnbanned,
+    /// `user.erased`
+    UserErased,
 }
 
 impl EventType {
     /// Every kind, in a fixed order.
-    pub const ALL: [EventType; 20] = [
+    pub const ALL: [EventType; 21] = [
         EventType::CommentPosted,
         EventType::CommentEdited,
         EventType::CommentDeleted,
@@ -316,6 +328,7 @@ impl EventType {
         EventType::GuestPolicyChanged,
         EventType::NetworkBanned,
         EventType::NetworkUnbanned,
+        EventType::UserErased,
     ];
 
     /// The kind named `name` ([`EventType::as_str`]), if there is one.
@@ -346,6 +359,7 @@ impl EventType {
             EventType::GuestPolicyChanged => "discussion.guests_changed",
             EventType::NetworkBanned => "network.banned",
             EventType::NetworkUnbanned => "network.unbanned",
+            EventType::UserErased => "user.erased",
         }
     }
 }
@@ -489,6 +503,12 @@ impl Event {
                 record.detail = Some(network.to_string());
             }
             Event::NetworkUnbanned { network, .. } => record.detail = Some(network.to_string()),
+            Event::UserErased {
+                reason, comments, ..
+            } => {
+                record.reason = reason.as_ref().map(|r| r.as_str().to_owned());
+                record.detail = Some(format!("{comments} comments"));
+            }
             Event::CommentApproved { how, .. } => record.detail = Some(how.as_str().to_owned()),
             Event::CommentEdited { .. }
             | Event::CommentDeleted { .. }
@@ -519,7 +539,8 @@ impl Event {
             | Event::NameReleased { acted, .. }
             | Event::GuestPolicyChanged { acted, .. }
             | Event::NetworkBanned { acted, .. }
-            | Event::NetworkUnbanned { acted, .. } => acted,
+            | Event::NetworkUnbanned { acted, .. }
+            | Event::UserErased { acted, .. } => acted,
         }
     }
 
@@ -546,6 +567,7 @@ impl Event {
             Event::GuestPolicyChanged { .. } => EventType::GuestPolicyChanged,
             Event::NetworkBanned { .. } => EventType::NetworkBanned,
             Event::NetworkUnbanned { .. } => EventType::NetworkUnbanned,
+            Event::UserErased { .. } => EventType::UserErased,
         }
     }
 
@@ -581,7 +603,8 @@ impl Event {
     /// of someone else's comment). `None` for everything else.
     pub fn logged(&self) -> Option<Logged> {
         let acted = self.acted();
-        if !acted.moderator {
+        // A person's own erasure is logged too, under the erased stand-in.
+        if !acted.moderator && !matches!(self, Event::UserErased { .. }) {
             return None;
         }
         let entry = |action| Logged::new(acted.by.clone(), action, acted.at);
@@ -659,6 +682,11 @@ impl Event {
             Event::NetworkUnbanned { network, .. } => {
                 entry(ModerationAction::UnbanNetwork).detail(network.to_string())
             }
+            Event::UserErased {
+                reason, comments, ..
+            } => entry(ModerationAction::EraseUser)
+                .reason(reason.clone())
+                .detail(format!("{comments} comments")),
             _ => return None,
         })
     }

@@ -3,6 +3,7 @@
 
 pub mod comment;
 mod cursors;
+pub mod erasure;
 pub mod error;
 pub mod events;
 pub mod guest_posts;

@@ -365,7 +365,7 @@ async fn settings_of(
 }
 
 /// The signed-in viewer, or `UNAUTHENTICATED`.
-fn signed_in<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
+pub(super) fn signed_in<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Viewer> {
     match auth(ctx) {
         AuthState::Authenticated(viewer) => Ok(viewer),
         AuthState::Rejected(why) => Err(DomainError::Unauthenticated(why.clone())).gql(),

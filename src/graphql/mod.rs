@@ -18,6 +18,7 @@ mod mutation;
 mod names;
 pub mod observe;
 mod persisted;
+mod personal;
 mod query;
 pub mod shared;
 mod spans;
@@ -68,6 +69,7 @@ pub struct Mutation(
     webhooks::WebhookMutation,
     inbox::InboxMutation,
     guests::GuestMutation,
+    personal::PersonalMutation,
 );
 
 /// The threadql schema type.
