@@ -484,6 +484,27 @@ async fn a_hot_discussion_feed_is_read_from_the_cache() {
     server.shutdown().await;
 }
 
+/// The status of a GET of `path` sent as written (no client normalises its `..` segments).
+async fn feed_raw_status(server: &Running, path: &str) -> u16 {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(server.addr)
+        .await
+        .expect("connect");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: feeds\r\nConnection: close\r\n\r\n");
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .expect("the request");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.expect("the answer");
+    let answer = String::from_utf8_lossy(&answer);
+    answer
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {answer:?}"))
+}
+
 /// Bad paths: short plain-text refusals, never a feed, never a server error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn feed_paths_that_are_refused() {
@@ -517,6 +538,15 @@ async fn feed_paths_that_are_refused() {
             "{shown}"
         );
         assert!(!body.is_empty() && body.len() < 200, "{shown}: {body}");
+    }
+    // Dot segments are not resolved: they are part of the key, or of no route.
+    for path in [
+        "/feeds/discussion/../../etc/passwd.atom",
+        "/feeds/discussion/../known.atom",
+        "/feeds/../feeds/recent.atom",
+        "/feeds/discussion/./known.atom",
+    ] {
+        assert_eq!(feed_raw_status(&server, path).await, 404, "{path}");
     }
     // The known key answers, whatever the query string; its feed is empty but valid.
     let (status, _, body) = feed_fetch(&server, "/feeds/discussion/known.atom?x=%00", &[]).await;
