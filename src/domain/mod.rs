@@ -1,6 +1,7 @@
 //! Domain types of threadql: ids, slugs, comments, discussions, paging, word lists and errors
 //! (no I/O).
 
+pub mod atom;
 pub mod comment;
 mod cursors;
 pub mod erasure;

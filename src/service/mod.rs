@@ -7,6 +7,7 @@ pub mod caller;
 pub mod closing;
 mod comments;
 mod discussions;
+mod feeds;
 mod guests;
 mod history;
 mod inbox;

@@ -23,6 +23,7 @@ mod event_feed;
 mod events;
 mod faults;
 mod federation;
+mod feeds;
 mod formatting;
 mod guest_embed;
 mod guest_posts;
