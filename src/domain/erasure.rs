@@ -71,7 +71,7 @@ mod tests {
         let slug = Slug::parse("abcdefgh").expect("slug");
         Comment {
             discussion_id: DiscussionId::generate(),
-            full_slug: FullSlug::parse("2024.01.01.00.00.00.000000:abcdefgh").expect("full"),
+            full_slug: FullSlug::parse("0000000000000001:abcdefgh").expect("full"),
             slug,
             parent: None,
             posted: Micros(1),

@@ -317,16 +317,8 @@ impl Services {
                 return Ok(taken);
             };
             after = Some(last.key.clone());
-            let mut ids: Vec<DiscussionId> = votes.iter().map(|v| v.discussion.clone()).collect();
-            ids.sort();
-            ids.dedup();
-            let discussions: HashMap<DiscussionId, Discussion> = storage
-                .discussions()
-                .by_ids(&ids)
-                .await?
-                .into_iter()
-                .map(|d| (d.id.clone(), d))
-                .collect();
+            let ids: Vec<DiscussionId> = votes.iter().map(|v| v.discussion.clone()).collect();
+            let discussions = storage.discussions().by_ids_map(&ids).await?;
             let full = votes.len() == PAGE;
             let mut by_discussion: HashMap<DiscussionId, Vec<CastVote>> = HashMap::new();
             for vote in votes {

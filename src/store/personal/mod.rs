@@ -105,6 +105,27 @@ impl Personal {
         Ok(())
     }
 
+    /// Up to `limit` documents of `coll` whose `field` is the person, by `_id`, after `after`:
+    /// one range of the `{field, _id}` index.
+    async fn page_of(
+        coll: &Counted<Document>,
+        (field, person): (&str, &str),
+        after: Option<Bson>,
+        limit: usize,
+    ) -> StoreResult<Vec<Document>> {
+        let mut filter = doc! { field: person };
+        if let Some(after) = after {
+            filter.insert("_id", doc! { "$gt": after });
+        }
+        Ok(coll
+            .find(filter)
+            .sort(doc! { field: 1, "_id": 1 })
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .await?
+            .try_collect()
+            .await?)
+    }
+
     /// Rewrites `field` from `person` to `to` in every document of `coll` that has it.
     async fn rewrite(
         coll: &Counted<Document>,
@@ -127,20 +148,14 @@ impl PersonalStore for Personal {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<CastVote>> {
-        let mut filter = doc! { "voter": voter };
-        if let Some(after) = after {
-            let after = ObjectId::parse_str(after)
-                .map_err(|_| corrupt(format!("a vote's key {after:?}")))?;
-            filter.insert("_id", doc! { "$gt": after });
-        }
-        let found: Vec<Document> = self
-            .votes
-            .find(filter)
-            .sort(doc! { "voter": 1, "_id": 1 })
-            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
-            .await?
-            .try_collect()
-            .await?;
+        let after = after
+            .map(|after| {
+                ObjectId::parse_str(after)
+                    .map(Bson::ObjectId)
+                    .map_err(|_| corrupt(format!("a vote's key {after:?}")))
+            })
+            .transpose()?;
+        let found = Self::page_of(&self.votes, ("voter", voter), after, limit).await?;
         found
             .iter()
             .map(|doc| {
@@ -170,18 +185,8 @@ impl PersonalStore for Personal {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<(String, Report)>> {
-        let mut filter = doc! { "reporter": reporter };
-        if let Some(after) = after {
-            filter.insert("_id", doc! { "$gt": after });
-        }
-        let found: Vec<Document> = self
-            .reports
-            .find(filter)
-            .sort(doc! { "reporter": 1, "_id": 1 })
-            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
-            .await?
-            .try_collect()
-            .await?;
+        let after = after.map(Bson::from);
+        let found = Self::page_of(&self.reports, ("reporter", reporter), after, limit).await?;
         found
             .iter()
             .map(|doc| {
