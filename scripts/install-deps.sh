@@ -2,7 +2,8 @@
 # Installs what threadql needs to build, to run its development database and to run its tests,
 # skipping what is already there: cmake (to build the database), secantusd-rs (the
 # MongoDB-compatible dev server), the Node packages of tests/node (the GraphQL-over-HTTP audit and
-# the browser test) and Chromium (the GraphiQL browser test drives it headless).
+# the browser test), Chromium (the GraphiQL browser test drives it headless) and the Python
+# packages of the checks and tests (PyYAML, jsonschema, feedparser).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -72,6 +73,17 @@ install_python_check_deps() {
     || { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-yaml python3-jsonschema >/dev/null; }
 }
 
+# feedparser, which the Atom feed tests parse the feeds with (tests/python/check_feed.py).
+install_python_test_deps() {
+  if python3 -c "import feedparser" >/dev/null 2>&1; then
+    return 0
+  fi
+  echo "==> installing feedparser (for the Atom feed tests)"
+  python3 -m pip install --quiet --user feedparser 2>/dev/null \
+    || python3 -m pip install --quiet --user --break-system-packages feedparser 2>/dev/null \
+    || { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-feedparser >/dev/null; }
+}
+
 if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo is required (Rust toolchain 1.95 or newer): https://rustup.rs" >&2
   exit 1
@@ -85,3 +97,4 @@ fi
 install_node_test_deps
 install_chromium
 install_python_check_deps
+install_python_test_deps

@@ -11,7 +11,7 @@ use crate::config::{Config, ExportArgs};
 use crate::domain::paging::Cursor;
 use crate::domain::{Comment, Discussion, DiscussionId, DiscussionKey, Slug, Window};
 use crate::import::threadql::{
-    time_text, CommentLine, DiscussionLine, Header, Line, RevisionLine, VoteLine, FORMAT, VERSION,
+    time_text, CommentLine, DiscussionLine, Header, Line, VoteLine, FORMAT, VERSION,
 };
 use crate::store::Storage;
 
@@ -83,6 +83,7 @@ pub async fn export(
         format: FORMAT.to_owned(),
         version: VERSION,
         exported: time_text(crate::domain::Micros::now()),
+        person: None,
     };
     write_json(out, &header)?;
     let mut written = Written::default();
@@ -166,7 +167,7 @@ async fn one(
     loop {
         let page = layout.posted_after(discussion, last.as_ref(), PAGE).await?;
         for comment in &page.items {
-            let line = comment_line(comment, false, &pinned);
+            let line = CommentLine::of(comment, false, &pinned);
             write_json(out, &Line::Comment(line))?;
             written.comments += 1;
         }
@@ -184,7 +185,7 @@ async fn one(
         for one in &held {
             write_json(
                 out,
-                &Line::Comment(comment_line(&one.comment, true, &pinned)),
+                &Line::Comment(CommentLine::of(&one.comment, true, &pinned)),
             )?;
             written.comments += 1;
         }
@@ -221,34 +222,4 @@ async fn one(
         }
     }
     Ok(())
-}
-
-/// A comment's line.
-fn comment_line(comment: &Comment, held: bool, pinned: &[String]) -> CommentLine {
-    CommentLine {
-        discussion: comment.discussion_id.to_string(),
-        slug: comment.slug.as_str().to_owned(),
-        parent_slug: comment.parent.as_ref().map(|p| p.as_str().to_owned()),
-        posted: time_text(comment.posted),
-        author: comment.author.clone(),
-        text: comment.text.clone(),
-        deleted: comment.deleted,
-        edited_at: comment.edited.map(time_text),
-        edited_by: comment.edited_by.clone(),
-        revisions: comment
-            .revisions
-            .iter()
-            .map(|r| RevisionLine {
-                text: r.text.clone(),
-                edited_at: time_text(r.edited),
-                editor: r.editor.clone(),
-            })
-            .collect(),
-        status: comment.standing.status.as_str().to_owned(),
-        reason: comment.standing.reason.clone(),
-        held,
-        pinned: pinned.iter().any(|p| p == comment.slug.as_str()),
-        upvotes: comment.votes.up,
-        downvotes: comment.votes.down,
-    }
 }

@@ -1,5 +1,5 @@
 //! The HTTP surface: /graphql (GET, POST), GraphiQL at /, the embed at /embed, the console at
-//! /admin, /healthz, /readyz and /metrics. Every request goes through the request layer
+//! /admin, Atom feeds at /feeds, /healthz, /readyz and /metrics. Every request goes through the request layer
 //! (`telemetry::request`): its id, its span, its log lines and, for `/graphql`, the request
 //! metrics, from the [`Outcome`] the handler leaves.
 
@@ -19,7 +19,9 @@ use axum::routing::get;
 use axum::Router;
 
 mod cors;
+mod feeds;
 mod live;
+mod personal;
 mod request;
 mod response;
 mod serve;
@@ -59,6 +61,9 @@ pub struct HttpLimits {
     /// The server's own origins (`THREADQL_PUBLIC_URL`, else the listener's): their pages
     /// may open WebSockets and event streams. Known once the listener is bound.
     pub own_origins: Vec<Origin>,
+    /// The server's public address (`THREADQL_PUBLIC_URL`), which feeds' `self` links start
+    /// with (without it, they are paths).
+    pub public_url: Option<Origin>,
 }
 
 impl From<&Config> for HttpLimits {
@@ -72,6 +77,7 @@ impl From<&Config> for HttpLimits {
             public_metrics: config.metrics_listen.is_none(),
             cors_origins: config.cors_origins.clone(),
             own_origins: config.public_url.iter().cloned().collect(),
+            public_url: config.public_url.clone(),
         }
     }
 }
@@ -90,15 +96,23 @@ pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router 
     let public_metrics = limits.public_metrics;
     let graphql_route = get(graphql).post(graphql);
     let challenge_route = get(guest_challenge);
+    let export_route = get(personal::export);
     let embed = crate::embed::routes();
-    let (graphql_route, challenge_route, embed) = match cors::layer(limits.cors_origins.as_ref()) {
-        Some(cors) => (
-            graphql_route.layer(cors.clone()),
-            challenge_route.layer(cors.clone()),
-            embed.layer(cors),
-        ),
-        None => (graphql_route, challenge_route, embed),
-    };
+    let feeds = Router::new()
+        .route("/feeds/recent.atom", get(feeds::recent))
+        .route("/feeds/discussion/", get(feeds::discussion))
+        .route("/feeds/discussion/{*key}", get(feeds::discussion));
+    let (graphql_route, challenge_route, export_route, embed, feeds) =
+        match cors::layer(limits.cors_origins.as_ref()) {
+            Some(cors) => (
+                graphql_route.layer(cors.clone()),
+                challenge_route.layer(cors.clone()),
+                export_route.layer(cors.clone()),
+                embed.layer(cors.clone()),
+                feeds.layer(cors),
+            ),
+            None => (graphql_route, challenge_route, export_route, embed, feeds),
+        };
     let state = HttpState {
         api,
         limits: Arc::new(limits),
@@ -108,8 +122,10 @@ pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router 
         .merge(crate::graphiql::routes())
         .merge(crate::admin::routes())
         .merge(embed)
+        .merge(feeds)
         .route("/graphql", graphql_route)
         .route("/guest/challenge", challenge_route)
+        .route("/me/export", export_route)
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route(

@@ -3,6 +3,7 @@
 mod bombs;
 mod charts;
 mod client;
+mod erasure;
 mod fanout;
 mod floor;
 mod history;
@@ -250,6 +251,11 @@ struct Args {
     /// Fails when the heavy author's page takes more database commands.
     #[arg(long)]
     author_history: bool,
+    /// Measure only a person's erasure: per layout, `deleteMyAccount` of a person with 10 000
+    /// comments over 500 discussions and a vote in each, and of one with 20 (quick: 1 000 over
+    /// 50).
+    #[arg(long)]
+    erasure: bool,
     /// Followers of the followed discussion (`--notifications`).
     #[arg(long)]
     followers: Option<usize>,
@@ -369,6 +375,7 @@ async fn main() -> std::process::ExitCode {
         (None, None) if args.webhooks => run_webhooks(&args).await,
         (None, None) if args.notifications => run_notifications(&args).await,
         (None, None) if args.author_history => run_history(&args).await,
+        (None, None) if args.erasure => run_erasure(&args).await,
         (None, None) => run(args).await,
     };
     match result {
@@ -766,6 +773,37 @@ async fn run_history(args: &Args) -> anyhow::Result<()> {
         &history::markdown(&results, &settings),
     )?;
     history::check(&results)
+}
+
+/// Measures a person's erasure only (`--erasure`).
+async fn run_erasure(args: &Args) -> anyhow::Result<()> {
+    let settings = erasure::Settings {
+        layouts: ["PER_COMMENT", "BUCKETED", "EMBEDDED"]
+            .map(str::to_owned)
+            .to_vec(),
+        discussions: if args.quick { 50 } else { 500 },
+        heavy: if args.quick { 1_000 } else { 10_000 },
+        light: 20,
+    };
+    let load_at_start = report::load_average();
+    let (results, described) =
+        on_one_server_with(args, "erasure", &[], async |server, client, keys, _| {
+            erasure::measure(server, client, keys, &settings).await
+        })
+        .await?;
+    let saved = serde_json::json!({
+        "kind": "erasure",
+        "quick": args.quick,
+        "load_average_at_start": load_at_start,
+        "settings": settings,
+        "layouts": results,
+    });
+    write_results(
+        args,
+        &described,
+        &saved,
+        &erasure::markdown(&results, &settings),
+    )
 }
 
 /// Measures the vote throughput only (`--vote-throughput`).

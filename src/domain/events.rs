@@ -255,6 +255,16 @@ pub enum Event {
         /// The network.
         network: Cidr,
     },
+    /// A person's data was erased (`deleteMyAccount`, or a moderator's `eraseUser`). It names
+    /// nobody: the actor of a person's own erasure is `erasure::erased_actor`.
+    UserErased {
+        /// Who erased (the moderator, or the erased stand-in), and when.
+        acted: Acted,
+        /// Why, as the moderator wrote it.
+        reason: Option<Reason>,
+        /// How many comments were erased.
+        comments: u64,
+    },
 }
 
 /// The kinds of event, by the names other services know them by.
@@ -302,11 +312,13 @@ pub enum EventType {
     NetworkBanned,
     /// `network.unbanned`
     NetworkUnbanned,
+    /// `user.erased`
+    UserErased,
 }
 
 impl EventType {
     /// Every kind, in a fixed order.
-    pub const ALL: [EventType; 21] = [
+    pub const ALL: [EventType; 22] = [
         EventType::CommentPosted,
         EventType::CommentEdited,
         EventType::CommentDeleted,
@@ -328,6 +340,7 @@ impl EventType {
         EventType::ClosingChanged,
         EventType::NetworkBanned,
         EventType::NetworkUnbanned,
+        EventType::UserErased,
     ];
 
     /// The kind named `name` ([`EventType::as_str`]), if there is one.
@@ -359,6 +372,7 @@ impl EventType {
             EventType::ClosingChanged => "discussion.closing_changed",
             EventType::NetworkBanned => "network.banned",
             EventType::NetworkUnbanned => "network.unbanned",
+            EventType::UserErased => "user.erased",
         }
     }
 }
@@ -503,6 +517,12 @@ impl Event {
                 record.detail = Some(network.to_string());
             }
             Event::NetworkUnbanned { network, .. } => record.detail = Some(network.to_string()),
+            Event::UserErased {
+                reason, comments, ..
+            } => {
+                record.reason = reason.as_ref().map(|r| r.as_str().to_owned());
+                record.detail = Some(format!("{comments} comments"));
+            }
             Event::CommentApproved { how, .. } => record.detail = Some(how.as_str().to_owned()),
             Event::CommentEdited { .. }
             | Event::CommentDeleted { .. }
@@ -534,7 +554,8 @@ impl Event {
             | Event::GuestPolicyChanged { acted, .. }
             | Event::ClosingChanged { acted, .. }
             | Event::NetworkBanned { acted, .. }
-            | Event::NetworkUnbanned { acted, .. } => acted,
+            | Event::NetworkUnbanned { acted, .. }
+            | Event::UserErased { acted, .. } => acted,
         }
     }
 
@@ -562,6 +583,7 @@ impl Event {
             Event::ClosingChanged { .. } => EventType::ClosingChanged,
             Event::NetworkBanned { .. } => EventType::NetworkBanned,
             Event::NetworkUnbanned { .. } => EventType::NetworkUnbanned,
+            Event::UserErased { .. } => EventType::UserErased,
         }
     }
 
@@ -598,7 +620,8 @@ impl Event {
     /// of someone else's comment). `None` for everything else.
     pub fn logged(&self) -> Option<Logged> {
         let acted = self.acted();
-        if !acted.moderator {
+        // A person's own erasure is logged too, under the erased stand-in.
+        if !acted.moderator && !matches!(self, Event::UserErased { .. }) {
             return None;
         }
         let entry = |action| Logged::new(acted.by.clone(), action, acted.at);
@@ -683,6 +706,11 @@ impl Event {
             Event::NetworkUnbanned { network, .. } => {
                 entry(ModerationAction::UnbanNetwork).detail(network.to_string())
             }
+            Event::UserErased {
+                reason, comments, ..
+            } => entry(ModerationAction::EraseUser)
+                .reason(reason.clone())
+                .detail(format!("{comments} comments")),
             _ => return None,
         })
     }

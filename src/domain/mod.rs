@@ -1,8 +1,10 @@
 //! Domain types of threadql: ids, slugs, comments, discussions, paging, word lists and errors
 //! (no I/O).
 
+pub mod atom;
 pub mod comment;
 mod cursors;
+pub mod erasure;
 pub mod error;
 pub mod events;
 pub mod guest_posts;

@@ -237,6 +237,9 @@ macro_rules! moderation_actions {
             BanNetwork = "ban_network",
             /// Lifted a network's ban (`unbanNetwork`).
             UnbanNetwork = "unban_network",
+            /// Erased a person's data (`eraseUser`, or their own `deleteMyAccount`; the detail
+            /// counts the comments erased, and nobody is named).
+            EraseUser = "erase_user",
         }
     };
 }

@@ -67,6 +67,8 @@ pub enum EventType {
     NetworkBanned,
     /// `network.unbanned`
     NetworkUnbanned,
+    /// `user.erased`: a person's data erased (`detail` counts their comments; nobody is named).
+    UserErased,
 }
 
 /// One committed change.

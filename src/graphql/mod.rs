@@ -20,6 +20,7 @@ mod mutation;
 mod names;
 pub mod observe;
 mod persisted;
+mod personal;
 mod query;
 pub mod shared;
 mod spans;
@@ -72,6 +73,7 @@ pub struct Mutation(
     guests::GuestMutation,
     auto_close::ClosingMutation,
     ignoring::IgnoreMutation,
+    personal::PersonalMutation,
 );
 
 /// The threadql schema type.

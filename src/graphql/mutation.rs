@@ -20,7 +20,10 @@ use crate::service::{Allowance, Caller, Creating, NewPost, Posted};
 /// The caller (`UNAUTHENTICATED` without a valid token), checked by the services for a change
 /// that spends `allowance` (a ban, the rate per author). Every mutation field starts here, once,
 /// so aliases count too and each mutation spends exactly one of its author's tokens.
-async fn caller(ctx: &Context<'_>, allowance: Allowance) -> async_graphql::Result<Caller> {
+pub(super) async fn caller(
+    ctx: &Context<'_>,
+    allowance: Allowance,
+) -> async_graphql::Result<Caller> {
     let viewer = match auth(ctx) {
         AuthState::Authenticated(viewer) => viewer,
         AuthState::Anonymous => return Err(DomainError::Unauthenticated(

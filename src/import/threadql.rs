@@ -7,7 +7,7 @@ use std::io::BufRead;
 use serde::{Deserialize, Serialize};
 
 use super::source::FormatError;
-use crate::domain::{Author, Micros};
+use crate::domain::{Author, Comment, Micros};
 
 /// The format's name in the header.
 pub const FORMAT: &str = "threadql";
@@ -25,6 +25,9 @@ pub struct Header {
     pub version: u64,
     /// When the export was made (RFC 3339).
     pub exported: String,
+    /// Whose data it holds, in a person's own export (`GET /me/export`); absent in a site's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
 }
 
 /// Every line after the header.
@@ -132,6 +135,89 @@ pub struct VoteLine {
     pub voter: String,
     /// `UP` or `DOWN`.
     pub value: String,
+}
+
+/// The lines only a person's own export has (`GET /me/export`), after their comments and votes.
+/// A site's export has none, and an import does not take a person's export.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum PersonalLine {
+    /// A comment they reported.
+    #[serde(rename_all = "camelCase")]
+    Report {
+        /// The comment's discussion.
+        discussion: String,
+        /// The comment's slug.
+        slug: String,
+        /// `SPAM`, `ABUSE`, `OFF_TOPIC` or `OTHER`.
+        reason: String,
+        /// What they added.
+        note: Option<String>,
+        /// When (RFC 3339).
+        reported_at: String,
+    },
+    /// A discussion they follow.
+    Follow {
+        /// Its id.
+        discussion: String,
+    },
+    /// Their notification settings and the address they are mailed at.
+    #[serde(rename_all = "camelCase")]
+    Settings {
+        /// Their latest verified address.
+        address: Option<String>,
+        /// `NEVER`, `DAILY`… (null: the site's default).
+        email: Option<String>,
+        /// Mail about replies.
+        on_reply: Option<bool>,
+        /// Mail about the moderation of their comments.
+        on_moderation: Option<bool>,
+        /// Mail about discussions they follow.
+        on_followed: Option<bool>,
+    },
+    /// Their ban, while it lasts.
+    #[serde(rename_all = "camelCase")]
+    Ban {
+        /// Until when (null: until lifted).
+        until: Option<String>,
+        /// Why, as the moderator wrote it.
+        reason: Option<String>,
+        /// When (RFC 3339).
+        banned_at: String,
+    },
+}
+
+impl CommentLine {
+    /// The line of `comment` (`held`: kept apart from its discussion's layout; `pinned`: the
+    /// discussion's pinned slugs).
+    pub fn of(comment: &Comment, held: bool, pinned: &[String]) -> CommentLine {
+        CommentLine {
+            discussion: comment.discussion_id.to_string(),
+            slug: comment.slug.as_str().to_owned(),
+            parent_slug: comment.parent.as_ref().map(|p| p.as_str().to_owned()),
+            posted: time_text(comment.posted),
+            author: comment.author.clone(),
+            text: comment.text.clone(),
+            deleted: comment.deleted,
+            edited_at: comment.edited.map(time_text),
+            edited_by: comment.edited_by.clone(),
+            revisions: comment
+                .revisions
+                .iter()
+                .map(|r| RevisionLine {
+                    text: r.text.clone(),
+                    edited_at: time_text(r.edited),
+                    editor: r.editor.clone(),
+                })
+                .collect(),
+            status: comment.standing.status.as_str().to_owned(),
+            reason: comment.standing.reason.clone(),
+            held,
+            pinned: pinned.iter().any(|p| p == comment.slug.as_str()),
+            upvotes: comment.votes.up,
+            downvotes: comment.votes.down,
+        }
+    }
 }
 
 /// A time as the format writes it: RFC 3339 in UTC, with as many fractional digits as it has.

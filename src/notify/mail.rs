@@ -7,7 +7,6 @@
 //! Between the SMTP server's acceptance and the record of it, a crash repeats at most that one
 //! message: the notifications it held are marked mailed only after the send.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -168,17 +167,8 @@ impl MailWorker {
     /// The items of a message: each notification with its discussion and comment as they are
     /// now. A reply or a followed comment that is no longer public is left out.
     async fn items(&self, notifications: &[&Notification]) -> StoreResult<Vec<Item>> {
-        let mut ids: Vec<_> = notifications.iter().map(|n| n.discussion.clone()).collect();
-        ids.sort();
-        ids.dedup();
-        let discussions: HashMap<_, Discussion> = self
-            .storage
-            .discussions()
-            .by_ids(&ids)
-            .await?
-            .into_iter()
-            .map(|d| (d.id.clone(), d))
-            .collect();
+        let ids: Vec<_> = notifications.iter().map(|n| n.discussion.clone()).collect();
+        let discussions = self.storage.discussions().by_ids_map(&ids).await?;
         let mut items = Vec::new();
         for notification in notifications {
             let Some(discussion) = discussions.get(&notification.discussion) else {

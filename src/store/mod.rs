@@ -14,6 +14,7 @@ pub mod moderation;
 mod moves;
 mod notifications;
 pub mod per_comment;
+mod personal;
 mod router;
 mod server;
 mod shared;
@@ -28,6 +29,7 @@ pub use api::{
     Person, PostStore, Posted, QueueEntry, Ranked, RankedOf, RankedPage, Report, ServerStore, Step,
     Storage, StoredEvent, Tallies, Tally, VoteStore, Waiting, Watched, WebhookStore,
 };
+pub use api::{CastVote, Forgotten, PersonalStore, AUTHORED_RANGE};
 pub use discussions::Discussions;
 pub use events::Retention;
 pub use router::{shard, Store};

@@ -21,16 +21,8 @@ pub(super) async fn bodies<'a>(
 ) -> StoreResult<HashMap<String, Vec<u8>>> {
     let stored: Vec<&StoredEvent> = stored.collect();
     let events: Vec<&EventRecord> = stored.iter().map(|e| &e.record).collect();
-    let mut ids: Vec<DiscussionId> = events.iter().filter_map(|e| e.discussion.clone()).collect();
-    ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
-    ids.dedup();
-    let discussions: HashMap<DiscussionId, Discussion> = storage
-        .discussions()
-        .by_ids(&ids)
-        .await?
-        .into_iter()
-        .map(|d| (d.id.clone(), d))
-        .collect();
+    let ids: Vec<DiscussionId> = events.iter().filter_map(|e| e.discussion.clone()).collect();
+    let discussions = storage.discussions().by_ids_map(&ids).await?;
     let mut comments: HashMap<(DiscussionId, Slug), Comment> = HashMap::new();
     for discussion in discussions.values() {
         let wanted: Vec<(Slug, Option<Bson>)> = stored

@@ -147,6 +147,7 @@ async fn every_mutation_of_a_banned_user_is_forbidden_until_the_ban_is_lifted() 
         ("banNetwork", ("mutation { banNetwork(cidr: \"203.0.113.0/24\") { cidr } }", json!({}))),
         ("unbanNetwork", ("mutation { unbanNetwork(cidr: \"203.0.113.0/24\") }", json!({}))),
         ("setDiscussionClosing", ("mutation($d: ID!) { setDiscussionClosing(id: $d) { id } }", json!({ "d": d }))),
+        ("eraseUser", ("mutation { eraseUser(userId: \"someone\") }", json!({}))),
     ]);
     // A person's own inbox, settings and ignore list: a ban stops none of them (a banned person
     // may still read and silence what they are told).
@@ -190,8 +191,16 @@ async fn every_mutation_of_a_banned_user_is_forbidden_until_the_ban_is_lifted() 
         .iter()
         .map(|f| f["name"].as_str().unwrap())
         .collect();
-    assert_eq!(fields.len(), attempts.len() + own.len(), "{fields:?}");
+    assert_eq!(fields.len(), attempts.len() + own.len() + 1, "{fields:?}");
     for field in fields {
+        // A banned person may still have their data erased: the ban is not what refuses this
+        // one (a confirmation that is not their id is), and nothing is erased.
+        if field == "deleteMyAccount" {
+            let query = "mutation { deleteMyAccount(confirm: \"not-me\") }";
+            let response = site.send(Some(&troll), query, json!({})).await;
+            assert_eq!(error_code(&response), "BAD_USER_INPUT", "{response:#}");
+            continue;
+        }
         if let Some((query, vars)) = own.get(field) {
             let response = site.send(Some(&troll), query, vars.clone()).await;
             assert!(response.get("errors").is_none(), "{field}: {response:#}");

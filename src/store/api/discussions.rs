@@ -1,5 +1,7 @@
 //! `DiscussionStore`: discussion metadata, shared by every layout.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 
 use crate::domain::{
@@ -28,6 +30,23 @@ pub trait DiscussionStore: Send + Sync {
 
     /// The discussions with these ids (missing ones are left out).
     async fn by_ids(&self, ids: &[DiscussionId]) -> StoreResult<Vec<Discussion>>;
+
+    /// The discussions of `ids` (repeats and all), by id, in one read (missing ones are left
+    /// out).
+    async fn by_ids_map(
+        &self,
+        ids: &[DiscussionId],
+    ) -> StoreResult<HashMap<DiscussionId, Discussion>> {
+        let mut ids = ids.to_vec();
+        ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        ids.dedup();
+        Ok(self
+            .by_ids(&ids)
+            .await?
+            .into_iter()
+            .map(|d| (d.id.clone(), d))
+            .collect())
+    }
 
     /// The discussions with these keys (unknown ones are left out), in one database command.
     async fn by_keys(&self, keys: &[DiscussionKey]) -> StoreResult<Vec<Discussion>>;

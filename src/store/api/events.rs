@@ -19,6 +19,16 @@ pub trait EventStore: Send + Sync {
         limit: usize,
     ) -> StoreResult<Vec<EventRecord>>;
 
+    /// The newest events of `kinds` (not empty) with ids below `before` (every one without
+    /// it), newest first, at most `limit`: one bounded range of the `{type, _id}` index per
+    /// kind, read backwards.
+    async fn latest(
+        &self,
+        kinds: &[EventType],
+        before: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<EventRecord>>;
+
     /// The events of `kinds` committed from now on, as they are committed (on any replica).
     fn committed(&self, kinds: &[EventType]) -> BoxStream<'static, EventRecord>;
 }

@@ -50,4 +50,21 @@ pub trait HistoryStore: Send + Sync {
     /// How many comments the author with this id has stored, held ones included: the
     /// numbers drawn less the gaps counted (see `shared::numbers`). One point read.
     async fn authored_count(&self, author: &str) -> StoreResult<u64>;
+
+    /// The last number drawn for the author with this id (0: none): the top of the range a
+    /// walk through all their comments reads. One point read.
+    async fn numbers_drawn(&self, author: &str) -> StoreResult<u64>;
+
+    /// The author's comments numbered in `numbers` (at most [`AUTHORED_RANGE`] of them),
+    /// newest first, held ones included, copies left by moves left out: one database command
+    /// whatever the author's other comments. What a walk through every comment of one person
+    /// (their export, their erasure) reads, range by range.
+    async fn authored_range(
+        &self,
+        author: &str,
+        numbers: std::ops::Range<u64>,
+    ) -> StoreResult<Vec<AuthoredComment>>;
 }
+
+/// The widest range [`HistoryStore::authored_range`] reads.
+pub const AUTHORED_RANGE: u64 = 1_024;

@@ -59,6 +59,9 @@ pub trait Storage: Send + Sync {
     /// The event log.
     fn events(&self) -> &dyn EventStore;
 
+    /// A person's own records (their export and erasure).
+    fn personal(&self) -> &dyn super::PersonalStore;
+
     /// Webhook endpoints and their deliveries.
     fn webhooks(&self) -> &dyn WebhookStore;
 

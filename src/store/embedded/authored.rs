@@ -100,6 +100,15 @@ fn without_replies(element: Document) -> Document {
     } } }
 }
 
+/// What an author's change (a person's erasure) writes to the comment's entry in the flat
+/// array: the guard that the entry is still the comment's, the fields set, and the bytes the
+/// entry grows by.
+pub(super) struct AuthorChange {
+    pub guard: Document,
+    pub set: Document,
+    pub growth: i64,
+}
+
 impl Embedded {
     /// Creates the index of the flat array (idempotent).
     pub(crate) async fn ensure_indexes(&self) -> StoreResult<()> {
@@ -322,6 +331,50 @@ fn entries_in(document: &RawDocument) -> StoreResult<Vec<Document>> {
     let mut out = Vec::new();
     walk(replies(document)?, &mut Vec::new(), true, &mut out)?;
     Ok(out)
+}
+
+impl Embedded {
+    /// What changing the comment's author from `current`'s to `next`'s writes to its entry in
+    /// the flat array (`None` when the author and number stay): one read of the array, to find
+    /// the entry by the comment's slug. Only an erasure changes an author.
+    pub(super) async fn author_change(
+        &self,
+        id: &crate::domain::DiscussionId,
+        current: &Comment,
+        next: &Comment,
+    ) -> StoreResult<Option<AuthorChange>> {
+        if current.author.id == next.author.id && current.number == next.number {
+            return Ok(None);
+        }
+        let found = self
+            .coll
+            .find_one(doc! { "_id": id.as_str() })
+            .projection(doc! { AUTHORED: 1 })
+            .await?;
+        let entries = found
+            .as_ref()
+            .and_then(|d| d.get_array(AUTHORED).ok())
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let slug = current.slug.as_str();
+        let Some(at) = entries
+            .iter()
+            .position(|e| e.as_document().is_some_and(|e| e.get_str("s") == Ok(slug)))
+        else {
+            return Err(corrupt(format!(
+                "discussion {id} keeps no entry of its comment {slug} among its authors"
+            )));
+        };
+        let mut who = doc! { "id": &next.author.id };
+        if let Some(n) = next.number {
+            who.insert(numbers::KEY, numbers::key(n, &next.author.id));
+        }
+        Ok(Some(AuthorChange {
+            guard: doc! { format!("{AUTHORED}.{at}.s"): slug },
+            set: doc! { format!("{AUTHORED}.{at}.author"): who },
+            growth: entry_size(next)? - entry_size(current)?,
+        }))
+    }
 }
 
 #[cfg(test)]

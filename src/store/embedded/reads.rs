@@ -266,7 +266,9 @@ impl Embedded {
         let id = &discussion.id;
         let at = self.locate(id, &chain_of(&current.slug)).await?;
         let prefix = format!("{}.", element_path(&at.path));
-        let growth = element_size(next, true)? - element_size(current, true)?;
+        let author = self.author_change(id, current, next).await?;
+        let growth = element_size(next, true)? - element_size(current, true)?
+            + author.as_ref().map_or(0, |a| a.growth);
         let mut filter = unfenced(id);
         // The guard matches inside the comment's own array with `$elemMatch`: on a dotted path
         // through arrays (`replies.3.status`) a null (absent field) would also match by the
@@ -284,13 +286,15 @@ impl Embedded {
         }
         let mut update = replace_update(&prefix, next)?;
         update.insert("$inc", doc! { BYTES: growth });
-        let mark = changes::change_mark(current, next);
+        let mut set = doc! { changes::FIELD: changes::change_mark(current, next) };
+        if let Some(author) = author {
+            filter.extend(author.guard);
+            set.extend(author.set);
+        }
         match update.get_document_mut("$set") {
-            Ok(set) => {
-                set.insert(changes::FIELD, mark);
-            }
+            Ok(fields) => fields.extend(set),
             Err(_) => {
-                update.insert("$set", doc! { changes::FIELD: mark });
+                update.insert("$set", set);
             }
         }
         let update = self.coll.update_one(filter, update);

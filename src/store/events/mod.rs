@@ -366,6 +366,34 @@ impl EventStore for EventLog {
         docs.iter().map(codec::record_of).collect()
     }
 
+    async fn latest(
+        &self,
+        kinds: &[EventType],
+        before: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<EventRecord>> {
+        let Some(limit) = crate::store::shared::error::as_limit(limit) else {
+            return Ok(Vec::new());
+        };
+        if kinds.is_empty() {
+            return Ok(Vec::new());
+        }
+        let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+        let mut filter = doc! { "type": { "$in": names } };
+        if let Some(before) = before {
+            filter.insert("_id", doc! { "$lt": before });
+        }
+        let docs: Vec<Document> = self
+            .events
+            .find(filter)
+            .sort(doc! { "_id": -1 })
+            .limit(limit)
+            .await?
+            .try_collect()
+            .await?;
+        docs.iter().map(codec::record_of).collect()
+    }
+
     fn committed(&self, kinds: &[EventType]) -> BoxStream<'static, EventRecord> {
         let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
         let filter = doc! { "fullDocument.type": { "$in": names } };

@@ -14,7 +14,7 @@ mod codec;
 pub(crate) mod held;
 mod log;
 pub(crate) mod names;
-mod reports;
+pub(crate) mod reports;
 
 use std::collections::{HashMap, HashSet};
 use std::future::IntoFuture;

@@ -60,7 +60,7 @@ impl HeldComments {
 }
 
 /// A stored report.
-fn report_of(doc: &Document) -> StoreResult<Report> {
+pub(crate) fn report_of(doc: &Document) -> StoreResult<Report> {
     let text = |field: &str| {
         doc.get_str(field)
             .map_err(|_| corrupt(format!("a report without its {field}")))

@@ -13,6 +13,7 @@
 mod codec;
 mod follows;
 mod people;
+pub(crate) use people::IGNORING;
 mod workers;
 
 use std::collections::HashSet;

@@ -20,7 +20,7 @@ const BATCH: usize = 1_000;
 
 /// The field of the ids a person ignores (an array, indexed: a person's erasure finds and
 /// removes their id from every list with it).
-const IGNORING: &str = "ignoring";
+pub(crate) const IGNORING: &str = "ignoring";
 
 /// People by when their message is due, and by the ids they ignore.
 pub(super) async fn ensure_indexes(people: &Counted<Document>) -> StoreResult<()> {

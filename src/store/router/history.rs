@@ -22,7 +22,7 @@ use mongodb::bson::{doc, Bson, Document, RawDocumentBuf};
 use super::Store;
 use crate::domain::paging::Cursor;
 use crate::domain::Layout;
-use crate::store::api::{AuthoredComment, HistoryStore};
+use crate::store::api::{AuthoredComment, HistoryStore, AUTHORED_RANGE};
 use crate::store::bucketed::Bucketed;
 use crate::store::embedded::Embedded;
 use crate::store::moderation::held::HeldComments;
@@ -226,5 +226,25 @@ impl HistoryStore for Store {
     async fn authored_count(&self, author: &str) -> StoreResult<u64> {
         let (drawn, gaps) = self.author_counter(author).await?;
         Ok(drawn.saturating_sub(gaps))
+    }
+
+    async fn numbers_drawn(&self, author: &str) -> StoreResult<u64> {
+        Ok(self.author_counter(author).await?.0)
+    }
+
+    async fn authored_range(
+        &self,
+        author: &str,
+        numbers: std::ops::Range<u64>,
+    ) -> StoreResult<Vec<AuthoredComment>> {
+        let from = numbers.start.max(1);
+        let to = numbers.end.min(from.saturating_add(AUTHORED_RANGE));
+        if from >= to {
+            return Ok(Vec::new());
+        }
+        let (found, _) = self
+            .authored_round(author, Numbers::Range { from, to })
+            .await?;
+        Ok(found)
     }
 }

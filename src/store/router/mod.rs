@@ -60,6 +60,7 @@ pub struct Store {
     imports: crate::store::moves::imports::Imports,
     server: crate::store::server::ServerDocs,
     guests: crate::store::guests::Guests,
+    personal: crate::store::personal::Personal,
     webhooks: Webhooks,
     notifications: Notifications,
     writer: Writer,
@@ -128,6 +129,7 @@ impl Store {
         let imports = crate::store::moves::imports::Imports::new(&db, &commands);
         let server = crate::store::server::ServerDocs::new(&db, &commands);
         let guests = crate::store::guests::Guests::new(&db, &commands, log.clone());
+        let personal = crate::store::personal::Personal::new(&db, &commands, log.clone());
         // The dispatcher polls in the background on connections of its own (a small pool), so
         // neither its commands nor its waits land among the requests', in their counts or as
         // spans of traces of their own.
@@ -149,6 +151,7 @@ impl Store {
             votes.ensure_indexes().await?;
             imports.ensure_indexes().await?;
             guests.ensure_indexes().await?;
+            personal.ensure_indexes().await?;
             webhooks.ensure_indexes(config.event_retention).await?;
             notifications
                 .ensure_indexes(config.notification_retention)
@@ -177,6 +180,7 @@ impl Store {
             imports,
             server,
             guests,
+            personal,
             webhooks,
             notifications,
             writer,
@@ -285,6 +289,10 @@ impl Storage for Store {
 
     fn guests(&self) -> &dyn crate::store::api::GuestStore {
         &self.guests
+    }
+
+    fn personal(&self) -> &dyn crate::store::api::PersonalStore {
+        &self.personal
     }
 
     fn webhooks(&self) -> &dyn WebhookStore {

@@ -244,8 +244,10 @@ fn counter(stored: Option<i64>) -> u64 {
     stored.and_then(|n| u64::try_from(n).ok()).unwrap_or(0)
 }
 
-/// The fields of a comment that change after it is posted (edits, deletion, moderation).
-const CHANGEABLE: [&str; 12] = [
+/// The fields of a comment that change after it is posted (edits, deletion, moderation, and
+/// the author: only the erasure of a person changes it, see `domain::erasure`).
+const CHANGEABLE: [&str; 13] = [
+    "author",
     "text",
     "html",
     "edited",
@@ -285,6 +287,12 @@ pub(crate) fn unchanged_filter(prefix: &str, current: &Comment) -> StoreResult<D
         // is left out, except an absent HTML (a comment whose HTML is being stored is matched
         // only while it has none).
         if field == "revisions" || (field == "html" && value.is_some()) {
+            continue;
+        }
+        // The author is matched by id (a sub-document's equality would also compare the order
+        // of its fields).
+        if field == "author" {
+            filter.insert(format!("{prefix}author.id"), current.author.id.as_str());
             continue;
         }
         filter.insert(format!("{prefix}{field}"), value.unwrap_or(Bson::Null));
