@@ -284,6 +284,36 @@ async fn erasure_leaves_nothing_of_the_person(layout: Layout) {
         assert!(!after.to_string().contains(ANN_NAME));
         assert!(!after.to_string().contains(ANN));
     }
+    // Ranked orders follow the votes taken back: TOP is by score, and Bob's comments score 0.
+    let ranked = graphql_data(
+        &scene.client,
+        &scene.server,
+        None,
+        "query($d: ID!) { discussion(id: $d) { comments(order: TOP, first: 100) { nodes { slug score } } } }",
+        json!({ "d": d }),
+    )
+    .await;
+    let scores: Vec<(String, i64)> = ranked["discussion"]["comments"]["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| {
+            (
+                n["slug"].as_str().unwrap_or_default().to_owned(),
+                n["score"].as_i64().unwrap_or(i64::MIN),
+            )
+        })
+        .collect();
+    assert!(scores.windows(2).all(|w| w[0].1 >= w[1].1), "{scores:?}");
+    assert_eq!(
+        scores.iter().filter(|(_, score)| *score != 0).count(),
+        1,
+        "{scores:?}"
+    );
+    assert!(
+        scene.anns.contains(&scores[0].0),
+        "her comment Bob voted for leads: {scores:?}"
+    );
     // Moderators see erased comments under opaque ids: one per comment, none of them hers.
     let moderator = moderator_token("u-erase-mod", "Mo");
     let seen = scene.tree(Some(&moderator)).await;
@@ -375,4 +405,80 @@ async fn embedded_erasure_leaves_nothing_of_the_person() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bucketed_erasure_leaves_nothing_of_the_person() {
     erasure_leaves_nothing_of_the_person(Layout::Bucketed).await;
+}
+
+/// `eraseUser` is for moderators, and its bad inputs are refused with nothing erased.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn erase_user_is_for_moderators_only() {
+    let scene = Scene::make("erase_user", Layout::PerComment).await;
+    let before = scene.tree(Some(&scene.bob)).await;
+    const ERASE_USER: &str = "mutation($u: ID!, $r: String) { eraseUser(userId: $u, reason: $r) }";
+    let moderator = moderator_token("u-erase-mod", "Mo");
+    for (token, user, reason, code) in [
+        (Some(scene.bob.as_str()), ANN, None, "FORBIDDEN"),
+        (None, ANN, None, "UNAUTHENTICATED"),
+        (Some(moderator.as_str()), "", None, "BAD_USER_INPUT"),
+        (Some(moderator.as_str()), ANN, Some("   "), "BAD_USER_INPUT"),
+    ] {
+        let (_, body) = post_graphql(
+            &scene.client,
+            &scene.server,
+            token,
+            ERASE_USER,
+            json!({ "u": user, "r": reason }),
+        )
+        .await;
+        assert_eq!(body["errors"][0]["extensions"]["code"], code, "{body:#}");
+    }
+    // Anonymous, with a confirmation: no account to erase.
+    let (_, body) = post_graphql(
+        &scene.client,
+        &scene.server,
+        None,
+        ERASE_ME,
+        json!({ "c": ANN }),
+    )
+    .await;
+    assert_eq!(body["errors"][0]["extensions"]["code"], "UNAUTHENTICATED");
+    assert_eq!(
+        scene.tree(Some(&scene.bob)).await,
+        before,
+        "nothing was erased"
+    );
+    // A moderator erases her; someone who never wrote anything is erased as well (nothing).
+    let done = scene
+        .server
+        .mutate(
+            &moderator,
+            ERASE_USER,
+            json!({ "u": ANN, "r": "request by mail" }),
+        )
+        .await;
+    assert_eq!(done["eraseUser"], true);
+    let done = scene
+        .server
+        .mutate(&moderator, ERASE_USER, json!({ "u": "u-never-here" }))
+        .await;
+    assert_eq!(done["eraseUser"], true);
+    let after = scene.tree(None).await;
+    for slug in &scene.anns {
+        assert_eq!(tree_node(&after, slug)["author"]["name"], "[deleted]");
+    }
+    let log = graphql_data(
+        &scene.client,
+        &scene.server,
+        Some(&moderator),
+        "{ moderationLog(first: 10, action: ERASE_USER) { nodes { moderator { id } reason detail } } }",
+        json!({}),
+    )
+    .await;
+    let entries = log["moderationLog"]["nodes"].as_array().expect("entries");
+    assert_eq!(entries.len(), 2, "{log:#}");
+    assert!(entries
+        .iter()
+        .any(|e| e["reason"] == "request by mail" && e["detail"] == "3 comments"));
+    assert!(entries
+        .iter()
+        .all(|e| e["moderator"]["id"] == "u-erase-mod"));
+    scene.server.shutdown().await;
 }

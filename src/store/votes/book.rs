@@ -110,6 +110,7 @@ pub(crate) struct Tally {
 /// The vote collections.
 #[derive(Clone)]
 pub(crate) struct VoteBook {
+    db: Database,
     votes: Counted<Document>,
     tallies: Counted<Document>,
     rankings: Counted<Document>,
@@ -118,6 +119,7 @@ pub(crate) struct VoteBook {
 impl VoteBook {
     pub(crate) fn new(db: &Database, commands: &CommandCounter) -> Self {
         Self {
+            db: db.clone(),
             votes: Counted::new(db, VOTES, commands),
             tallies: Counted::new(db, TALLIES, commands),
             rankings: Counted::new(db, RANKINGS, commands),
@@ -127,6 +129,14 @@ impl VoteBook {
     /// One vote per voter and comment; the tallies by each rank value, in every comment and
     /// among top-level ones (`scope` holds `a`, and `t` for a top-level comment).
     pub(crate) async fn ensure_indexes(&self) -> StoreResult<()> {
+        // `rankings` has no index of its own: made here, so that the first votes (transactions,
+        // at once) do not race to create it, which a database refuses as a write conflict.
+        match self.db.create_collection(RANKINGS).await {
+            Err(err) if !matches!(err.kind.as_ref(), mongodb::error::ErrorKind::Command(e) if e.code == 48) => {
+                return Err(err.into())
+            }
+            _ => {}
+        }
         self.votes
             .create_index(index_model(
                 "discussion_slug_voter",
