@@ -786,8 +786,10 @@ async fn run_erasure(args: &Args) -> anyhow::Result<()> {
         light: 20,
     };
     let load_at_start = report::load_average();
+    // One request erases a person of 10 000 comments: longer than the default timeout.
+    let env = [("THREADQL_REQUEST_TIMEOUT_SECS", Some("900"))];
     let (results, described) =
-        on_one_server_with(args, "erasure", &[], async |server, client, keys, _| {
+        on_one_server_with(args, "erasure", &env, async |server, client, keys, _| {
             erasure::measure(server, client, keys, &settings).await
         })
         .await?;

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
+use tracing::Instrument as _;
 
 use crate::domain::erasure::{erased, erased_actor, opaque_author};
 use crate::domain::{
@@ -201,14 +202,35 @@ impl Services {
         self.erase(user, acted(caller), reason).await
     }
 
-    /// Erases `person` (see the module documentation), recording `user.erased` as `acted`.
+    /// Erases `person` (see the module documentation), recording `user.erased` as `acted`. The
+    /// erasure runs in a task of its own, which a shutdown waits for: a request that times out
+    /// (a person with many comments) does not cut it short, it goes on to its end.
     async fn erase(
         &self,
         person: UserId,
         acted: Acted,
         reason: Option<Reason>,
     ) -> Result<Erased, DomainError> {
-        let _writing = self.closing.start_write()?;
+        let writing = self.closing.start_write()?;
+        let services = self.clone();
+        let work = async move {
+            let erased = services.erase_all(person, acted, reason).await;
+            drop(writing);
+            erased
+        };
+        match tokio::spawn(work.in_current_span()).await {
+            Ok(erased) => erased,
+            Err(err) => Err(DomainError::Internal(format!("an erasure failed: {err}"))),
+        }
+    }
+
+    /// The erasure itself (see [`Services::erase`]).
+    async fn erase_all(
+        &self,
+        person: UserId,
+        acted: Acted,
+        reason: Option<Reason>,
+    ) -> Result<Erased, DomainError> {
         let mut done = Erased {
             comments: self.erase_comments(&person).await?,
             votes: self.take_back_votes(&person).await?,
