@@ -268,24 +268,13 @@ impl Services {
         let mut from = 1;
         while from <= top {
             let to = from.saturating_add(NUMBERS).min(top.saturating_add(1));
-            // One discussion's comments one after another (changes of one discussion contend
-            // for its change mark), discussions at once.
-            let mut by_discussion: HashMap<DiscussionId, Vec<AuthoredComment>> = HashMap::new();
-            for found in history.authored_range(person.as_str(), from..to).await? {
-                let id = found.discussion.id.clone();
-                by_discussion.entry(id).or_default().push(found);
-            }
-            erased_count += futures::stream::iter(by_discussion.into_values())
-                .map(|comments| async move {
-                    let mut erased = 0;
-                    for comment in comments {
-                        erased += u64::from(self.erase_comment(person, comment).await?);
-                    }
-                    Ok::<_, DomainError>(erased)
-                })
-                .buffer_unordered(AT_ONCE)
-                .try_fold(0, |n, erased| async move { Ok(n + erased) })
-                .await?;
+            let found = history.authored_range(person.as_str(), from..to).await?;
+            erased_count += per_discussion(
+                found,
+                |c| c.discussion.id.clone(),
+                |comment| self.erase_comment(person, comment),
+            )
+            .await?;
             from = to;
         }
         Ok(erased_count)
@@ -342,26 +331,13 @@ impl Services {
             let ids: Vec<DiscussionId> = votes.iter().map(|v| v.discussion.clone()).collect();
             let discussions = storage.discussions().by_ids_map(&ids).await?;
             let full = votes.len() == PAGE;
-            let mut by_discussion: HashMap<DiscussionId, Vec<CastVote>> = HashMap::new();
-            for vote in votes {
-                by_discussion
-                    .entry(vote.discussion.clone())
-                    .or_default()
-                    .push(vote);
-            }
             let discussions = &discussions;
-            taken += futures::stream::iter(by_discussion)
-                .map(|(id, votes)| async move {
-                    let mut taken = 0;
-                    for vote in votes {
-                        let discussion = discussions.get(&id);
-                        taken += u64::from(self.take_back(person, discussion, vote).await?);
-                    }
-                    Ok::<_, DomainError>(taken)
-                })
-                .buffer_unordered(AT_ONCE)
-                .try_fold(0, |n, taken| async move { Ok(n + taken) })
-                .await?;
+            taken += per_discussion(
+                votes,
+                |v| v.discussion.clone(),
+                |vote| self.take_back(person, discussions.get(&vote.discussion), vote),
+            )
+            .await?;
             if !full {
                 return Ok(taken);
             }
@@ -389,4 +365,36 @@ impl Services {
             Err(err) => Err(err),
         }
     }
+}
+
+/// Runs `work` on each of `items`, those of one discussion one after another (changes of one
+/// discussion contend for its change mark), [`AT_ONCE`] discussions at once; how many it did
+/// (`work` says whether it did one).
+async fn per_discussion<T, Fut>(
+    items: Vec<T>,
+    discussion_of: impl Fn(&T) -> DiscussionId,
+    work: impl Fn(T) -> Fut,
+) -> Result<u64, DomainError>
+where
+    Fut: std::future::Future<Output = Result<bool, DomainError>>,
+{
+    let mut by_discussion: HashMap<DiscussionId, Vec<T>> = HashMap::new();
+    for item in items {
+        by_discussion
+            .entry(discussion_of(&item))
+            .or_default()
+            .push(item);
+    }
+    let work = &work;
+    futures::stream::iter(by_discussion.into_values())
+        .map(|items| async move {
+            let mut done = 0;
+            for item in items {
+                done += u64::from(work(item).await?);
+            }
+            Ok::<_, DomainError>(done)
+        })
+        .buffer_unordered(AT_ONCE)
+        .try_fold(0, |n, done| async move { Ok(n + done) })
+        .await
 }
