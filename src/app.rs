@@ -447,14 +447,20 @@ impl App {
             own_origins: own_origins(config.public_url.as_ref(), addr),
             ..HttpLimits::from(config)
         };
-        let router = crate::http::router(api.clone(), limits, connections.clone());
+        let responses = Arc::new(crate::http::ResponseCache::new(config.response_cache_bytes));
+        let router =
+            crate::http::router(api.clone(), limits, connections.clone(), responses.clone());
         let metrics = match config.metrics_listen {
             Some(at) => {
                 let listener = TcpListener::bind(at)
                     .await
                     .with_context(|| format!("cannot listen on {at} (THREADQL_METRICS_LISTEN)"))?;
-                let router =
-                    crate::http::metrics_router(api.clone(), config.into(), connections.clone());
+                let router = crate::http::metrics_router(
+                    api.clone(),
+                    config.into(),
+                    connections.clone(),
+                    responses,
+                );
                 Some((listener, router))
             }
             None => None,

@@ -18,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
+mod answers;
 mod cors;
 mod feeds;
 mod live;
@@ -27,6 +28,7 @@ mod response;
 mod serve;
 mod unsubscribe;
 
+pub use answers::ResponseCache;
 pub(crate) use serve::serve;
 pub use serve::{default_max_connections, ConnectionTimeouts, Connections};
 
@@ -87,12 +89,18 @@ struct HttpState {
     api: Api,
     limits: Arc<HttpLimits>,
     connections: Connections,
+    responses: Arc<ResponseCache>,
 }
 
 /// The router over an API, counting `connections` on `/metrics` (unless `/metrics` has a
 /// listener of its own: see [`metrics_router`]). The accept loop gives each request its client
 /// address, so the operations of callers that are not signed in are counted per client.
-pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router {
+pub fn router(
+    api: Api,
+    limits: HttpLimits,
+    connections: Connections,
+    responses: Arc<ResponseCache>,
+) -> Router {
     let public_metrics = limits.public_metrics;
     let graphql_route = get(graphql).post(graphql);
     let challenge_route = get(guest_challenge);
@@ -117,6 +125,7 @@ pub fn router(api: Api, limits: HttpLimits, connections: Connections) -> Router 
         api,
         limits: Arc::new(limits),
         connections,
+        responses,
     };
     let router = Router::new()
         .merge(crate::graphiql::routes())
@@ -160,12 +169,18 @@ async fn guest_challenge(State(state): State<HttpState>) -> Response {
 }
 
 /// `/metrics` alone, for its own listener (`THREADQL_METRICS_LISTEN`).
-pub fn metrics_router(api: Api, limits: HttpLimits, connections: Connections) -> Router {
+pub fn metrics_router(
+    api: Api,
+    limits: HttpLimits,
+    connections: Connections,
+    responses: Arc<ResponseCache>,
+) -> Router {
     let requests = RequestLayer::new(api.request_metrics().clone());
     let state = HttpState {
         api,
         limits: Arc::new(limits),
         connections,
+        responses,
     };
     Router::new()
         .route("/metrics", get(metrics))
@@ -237,7 +252,8 @@ async fn handle(
     count_request(state, &auth, client.as_ref())?;
     // HEAD is GET without the answer's body: it reads the query string, never a body, and never
     // runs a mutation.
-    let batch = if parts.method == Method::GET || parts.method == Method::HEAD {
+    let get = parts.method == Method::GET || parts.method == Method::HEAD;
+    let batch = if get {
         let request = read_get(&parts.uri)?;
         if is_mutation(&request) {
             return Err(Refusal::new(
@@ -279,6 +295,10 @@ async fn handle(
         ));
     }
     let (response, outcome) = match batch {
+        BatchRequest::Single(request) if authorization.is_none() => {
+            let headers = &parts.headers;
+            return Ok(answers::anonymous(state, request, auth, format, get, headers).await);
+        }
         BatchRequest::Single(request) => {
             let (response, operation) = state.api.execute_observed(request, auth).await;
             let errors = observe::errors([&response]);
@@ -461,6 +481,7 @@ async fn metrics(State(state): State<HttpState>) -> impl IntoResponse {
         );
     }
     api.write_store_metrics(&mut page);
+    state.responses.write_metrics(&mut page);
     api.services().webhook_metrics().write(&mut page);
     api.services().notify_metrics().write(&mut page);
     let gauges = [

@@ -395,27 +395,89 @@ async function bearer(token) {
   return /^bearer\s/i.test(trimmed) ? trimmed : `Bearer ${trimmed}`;
 }
 
-// Runs one GraphQL operation over HTTP; its `data`, or a ThreadqlError with the first error's
-// message and code.
+// Runs one GraphQL operation over HTTP (a POST); its `data`, or a ThreadqlError with the first
+// error's message and code.
 async function request(endpoint, authorization, query, variables) {
-  const headers = {
-    'content-type': 'application/json',
-    accept: 'application/graphql-response+json, application/json',
+  return send(endpoint, authorization, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query, variables }),
+  });
+}
+
+// The SHA-256 of each query text, in hex (its persisted-query hash).
+const queryHashes = new Map();
+
+// A query's persisted-query hash; null where the page cannot hash (not a secure context).
+async function queryHash(query) {
+  if (!globalThis.crypto?.subtle) {
+    return null;
+  }
+  let hash = queryHashes.get(query);
+  if (!hash) {
+    const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(query));
+    hash = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+    queryHashes.set(query, hash);
+  }
+  return hash;
+}
+
+// The longest GET URL a read is sent as; a longer one is a POST.
+const MAX_GET_URL = 8000;
+
+// The hashes this page has sent with their texts: the server knows them.
+const knownHashes = new Set();
+
+// Runs a read by GET as a persisted query: the first time with its text (which registers it,
+// so a page never meets PERSISTED_QUERY_NOT_FOUND on its first read), then by its hash alone
+// (with its text again if the server forgot it). The server tags anonymous answers (an ETag,
+// revalidated on every use), so the browser keeps them and asks again with If-None-Match: an
+// unchanged answer costs a 304. Where the page cannot hash, or the URL would be too long, it
+// is a POST.
+async function persistedRead(endpoint, authorization, query, variables) {
+  const hash = await queryHash(query);
+  const url = (withText) => {
+    const at = new URL(endpoint);
+    at.searchParams.set('extensions', JSON.stringify({ persistedQuery: { version: 1, sha256Hash: hash } }));
+    at.searchParams.set('variables', JSON.stringify(variables));
+    if (withText) {
+      at.searchParams.set('query', query);
+    }
+    return at;
   };
+  if (!hash || url(false).href.length > MAX_GET_URL) {
+    return request(endpoint, authorization, query, variables);
+  }
+  if (knownHashes.has(hash)) {
+    try {
+      return await send(url(false), authorization, { method: 'GET' });
+    } catch (err) {
+      if (err.code !== 'PERSISTED_QUERY_NOT_FOUND') {
+        throw err;
+      }
+    }
+  }
+  const withText = url(true);
+  if (withText.href.length > MAX_GET_URL) {
+    return request(endpoint, authorization, query, variables);
+  }
+  const data = await send(withText, authorization, { method: 'GET' });
+  knownHashes.add(hash);
+  return data;
+}
+
+// Sends one GraphQL request (`init`: its method, headers and body); its `data`, or a
+// ThreadqlError with the first error's message and code.
+async function send(url, authorization, init) {
+  const headers = { ...init.headers, accept: 'application/graphql-response+json, application/json' };
   if (authorization) {
     headers.authorization = authorization;
   }
   let response;
   try {
-    response = await fetch(endpoint, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ query, variables }),
-      credentials: 'omit',
-      mode: 'cors',
-    });
+    response = await fetch(url, { ...init, headers, credentials: 'omit', mode: 'cors' });
   } catch {
-    throw new ThreadqlError(`Cannot reach the comments server at ${endpoint.origin}.`, 'NETWORK');
+    throw new ThreadqlError(`Cannot reach the comments server at ${url.origin}.`, 'NETWORK');
   }
   let body = null;
   try {
@@ -887,7 +949,7 @@ class Widget {
       this.identity = 'failed';
       this.showError(messageOf(err));
     }
-    return request(this.endpoint, authorization, query, variables);
+    return persistedRead(this.endpoint, authorization, query, variables);
   }
 
   // A write: it needs a token.

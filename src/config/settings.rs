@@ -443,6 +443,10 @@ pub struct Config {
     /// The most bytes the read cache of hot discussions holds, per process (0 turns it off).
     #[arg(long, env = "THREADQL_CACHE_BYTES", default_value_t = 64 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(0..=(1_u64 << 40)), global = true)]
     pub cache_bytes: u64,
+    /// The most bytes the response cache of anonymous answers holds, per process (0 turns it
+    /// off; it needs the read cache, whose generations tell when an answer changes).
+    #[arg(long, env = "THREADQL_RESPONSE_CACHE_BYTES", default_value_t = 32 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(0..=(1_u64 << 40)), global = true)]
+    pub response_cache_bytes: u64,
     // ----- query costs and persisted queries -----
     /// Most bytes of query text the automatic-persisted-query cache keeps (with its entries'
     /// keys and bookkeeping), least recently used dropped first; a document larger than this is
@@ -596,6 +600,7 @@ impl fmt::Debug for Config {
             .field("page_origins", &self.page_origins)
             .field("apq_cache_bytes", &self.apq_cache_bytes)
             .field("cache_bytes", &self.cache_bytes)
+            .field("response_cache_bytes", &self.response_cache_bytes)
             .field("max_subscriptions", &self.max_subscriptions)
             .field(
                 "max_subscriptions_per_client",

@@ -295,6 +295,12 @@ impl Api {
         self.storage.health().ping().await
     }
 
+    /// Whether what an execution read is still current (see [`crate::store::recording`]);
+    /// `None` without the read cache.
+    pub fn freshness(&self) -> Option<&dyn crate::store::Freshness> {
+        self.storage.freshness()
+    }
+
     /// Database commands sent so far, by command name.
     pub fn command_counts(&self) -> BTreeMap<String, u64> {
         self.storage.health().command_counts()

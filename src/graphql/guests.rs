@@ -68,6 +68,8 @@ impl GuestQuery {
     /// A new proof-of-work challenge for a guest's post (also at `GET /guest/challenge`, for
     /// ALTCHA's widget). Nothing is stored until a proof comes back.
     async fn guest_challenge(&self, ctx: &Context<'_>) -> GuestChallenge {
+        // A new one each time: an answer holding it is never kept whole.
+        crate::store::untracked_read();
         let challenge = services(ctx).guest_challenge();
         GuestChallenge {
             algorithm: challenge.algorithm.to_owned(),

@@ -8,8 +8,8 @@
 
 use axum::extract::{Request, State};
 use axum::http::header::{
-    CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED,
-    RETRY_AFTER, X_CONTENT_TYPE_OPTIONS,
+    CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_MODIFIED_SINCE, LAST_MODIFIED, RETRY_AFTER,
+    X_CONTENT_TYPE_OPTIONS,
 };
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -142,15 +142,11 @@ fn answer(feed: &Feed, request: &HeaderMap) -> Response {
 
 /// Whether the request's validators say it has this feed already.
 fn unchanged(request: &HeaderMap, tag: &str, updated: Micros) -> bool {
-    let mut matches = request
-        .get_all(IF_NONE_MATCH)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .peekable();
-    if matches.peek().is_some() {
-        return matches.any(|t| t == "*" || t.trim_start_matches("W/") == tag);
+    if let Some(named) = HeaderValue::from_str(tag)
+        .ok()
+        .and_then(|tag| super::answers::if_none_match(request, &tag))
+    {
+        return named;
     }
     let since = request
         .get(IF_MODIFIED_SINCE)

@@ -30,6 +30,8 @@ pub use api::{
     Storage, StoredEvent, Tallies, Tally, VoteStore, Waiting, Watched, WebhookStore,
 };
 pub use api::{CastVote, Forgotten, PersonalStore, AUTHORED_RANGE};
+pub(crate) use cache::tracking::untracked as untracked_read;
+pub use cache::tracking::{recording, Freshness, Reads};
 pub use discussions::Discussions;
 pub use events::Retention;
 pub use router::{shard, Store};

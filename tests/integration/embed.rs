@@ -489,6 +489,11 @@ async fn the_embed_runs_on_a_page_of_another_origin(layout: Layout, png: &str) {
         json!([host_origin]),
         "{summary:#}"
     );
+    // Its reads are persisted GETs, which browsers keep and revalidate.
+    assert!(
+        summary["reads"]["get"].as_u64().unwrap_or(0) >= 3,
+        "{summary:#}"
+    );
     assert_eq!(
         summary["xss"],
         Value::Null,

@@ -134,6 +134,7 @@ async function main() {
     dialogs: [],
     requests: 0,
     crossOrigin: { graphql: 0, allowOrigin: [] },
+    reads: { get: 0, revalidated: 0 },
     blockerWorks: false,
     xss: null,
     steps: {},
@@ -195,18 +196,27 @@ async function main() {
         }
         const url = new URL(response.url());
         const pageOrigin = new URL(p.url()).origin;
-        if (url.pathname === '/graphql' && url.origin !== pageOrigin && response.request().method() === 'POST') {
+        const method = response.request().method();
+        if (url.pathname === '/graphql' && method === 'GET') {
+          summary.reads.get += 1;
+          if (response.status() === 304) {
+            summary.reads.revalidated += 1;
+          }
+        }
+        if (url.pathname === '/graphql' && url.origin !== pageOrigin && method !== 'OPTIONS') {
           summary.crossOrigin.graphql += 1;
           const allowOrigin = (await response.allHeaders())['access-control-allow-origin'];
           if (!summary.crossOrigin.allowOrigin.includes(allowOrigin)) {
             summary.crossOrigin.allowOrigin.push(allowOrigin);
           }
         }
-        if (url.pathname === '/graphql' && response.request().method() === 'POST') {
+        if (url.pathname === '/graphql' && method !== 'OPTIONS' && response.status() !== 304) {
           const into = p.expected ?? summary.graphqlErrors;
           try {
             const body = await response.json();
-            for (const error of body.errors ?? []) {
+            // A persisted read's first ask by hash alone; the embed sends the text next.
+            const errors = (body.errors ?? []).filter((e) => e.extensions?.code !== 'PERSISTED_QUERY_NOT_FOUND');
+            for (const error of errors) {
               into.push(`${p.url()}: ${error.message} (${error.extensions?.code})`);
             }
           } catch {

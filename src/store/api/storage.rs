@@ -67,6 +67,12 @@ pub trait Storage: Send + Sync {
 
     /// Inboxes, follows and people's settings.
     fn notifications(&self) -> &dyn NotificationStore;
+
+    /// Whether what an execution read is still current (the read cache's generations); `None`
+    /// without the read cache, when nothing can tell.
+    fn freshness(&self) -> Option<&dyn crate::store::Freshness> {
+        None
+    }
 }
 
 /// Storage as the API layer holds it.

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use std::sync::atomic::Ordering;
 
 use super::flights::{self, Flight};
+use super::tracking::{covered, record, untracked};
 use super::{discussion_weight, entry, Lookup, ReadCache};
 use crate::domain::{Closing, Event, GuestPolicy};
 use crate::domain::{
@@ -99,7 +100,15 @@ impl DiscussionStore for CachedDiscussions {
             }
         }
         if !missing.is_empty() {
-            let read = self.inner.by_ids(&missing).await?;
+            // Under the generations the lookups took, unless the cache was bypassed.
+            let read = match lookups.iter().all(|(_, lookup)| lookup.is_some()) {
+                true => covered(self.inner.by_ids(&missing)).await?,
+                false => self.inner.by_ids(&missing).await?,
+            };
+            if read.len() < missing.len() {
+                // A discussion that is not there: no generation says when it comes.
+                untracked();
+            }
             for (id, lookup) in lookups {
                 if let Some(doc) = read.iter().find(|d| d.id == id) {
                     self.keep(lookup, doc);
@@ -135,7 +144,10 @@ impl DiscussionStore for CachedDiscussions {
             }
         }
         if !again.is_empty() {
-            let read = self.inner.by_ids(&again).await?;
+            let read = covered(self.inner.by_ids(&again)).await?;
+            if read.len() < again.len() {
+                untracked();
+            }
             for (id, lookup) in again.iter().zip(again_lookups) {
                 if let Some(doc) = read.iter().find(|d| &d.id == id) {
                     self.keep(Some(lookup), doc);
@@ -180,7 +192,12 @@ impl DiscussionStore for CachedDiscussions {
             return Ok(found);
         }
         let mark = self.cache.mark();
-        let read = self.inner.by_keys(&unknown).await?;
+        // A read by key is tracked only when every key was found and none of their
+        // discussions changed while it was read (recorded below).
+        let read = covered(self.inner.by_keys(&unknown)).await?;
+        if mark.is_none() || read.len() < unknown.len() {
+            untracked();
+        }
         if let Some(mark) = &mark {
             for doc in &read {
                 let Some(key) = &doc.key else { continue };
@@ -188,6 +205,10 @@ impl DiscussionStore for CachedDiscussions {
                 let lookup = self
                     .cache
                     .lookup_since(mark, &doc.id, DOCUMENT.into(), true);
+                match &lookup {
+                    Some(l) => record(&doc.id, l.key.epoch, l.key.generation),
+                    None => untracked(),
+                }
                 self.keep(lookup, doc);
             }
         }

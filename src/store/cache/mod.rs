@@ -24,6 +24,7 @@
 mod discussions;
 mod flights;
 mod layout;
+pub(crate) mod tracking;
 
 use std::any::Any;
 use std::future::Future;
@@ -36,6 +37,7 @@ use moka::sync::Cache;
 pub(crate) use self::discussions::CachedDiscussions;
 use self::flights::{Flight, Flights};
 pub(crate) use self::layout::CachedLayout;
+use self::tracking::{covered, record, Freshness, Reads};
 use crate::domain::{Comment, Discussion, DiscussionId, DiscussionKey};
 use crate::store::shared::error::StoreResult;
 
@@ -201,6 +203,7 @@ impl ReadCache {
         }
         let epoch = self.epoch.load(Ordering::Acquire);
         let generation = self.generation(id);
+        record(id, epoch, generation);
         Some(Lookup {
             key: Key {
                 discussion: id.clone(),
@@ -340,6 +343,8 @@ impl ReadCache {
         let Some(lookup) = self.lookup(&discussion.id, describe()) else {
             return read.await;
         };
+        // Its commands are read under the generation the lookup took (and recorded).
+        let read = covered(read);
         let fits = |(basis, _): &(Arc<Discussion>, T)| **basis == *discussion;
         if let Some((_, value)) = self.get_if(&lookup, fits) {
             return Ok(value);
@@ -422,6 +427,19 @@ impl ReadCache {
         self.entries.invalidate_all();
         self.keys.invalidate_all();
         self.stats.invalidations.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Freshness for ReadCache {
+    fn current(&self, reads: &Reads) -> bool {
+        self.open.load(Ordering::Acquire)
+            && reads
+                .epoch
+                .is_none_or(|epoch| epoch == self.epoch.load(Ordering::Acquire))
+            && reads
+                .discussions
+                .iter()
+                .all(|(id, generation)| self.generations.get(id) == Some(*generation))
     }
 }
 

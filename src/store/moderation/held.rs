@@ -62,6 +62,8 @@ pub(crate) struct HeldComments {
     max_depth: usize,
     trusted: Mutex<HashSet<String>>,
     log: EventLog,
+    /// The read cache, which a discussion's placeholders are read through.
+    cache: Option<Arc<crate::store::cache::ReadCache>>,
 }
 
 /// The filter of a queue, in one discussion or all.
@@ -95,7 +97,34 @@ impl HeldComments {
             clock,
             max_depth,
             trusted: Mutex::default(),
+            cache: None,
         }
+    }
+
+    /// Reads a discussion's placeholders through `cache` (the pages they are left out of are
+    /// cached there too; every change of them is a change of their discussion).
+    pub(crate) fn read_through(&mut self, cache: Arc<crate::store::cache::ReadCache>) {
+        self.cache = Some(cache);
+    }
+
+    async fn placeholders_stored(&self, discussion: &DiscussionId) -> StoreResult<Vec<Slug>> {
+        let statuses = [Queue::Pending.as_str(), Queue::Rejected.as_str()];
+        let found: Vec<Document> = self
+            .coll
+            .find(doc! {
+                "discussion_id": discussion.as_str(),
+                "status": { "$in": statuses.as_slice() },
+                "public": true,
+            })
+            .projection(doc! { "slug": 1 })
+            .await?
+            .try_collect()
+            .await?;
+        Ok(found
+            .iter()
+            .filter_map(|d| d.get_str("slug").ok())
+            .map(|slug| Slug::from_stored(slug.to_owned()))
+            .collect())
     }
 
     /// The collection of reports.
@@ -487,23 +516,21 @@ impl HeldStore for HeldComments {
     }
 
     async fn placeholders(&self, discussion: &DiscussionId) -> StoreResult<Vec<Slug>> {
-        let statuses = [Queue::Pending.as_str(), Queue::Rejected.as_str()];
-        let found: Vec<Document> = self
-            .coll
-            .find(doc! {
-                "discussion_id": discussion.as_str(),
-                "status": { "$in": statuses.as_slice() },
-                "public": true,
-            })
-            .projection(doc! { "slug": 1 })
-            .await?
-            .try_collect()
-            .await?;
-        Ok(found
-            .iter()
-            .filter_map(|d| d.get_str("slug").ok())
-            .map(|slug| Slug::from_stored(slug.to_owned()))
-            .collect())
+        let lookup = self.cache.as_ref().and_then(|cache| {
+            let lookup = cache.lookup(discussion, "placeholders".into())?;
+            Some((cache, lookup))
+        });
+        let Some((cache, lookup)) = lookup else {
+            return self.placeholders_stored(discussion).await;
+        };
+        if let Some(found) = cache.get::<Vec<Slug>>(&lookup) {
+            return Ok(found);
+        }
+        let found =
+            crate::store::cache::tracking::covered(self.placeholders_stored(discussion)).await?;
+        let bytes = 64 + found.iter().map(|s| 32 + s.as_str().len()).sum::<usize>();
+        cache.put(lookup, found.clone(), bytes);
+        Ok(found)
     }
 
     async fn unreport(&self, report: &Report) -> StoreResult<()> {

@@ -116,7 +116,7 @@ impl Store {
             embedded_max_bytes: config.embedded_max_bytes,
         };
         let layouts = Arc::new(Layouts::new(parts, &discussions));
-        let held = HeldComments::new(
+        let mut held = HeldComments::new(
             &db,
             &commands,
             clock.clone(),
@@ -168,6 +168,9 @@ impl Store {
                 cache,
             }
         });
+        if let Some(cached) = &cache {
+            held.read_through(cached.cache.clone());
+        }
         Ok(Self {
             db,
             discussions,
@@ -301,5 +304,11 @@ impl Storage for Store {
 
     fn notifications(&self) -> &dyn NotificationStore {
         &self.notifications
+    }
+
+    fn freshness(&self) -> Option<&dyn crate::store::Freshness> {
+        self.cache
+            .as_ref()
+            .map(|cached| cached.cache.as_ref() as &dyn crate::store::Freshness)
     }
 }

@@ -220,6 +220,7 @@ impl CommandCounter {
     /// Awaits `command`, timed (see [`Timed`]); for the commands the store does not send
     /// through a [`Counted`] collection.
     pub(crate) async fn timed<F: IntoFuture>(&self, command: Command, sent: F) -> F::Output {
+        crate::store::cache::tracking::untracked();
         let started = Instant::now();
         let done = sent.await;
         if let Some(histogram) = self.inner.duration(command) {
@@ -244,7 +245,10 @@ impl CommandCounter {
     }
 
     /// Records that the store sends a `name` command.
+    /// An execution being recorded for the response cache is untracked from here, unless the
+    /// command is a read the read cache covers with a generation.
     pub fn sent(&self, name: &'static str) {
+        crate::store::cache::tracking::untracked();
         let mut named = self.inner.named.lock().unwrap_or_else(|p| p.into_inner());
         *named.entry(name).or_default() += 1;
     }

@@ -5,6 +5,7 @@
 
 mod model;
 mod reads;
+mod revalidation;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -25,7 +26,8 @@ use crate::support::{
 use crate::votes::{vote_value, VOTE};
 use model::{model_case, model_seed};
 use reads::{
-    ask, assert_answer, assert_complete, assert_same, complete, snapshot, viewers, Target, Viewer,
+    ask, assert_answer, assert_complete, assert_same, complete, reads_of, revalidated, snapshot,
+    viewers, Target, Viewer,
 };
 
 /// Longest wait for anything a test waits for.
@@ -44,6 +46,8 @@ const INVALIDATIONS: &str = "threadql_cache_invalidations_total";
 const BYTES: &str = "threadql_cache_bytes";
 const EVENTS: &str = "threadql_change_events_total";
 const STREAMS: &str = "threadql_change_streams_opened_total";
+// The response cache's.
+const RESPONSE_HITS: &str = "threadql_response_cache_hits_total";
 
 const CREATE: &str = "mutation($k: String!, $l: StorageLayout) { ensureDiscussion(input: {key: $k, title: \"cached\", url: \"https://example.com/cached\", layout: $l}) { id } }";
 const POST: &str = "mutation($d: ID!, $p: String, $t: String!) { postComment(input: {discussionId: $d, parentSlug: $p, text: $t}) { slug status } }";
@@ -524,7 +528,10 @@ const CRAWL: &str =
 async fn cold_discussions_read_once_stay_out_of_the_cache() {
     let database = unique_db("cache_crawler");
     let writer = Running::start(cache_config(&database, Layout::PerComment, false)).await;
-    let server = Running::start(cache_config(&database, Layout::PerComment, true)).await;
+    // The read cache alone: the response cache would answer the hot reads before it.
+    let mut config = cache_config(&database, Layout::PerComment, true);
+    config.response_cache_bytes = 0;
+    let server = Running::start(config).await;
     // Its feed is open, so the cache counts reads (it is bypassed until then).
     until("the cached server opens its change feed", || async {
         metric(&server, STREAMS).await >= 1
@@ -678,4 +685,72 @@ async fn readers_that_miss_together_after_a_post_read_the_database_once() {
     assert!(waited, "some readers took what another read");
     server.shutdown().await;
     writer.shutdown().await;
+}
+
+/// The comparison catches a stale answer. A comment's text and HTML are changed behind the
+/// servers' back (a write no change feed hears), so the cached server goes on serving what it
+/// kept: to anonymous readers by POST from the response cache, and to readers by GET as `304`.
+/// The comparison with the server without the cache must report both, as it would a stale
+/// entry the response cache kept by mistake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planted_stale_answer_fails_the_comparison() {
+    use crate::support::{rewrite_stored_comment, Home};
+    // On embedded the rewrite is a write of the discussion document, which the feed hears.
+    for layout in [Layout::PerComment, Layout::Bucketed] {
+        let database = unique_db("cache_planted");
+        let server = Running::start(cache_config(&database, layout, true)).await;
+        let oracle = Running::start(cache_config(&database, layout, false)).await;
+        let client = reqwest::Client::new();
+        let vars = json!({ "k": "planted", "l": layout_name(layout) });
+        let d = server.mutate(&user("u1"), CREATE, vars).await["ensureDiscussion"]["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        let a = server.post(&user("u1"), &d, None, "first").await;
+        let b = server.post(&user("u2"), &d, Some(&a), "reply").await;
+        let (key, s, t) = ("planted".to_owned(), a.clone(), b);
+        let target = Target { d, key, s, t };
+        let viewers = viewers();
+        let anonymous = &viewers[..2];
+        until(
+            "anonymous reads are answered from the response cache",
+            || async {
+                let got = snapshot(&client, &server, &target, anonymous).await;
+                let truth = snapshot(&client, &oracle, &target, anonymous).await;
+                assert_same(&got, &truth, &format!("{layout:?}: before the plant"));
+                metric(&server, RESPONSE_HITS).await > 0 && revalidated(&viewers) > 0
+            },
+        )
+        .await;
+        let (hits, shown) = (metric(&server, RESPONSE_HITS).await, revalidated(&viewers));
+        let set = mongodb::bson::doc! { "text": "planted", "html": "<p>planted</p>\n" };
+        rewrite_stored_comment(&database, Home::Layout(layout), (&target.d, &a), set, &[]).await;
+
+        let truth = snapshot(&client, &oracle, &target, anonymous).await;
+        let got = snapshot(&client, &server, &target, anonymous).await;
+        let stale: Vec<&str> = got
+            .iter()
+            .zip(&truth)
+            .filter(|((_, g), (_, w))| g != w)
+            .map(|((read, _), _)| read.as_str())
+            .collect();
+        for read in ["lists as anonymous", "lists as anonymous by GET"] {
+            assert!(
+                stale.contains(&read),
+                "{layout:?}: {read} is stale: {stale:?}"
+            );
+        }
+        assert!(
+            metric(&server, RESPONSE_HITS).await > hits,
+            "{layout:?}: kept bytes served"
+        );
+        assert!(
+            revalidated(&viewers) > shown,
+            "{layout:?}: a 304 was served"
+        );
+        let compared = std::panic::catch_unwind(|| assert_same(&got, &truth, "planted"));
+        assert!(compared.is_err(), "{layout:?}: the comparison fails");
+        server.shutdown().await;
+        oracle.shutdown().await;
+    }
 }

@@ -421,6 +421,7 @@ pub(super) async fn model_case(layout: Layout, seed: u64) {
     let names = ["A", "B"];
     let client = reqwest::Client::new();
     let viewers = viewers();
+    let anonymous = &viewers[..2];
     let mut fence = Fence::new(&cached, layout).await;
 
     let key = format!("cache-model-{seed}");
@@ -487,6 +488,11 @@ pub(super) async fn model_case(layout: Layout, seed: u64) {
         let truth = snapshot(&client, &oracle, &target, &viewers).await;
         assert_complete(&truth, &context);
         assert_same(&got, &truth, &format!("{context}: {} at once", names[w]));
+        // Read again anonymously: what the first read kept is served (or revalidated).
+        let again = snapshot(&client, writer, &target, anonymous).await;
+        let anonymous_truth = reads_of(&truth, anonymous);
+        let context_again = format!("{context}: {} read again anonymously", names[w]);
+        assert_same(&again, &anonymous_truth, &context_again);
         state = State::read(&client, &oracle, &d).await;
         fence.pass(writer).await;
         let after = metrics(&cached, EVENTS).await;
@@ -503,14 +509,24 @@ pub(super) async fn model_case(layout: Layout, seed: u64) {
             &truth,
             &format!("{context}: {} once it heard the write", names[1 - w]),
         );
-        compared += 2 * truth.len();
+        let again = snapshot(&client, other, &target, anonymous).await;
+        let context_again = format!("{context}: {} read again anonymously", names[1 - w]);
+        assert_same(&again, &anonymous_truth, &context_again);
+        compared += 2 * (truth.len() + anonymous_truth.len());
     }
+    let answered = metrics(&cached, RESPONSE_HITS).await;
+    assert!(
+        answered.iter().all(|h| *h > 0) && revalidated(&viewers) > 0,
+        "{layout:?}: anonymous reads were answered from the response cache ({answered:?}) and by 304 ({})",
+        revalidated(&viewers)
+    );
 
     let hits = metrics(&cached, HITS).await;
     let misses = metrics(&cached, MISSES).await;
     let invalidations = metrics(&cached, INVALIDATIONS).await;
     eprintln!(
-        "cache model, {layout:?}: {OPS} writes ({conflicts} sent again after CONFLICT), {compared} answers compared with the uncached server's; hits {hits:?} (after warming {warm:?}), misses {misses:?}, invalidations {invalidations:?}; change events per write (events: writes): {events:?}"
+        "cache model, {layout:?}: {OPS} writes ({conflicts} sent again after CONFLICT), {compared} answers compared with the uncached server's; hits {hits:?} (after warming {warm:?}), misses {misses:?}, invalidations {invalidations:?}; response cache hits {answered:?}, 304s {}; change events per write (events: writes): {events:?}",
+        revalidated(&viewers)
     );
     for i in 0..2 {
         assert!(

@@ -1,6 +1,11 @@
 //! What the cache tests read: every public read of a discussion as documents, one server's
 //! answers to all of them as each viewer (a snapshot), and how two snapshots are compared.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use sha2::Digest as _;
+
 use super::*;
 
 /// Every field of a comment, the viewer's own included.
@@ -72,20 +77,125 @@ pub(super) const PAGES: &str = r#"query($d: ID!, $s: String!, $first: String, $f
 pub(super) struct Viewer {
     pub(super) name: &'static str,
     pub(super) token: Option<String>,
+    /// Reads anonymously by GET as a browser does: persisted queries, each URL's answer kept
+    /// with its `ETag` and revalidated (a `304` is answered with the kept body).
+    browser: Option<Mutex<Browser>>,
 }
 
 impl Viewer {
     pub(super) fn new(name: &'static str, token: Option<String>) -> Viewer {
-        Viewer { name, token }
+        Viewer {
+            name,
+            token,
+            browser: None,
+        }
+    }
+
+    /// An anonymous reader by GET, with a browser's cache.
+    pub(super) fn browser(name: &'static str) -> Viewer {
+        Viewer {
+            browser: Some(Mutex::default()),
+            ..Viewer::new(name, None)
+        }
     }
 }
 
-/// Anonymous, and `u1` signed in (so `viewerVote` and an author's view are read).
-pub(super) fn viewers() -> [Viewer; 2] {
+/// Anonymous (by POST, through the response cache), anonymous by GET with revalidation, and `u1`
+/// signed in (so `viewerVote` and an author's view are read).
+pub(super) fn viewers() -> [Viewer; 3] {
     [
         Viewer::new("anonymous", None),
+        Viewer::browser("anonymous by GET"),
         Viewer::new("u1", Some(user("u1"))),
     ]
+}
+
+/// What a browser keeps of GET answers, by URL: the `ETag` and the body.
+#[derive(Default)]
+pub(super) struct Browser {
+    kept: HashMap<String, (String, Value)>,
+    /// Answers served as `304` so far.
+    pub(super) revalidated: u32,
+}
+
+/// Sends a query by GET as a persisted query (its hash; with its text when the server does not
+/// know it yet), revalidating the answer `browser` kept for the URL; returns the body (the kept
+/// one on `304`).
+async fn ask_by_get(
+    client: &reqwest::Client,
+    server: &Running,
+    browser: &Mutex<Browser>,
+    query: &str,
+    vars: &Value,
+) -> Value {
+    let hash = format!("{:x}", sha2::Sha256::digest(query.as_bytes()));
+    let extensions = json!({ "persistedQuery": { "version": 1, "sha256Hash": hash } });
+    let mut url = reqwest::Url::parse(&server.url("/graphql")).expect("a URL");
+    url.query_pairs_mut()
+        .append_pair("extensions", &extensions.to_string())
+        .append_pair("variables", &vars.to_string());
+    for with_text in [false, true] {
+        if with_text {
+            url.query_pairs_mut().append_pair("query", query);
+        }
+        let kept = lock(browser).kept.get(url.as_str()).cloned();
+        let mut request = client.get(url.clone());
+        if let Some((tag, _)) = &kept {
+            request = request.header("if-none-match", tag);
+        }
+        let response = request.send().await.expect("send");
+        let status = response.status().as_u16();
+        if status == 304 {
+            let (_, body) = kept.expect("a 304 answers a request that named a tag");
+            lock(browser).revalidated += 1;
+            return body;
+        }
+        let tag = response
+            .headers()
+            .get("etag")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body: Value = response.json().await.expect("json body");
+        assert_eq!(status, 200, "{body:#}");
+        if body["errors"][0]["extensions"]["code"] == "PERSISTED_QUERY_NOT_FOUND" {
+            continue;
+        }
+        match tag {
+            Some(tag) => lock(browser)
+                .kept
+                .insert(url.to_string(), (tag, body.clone())),
+            None => lock(browser).kept.remove(url.as_str()),
+        };
+        return body;
+    }
+    panic!("a persisted query sent with its text is known");
+}
+
+fn lock(browser: &Mutex<Browser>) -> std::sync::MutexGuard<'_, Browser> {
+    browser.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// How many answers the browser readers among `viewers` were given as `304`.
+pub(super) fn revalidated(viewers: &[Viewer]) -> u32 {
+    viewers
+        .iter()
+        .filter_map(|v| v.browser.as_ref())
+        .map(|b| lock(b).revalidated)
+        .sum()
+}
+
+/// A read of `viewer`: by POST with their token, or by GET as a browser.
+async fn read_as(
+    client: &reqwest::Client,
+    server: &Running,
+    viewer: &Viewer,
+    query: &str,
+    vars: Value,
+) -> Value {
+    match &viewer.browser {
+        Some(browser) => ask_by_get(client, server, browser, query, &vars).await,
+        None => ask(client, server, viewer.token.as_deref(), query, vars).await,
+    }
 }
 
 /// What a snapshot reads: the discussion, its key, and the comments linked to directly (`s` may
@@ -135,10 +245,9 @@ pub(super) async fn snapshot(
     ]);
     let mut out = Vec::new();
     for viewer in viewers {
-        let token = viewer.token.as_deref();
-        let lists = ask(client, server, token, &lists_query, json!({ "d": d })).await;
+        let lists = read_as(client, server, viewer, &lists_query, json!({ "d": d })).await;
         let vars = json!({ "d": d, "k": target.key, "s": s, "t": t, "r": representations });
-        let links = ask(client, server, token, &links_query, vars).await;
+        let links = read_as(client, server, viewer, &links_query, vars).await;
         let list = &lists["data"]["discussion"];
         let end = |name: &str| list[name]["pageInfo"]["endCursor"].clone();
         let vars = json!({
@@ -152,7 +261,7 @@ pub(super) async fn snapshot(
             "controversial": end("controversial"),
             "sub": links["data"]["link"]["sub"]["pageInfo"]["endCursor"],
         });
-        let pages = ask(client, server, token, &pages_query, vars).await;
+        let pages = read_as(client, server, viewer, &pages_query, vars).await;
         for (read, body) in [("lists", lists), ("links", links), ("pages", pages)] {
             out.push((format!("{read} as {}", viewer.name), body));
         }
@@ -222,6 +331,20 @@ pub(super) fn assert_answer(context: &str, read: &str, got: &Value, want: &Value
         let diff = difference("", got, want).unwrap_or_default();
         panic!("{context}: {read} differs from the uncached server at {diff}");
     }
+}
+
+/// The reads of `snapshot` made by `viewers`.
+pub(super) fn reads_of(snapshot: &Snapshot, viewers: &[Viewer]) -> Snapshot {
+    snapshot
+        .iter()
+        .filter(|(read, _)| {
+            viewers.iter().any(|v| {
+                read.strip_suffix(v.name)
+                    .is_some_and(|r| r.ends_with(" as "))
+            })
+        })
+        .cloned()
+        .collect()
 }
 
 /// Fails at the first read where the cached server's answer is not the uncached one's.
