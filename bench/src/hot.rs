@@ -202,7 +202,8 @@ impl Servers {
     }
 }
 
-/// The read cache's counters on a server's `/metrics`.
+/// The caches' counters on a server's `/metrics` (hits of the read cache and of the response
+/// cache together).
 #[derive(Debug, Clone, Copy, Default)]
 struct Counters {
     hits: u64,
@@ -213,16 +214,18 @@ struct Counters {
 
 impl Counters {
     async fn of(server: &Server) -> anyhow::Result<Counters> {
-        let [hits, misses, invalidations, change_events] = server
+        let [hits, answers, misses, invalidations, change_events] = server
             .metrics_of([
                 "threadql_cache_hits_total",
+                "threadql_response_cache_hits_total",
                 "threadql_cache_misses_total",
                 "threadql_cache_invalidations_total",
                 "threadql_change_events_total",
             ])
             .await?;
+        // An anonymous read answered whole from the response cache is a hit too.
         Ok(Counters {
-            hits,
+            hits: hits + answers,
             misses,
             invalidations,
             change_events,
@@ -376,6 +379,8 @@ pub(crate) struct HotLayout {
     pub staleness: Vec<Staleness>,
     /// Discussions read once, before the hot reads and after them.
     pub cold: Vec<Cold>,
+    /// Reads against `GET /healthz` on A.
+    pub wire: crate::wire::Wire,
 }
 
 /// A post through B and when its answer arrived.
@@ -491,6 +496,11 @@ pub(crate) async fn measure(
         reads.push(scenario.compare(read, target, false).await?);
     }
     eprintln!(
+        "{layout}: reads against GET /healthz on A, {} clients, rounds: {}",
+        settings.clients, settings.rounds
+    );
+    let wire = scenario.wire(http).await?;
+    eprintln!(
         "{layout}: {} while B takes a post a second",
         Read::Tree.label()
     );
@@ -521,10 +531,32 @@ pub(crate) async fn measure(
         tree_with_writes,
         staleness,
         cold,
+        wire,
     })
 }
 
 impl Scenario<'_> {
+    /// The first page and the tree, anonymous and signed in, and a `304`, against `/healthz`,
+    /// on A.
+    async fn wire(&self, http: &reqwest::Client) -> anyhow::Result<crate::wire::Wire> {
+        let first_page = self.prepared.fixtures.graphql(Read::FirstPage);
+        let tree = self.prepared.fixtures.graphql(Read::Tree);
+        let setup = crate::wire::Setup {
+            http: http.clone(),
+            base: self.servers.cached.base.clone(),
+            token: self
+                .keys
+                .mint("bench-hot-reader", "Hot Reader", &[], 24 * 3600),
+            first_page: (first_page.0.as_str(), &first_page.1),
+            tree: (tree.0.as_str(), &tree.1),
+            clients: self.settings.clients,
+            run: self.settings.run(),
+            warmup: self.settings.warmup(),
+            rounds: self.settings.rounds,
+        };
+        crate::wire::measure(&setup).await
+    }
+
     fn writer(&self, seed: u64) -> Writer {
         Writer {
             client: self.writer.clone(),
@@ -960,5 +992,11 @@ pub(crate) fn markdown(results: &[HotLayout]) -> String {
             );
         }
     }
+    let wires: Vec<(String, &crate::wire::Wire)> = results
+        .iter()
+        .map(|r| (r.layout.clone(), &r.wire))
+        .collect();
+    out.push('\n');
+    out.push_str(&crate::wire::markdown(&wires));
     out
 }

@@ -21,6 +21,7 @@ mod server;
 mod stats;
 mod votes;
 mod webhooks;
+mod wire;
 
 use std::collections::HashSet;
 use std::path::PathBuf;

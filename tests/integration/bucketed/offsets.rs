@@ -132,8 +132,12 @@ async fn offset_windows_straddle_pages() {
             for first in [1, 4, 5, 6, 11] {
                 let before = app.store().commands().snapshot();
                 let data = app.ok(&q, json!({ "d": d, "o": skip, "f": first })).await;
+                // Reads only: the change feed's getMores (counted as "other") come when they
+                // will, and one landed inside a count on a loaded CI machine.
                 let used: u64 = diff(&before, &app.store().commands().snapshot())
-                    .values()
+                    .iter()
+                    .filter(|(name, _)| *name != "other")
+                    .map(|(_, n)| n)
                     .sum();
                 let list = &data["discussion"]["list"];
                 let got: Vec<String> = list["nodes"]
