@@ -255,6 +255,11 @@ async fn handle(
     let get = parts.method == Method::GET || parts.method == Method::HEAD;
     let batch = if get {
         let request = read_get(&parts.uri)?;
+        if authorization.is_none() && format != Format::EventStream {
+            if let Some(answered) = answers::kept(state, &request, format, get, &parts.headers) {
+                return Ok(answered);
+            }
+        }
         if is_mutation(&request) {
             return Err(Refusal::new(
                 StatusCode::METHOD_NOT_ALLOWED,

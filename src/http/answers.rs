@@ -263,6 +263,26 @@ impl ResponseCache {
     }
 }
 
+/// The answer kept for an operation of a caller without a token, while it is current (only
+/// queries' answers are kept, so a GET is answered before its document is parsed).
+pub(super) fn kept(
+    state: &HttpState,
+    request: &async_graphql::Request,
+    format: Format,
+    get: bool,
+    headers: &HeaderMap,
+) -> Option<(Response, Outcome)> {
+    let cache = &state.responses;
+    let key = ResponseCache::key(format, request)?;
+    let kept = cache.current(&key, state.api.freshness()?)?;
+    let response = cache.serve(&kept, format, get, headers)?;
+    let name = kept.operation.clone();
+    Some((
+        response,
+        Outcome::answered(OperationType::Query, name, Vec::new()),
+    ))
+}
+
 /// Runs one operation of a caller without a token (`get`: sent by GET or HEAD): from the
 /// response cache while its answer there is current, else run, recording what it reads, and
 /// kept when it may be.
@@ -274,22 +294,12 @@ pub(super) async fn anonymous(
     get: bool,
     headers: &HeaderMap,
 ) -> (Response, Outcome) {
+    if let Some(answered) = kept(state, &request, format, get, headers) {
+        return answered;
+    }
     let cache = &state.responses;
     let freshness = state.api.freshness();
     let key = ResponseCache::key(format, &request);
-    if let (Some(key), Some(freshness)) = (&key, freshness) {
-        let kept = cache.current(key, freshness);
-        if let Some(response) = kept
-            .as_ref()
-            .and_then(|k| cache.serve(k, format, get, headers))
-        {
-            let name = kept.and_then(|k| k.operation.clone());
-            return (
-                response,
-                Outcome::answered(OperationType::Query, name, Vec::new()),
-            );
-        }
-    }
     let ((response, operation), reads) = recording(state.api.execute_observed(request, auth)).await;
     let outcome = Outcome::answered(
         operation.of_type,
