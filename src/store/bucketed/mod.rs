@@ -175,7 +175,11 @@ impl Bucketed {
         };
         let mut unchanged = unchanged_filter("", current)?;
         if counted {
-            let replies = i64::try_from(current.reply_count).unwrap_or(i64::MAX);
+            // An element stored without replies may have no `reply_count` (read as 0).
+            let replies = match i64::try_from(current.reply_count).unwrap_or(i64::MAX) {
+                0 => Bson::Document(doc! { "$in": [0_i64, Bson::Null] }),
+                n => Bson::Int64(n),
+            };
             unchanged.insert("reply_count", replies);
         }
         let filter = doc! {
