@@ -194,6 +194,28 @@ async fn ranked_pages_follow_every_change_of_a_voted_comment() {
     check_ranked_as_listed(&app, &d, &voted, None).await;
 }
 
+#[tokio::test]
+async fn a_reply_counts_in_a_copy_another_process_made() {
+    let app = TestApp::with("copies_other", settings(3)).await;
+    let config = app.settings.config(&app.database);
+    let built = threadql::app::App::build(&config)
+        .await
+        .expect("a second app");
+    let other = TestApp::from_app(built, app.database.clone(), app.settings.clone());
+    let (d, slugs) = copied_discussion(&app, 4).await;
+    // This process posted the comment and remembers it as never voted on; the other votes.
+    up_vote(&other, &d, &slugs[2], "v1").await;
+    let bob = app.token("u2", "Bob");
+    for text in ["a reply", "another"] {
+        let vars = json!({ "d": d, "p": slugs[2], "t": text });
+        app.ok_as(Some(&bob), POST, vars).await;
+    }
+    let copies = stored_copies(&app, &d).await;
+    assert_eq!(copies[&slugs[2]].get_i64("reply_count"), Ok(2));
+    check_ranked_as_listed(&app, &d, &[slugs[2].as_str()], None).await;
+    check_ranked_as_listed(&other, &d, &[slugs[2].as_str()], None).await;
+}
+
 /// What a test's commands read: documents returned per collection.
 #[derive(Clone, Default)]
 struct Returned(Arc<Mutex<BTreeMap<String, u64>>>);
