@@ -41,6 +41,8 @@ admin.runCommand({ shardCollection: "threadql.imports", key: { discussion_id: 1,
 admin.runCommand({ shardCollection: "threadql.rankings", key: { _id: "hashed" } });
 // Buckets: the unique {discussion_id, page} index is the shard key.
 admin.runCommand({ shardCollection: "threadql.comment_pages", key: { discussion_id: 1, page: 1 }, unique: true });
+// The bucketed layout's copies of voted comments: by discussion and comment, their unique index.
+admin.runCommand({ shardCollection: "threadql.voted_copies", key: { discussion_id: 1, slug: 1 }, unique: true });
 // Notifications: every read names its recipient; `_id` holds it, so it stays unique per shard.
 admin.runCommand({ shardCollection: "threadql.notifications", key: { recipient: "hashed" } });
 // Follows: the fan-out reads a discussion's followers; `_id` holds the discussion.

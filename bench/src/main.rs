@@ -3,6 +3,7 @@
 mod bombs;
 mod charts;
 mod client;
+mod edits;
 mod erasure;
 mod fanout;
 mod floor;
@@ -809,7 +810,10 @@ async fn run_erasure(args: &Args) -> anyhow::Result<()> {
     )
 }
 
-/// Measures the vote throughput only (`--vote-throughput`).
+/// Comments edited, never voted on and then voted on, before the votes of `--vote-throughput`.
+const EDITS: usize = 100;
+
+/// Measures the vote throughput only (`--vote-throughput`), and the cost of an edit.
 async fn run_votes(args: &Args) -> anyhow::Result<()> {
     let server_bin = server::locate(args.server_bin.as_deref())?;
     let database = Database::open(args).await?;
@@ -819,7 +823,7 @@ async fn run_votes(args: &Args) -> anyhow::Result<()> {
         let secret = new_secret();
         let keys = JwtKeys::new(&secret);
         let http = client::http_client()?;
-        let mut results = Vec::new();
+        let (mut results, mut edited) = (Vec::new(), Vec::new());
         for layout in args.layouts() {
             if store.layout(layout).is_err() {
                 eprintln!("skipping the {layout} layout: this build does not have it");
@@ -865,8 +869,15 @@ async fn run_votes(args: &Args) -> anyhow::Result<()> {
             };
             let mut counts = vec![1, args.voters.max(1)];
             counts.dedup();
-            let mut measured = Ok(());
-            for voters in counts {
+            let mut measured = match edits::measure(&server, &client, &target, EDITS).await {
+                Ok(costs) => {
+                    eprint!("{}", edits::markdown(&costs));
+                    edited.extend(costs);
+                    Ok(())
+                }
+                Err(err) => Err(err),
+            };
+            for voters in counts.into_iter().filter(|_| measured.is_ok()) {
                 eprintln!("{label}: {} votes by {voters} voter(s)", args.votes);
                 let tag = format!("{layout}-{voters}");
                 match votes::measure(&server, &client, &target, voters, args.votes, &tag).await {
@@ -883,15 +894,21 @@ async fn run_votes(args: &Args) -> anyhow::Result<()> {
             server.stop().await;
             measured?;
         }
-        anyhow::Ok(results)
+        anyhow::Ok((results, edited))
     };
     let results = tokio::select! {
         results = measured => results,
         () = threadql::app::shutdown_signal() => Err(anyhow::anyhow!("interrupted")),
     };
     database.close().await;
-    let results = results?;
-    write_results(args, &described, &results, &votes::markdown(&results))
+    let (results, edited) = results?;
+    let table = format!(
+        "{}\n{}",
+        votes::markdown(&results),
+        edits::markdown(&edited)
+    );
+    let saved = serde_json::json!({ "votes": results, "edits": edited });
+    write_results(args, &described, &saved, &table)
 }
 
 /// Writes a measurement's `results` to `--out` as JSON, with the command, the machine, the

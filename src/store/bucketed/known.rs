@@ -26,6 +26,9 @@ pub(super) struct Location {
     pub root_page: i64,
     /// Its full slug.
     pub full_slug: FullSlug,
+    /// Whether it was voted on (then it may have a copy: see `copies`); a vote from another
+    /// process is caught by the pages command of a reply, which checks it.
+    pub voted: bool,
 }
 
 /// Remembered locations per discussion, with the discussion's count of moves they belong to.
@@ -77,6 +80,16 @@ impl Locations {
         }
     }
 
+    /// Remembers that the comment `slug` of `discussion` was voted on, if it is remembered.
+    pub(super) fn voted(&self, discussion: &Discussion, slug: &Slug) {
+        let mut known = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((moves, slugs)) = known.discussions.get_mut(&discussion.id) {
+            if let (true, Some(location)) = (*moves == discussion.moves, slugs.get_mut(slug)) {
+                location.voted = true;
+            }
+        }
+    }
+
     /// Forgets all of `discussion` (what was remembered turned out wrong).
     pub(super) fn forget(&self, discussion: &DiscussionId) {
         let mut known = self.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -119,6 +132,7 @@ mod tests {
             page,
             root_page: page,
             full_slug,
+            voted: false,
         };
         (slug, location)
     }

@@ -11,7 +11,7 @@ use super::shapes::{
     block_of, order_key, page_id, BLOCK_KEYS, FLOOR, KEYED, NUM_PAGES, PAGE_BLOCKS, SEALED_MAX,
     SEALED_MIN, SIZED, THREAD_PAGES,
 };
-use super::Bucketed;
+use super::{copies, Bucketed};
 use crate::domain::{Comment, Discussion, DiscussionId, Slug};
 use crate::store::moves::migrate::{Lease, Movable};
 use crate::store::shared::bson::{as_i64, corrupt};
@@ -21,12 +21,15 @@ use crate::store::shared::metrics::Counted;
 
 #[async_trait]
 impl Movable for Bucketed {
-    /// The discussion's pages, its comments in each page's `comments`.
-    fn documents_of(&self, id: &DiscussionId) -> (&Counted<Document>, Document) {
-        (&self.pages, doc! { "discussion_id": id.as_str() })
+    /// The discussion's pages, its comments in each page's `comments`, and its copies.
+    fn documents_of(&self, id: &DiscussionId) -> Vec<(&Counted<Document>, Document)> {
+        let filter = doc! { "discussion_id": id.as_str() };
+        vec![(&self.pages, filter.clone()), (&self.copies, filter)]
     }
 
+    /// The copies go first: a copy never outlives its page.
     async fn clear(&self, id: &DiscussionId) -> StoreResult<()> {
+        self.clear_copies(id).await?;
         self.pages
             .delete_many(doc! { "discussion_id": id.as_str() })
             .await?;
@@ -94,6 +97,8 @@ impl Movable for Bucketed {
         // Per block of pages, the comments of the threads started there and its first key.
         let (mut blocks, mut block_keys) = (Document::new(), Document::new());
         let mut floor = String::new();
+        // Copies of the comments voted on (see `copies`), written with the pages.
+        let mut copied = Vec::new();
         for (number, chunk) in chunks.iter().enumerate() {
             let (Some(first), Some(end)) = (chunk.first(), chunk.last()) else {
                 continue;
@@ -126,6 +131,21 @@ impl Movable for Bucketed {
                 .unwrap_or_default();
             let last_key = order_key(end.posted, &end.slug);
             let number = i64::try_from(number).unwrap_or(i64::MAX);
+            let home = Bson::String(page_id(&discussion.id, number));
+            for comment in chunk.iter().filter(|c| copies::voted(c)) {
+                let replies: Option<Vec<(i64, u64)>> = reply_pages.get(&comment.slug).map(|p| {
+                    p.iter()
+                        .map(|(page, n)| {
+                            (i64::try_from(*page).unwrap_or(i64::MAX), n.unsigned_abs())
+                        })
+                        .collect()
+                });
+                copied.push(copies::copy_of(
+                    comment,
+                    (&home, number),
+                    replies.as_deref(),
+                )?);
+            }
             let block = block_of(number).to_string();
             let before = blocks.get(&block).and_then(as_i64).unwrap_or(0);
             blocks.insert(block.as_str(), before + thread_total);
@@ -159,6 +179,10 @@ impl Movable for Bucketed {
                 .map(|p| p.get_i64("count").unwrap_or(0))
                 .sum::<i64>()
                 .unsigned_abs();
+            lease.written(done).await?;
+        }
+        for batch in copied.chunks(lease.chunk().max(1)) {
+            self.copies.insert_many(batch).await?;
             lease.written(done).await?;
         }
         let mut fields = doc! {

@@ -23,6 +23,10 @@ pub(super) type Counted = (i64, Slug);
 pub(crate) struct PostState {
     pub(super) target: Target,
     pub(super) parent: Option<Counted>,
+    /// The comment the reply is attached to was never voted on, as read or remembered: its
+    /// counter statement checks that it still is not, and no copy counts the reply (see
+    /// `copies`).
+    pub(super) unvoted: bool,
     pub(super) root: Option<Counted>,
     /// The parent's and the root's pages are what the process remembered, not read: the pages
     /// command checks that the reply's counters found them.
@@ -124,7 +128,8 @@ impl Bucketed {
         if guards > 0 && matched_unchanged(&reply) > 0 {
             return Ok(Pushed::Taken);
         }
-        if group.iter().any(|(_, state)| state.known) && changed(&reply) < changes {
+        let checked = |state: &PostState| state.known || state.unvoted;
+        if group.iter().any(|(_, state)| checked(state)) && changed(&reply) < changes {
             return Ok(Pushed::Stale);
         }
         Ok(Pushed::Stored)
@@ -155,7 +160,14 @@ impl Bucketed {
         };
         let at = |slug: &Slug, update: Document| -> StoreResult<Document> {
             let mut q = page_filter(id, page_of(slug)?, target.keyed);
-            q.insert("comments.slug", slug.as_str());
+            match state.unvoted && slug == parent {
+                // Still never voted on, so without a copy to count the reply in.
+                true => q.insert(
+                    "comments",
+                    doc! { "$elemMatch": { "slug": slug.as_str(), "vseq": { "$exists": false } } },
+                ),
+                false => q.insert("comments.slug", slug.as_str()),
+            };
             Ok(doc! { "q": q, "u": update })
         };
         // The parent counts the reply, and the page it went to among its replies' pages.

@@ -16,6 +16,9 @@ use mongodb::ClientSession;
 
 use super::known::Location;
 use super::push::{below_kept, Counted, Located, PostState, Pushed};
+
+/// What the process knows for a reply (see `Bucketed::known_reply`).
+pub(super) type KnownReply = (Option<ParentPaths>, Option<Counted>, Option<Counted>, bool);
 use super::shapes::SEALED;
 use super::shapes::{
     block_of, comments_of, order_key, page_filter, page_id, BLOCK_KEYS, PAGE_BLOCKS,
@@ -63,28 +66,33 @@ impl Bucketed {
     }
 
     /// What the process knows of a reply's requested parent (its paths) and of the comment the
-    /// reply is attached to and its thread's root (their pages); `None` when it does not know
-    /// all of it.
+    /// reply is attached to and its thread's root (their pages), and whether the comment it is
+    /// attached to was never voted on; `None` when it does not know all of it.
     pub(super) fn known_reply(
         &self,
         discussion: &Discussion,
         parent: &Slug,
         attached: Option<&Slug>,
-    ) -> Option<(Option<ParentPaths>, Option<Counted>, Option<Counted>)> {
+    ) -> Option<KnownReply> {
         let requested = self.known.get(discussion, parent)?;
         let paths = ParentPaths {
             slug: parent.clone(),
             full_slug: requested.full_slug.clone(),
         };
         let Some(attached) = attached else {
-            return Some((Some(paths), None, None));
+            return Some((Some(paths), None, None, false));
         };
         let home = match attached == parent {
             true => requested,
             false => self.known.get(discussion, attached)?,
         };
         let root = (home.root_page, attached.ancestor_at(0));
-        Some((Some(paths), Some((home.page, attached.clone())), Some(root)))
+        Some((
+            Some(paths),
+            Some((home.page, attached.clone())),
+            Some(root),
+            !home.voted,
+        ))
     }
 
     /// Remembers where the comments a post read live (those whose thread's root it read too),
@@ -101,6 +109,7 @@ impl Bucketed {
                     page: *page,
                     root_page: page_of(&c.slug.ancestor_at(0))?,
                     full_slug: c.full_slug.clone(),
+                    voted: super::copies::voted(c),
                 };
                 Some((c.slug.clone(), location))
             }),
@@ -131,14 +140,15 @@ impl PostSteps for Bucketed {
         let (attached, slug) = Placement::slug_under(parent, self.writer.max_depth, part);
         if self.writer.transactions {
             let known = match parent {
-                None => Some((None, None, None)),
+                None => Some((None, None, None, false)),
                 Some(p) => self.known_reply(discussion, p, attached.as_ref()),
             };
-            if let Some((paths, attached, root)) = known {
+            if let Some((paths, attached, root, unvoted)) = known {
                 let state = PostState {
                     target: self.target(discussion).await?,
                     known: attached.is_some(),
                     parent: attached,
+                    unvoted,
                     root,
                     checked: None,
                     room: None,
@@ -167,9 +177,11 @@ impl PostSteps for Bucketed {
         let paths = requested.as_ref().map(|(_, c)| c.into());
         let free = pick(Some(&slug)).is_none();
         let counted = |want: Option<&Slug>| pick(want).map(|(page, c)| (page, c.slug));
+        let unvoted = pick(attached.as_ref()).is_some_and(|(_, c)| !super::copies::voted(&c));
         let state = PostState {
             target,
             parent: counted(attached.as_ref()),
+            unvoted,
             root: counted(root.as_ref()),
             known: false,
             checked: Some((slug, free)),
@@ -230,6 +242,7 @@ impl PostSteps for Bucketed {
             page,
             root_page,
             full_slug: comment.full_slug.clone(),
+            voted: super::copies::voted(comment),
         };
         self.known
             .remember(discussion, [(comment.slug.clone(), location)]);
@@ -302,9 +315,24 @@ impl PostSteps for Bucketed {
             .map(|&i| &group[i].comment.slug)
             .collect();
         let size = i64::try_from(members.len()).unwrap_or(i64::MAX);
+        // The comments the replies are attached to that may have a copy, which counts them too.
+        let copied: Vec<&Slug> = members
+            .iter()
+            .filter(|(_, state)| !state.unvoted)
+            .filter_map(|(_, state)| state.parent.as_ref().map(|(_, slug)| slug))
+            .collect();
+        if !self.writer.transactions {
+            self.count_in_copies(id, &copied, target.page, session)
+                .await?;
+        }
         let pushed = self
             .push(id, &members, &target, &unchecked, session)
             .await?;
+        if matches!(pushed, Pushed::Stored) && self.writer.transactions {
+            self.count_in_copies(id, &copied, target.page, session)
+                .await?;
+        }
+        drop(copied);
         drop(members);
         drop(unchecked);
         if let Pushed::Stale = pushed {

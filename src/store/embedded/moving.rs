@@ -15,8 +15,8 @@ use crate::store::shared::error::StoreResult;
 #[async_trait]
 impl Movable for Embedded {
     /// The discussion's own document, its comments nested in `replies`.
-    fn documents_of(&self, id: &DiscussionId) -> (&Counted<Document>, Document) {
-        (&self.coll, doc! { "_id": id.as_str() })
+    fn documents_of(&self, id: &DiscussionId) -> Vec<(&Counted<Document>, Document)> {
+        vec![(&self.coll, doc! { "_id": id.as_str() })]
     }
 
     async fn clear(&self, id: &DiscussionId) -> StoreResult<()> {

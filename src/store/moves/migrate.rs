@@ -42,9 +42,10 @@ pub(crate) trait Movable: CommentStore {
         lease: &Lease<'_>,
     ) -> StoreResult<Document>;
 
-    /// The documents that hold the discussion's comments: this layout's collection and the
-    /// filter of the discussion's documents in it (what a rewrite of stored author ids reads).
-    fn documents_of(&self, id: &DiscussionId) -> (&Counted<Document>, Document);
+    /// The documents that hold the discussion's comments (or copies of them): each of this
+    /// layout's collections and the filter of the discussion's documents in it (what a rewrite
+    /// of stored author ids reads).
+    fn documents_of(&self, id: &DiscussionId) -> Vec<(&Counted<Document>, Document)>;
 }
 
 /// Milliseconds since the epoch.

@@ -17,8 +17,8 @@ use crate::store::shared::error::{StoreError, StoreResult};
 #[async_trait]
 impl Movable for PerComment {
     /// One document per comment, each naming its discussion.
-    fn documents_of(&self, id: &DiscussionId) -> (&Counted<Document>, Document) {
-        (&self.raw, doc! { "discussion_id": id.as_str() })
+    fn documents_of(&self, id: &DiscussionId) -> Vec<(&Counted<Document>, Document)> {
+        vec![(&self.raw, doc! { "discussion_id": id.as_str() })]
     }
 
     async fn clear(&self, id: &DiscussionId) -> StoreResult<()> {

@@ -88,7 +88,7 @@ impl CommentStore for PerComment {
             &self.writer,
             &self.discussions,
             (&discussion.id, &next.slug),
-            &self.coll,
+            (&self.coll, None),
             (filter, replace_update("", next)?),
             (crate::store::changes::change_mark(current, next), events),
         )

@@ -22,10 +22,11 @@ use crate::store::webhooks::Webhooks;
 /// `_id`'s own unique index keeps unique, and reports by hashed `_id` (comment and reporter),
 /// which they are written and removed by; votes by discussion, comment and voter, tallies by
 /// discussion and comment (their unique indexes), import entries by discussion and source id
-/// (their unique index), rankings by hashed `_id` (the discussion); notifications by hashed
+/// (their unique index), rankings by hashed `_id` (the discussion), the bucketed layout's
+/// copies of voted comments by discussion and comment (their unique index); notifications by hashed
 /// recipient (every read names one; `_id` holds the recipient, so it stays unique on its
 /// shard), follows by hashed discussion (the fan-out's reads; `_id` holds the discussion).
-pub const SHARD_KEYS: [ShardKey; 11] = [
+pub const SHARD_KEYS: [ShardKey; 12] = [
     ShardKey {
         collection: Discussions::COLLECTION,
         fields: &[("_id", KeyKind::Hashed)],
@@ -73,6 +74,7 @@ pub const SHARD_KEYS: [ShardKey; 11] = [
         unique: false,
     },
     Bucketed::SHARD_KEY,
+    crate::store::bucketed::COPIES_KEY,
     ShardKey {
         collection: crate::store::notifications::Notifications::NOTIFICATIONS,
         fields: &[("recipient", KeyKind::Hashed)],

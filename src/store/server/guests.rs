@@ -140,8 +140,9 @@ impl Keying<'_> {
         };
         let mut changed = Rewritten::default();
         if let Some(layout) = self.movers.get(&discussion.layout) {
-            let (coll, filter) = layout.documents_of(id);
-            changed += rewrite_ids(coll, filter, map).await?;
+            for (coll, filter) in layout.documents_of(id) {
+                changed += rewrite_ids(coll, filter, map).await?;
+            }
         }
         let (coll, filter) = self.held.documents_of(id);
         changed += rewrite_ids(coll, filter, map).await?;

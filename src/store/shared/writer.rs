@@ -71,21 +71,34 @@ impl Writer {
     }
 }
 
+/// A write that keeps another document in step with a comment a replace changes (a layout's
+/// copy of it): with transactions it runs in the replace's transaction once the comment
+/// matched; without, before the comment changes (so it must leave nothing a crash before the
+/// change would make wrong).
+#[async_trait::async_trait]
+pub(crate) trait Follow: Send + Sync {
+    /// Writes it in `session`.
+    async fn follow(&self, session: &mut mongodb::ClientSession) -> StoreResult<()>;
+}
+
 /// Replaces a comment stored outside its discussion document: one update of `coll` (`filter`
-/// matches the comment only while it is as read). With transactions, the discussion's change
-/// mark goes in the same transaction, which a move of the discussion to another layout cannot
-/// overlap (`Moving` once one has begun); without, the mark follows the change. `Ok(false)` when
-/// the comment changed meanwhile.
+/// matches the comment only while it is as read), and `follower`'s write where there is one.
+/// With transactions, the discussion's change mark goes in the same transaction, which a move
+/// of the discussion to another layout cannot overlap (`Moving` once one has begun); without,
+/// the mark follows the change. `Ok(false)` when the comment changed meanwhile.
 pub(crate) async fn replace_outside<T: Send + Sync>(
     writer: &Writer,
     discussions: &Discussions,
     (id, slug): (&DiscussionId, &Slug),
-    coll: &Counted<T>,
+    (coll, follower): (&Counted<T>, Option<&dyn Follow>),
     (filter, update): (Document, Document),
     (mark, events): (Document, &[Event]),
 ) -> StoreResult<bool> {
     let mut session = writer.client.start_session().await?;
     if !writer.transactions {
+        if let Some(follower) = follower {
+            follower.follow(&mut session).await?;
+        }
         let result = coll.update_one(filter, update).await?;
         let replaced = discussions
             .after_replace((id, slug), mark, result.matched_count == 1)
@@ -103,6 +116,9 @@ pub(crate) async fn replace_outside<T: Send + Sync>(
             .session(&mut session)
             .await?;
         if result.matched_count == 1 {
+            if let Some(follower) = follower {
+                follower.follow(&mut session).await?;
+            }
             writer.log.append(&mut session, events).await?;
         }
         Ok::<_, StoreError>(result.matched_count == 1)

@@ -1,6 +1,7 @@
 //! Bucketed-layout specifics: posting under contention, the seeds' offset walk, round-trip bounds.
 
 mod checks;
+mod copies;
 mod offsets;
 mod posting;
 mod reads;
