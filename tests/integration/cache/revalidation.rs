@@ -59,6 +59,12 @@ async fn anonymous_answers_are_tagged_kept_and_revalidated_without_a_read() {
         let vars = json!({ "d": d });
         let read = (FIRST_PAGE, &vars);
 
+        // Tagged once the cache serves (its feed open), then asked until the answer is kept.
+        until("an anonymous GET answer carries an ETag", || async {
+            let (_, [tag, ..], _) = get_tagged(&client, &server, read, None, None).await;
+            tag.is_some()
+        })
+        .await;
         let mut tagged = None;
         for _ in 0..ADMIT_READS {
             tagged = Some(get_tagged(&client, &server, read, None, None).await);
