@@ -432,17 +432,27 @@ pub(crate) async fn closed_loop(
             })
         })
         .collect();
-    let mut samples = Vec::new();
-    for task in tasks {
-        samples.extend(task.await.context("a reader panicked")??);
+    LoopRun::gather(tasks, started).await
+}
+
+impl LoopRun {
+    /// The run of closed-loop `tasks` started at `started`, each giving its requests' latencies.
+    pub(crate) async fn gather(
+        tasks: Vec<tokio::task::JoinHandle<anyhow::Result<Vec<Duration>>>>,
+        started: Instant,
+    ) -> anyhow::Result<LoopRun> {
+        let mut samples = Vec::new();
+        for task in tasks {
+            samples.extend(task.await.context("a client panicked")??);
+        }
+        let secs = started.elapsed().as_secs_f64();
+        Ok(LoopRun {
+            requests: samples.len(),
+            secs,
+            req_per_sec: samples.len() as f64 / secs.max(1e-9),
+            latency: RunStats::of(&samples),
+        })
     }
-    let secs = started.elapsed().as_secs_f64();
-    Ok(LoopRun {
-        requests: samples.len(),
-        secs,
-        req_per_sec: samples.len() as f64 / secs.max(1e-9),
-        latency: RunStats::of(&samples),
-    })
 }
 
 fn per(commands: u64, requests: usize) -> f64 {

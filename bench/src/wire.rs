@@ -12,7 +12,6 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::measure::{LoopRun, Throughput};
-use crate::stats::RunStats;
 
 /// The least share of `/healthz`'s requests per second an anonymous cached first page must reach.
 pub(crate) const FIRST_PAGE_OF_FLOOR: f64 = 0.5;
@@ -99,17 +98,7 @@ async fn closed(
             })
         })
         .collect();
-    let mut samples = Vec::new();
-    for task in tasks {
-        samples.extend(task.await.context("a client panicked")??);
-    }
-    let secs = started.elapsed().as_secs_f64();
-    Ok(LoopRun {
-        requests: samples.len(),
-        secs,
-        req_per_sec: samples.len() as f64 / secs.max(1e-9),
-        latency: RunStats::of(&samples),
-    })
+    LoopRun::gather(tasks, started).await
 }
 
 /// A POST of `query` (as `token` when given).
