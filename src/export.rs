@@ -3,6 +3,7 @@
 //! grow with its size.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 
@@ -163,9 +164,11 @@ async fn one(
     write_json(out, &line)?;
     written.discussions += 1;
     let layout = store.layout(discussion.layout)?;
-    let mut last: Option<Comment> = None;
+    let mut last: Option<Arc<Comment>> = None;
     loop {
-        let page = layout.posted_after(discussion, last.as_ref(), PAGE).await?;
+        let page = layout
+            .posted_after(discussion, last.as_deref(), PAGE)
+            .await?;
         for comment in &page.items {
             let line = CommentLine::of(comment, false, &pinned);
             write_json(out, &Line::Comment(line))?;

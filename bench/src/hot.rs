@@ -367,8 +367,10 @@ pub(crate) struct Cold {
 /// Everything measured on one layout.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct HotLayout {
-    /// The layout.
+    /// The layout (and the binary, when several were measured).
     pub layout: String,
+    /// The server binary's file name.
+    pub server: String,
     /// Comments of the hot discussion when it was measured.
     pub comments: u64,
     /// Each read of the mix, nothing written meanwhile.
@@ -526,6 +528,7 @@ pub(crate) async fn measure(
         .context("the hot discussion disappeared")?;
     Ok(HotLayout {
         layout: layout.to_string(),
+        server: String::new(),
         comments: grown.comment_count,
         reads,
         tree_with_writes,

@@ -153,6 +153,11 @@ struct Args {
     /// layout.
     #[arg(long, value_name = "BIN")]
     compare_server_bin: Option<PathBuf>,
+    /// With `--hot-discussion`: another `threadql` binary measured in the same run, on each
+    /// layout right after `--server-bin` (repeatable; e.g. builds with `--features mimalloc`
+    /// or `--features jemalloc`). Each layout's rows then name their binary.
+    #[arg(long, value_name = "BIN")]
+    also_server_bin: Vec<PathBuf>,
     /// The tracing filter the servers under test log with (`THREADQL_LOG`): `warn` keeps their
     /// output to problems; `info` is the server's own default, with every request in a span.
     #[arg(long, default_value = "warn")]
@@ -1037,23 +1042,33 @@ async fn run_hot(args: &Args) -> anyhow::Result<()> {
         let http = client::http_client()?;
         let secret = new_secret();
         let keys = JwtKeys::new(&secret);
+        let binaries: Vec<&std::path::Path> = std::iter::once(server_bin.as_path())
+            .chain(args.also_server_bin.iter().map(PathBuf::as_path))
+            .collect();
         let mut results = Vec::new();
         for prepared in &prepared {
-            // Servers of its own for each layout: A's cache holds only what this layout's reads
-            // left in it.
-            let servers = hot::Servers::start(
-                &server_bin,
-                (&database.uri, &db_name),
-                &secret,
-                &args.server_log,
-                &http,
-            )
-            .await?;
-            let result = hot::measure(&store, &servers, &http, (&keys, &settings), prepared).await;
-            servers.stop().await;
-            let result = result?;
-            eprint!("{}", hot::markdown(std::slice::from_ref(&result)));
-            results.push(result);
+            for binary in &binaries {
+                // Servers of their own for each layout and binary: A's cache holds only what
+                // these reads left in it.
+                let servers = hot::Servers::start(
+                    binary,
+                    (&database.uri, &db_name),
+                    &secret,
+                    &args.server_log,
+                    &http,
+                )
+                .await?;
+                let result =
+                    hot::measure(&store, &servers, &http, (&keys, &settings), prepared).await;
+                servers.stop().await;
+                let mut result = result?;
+                result.server = binary_name(binary);
+                if binaries.len() > 1 {
+                    result.layout = format!("{} ({})", result.layout, result.server);
+                }
+                eprint!("{}", hot::markdown(std::slice::from_ref(&result)));
+                results.push(result);
+            }
         }
         anyhow::Ok(results)
     };
@@ -1089,6 +1104,14 @@ async fn run_hot(args: &Args) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
     hot::check_staleness(&results)
+}
+
+/// A server binary's file name, which names its build in a comparison.
+fn binary_name(binary: &std::path::Path) -> String {
+    binary.file_name().map_or_else(
+        || binary.display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    )
 }
 
 /// Draws the charts of a results file written earlier.

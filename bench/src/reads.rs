@@ -402,10 +402,12 @@ impl Fixtures {
             limit,
         };
         let newest = |limit| Window::FromEnd { skip: 0, limit };
-        let slugs = |items: &[Comment]| items.iter().map(|c| c.slug.to_string()).collect();
+        let slugs =
+            |items: &[std::sync::Arc<Comment>]| items.iter().map(|c| c.slug.to_string()).collect();
         // Newest first reads the stored order from its end, and the answer lists it reversed.
-        let newest_slugs =
-            |items: &[Comment]| items.iter().rev().map(|c| c.slug.to_string()).collect();
+        let newest_slugs = |items: &[std::sync::Arc<Comment>]| {
+            items.iter().rev().map(|c| c.slug.to_string()).collect()
+        };
         Ok(match read {
             Read::TopFirst | Read::TopCursor | Read::BestFirst | Read::BestCursor => {
                 let (rank, deep) = read.ranked().context("not a ranked read")?;
@@ -527,8 +529,8 @@ impl Fixtures {
                     .list(&scope, &discussion, Listing::Threads, &first(TREE_THREADS))
                     .await?;
                 // Level by level, one batched call each, as the dataloader does.
-                let mut levels: Vec<Vec<Comment>> = vec![threads.items];
-                let mut children: Vec<HashMap<Slug, Vec<Comment>>> = Vec::new();
+                let mut levels: Vec<Vec<std::sync::Arc<Comment>>> = vec![threads.items];
+                let mut children: Vec<HashMap<Slug, Vec<std::sync::Arc<Comment>>>> = Vec::new();
                 for _ in 0..TREE_LEVELS {
                     let parents: Vec<Slug> = levels
                         .last()
@@ -543,7 +545,7 @@ impl Fixtures {
                     let pages = layout
                         .replies(&scope, &discussion, &parents, &first(TREE_REPLIES))
                         .await?;
-                    let next: Vec<Comment> = parents
+                    let next: Vec<std::sync::Arc<Comment>> = parents
                         .iter()
                         .filter_map(|p| pages.get(p))
                         .flat_map(|page| page.items.iter().cloned())
@@ -617,8 +619,8 @@ fn order_name(read: Read) -> &'static str {
 
 /// Depth-first slugs of a tree read from its levels.
 fn walk(
-    nodes: &[Comment],
-    children: &[HashMap<Slug, Vec<Comment>>],
+    nodes: &[std::sync::Arc<Comment>],
+    children: &[HashMap<Slug, Vec<std::sync::Arc<Comment>>>],
     level: usize,
     out: &mut Vec<String>,
 ) {

@@ -45,7 +45,9 @@ pub use moderation::{Held, Queue, ReportReason};
 pub use names::{check_identity, name_key, DisplayName, ReservedName};
 pub use networks::{Cidr, ClientAddress, GuestNetwork, NetworkBan};
 pub use notifications::{EmailFrequency, NotificationKind, NotificationSettings};
-pub use paging::{Cursor, CursorKind, Page, PageArgs, Paged, Paging, Span, Window};
+pub use paging::{
+    share_all, shared_pages, Cursor, CursorKind, Page, PageArgs, Paged, Paging, Span, Window,
+};
 pub use secrets::{KeyError, Purpose, ServerKey, SubKey};
 pub use slug::{FullSlug, Micros, Slug, SlugPart};
 pub use standing::{Closing, CommentStatus, ModerationMode, Standing};

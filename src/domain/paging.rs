@@ -2,7 +2,9 @@
 //! cursors, pages, where a window lies in a list of known length (the arithmetic every
 //! layout's bounded reads share).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
+use std::sync::Arc;
 
 use super::{Comment, DomainError, SortKey};
 
@@ -275,6 +277,28 @@ impl<T> Page<T> {
             has_next: false,
         }
     }
+
+    /// The page with each item shared: what the store's reads hand out, so that a page the
+    /// read cache holds is handed to each request without copying its items.
+    pub fn shared(self) -> Page<Arc<T>> {
+        Page {
+            items: self.items.into_iter().map(Arc::new).collect(),
+            has_next: self.has_next,
+        }
+    }
+}
+
+/// `items`, each shared (see [`Page::shared`]).
+pub fn share_all<T>(items: Vec<T>) -> Vec<Arc<T>> {
+    items.into_iter().map(Arc::new).collect()
+}
+
+/// Each page of `pages` with its items shared (see [`Page::shared`]).
+pub fn shared_pages<K: Eq + Hash, T>(pages: HashMap<K, Page<T>>) -> HashMap<K, Page<Arc<T>>> {
+    pages
+        .into_iter()
+        .map(|(k, page)| (k, page.shared()))
+        .collect()
 }
 
 /// A connection's paging arguments, validated: the window a store reads (in the list's stored

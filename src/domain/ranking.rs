@@ -2,6 +2,7 @@
 //! which comments are ranked, and a window of a ranked list held in memory.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 use super::paging::{Cursor, Page, Window};
 use super::votes::{Rank, RankKey};
@@ -61,19 +62,23 @@ pub fn ranked_in(comment: &Comment) -> bool {
 /// cursor window keeps only comments whose votes have not changed since its walk began, so a
 /// walk never shows a comment twice; a window without a cursor starts a walk at the latest vote
 /// number among the items.
-pub fn window_in_memory(rank: Rank, items: Vec<Comment>, window: &Window) -> (Page<Comment>, u64) {
+pub fn window_in_memory(
+    rank: Rank,
+    items: Vec<Arc<Comment>>,
+    window: &Window,
+) -> (Page<Arc<Comment>>, u64) {
     let from = window.cursor().and_then(Cursor::rank_key);
     let walk = match &from {
         Some((_, walk)) => *walk,
         None => items.iter().map(|c| c.votes.seq).max().unwrap_or(0),
     };
-    let mut items: Vec<Comment> = items
+    let mut items: Vec<Arc<Comment>> = items
         .into_iter()
         .filter(|c| ranked_in(c) && (from.is_none() || c.votes.seq <= walk))
         .collect();
     items.sort_by(|a, b| key_of(rank, a).order(&key_of(rank, b)));
     let more = usize::try_from(window.more()).unwrap_or(usize::MAX);
-    let picked: Vec<Comment> = match (window, &from) {
+    let picked: Vec<Arc<Comment>> = match (window, &from) {
         (Window::Offset { skip, .. }, _) => items
             .into_iter()
             .skip(usize::try_from(*skip).unwrap_or(usize::MAX))
@@ -86,7 +91,7 @@ pub fn window_in_memory(rank: Rank, items: Vec<Comment>, window: &Window) -> (Pa
             .collect(),
         (Window::After { .. }, None) => items.into_iter().take(more).collect(),
         (Window::Before { .. }, Some((at, _))) => {
-            let before: Vec<Comment> = items
+            let before: Vec<Arc<Comment>> = items
                 .into_iter()
                 .filter(|c| key_of(rank, c).order(at) == Ordering::Less)
                 .collect();
@@ -101,7 +106,7 @@ pub fn window_in_memory(rank: Rank, items: Vec<Comment>, window: &Window) -> (Pa
 }
 
 /// The `more` items that end `skip` items before the end of `items`.
-fn last_of(mut items: Vec<Comment>, skip: usize, more: usize) -> Vec<Comment> {
+fn last_of(mut items: Vec<Arc<Comment>>, skip: usize, more: usize) -> Vec<Arc<Comment>> {
     let end = items.len().saturating_sub(skip);
     items.truncate(end);
     let start = end.saturating_sub(more);

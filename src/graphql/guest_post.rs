@@ -63,7 +63,8 @@ pub(super) async fn post(
             crate::domain::GuestPolicy::Pre => CommentStatus::Pending,
             _ => CommentStatus::Approved,
         };
-        node.comment.standing = crate::domain::Standing::default().set(status, None);
+        std::sync::Arc::make_mut(&mut node.comment).standing =
+            crate::domain::Standing::default().set(status, None);
         node.held = status != CommentStatus::Approved;
     }
     node.guest_token = Some(token);

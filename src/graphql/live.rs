@@ -270,7 +270,7 @@ impl Shared {
                 Ok(found) => {
                     for comment in found {
                         let key = (discussion.id.clone(), comment.slug.clone());
-                        comments.insert(key, (discussion.clone(), Arc::new(comment)));
+                        comments.insert(key, (discussion.clone(), comment));
                     }
                 }
                 Err(err) => {

@@ -181,11 +181,14 @@ impl Loader<DiscussionKey> for StoreLoader {
 }
 
 impl Loader<CommentKey> for StoreLoader {
-    type Value = Comment;
+    type Value = Arc<Comment>;
     type Error = DomainError;
 
     #[tracing::instrument(level = "debug", name = "store.comments", skip_all, fields(store.keys = keys.len()))]
-    async fn load(&self, keys: &[CommentKey]) -> Result<HashMap<CommentKey, Comment>, DomainError> {
+    async fn load(
+        &self,
+        keys: &[CommentKey],
+    ) -> Result<HashMap<CommentKey, Arc<Comment>>, DomainError> {
         let mut out = HashMap::new();
         for (discussion, group) in group_by(keys, |k| k.discussion.clone()) {
             let slugs: Vec<Slug> = group.iter().map(|k| k.slug.clone()).collect();
@@ -205,14 +208,14 @@ impl Loader<CommentKey> for StoreLoader {
 }
 
 impl Loader<RepliesKey> for StoreLoader {
-    type Value = Page<Comment>;
+    type Value = Page<Arc<Comment>>;
     type Error = DomainError;
 
     #[tracing::instrument(level = "debug", name = "store.replies", skip_all, fields(store.keys = keys.len()))]
     async fn load(
         &self,
         keys: &[RepliesKey],
-    ) -> Result<HashMap<RepliesKey, Page<Comment>>, DomainError> {
+    ) -> Result<HashMap<RepliesKey, Page<Arc<Comment>>>, DomainError> {
         let mut out = HashMap::new();
         for ((discussion, window), group) in
             group_by(keys, |k| (k.discussion.clone(), k.window.clone()))
@@ -238,14 +241,14 @@ impl Loader<RepliesKey> for StoreLoader {
 }
 
 impl Loader<SubDiscussionKey> for StoreLoader {
-    type Value = Page<Comment>;
+    type Value = Page<Arc<Comment>>;
     type Error = DomainError;
 
     #[tracing::instrument(level = "debug", name = "store.subDiscussions", skip_all, fields(store.keys = keys.len()))]
     async fn load(
         &self,
         keys: &[SubDiscussionKey],
-    ) -> Result<HashMap<SubDiscussionKey, Page<Comment>>, DomainError> {
+    ) -> Result<HashMap<SubDiscussionKey, Page<Arc<Comment>>>, DomainError> {
         let mut out = HashMap::new();
         for ((discussion, window), group) in
             group_by(keys, |k| (k.discussion.clone(), k.window.clone()))

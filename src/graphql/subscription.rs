@@ -137,7 +137,7 @@ async fn follow<'ctx>(
                 // Fields below the comment read the store as it is now, not as it was at the
                 // last event.
                 reads.invalidate();
-                Some(Ok(CommentNode::new(discussion, (*comment).clone())))
+                Some(Ok(CommentNode::new(discussion, comment)))
             }
             Event::Comment { .. } => None,
             Event::Missed(why) => Some(Err(gql(DomainError::EventsMissed(why)))),

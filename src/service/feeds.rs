@@ -4,6 +4,7 @@
 //! and placeholders, are never in a feed.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use super::Services;
 use crate::domain::atom::{self, Entry, Feed, FEED_ENTRIES};
@@ -143,9 +144,10 @@ impl Services {
                 Ok::<_, DomainError>((discussion, found))
             }
         });
-        let mut current: BTreeMap<(DiscussionId, Slug), (&Discussion, Comment)> = BTreeMap::new();
+        let mut current: BTreeMap<(DiscussionId, Slug), (&Discussion, Arc<Comment>)> =
+            BTreeMap::new();
         for (discussion, found) in futures::future::try_join_all(reads).await? {
-            for comment in found.into_iter().filter(shown) {
+            for comment in found.into_iter().filter(|c| shown(c)) {
                 current.insert(
                     (discussion.id.clone(), comment.slug.clone()),
                     (discussion, comment),

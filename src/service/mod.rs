@@ -304,5 +304,6 @@ async fn public_comment(
         .by_slugs(&ReadScope::new(), discussion, std::slice::from_ref(slug))
         .await?
         .into_iter()
-        .next())
+        .next()
+        .map(Arc::unwrap_or_clone))
 }

@@ -185,9 +185,12 @@ impl Services {
         filled: &mut Filled,
     ) -> Result<(), DomainError> {
         let layout = self.storage.layout(discussion.layout)?;
-        let mut last: Option<Comment> = None;
+        let mut last: Option<Arc<Comment>> = None;
         loop {
-            let page = match layout.posted_after(discussion, last.as_ref(), batch).await {
+            let page = match layout
+                .posted_after(discussion, last.as_deref(), batch)
+                .await
+            {
                 Ok(page) => page,
                 // Moved meanwhile: the next run reads it where it went.
                 Err(StoreError::Moving(_)) => break,
@@ -222,13 +225,14 @@ impl Services {
     async fn fill_comments(
         &self,
         discussion: &Discussion,
-        comments: &[Comment],
+        comments: &[impl std::borrow::Borrow<Comment>],
         held: bool,
         filled: &mut Filled,
     ) -> Result<(), DomainError> {
         filled.comments += comments.len() as u64;
         let missing: Vec<(&Comment, &str)> = comments
             .iter()
+            .map(std::borrow::Borrow::borrow)
             .filter(|c| c.html.is_none())
             .filter_map(|c| Some((c, c.text.as_deref()?)))
             .collect();

@@ -6,6 +6,7 @@
 //! development database about 80 µs each) and by slug where none is named or it moved.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
@@ -23,7 +24,7 @@ pub(super) async fn bodies<'a>(
     let events: Vec<&EventRecord> = stored.iter().map(|e| &e.record).collect();
     let ids: Vec<DiscussionId> = events.iter().filter_map(|e| e.discussion.clone()).collect();
     let discussions = storage.discussions().by_ids_map(&ids).await?;
-    let mut comments: HashMap<(DiscussionId, Slug), Comment> = HashMap::new();
+    let mut comments: HashMap<(DiscussionId, Slug), Arc<Comment>> = HashMap::new();
     for discussion in discussions.values() {
         let wanted: Vec<(Slug, Option<Bson>)> = stored
             .iter()
@@ -39,7 +40,7 @@ pub(super) async fn bodies<'a>(
         .map(|event| {
             let discussion = event.discussion.as_ref().and_then(|id| discussions.get(id));
             let comment = match (&event.discussion, &event.slug) {
-                (Some(id), Some(slug)) => comments.get(&(id.clone(), slug.clone())),
+                (Some(id), Some(slug)) => comments.get(&(id.clone(), slug.clone())).map(|c| &**c),
                 _ => None,
             };
             (event.id.clone(), body(event, discussion, comment))
@@ -86,7 +87,7 @@ async fn comments_of(
     storage: &dyn Storage,
     discussion: &Discussion,
     mut wanted: Vec<(Slug, Option<Bson>)>,
-) -> StoreResult<Vec<Comment>> {
+) -> StoreResult<Vec<Arc<Comment>>> {
     // One entry a slug, with a home where any of its events named one.
     wanted.sort_by(|a, b| {
         a.0.as_str()
@@ -108,7 +109,7 @@ async fn comments_of(
         .collect();
     for slug in missing {
         if let Some(held) = storage.held().find(&discussion.id, slug).await? {
-            found.push(held.comment);
+            found.push(Arc::new(held.comment));
         }
     }
     Ok(found)

@@ -79,7 +79,7 @@ async fn all(app: &TestApp, d: &Discussion, listing: Listing) -> Vec<Comment> {
             )
             .await
             .expect("list");
-        out.extend(page.items);
+        out.extend(page.items.into_iter().map(std::sync::Arc::unwrap_or_clone));
         if !page.has_next {
             return out;
         }

@@ -2,6 +2,7 @@
 //! of a posted comment.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use mongodb::bson::Bson;
@@ -13,11 +14,14 @@ use crate::store::shared::scope::ReadScope;
 
 /// The slugs of `wanted` that `found` does not hold: what a layout's `by_homes` reads by slug
 /// after reading the others at their homes.
-pub(crate) fn not_at_home(wanted: &[(Slug, Option<Bson>)], found: &[Comment]) -> Vec<Slug> {
+pub(crate) fn not_at_home<C: std::borrow::Borrow<Comment>>(
+    wanted: &[(Slug, Option<Bson>)],
+    found: &[C],
+) -> Vec<Slug> {
     wanted
         .iter()
         .map(|(slug, _)| slug)
-        .filter(|slug| !found.iter().any(|c| &c.slug == *slug))
+        .filter(|slug| !found.iter().any(|c| &c.borrow().slug == *slug))
         .cloned()
         .collect()
 }
@@ -81,7 +85,7 @@ pub trait CommentStore: Send + Sync {
         discussion: &Discussion,
         listing: Listing,
         window: &Window,
-    ) -> StoreResult<Page<Comment>>;
+    ) -> StoreResult<Page<Arc<Comment>>>;
 
     /// One page of a listing when the request reads nothing below the listed comments (no
     /// replies, parents or sub-discussions of them). A layout that can read such a page more
@@ -92,7 +96,7 @@ pub trait CommentStore: Send + Sync {
         discussion: &Discussion,
         listing: Listing,
         window: &Window,
-    ) -> StoreResult<Page<Comment>> {
+    ) -> StoreResult<Page<Arc<Comment>>> {
         self.list(scope, discussion, listing, window).await
     }
 
@@ -103,7 +107,7 @@ pub trait CommentStore: Send + Sync {
         discussion: &Discussion,
         after: Option<&Comment>,
         limit: usize,
-    ) -> StoreResult<Page<Comment>> {
+    ) -> StoreResult<Page<Arc<Comment>>> {
         let cursor = after.map(|c| {
             crate::domain::paging::Cursor::of_comment(
                 c,
@@ -126,7 +130,7 @@ pub trait CommentStore: Send + Sync {
         scope: &ReadScope,
         discussion: &Discussion,
         slugs: &[Slug],
-    ) -> StoreResult<Vec<Comment>>;
+    ) -> StoreResult<Vec<Arc<Comment>>>;
 
     /// Where this request read the comment `slug` (the document that holds it), for a later
     /// [`Self::by_homes`]; `None` when it was not read or the layout has no such thing.
@@ -142,7 +146,7 @@ pub trait CommentStore: Send + Sync {
         scope: &ReadScope,
         discussion: &Discussion,
         wanted: &[(Slug, Option<Bson>)],
-    ) -> StoreResult<Vec<Comment>> {
+    ) -> StoreResult<Vec<Arc<Comment>>> {
         let slugs: Vec<Slug> = wanted.iter().map(|(slug, _)| slug.clone()).collect();
         self.by_slugs(scope, discussion, &slugs).await
     }
@@ -154,7 +158,7 @@ pub trait CommentStore: Send + Sync {
         discussion: &Discussion,
         parents: &[Slug],
         window: &Window,
-    ) -> StoreResult<HashMap<Slug, Page<Comment>>>;
+    ) -> StoreResult<HashMap<Slug, Page<Arc<Comment>>>>;
 
     /// One page of all descendants (threaded order) for each root.
     async fn sub_discussions(
@@ -163,7 +167,7 @@ pub trait CommentStore: Send + Sync {
         discussion: &Discussion,
         roots: &[FullSlug],
         window: &Window,
-    ) -> StoreResult<HashMap<FullSlug, Page<Comment>>>;
+    ) -> StoreResult<HashMap<FullSlug, Page<Arc<Comment>>>>;
 
     /// How many descendants each root has.
     async fn sub_discussion_counts(

@@ -34,7 +34,7 @@ pub enum RankedOf<'a> {
 #[derive(Debug, Clone)]
 pub struct RankedPage {
     /// The page, in the list's order.
-    pub page: Page<Comment>,
+    pub page: Page<std::sync::Arc<Comment>>,
     /// The walk its cursors belong to: the discussion's vote number when the walk's first page
     /// was read.
     pub walk: u64,

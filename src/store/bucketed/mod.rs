@@ -24,6 +24,7 @@ mod threads;
 mod write;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use mongodb::bson::{doc, Bson, Document};
@@ -36,7 +37,9 @@ pub use shapes::PageInfo;
 use crate::domain::paging::Cursor;
 use crate::domain::tree::Listing;
 use crate::domain::tree::Thread;
-use crate::domain::{Comment, Discussion, FullSlug, Layout, Page, Slug, Window};
+use crate::domain::{
+    share_all, shared_pages, Comment, Discussion, FullSlug, Layout, Page, Slug, Window,
+};
 use crate::store::api::CommentStore;
 use crate::store::discussions::Discussions;
 use crate::store::shared::bson::as_i64;
@@ -286,10 +289,15 @@ impl CommentStore for Bucketed {
         discussion: &Discussion,
         listing: Listing,
         window: &Window,
-    ) -> StoreResult<Page<Comment>> {
+    ) -> StoreResult<Page<Arc<Comment>>> {
         let need = usize::try_from(window.more()).unwrap_or(usize::MAX);
         let top_level = match listing {
-            Listing::Threaded => return self.threaded(scope, discussion, window).await,
+            Listing::Threaded => {
+                return self
+                    .threaded(scope, discussion, window)
+                    .await
+                    .map(Page::shared)
+            }
             Listing::Chronological => false,
             Listing::Threads => true,
         };
@@ -338,7 +346,7 @@ impl CommentStore for Bucketed {
                 return Err(StoreError::Unsupported("cursor of another order".into()))
             }
         };
-        Ok(window.page(items))
+        Ok(window.page(items).shared())
     }
 
     async fn by_slugs(
@@ -346,7 +354,7 @@ impl CommentStore for Bucketed {
         scope: &ReadScope,
         discussion: &Discussion,
         slugs: &[Slug],
-    ) -> StoreResult<Vec<Comment>> {
+    ) -> StoreResult<Vec<Arc<Comment>>> {
         let mut out = Vec::new();
         let mut missing: Vec<&str> = Vec::new();
         for slug in slugs {
@@ -361,7 +369,7 @@ impl CommentStore for Bucketed {
                 .await?;
             out.extend(found);
         }
-        Ok(out)
+        Ok(share_all(out))
     }
 
     fn home_of(&self, scope: &ReadScope, discussion: &Discussion, slug: &Slug) -> Option<Bson> {
@@ -377,7 +385,7 @@ impl CommentStore for Bucketed {
         scope: &ReadScope,
         discussion: &Discussion,
         wanted: &[(Slug, Option<Bson>)],
-    ) -> StoreResult<Vec<Comment>> {
+    ) -> StoreResult<Vec<Arc<Comment>>> {
         let slugs: Vec<&str> = wanted.iter().map(|(slug, _)| slug.as_str()).collect();
         let copied = self.copies_of(scope, discussion, &slugs).await?;
         let wanted: Vec<(Slug, Option<Bson>)> = wanted
@@ -386,7 +394,7 @@ impl CommentStore for Bucketed {
             .cloned()
             .collect();
         if wanted.is_empty() {
-            return Ok(copied);
+            return Ok(share_all(copied));
         }
         let mut pages: Vec<&Bson> = Vec::new();
         for home in wanted.iter().filter_map(|(_, home)| home.as_ref()) {
@@ -411,10 +419,11 @@ impl CommentStore for Bucketed {
                 .await?;
         }
         let rest = crate::store::api::not_at_home(&wanted, &found);
+        let mut found = share_all(found);
         if !rest.is_empty() {
             found.extend(self.by_slugs(scope, discussion, &rest).await?);
         }
-        found.extend(copied);
+        found.extend(share_all(copied));
         Ok(found)
     }
 
@@ -424,7 +433,7 @@ impl CommentStore for Bucketed {
         discussion: &Discussion,
         parents: &[Slug],
         window: &Window,
-    ) -> StoreResult<HashMap<Slug, Page<Comment>>> {
+    ) -> StoreResult<HashMap<Slug, Page<Arc<Comment>>>> {
         if parents.is_empty() {
             return Ok(HashMap::new());
         }
@@ -432,13 +441,13 @@ impl CommentStore for Bucketed {
             .replies_by_pages(scope, discussion, parents, window)
             .await?
         {
-            return Ok(found);
+            return Ok(shared_pages(found));
         }
         let names: Vec<&str> = parents.iter().map(Slug::as_str).collect();
         let comments = self
             .matching_in(scope, discussion, "parent", &names)
             .await?;
-        Ok(Thread::new(comments).replies(parents, window))
+        Ok(shared_pages(Thread::new(comments).replies(parents, window)))
     }
 
     async fn sub_discussions(
@@ -447,7 +456,7 @@ impl CommentStore for Bucketed {
         discussion: &Discussion,
         roots: &[FullSlug],
         window: &Window,
-    ) -> StoreResult<HashMap<FullSlug, Page<Comment>>> {
+    ) -> StoreResult<HashMap<FullSlug, Page<Arc<Comment>>>> {
         if roots.is_empty() {
             return Ok(HashMap::new());
         }
@@ -461,7 +470,7 @@ impl CommentStore for Bucketed {
                 let (lo, hi) = root.descendant_range();
                 let picked = window.pick(stored.range(&lo, &hi), |item| item.key());
                 let comments = stored.decode(scope, &discussion.id, picked)?;
-                Ok((root.clone(), window.page(comments)))
+                Ok((root.clone(), window.page(comments).shared()))
             })
             .collect()
     }

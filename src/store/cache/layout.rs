@@ -49,7 +49,7 @@ fn set<T: std::fmt::Display + Ord>(keys: &[T]) -> String {
     out
 }
 
-fn page_weight(page: &Page<Comment>) -> usize {
+fn page_weight(page: &Page<Arc<Comment>>) -> usize {
     64 + weight(&page.items)
 }
 
@@ -103,7 +103,7 @@ impl CommentStore for CachedLayout {
         discussion: &Discussion,
         listing: Listing,
         window: &Window,
-    ) -> StoreResult<Page<Comment>> {
+    ) -> StoreResult<Page<Arc<Comment>>> {
         let read = self.inner().list(scope, discussion, listing, window);
         self.cache
             .through(
@@ -121,7 +121,7 @@ impl CommentStore for CachedLayout {
         discussion: &Discussion,
         listing: Listing,
         window: &Window,
-    ) -> StoreResult<Page<Comment>> {
+    ) -> StoreResult<Page<Arc<Comment>>> {
         let read = self
             .inner()
             .list_shallow(scope, discussion, listing, window);
@@ -140,7 +140,7 @@ impl CommentStore for CachedLayout {
         discussion: &Discussion,
         after: Option<&Comment>,
         limit: usize,
-    ) -> StoreResult<Page<Comment>> {
+    ) -> StoreResult<Page<Arc<Comment>>> {
         self.inner().posted_after(discussion, after, limit).await
     }
 
@@ -149,14 +149,14 @@ impl CommentStore for CachedLayout {
         scope: &ReadScope,
         discussion: &Discussion,
         slugs: &[Slug],
-    ) -> StoreResult<Vec<Comment>> {
+    ) -> StoreResult<Vec<Arc<Comment>>> {
         let read = self.inner().by_slugs(scope, discussion, slugs);
         self.cache
             .through(
                 discussion,
                 || format!("slugs {}", set(slugs)),
                 read,
-                |found: &Vec<Comment>| weight(found),
+                |found: &Vec<Arc<Comment>>| weight(found),
             )
             .await
     }
@@ -170,7 +170,7 @@ impl CommentStore for CachedLayout {
         scope: &ReadScope,
         discussion: &Discussion,
         wanted: &[(Slug, Option<Bson>)],
-    ) -> StoreResult<Vec<Comment>> {
+    ) -> StoreResult<Vec<Arc<Comment>>> {
         self.inner().by_homes(scope, discussion, wanted).await
     }
 
@@ -180,14 +180,14 @@ impl CommentStore for CachedLayout {
         discussion: &Discussion,
         parents: &[Slug],
         window: &Window,
-    ) -> StoreResult<HashMap<Slug, Page<Comment>>> {
+    ) -> StoreResult<HashMap<Slug, Page<Arc<Comment>>>> {
         let read = self.inner().replies(scope, discussion, parents, window);
         self.cache
             .through(
                 discussion,
                 || format!("replies {} {window:?}", set(parents)),
                 read,
-                |pages: &HashMap<_, Page<Comment>>| pages.values().map(page_weight).sum(),
+                |pages: &HashMap<_, Page<Arc<Comment>>>| pages.values().map(page_weight).sum(),
             )
             .await
     }
@@ -198,7 +198,7 @@ impl CommentStore for CachedLayout {
         discussion: &Discussion,
         roots: &[FullSlug],
         window: &Window,
-    ) -> StoreResult<HashMap<FullSlug, Page<Comment>>> {
+    ) -> StoreResult<HashMap<FullSlug, Page<Arc<Comment>>>> {
         let read = self
             .inner()
             .sub_discussions(scope, discussion, roots, window);
@@ -207,7 +207,7 @@ impl CommentStore for CachedLayout {
                 discussion,
                 || format!("subs {} {window:?}", set(roots)),
                 read,
-                |pages: &HashMap<_, Page<Comment>>| pages.values().map(page_weight).sum(),
+                |pages: &HashMap<_, Page<Arc<Comment>>>| pages.values().map(page_weight).sum(),
             )
             .await
     }

@@ -16,6 +16,9 @@
 //! layout's hints, its moves), so its entry keeps that document and serves only a read given an
 //! equal one.
 //!
+//! Comments are handed out shared (`Arc<Comment>`): a hit copies a page's pointers, never its
+//! comments, and the API's nodes keep the same allocations.
+//!
 //! A discussion enters only once its document has been read [`ADMIT_AFTER`] times within
 //! [`ADMIT_WINDOW`] (a request reads it once), so a crawler walking cold discussions does not
 //! flush the hot ones; entries are weighed in bytes and evicted by TinyLFU under
@@ -444,7 +447,7 @@ impl Freshness for ReadCache {
 }
 
 /// About how many bytes `comments` take in memory.
-pub(crate) fn weight<'a>(comments: impl IntoIterator<Item = &'a Comment>) -> usize {
+pub(crate) fn weight<'a>(comments: impl IntoIterator<Item = &'a Arc<Comment>>) -> usize {
     comments
         .into_iter()
         .map(|c| {
@@ -657,6 +660,31 @@ mod tests {
         // Then it is a hit.
         assert_eq!(counted_read(&cache, &d, &reads, 9, wait).await.unwrap(), 7);
         assert_eq!(reads.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn hits_hand_out_the_cached_items_themselves() {
+        let cache = ReadCache::new(1 << 20).expect("cache");
+        cache.feed_open();
+        let d = cached_discussion();
+        admit(&cache, &d.id);
+        let read = |text: &str| {
+            let items = vec![Arc::new(text.to_owned())];
+            async move {
+                Ok(crate::domain::Page {
+                    items,
+                    has_next: false,
+                })
+            }
+        };
+        let first = cache.through(&d, || "page".into(), read("a"), |_| 64);
+        let first = first.await.expect("a read");
+        let second = cache.through(&d, || "page".into(), read("b"), |_| 64);
+        let second = second.await.expect("a hit");
+        assert!(
+            Arc::ptr_eq(&first.items[0], &second.items[0]),
+            "a hit shares the cached item, it does not copy it"
+        );
     }
 
     #[tokio::test]

@@ -12,7 +12,10 @@ use super::write::{array_path, element_path};
 use super::*;
 use crate::domain::tree::Listing;
 use crate::domain::tree::Thread;
-use crate::domain::{Comment, Discussion, DiscussionId, FullSlug, Layout, Page, Slug, Window};
+use crate::domain::{
+    share_all, shared_pages, Comment, Discussion, DiscussionId, FullSlug, Layout, Page, Slug,
+    Window,
+};
 use crate::store::api::CommentStore;
 use crate::store::changes;
 use crate::store::discussions::unfenced;
@@ -180,8 +183,12 @@ impl CommentStore for Embedded {
         discussion: &Discussion,
         listing: Listing,
         window: &Window,
-    ) -> StoreResult<Page<Comment>> {
-        Ok(self.thread(scope, discussion).await?.list(listing, window))
+    ) -> StoreResult<Page<Arc<Comment>>> {
+        Ok(self
+            .thread(scope, discussion)
+            .await?
+            .list(listing, window)
+            .shared())
     }
 
     async fn list_shallow(
@@ -190,7 +197,7 @@ impl CommentStore for Embedded {
         discussion: &Discussion,
         listing: Listing,
         window: &Window,
-    ) -> StoreResult<Page<Comment>> {
+    ) -> StoreResult<Page<Arc<Comment>>> {
         let unread = scope
             .slot::<Kept>()
             .documents
@@ -198,7 +205,7 @@ impl CommentStore for Embedded {
             .is_none();
         if listing == Listing::Threads && unread {
             if let Some(page) = self.threads_page(discussion, window).await? {
-                return Ok(page);
+                return Ok(page.shared());
             }
         }
         self.list(scope, discussion, listing, window).await
@@ -209,8 +216,10 @@ impl CommentStore for Embedded {
         scope: &ReadScope,
         discussion: &Discussion,
         slugs: &[Slug],
-    ) -> StoreResult<Vec<Comment>> {
-        Ok(self.thread(scope, discussion).await?.by_slugs(slugs))
+    ) -> StoreResult<Vec<Arc<Comment>>> {
+        Ok(share_all(
+            self.thread(scope, discussion).await?.by_slugs(slugs),
+        ))
     }
 
     async fn replies(
@@ -219,11 +228,12 @@ impl CommentStore for Embedded {
         discussion: &Discussion,
         parents: &[Slug],
         window: &Window,
-    ) -> StoreResult<HashMap<Slug, Page<Comment>>> {
-        Ok(self
-            .thread(scope, discussion)
-            .await?
-            .replies(parents, window))
+    ) -> StoreResult<HashMap<Slug, Page<Arc<Comment>>>> {
+        Ok(shared_pages(
+            self.thread(scope, discussion)
+                .await?
+                .replies(parents, window),
+        ))
     }
 
     async fn sub_discussions(
@@ -232,11 +242,12 @@ impl CommentStore for Embedded {
         discussion: &Discussion,
         roots: &[FullSlug],
         window: &Window,
-    ) -> StoreResult<HashMap<FullSlug, Page<Comment>>> {
-        Ok(self
-            .thread(scope, discussion)
-            .await?
-            .sub_discussions(roots, window))
+    ) -> StoreResult<HashMap<FullSlug, Page<Arc<Comment>>>> {
+        Ok(shared_pages(
+            self.thread(scope, discussion)
+                .await?
+                .sub_discussions(roots, window),
+        ))
     }
 
     async fn sub_discussion_counts(

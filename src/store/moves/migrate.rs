@@ -346,7 +346,7 @@ async fn export(
         let page = source
             .posted_after(discussion, all.last(), lease.chunk())
             .await?;
-        all.extend(page.items);
+        all.extend(page.items.into_iter().map(std::sync::Arc::unwrap_or_clone));
         lease.renew().await?;
         (lease.report)(Step::Reading {
             done: all.len() as u64,

@@ -1,6 +1,7 @@
 //! The per-comment reads and the compare-and-set replace of a comment.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::TryStreamExt;
@@ -11,7 +12,9 @@ use super::sizes::remember_sizes;
 use super::subtree::{self};
 use super::*;
 use crate::domain::tree::Listing;
-use crate::domain::{Comment, Discussion, FullSlug, Layout, Page, Slug, Window};
+use crate::domain::{
+    share_all, shared_pages, Comment, Discussion, FullSlug, Layout, Page, Slug, Window,
+};
 use crate::store::api::CommentStore;
 use crate::store::per_comment::hints::Hints;
 use crate::store::shared::bson::{corrupt, int_field, to_count};
@@ -121,7 +124,7 @@ impl CommentStore for PerComment {
         discussion: &Discussion,
         listing: Listing,
         window: &Window,
-    ) -> StoreResult<Page<Comment>> {
+    ) -> StoreResult<Page<Arc<Comment>>> {
         let numbered = match listing {
             Listing::Chronological => Some(Numbering::ALL),
             Listing::Threads => Some(Numbering::THREADS),
@@ -129,7 +132,7 @@ impl CommentStore for PerComment {
         };
         if let (Some(numbering), true) = (numbered, Hints::of(discussion).sequenced) {
             if let Some(page) = self.numbered_page(discussion, numbering, window).await? {
-                return Ok(page);
+                return Ok(page.shared());
             }
         }
         if let (Listing::Threaded, true, Some(blocks)) = (
@@ -138,7 +141,7 @@ impl CommentStore for PerComment {
             Hints::of(discussion).thread_blocks.as_deref(),
         ) {
             if let Some(page) = self.threaded_page(discussion, blocks, window).await? {
-                return Ok(page);
+                return Ok(page.shared());
             }
         }
         let mut filter = doc! { "discussion_id": discussion.id.as_str() };
@@ -150,7 +153,9 @@ impl CommentStore for PerComment {
                 &["posted", "slug"]
             }
         };
-        self.find_page(discussion, filter, fields, window).await
+        self.find_page(discussion, filter, fields, window)
+            .await
+            .map(Page::shared)
     }
 
     /// Comments by slug; where the discussion keeps subtree sizes, the request remembers each
@@ -160,7 +165,7 @@ impl CommentStore for PerComment {
         scope: &ReadScope,
         discussion: &Discussion,
         slugs: &[Slug],
-    ) -> StoreResult<Vec<Comment>> {
+    ) -> StoreResult<Vec<Arc<Comment>>> {
         let slugs: Vec<&str> = slugs.iter().map(Slug::as_str).collect();
         let docs: Vec<CommentDoc> = self
             .coll
@@ -168,7 +173,7 @@ impl CommentStore for PerComment {
             .await?
             .try_collect()
             .await?;
-        Ok(read_docs(scope, discussion, docs))
+        Ok(share_all(read_docs(scope, discussion, docs)))
     }
 
     fn home_of(&self, scope: &ReadScope, discussion: &Discussion, slug: &Slug) -> Option<Bson> {
@@ -182,7 +187,7 @@ impl CommentStore for PerComment {
         scope: &ReadScope,
         discussion: &Discussion,
         wanted: &[(Slug, Option<Bson>)],
-    ) -> StoreResult<Vec<Comment>> {
+    ) -> StoreResult<Vec<Arc<Comment>>> {
         let ids: Vec<&Bson> = wanted
             .iter()
             .filter_map(|(_, home)| home.as_ref())
@@ -197,6 +202,7 @@ impl CommentStore for PerComment {
                 .await?;
             found = read_docs(scope, discussion, docs);
         }
+        let mut found = share_all(found);
         let rest = crate::store::api::not_at_home(wanted, &found);
         found.retain(|c| wanted.iter().any(|(slug, _)| slug == &c.slug));
         if !rest.is_empty() {
@@ -211,11 +217,11 @@ impl CommentStore for PerComment {
         discussion: &Discussion,
         parents: &[Slug],
         window: &Window,
-    ) -> StoreResult<HashMap<Slug, Page<Comment>>> {
+    ) -> StoreResult<HashMap<Slug, Page<Arc<Comment>>>> {
         let mut result: HashMap<Slug, Page<Comment>> =
             parents.iter().map(|p| (p.clone(), Page::empty())).collect();
         if parents.is_empty() {
-            return Ok(result);
+            return Ok(shared_pages(result));
         }
         // The replies of one comment whose replies' sizes the request read: the page ends (a
         // backward one starts) at a known reply, so the read stops at its time instead of
@@ -243,7 +249,7 @@ impl CommentStore for PerComment {
         for (parent, page) in pages {
             result.insert(Slug::from_stored(parent), page);
         }
-        Ok(result)
+        Ok(shared_pages(result))
     }
 
     async fn sub_discussions(
@@ -252,7 +258,7 @@ impl CommentStore for PerComment {
         discussion: &Discussion,
         roots: &[FullSlug],
         window: &Window,
-    ) -> StoreResult<HashMap<FullSlug, Page<Comment>>> {
+    ) -> StoreResult<HashMap<FullSlug, Page<Arc<Comment>>>> {
         let mut result: HashMap<FullSlug, Page<Comment>> = HashMap::new();
         for (len, group) in roots_by_len(roots) {
             if let [root] = group.as_slice() {
@@ -300,7 +306,7 @@ impl CommentStore for PerComment {
         for root in roots {
             result.entry(root.clone()).or_insert_with(Page::empty);
         }
-        Ok(result)
+        Ok(shared_pages(result))
     }
 
     async fn sub_discussion_counts(

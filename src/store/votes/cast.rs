@@ -46,6 +46,7 @@ pub(crate) async fn cast(
             .await?
             .into_iter()
             .next()
+            .map(std::sync::Arc::unwrap_or_clone)
             .ok_or_else(|| {
                 crate::domain::DomainError::not_found(format!(
                     "no comment {slug} in discussion {}",

@@ -19,6 +19,7 @@
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use super::book::{Ranking, Scope, VoteBook};
 use crate::domain::ranking::{ranked_in, window_in_memory};
@@ -127,7 +128,7 @@ async fn whole_list(
     scope: &ReadScope,
     discussion: &Discussion,
     listing: Listing,
-) -> StoreResult<Vec<Comment>> {
+) -> StoreResult<Vec<Arc<Comment>>> {
     let mut all = Vec::new();
     let mut cursor = None;
     loop {
@@ -153,7 +154,7 @@ async fn replies_of(
     scope: &ReadScope,
     discussion: &Discussion,
     parent: &Comment,
-) -> StoreResult<Vec<Comment>> {
+) -> StoreResult<Vec<Arc<Comment>>> {
     let mut all = Vec::new();
     let mut cursor = None;
     loop {
@@ -279,12 +280,20 @@ impl Walker<'_> {
     }
 
     /// Up to `want` comments after `from` (from the start without it), in rank order.
-    async fn forward(&self, from: Option<&RankKey<'_>>, want: usize) -> StoreResult<Vec<Comment>> {
+    async fn forward(
+        &self,
+        from: Option<&RankKey<'_>>,
+        want: usize,
+    ) -> StoreResult<Vec<Arc<Comment>>> {
         self.walk_from(from, want, false).await
     }
 
     /// Up to `want` comments before `from` (the last ones without it), in rank order.
-    async fn backward(&self, from: Option<&RankKey<'_>>, want: usize) -> StoreResult<Vec<Comment>> {
+    async fn backward(
+        &self,
+        from: Option<&RankKey<'_>>,
+        want: usize,
+    ) -> StoreResult<Vec<Arc<Comment>>> {
         let mut out = self.walk_from(from, want, true).await?;
         out.reverse();
         Ok(out)
@@ -298,7 +307,7 @@ impl Walker<'_> {
         from: Option<&RankKey<'_>>,
         want: usize,
         backward: bool,
-    ) -> StoreResult<Vec<Comment>> {
+    ) -> StoreResult<Vec<Arc<Comment>>> {
         let (behind, ahead) = match backward {
             false => (Ordering::Greater, Ordering::Less),
             true => (Ordering::Less, Ordering::Greater),
@@ -348,7 +357,7 @@ impl Walker<'_> {
         edge: Edge,
         want: usize,
         backward: bool,
-    ) -> StoreResult<Vec<Comment>> {
+    ) -> StoreResult<Vec<Arc<Comment>>> {
         // Read about as many as hold `want` comments of value 0, then twice as many each time.
         let share = self.zero.max(1) as f64 / self.total.max(1) as f64;
         let mut chunk = ((want as f64 / share.min(1.0)) * 1.25) as usize + 4;
@@ -407,7 +416,7 @@ impl Walker<'_> {
         edge: Edge,
         want: usize,
         backward: bool,
-    ) -> StoreResult<Vec<Comment>> {
+    ) -> StoreResult<Vec<Arc<Comment>>> {
         let created = self.discussion.created.0;
         let now = Micros::now().0.saturating_add(1_000_000);
         let span = (now - created).max(1) as f64;
@@ -485,7 +494,9 @@ impl Walker<'_> {
                     };
                     // Placed by the tally it was read with: its cursor says where it stood.
                     let mut comment = read.swap_remove(at);
-                    comment.votes = tally.votes;
+                    if comment.votes != tally.votes {
+                        Arc::make_mut(&mut comment).votes = tally.votes;
+                    }
                     if ranked_in(&comment) {
                         out.push(comment);
                         if out.len() >= want {

@@ -108,12 +108,12 @@ async fn all_by_cursor(
             cursor: out.last().map(|c| Cursor::of_comment(c, kind)),
             limit: size,
         };
-        let page: Page<Comment> = layout
+        let page: Page<std::sync::Arc<Comment>> = layout
             .list(&ReadScope::new(), d, listing, &window)
             .await
             .expect("list");
         assert!(page.items.len() == size || !page.has_next);
-        out.extend(page.items);
+        out.extend(page.items.into_iter().map(std::sync::Arc::unwrap_or_clone));
         if !page.has_next {
             return out;
         }
@@ -138,15 +138,18 @@ async fn all_by_offset(
             .list(&ReadScope::new(), d, listing, &window)
             .await
             .expect("list");
-        out.extend(page.items);
+        out.extend(page.items.into_iter().map(std::sync::Arc::unwrap_or_clone));
         if !page.has_next {
             return out;
         }
     }
 }
 
-fn slugs(comments: &[Comment]) -> Vec<String> {
-    comments.iter().map(|c| c.slug.to_string()).collect()
+fn slugs<C: std::borrow::Borrow<Comment>>(comments: &[C]) -> Vec<String> {
+    comments
+        .iter()
+        .map(|c| c.borrow().slug.to_string())
+        .collect()
 }
 
 /// Records the page numbers each query by page number asks for, and the pages each read of

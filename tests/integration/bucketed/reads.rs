@@ -82,7 +82,7 @@ async fn replies_read_only_the_pages_that_hold_their_window() {
             .expect("replies")
             .remove(&parent_slug)
             .expect("a page");
-        walked.extend(page.items);
+        walked.extend(page.items.into_iter().map(std::sync::Arc::unwrap_or_clone));
         if !page.has_next {
             break;
         }

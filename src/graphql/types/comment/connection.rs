@@ -46,7 +46,7 @@ impl CommentConnection {
     /// The connection of a page a store read for `paging` (in stored order).
     pub(in crate::graphql) fn new(
         discussion: &Arc<Discussion>,
-        page: Page<Comment>,
+        page: Page<Arc<Comment>>,
         kind: CursorKind,
         paging: &Paging,
         total: Total,
@@ -57,11 +57,11 @@ impl CommentConnection {
     /// The connection of the replies of `parent` (so each node knows its parent).
     pub(super) fn with_parent(
         discussion: &Arc<Discussion>,
-        page: Page<Comment>,
+        page: Page<Arc<Comment>>,
         kind: CursorKind,
         paging: &Paging,
         total: Total,
-        parent: Option<&Comment>,
+        parent: Option<&Arc<Comment>>,
     ) -> Self {
         let cursor = |comment: &Comment| Cursor::of_comment(comment, kind).encode_for(kind);
         Self::paged(discussion, paging.finish(page), total, parent, cursor)
@@ -71,12 +71,12 @@ impl CommentConnection {
     /// `cursor` gives it (and, for replies, its known parent).
     fn paged(
         discussion: &Arc<Discussion>,
-        page: crate::domain::Paged<Comment>,
+        page: crate::domain::Paged<Arc<Comment>>,
         total: Total,
-        parent: Option<&Comment>,
+        parent: Option<&Arc<Comment>>,
         cursor: impl Fn(&Comment) -> String,
     ) -> Self {
-        let parent = parent.map(|p| Arc::new(p.clone()));
+        let parent = parent.cloned();
         let edges = page
             .items
             .into_iter()
@@ -104,11 +104,11 @@ impl CommentConnection {
     /// cursors belong to the walk `walk`.
     pub(crate) fn ranked(
         discussion: &Arc<Discussion>,
-        (page, walk): (Page<Comment>, u64),
+        (page, walk): (Page<Arc<Comment>>, u64),
         rank: Rank,
         paging: &Paging,
         total: Total,
-        parent: Option<&Comment>,
+        parent: Option<&Arc<Comment>>,
     ) -> Self {
         let kind = CursorKind::Ranked(rank);
         let cursor = |comment: &Comment| Cursor::ranked(rank, comment, walk).encode_for(kind);

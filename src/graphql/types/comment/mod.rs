@@ -124,8 +124,8 @@ fn viewer_is(ctx: &Context<'_>, author: Option<&crate::domain::Author>) -> bool 
 pub struct CommentNode {
     /// Its discussion.
     pub discussion: Arc<Discussion>,
-    /// The comment.
-    pub comment: Comment,
+    /// The comment (shared with the page it was read in, and with the read cache).
+    pub comment: Arc<Comment>,
     /// Its parent, when the node was reached through the parent's `replies` (saves a lookup).
     pub known_parent: Option<Arc<Comment>>,
     /// Whether it is a held comment (stored outside the layouts until published).
@@ -137,10 +137,10 @@ pub struct CommentNode {
 
 impl CommentNode {
     /// A node whose parent is not known yet.
-    pub fn new(discussion: Arc<Discussion>, comment: Comment) -> Self {
+    pub fn new(discussion: Arc<Discussion>, comment: impl Into<Arc<Comment>>) -> Self {
         Self {
             discussion,
-            comment,
+            comment: comment.into(),
             known_parent: None,
             held: false,
             guest_token: None,
@@ -151,7 +151,7 @@ impl CommentNode {
     pub fn held(discussion: Arc<Discussion>, held: Held) -> Self {
         Self {
             discussion,
-            comment: held.comment,
+            comment: Arc::new(held.comment),
             known_parent: None,
             held: true,
             guest_token: None,

@@ -29,6 +29,7 @@ pub(crate) async fn revise(
             .await?
             .into_iter()
             .next()
+            .map(std::sync::Arc::unwrap_or_clone)
             .ok_or_else(|| {
                 DomainError::not_found(format!("no comment {slug} in discussion {}", discussion.id))
             })?;
