@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what threadql needs to build, to run its development database and to run its tests,
-# skipping what is already there: cmake (to build the database), secantusd-rs (the
+# skipping what is already there: make and a C compiler (jemalloc), cmake (to build the database), secantusd-rs (the
 # MongoDB-compatible dev server), the Node packages of tests/node (the GraphQL-over-HTTP audit and
 # the browser test), Chromium (the GraphiQL browser test drives it headless) and the Python
 # packages of the checks and tests (PyYAML, jsonschema, feedparser).
@@ -14,6 +14,16 @@ export PATH="$CARGO_BIN:$PATH"
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null 2>&1; then sudo "$@"; else
     echo "need root to run: $*" >&2; exit 1; fi
+}
+
+# make and a C compiler: the server's allocator (jemalloc) is built from its C sources.
+install_c_build_tools() {
+  if command -v make >/dev/null 2>&1 && command -v cc >/dev/null 2>&1; then
+    return 0
+  fi
+  echo "==> installing make and a C compiler (jemalloc, the server's allocator, is built from C)"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq make gcc >/dev/null
 }
 
 install_secantus() {
@@ -89,6 +99,7 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+install_c_build_tools
 install_secantus
 # The server needs only the database; the tests also need Node packages and Chromium.
 if [ "${1:-}" = "--database-only" ]; then

@@ -10,7 +10,8 @@ use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer as _};
 
-// The allocator, when a feature names one (BENCHMARKS.md compares them); else the system's.
+// The allocator: jemalloc by default (the `jemalloc` feature), mimalloc with the `mimalloc`
+// feature, else the system's (BENCHMARKS.md, "Hot discussion", compares the three).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

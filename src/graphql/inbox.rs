@@ -237,7 +237,7 @@ impl ViewerNode {
     /// The ids of the people they ignore (`ignoreUser`), in the order they were ignored.
     async fn ignored_users(&self, ctx: &Context<'_>) -> async_graphql::Result<Vec<ID>> {
         let ids = services(ctx).ignored_by(&self.0.author.id).await.gql()?;
-        Ok(ids.into_iter().map(ID).collect())
+        Ok(ids.iter().cloned().map(ID).collect())
     }
 
     /// Their notifications, newest first; `unreadOnly` leaves out the read ones.

@@ -21,8 +21,9 @@ pub struct Reads {
 }
 
 impl Reads {
-    /// The ids `viewer` ignores: one read of their `people` document, the first time a field
-    /// needs it in this request (again after a write); never for anonymous readers.
+    /// The ids `viewer` ignores, the first time a field needs them in this request (again
+    /// after a write): from the process's recent lists, else one read of their `people`
+    /// document; never for anonymous readers.
     pub async fn ignoring(
         &self,
         services: &crate::service::Services,
@@ -33,7 +34,7 @@ impl Reads {
                 .ignored_by(viewer)
                 .instrument(tracing::debug_span!("store.ignoring"))
                 .await?;
-            Ok::<_, DomainError>(Arc::new(ids.into_iter().collect()))
+            Ok::<_, DomainError>(Arc::new(ids.iter().cloned().collect()))
         };
         self.ignoring.get_or_try_init(read).await.cloned()
     }

@@ -1,11 +1,47 @@
 //! Ignoring people: a signed-in person's list of authors whose comments they do not want to
 //! read (kept in their `people` document; masked per viewer when comments are shown).
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use moka::sync::Cache;
+
 use super::Services;
 use crate::domain::{Author, DomainError, UserId};
 
 /// Most people one person may ignore.
 pub const MAX_IGNORED: usize = 1_000;
+
+/// How long a process answers from an ignore list it read before reading it again: a change
+/// made through this process shows at once, one made through another within this.
+pub const IGNORING_KEPT_FOR: Duration = Duration::from_secs(5);
+
+/// Ids the kept lists may hold together (each list weighs its length, plus one).
+const KEPT_IDS: u64 = 200_000;
+
+/// The ignore lists this process read lately (every signed-in read of comments needs its
+/// viewer's: kept, it costs no command per request).
+#[derive(Clone)]
+pub(crate) struct IgnoreLists(Cache<String, Arc<[String]>>);
+
+impl IgnoreLists {
+    pub(crate) fn new() -> Self {
+        Self(
+            Cache::builder()
+                .max_capacity(KEPT_IDS)
+                .weigher(|_: &String, ids: &Arc<[String]>| {
+                    u32::try_from(ids.len() + 1).unwrap_or(u32::MAX)
+                })
+                .time_to_live(IGNORING_KEPT_FOR)
+                .build(),
+        )
+    }
+
+    /// Forgets every list (an erasure pulled an id from many).
+    pub(crate) fn forget_all(&self) {
+        self.0.invalidate_all();
+    }
+}
 
 impl Services {
     /// Ignores `target` for `viewer` (`ignored`), or stops ignoring them; answers `ignored`.
@@ -31,6 +67,7 @@ impl Services {
         let done = notifications
             .set_ignoring(&viewer.id, target.as_str(), ignored, MAX_IGNORED)
             .await?;
+        self.ignoring.0.invalidate(&viewer.id);
         if !done {
             return Err(DomainError::bad_input(format!(
                 "you ignore {MAX_IGNORED} people already, the most one may: stop ignoring one \
@@ -40,8 +77,14 @@ impl Services {
         Ok(ignored)
     }
 
-    /// The ids `user` ignores, in the order they were added.
-    pub async fn ignored_by(&self, user: &str) -> Result<Vec<String>, DomainError> {
-        Ok(self.storage.notifications().ignoring(user).await?)
+    /// The ids `user` ignores, in the order they were added: as this process read them within
+    /// [`IGNORING_KEPT_FOR`] (at once after a change through it), else read.
+    pub async fn ignored_by(&self, user: &str) -> Result<Arc<[String]>, DomainError> {
+        if let Some(ids) = self.ignoring.0.get(user) {
+            return Ok(ids);
+        }
+        let ids: Arc<[String]> = self.storage.notifications().ignoring(user).await?.into();
+        self.ignoring.0.insert(user.to_owned(), ids.clone());
+        Ok(ids)
     }
 }

@@ -42,7 +42,7 @@ pub use comments::{NewPost, Posted};
 pub use discussions::Creating;
 pub use guests::{GuestPost, GuestPosted, GuestRules, HONEYPOT};
 pub use history::AuthorStanding;
-pub use ignoring::MAX_IGNORED;
+pub use ignoring::{IGNORING_KEPT_FOR, MAX_IGNORED};
 pub use inbox::MailRules;
 pub use moderation::Approved;
 pub use names::{MAX_RESERVED_NAMES, NAMES_REFRESH};
@@ -115,6 +115,7 @@ pub struct Services {
     unsubscribe_tokens: crate::mail::UnsubscribeTokens,
     guests: guests::Guests,
     clock: Clock,
+    ignoring: ignoring::IgnoreLists,
 }
 
 impl Services {
@@ -161,6 +162,7 @@ impl Services {
                 &crate::domain::ServerKey::generate(),
             ),
             clock: Clock::default(),
+            ignoring: ignoring::IgnoreLists::new(),
         }
     }
 

@@ -248,6 +248,7 @@ impl Services {
             .await?;
         done.removed = forgotten.removed;
         done.rewritten = forgotten.rewritten;
+        self.ignoring.forget_all();
         self.sink.deliver(&events).await?;
         tracing::info!(
             comments = done.comments,

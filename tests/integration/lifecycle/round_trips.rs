@@ -82,8 +82,16 @@ pub(crate) async fn edits_and_deletes_have_bounded_round_trips_case(settings: Se
             );
         }
     }
-    assert_eq!(
-        costs[0], costs[1],
-        "edits and deletes cost the same at 10 and at 60 comments"
-    );
+    // The same at both sizes, but the moderator's ignore list (the answer shows a text): read
+    // once per IGNORING_KEPT_FOR in a process, so one of the two edits may find it kept.
+    for ((what, small), (_, large)) in costs[0].iter().zip(&costs[1]) {
+        let slack = match what.as_str() {
+            "moderator edits" => IGNORE_LIST_COMMANDS,
+            _ => 0,
+        };
+        assert!(
+            small.abs_diff(*large) <= slack,
+            "{what}: edits and deletes cost the same at 10 and at 60 comments: {costs:?}"
+        );
+    }
 }
