@@ -48,6 +48,18 @@ async fn main() -> std::process::ExitCode {
             .boxed(),
     };
     tracing_subscriber::registry().with(logs).with(otlp).init();
+    if json {
+        // A panic (of a task: the process goes on) is a log line like any other, so that in JSON
+        // every line of stderr stays one object for the log shipper.
+        std::panic::set_hook(Box::new(|info| {
+            let location = info.location().map_or_else(
+                || "unknown".to_owned(),
+                |l| format!("{}:{}", l.file(), l.line()),
+            );
+            let message = info.payload_as_str().unwrap_or("(no message)");
+            tracing::error!(panic.location = %location, "a task panicked: {message}");
+        }));
+    }
     let traces = match traces {
         Ok(traces) => traces,
         Err(err) => return failed(&err, json),
